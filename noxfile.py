@@ -1,0 +1,40 @@
+"""Nox sessions: thin wrappers that install perfgate and call ``python -m perfgate VERB``."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_existing_virtualenvs = True
+nox.options.sessions = ["unit", "lint"]
+
+PYPROJECT = nox.project.load_toml("pyproject.toml")
+
+
+def _install(session: nox.Session, *groups: str) -> None:
+    session.install("-e", ".")
+    for group in groups:
+        session.install(*nox.project.dependency_groups(PYPROJECT, group))
+
+
+@nox.session(tags=["run"])
+def bench(session: nox.Session) -> None:
+    """Run the benchmark buckets of perfgate.yaml and print their figures."""
+    _install(session)
+    session.run("python", "-m", "perfgate", "bench", *session.posargs)
+
+
+@nox.session(tags=["check"])
+def unit(session: nox.Session) -> None:
+    """Run the test suite (unit and integration)."""
+    _install(session, "test")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(tags=["check"])
+def lint(session: nox.Session) -> None:
+    """Run ruff (lint and format check) and mypy."""
+    _install(session, "lint")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy")

@@ -1,0 +1,91 @@
+"""Read a benchmark's JSON output: the metric at a dotted path and its statistics.
+
+The demo driver and the Isaac Lab driver both write a RuntimeBundle; the command
+driver writes whatever JSON its program writes. All of them are read here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_MISSING = object()
+
+
+class OutputError(Exception):
+    """The benchmark's output cannot be read; the message says why."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetricStats:
+    """The figure and, where the output carries them, its spread over measured steps."""
+
+    value: float | None
+    std: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+
+def load_json(path: Path) -> Any:
+    """Parse a JSON output file; a missing or malformed file raises OutputError."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise OutputError(f"result file {path} was not written") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise OutputError(f"result file {path} is not valid JSON: {exc}") from None
+
+
+def dig(data: Any, dotted: str) -> Any:
+    """The value at ``a.b.c``; ``_MISSING`` sentinel is hidden: returns None when absent."""
+    value = _dig(data, dotted)
+    return None if value is _MISSING else value
+
+
+def _dig(data: Any, dotted: str) -> Any:
+    current = data
+    for part in dotted.split("."):
+        if isinstance(current, Mapping) and part in current:
+            current = current[part]
+        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
+            current = current[int(part)]
+        else:
+            return _MISSING
+    return current
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def metric_stats(data: Any, dotted: str) -> MetricStats:
+    """Read the metric; for a ``...mean`` path the sibling std, min and peak come along."""
+    value = _number(dig(data, dotted))
+    parent_path, _, leaf = dotted.rpartition(".")
+    siblings = dig(data, parent_path) if parent_path and leaf == "mean" else None
+    if not isinstance(siblings, Mapping):
+        return MetricStats(value=value)
+    return MetricStats(
+        value=value,
+        std=_number(siblings.get("std")),
+        min=_number(siblings.get("min")),
+        max=_number(siblings.get("peak", siblings.get("max"))),
+    )
+
+
+def launch_mismatches(data: Any, expected: Mapping[str, Any]) -> list[str]:
+    """Each dotted path whose echoed value differs from what was requested."""
+    problems = []
+    for dotted, want in expected.items():
+        got = _dig(data, dotted)
+        if got is _MISSING:
+            problems.append(f"{dotted} missing (requested {want!r})")
+        elif got != want:
+            problems.append(f"{dotted}={got!r} (requested {want!r})")
+    return problems

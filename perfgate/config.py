@@ -1,0 +1,442 @@
+"""Parse and validate ``perfgate.yaml`` into frozen dataclasses (DESIGN.md R1)."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from perfgate.backends import VOCABULARIES
+from perfgate.errors import ConfigError, UsageError
+from perfgate.yamlfile import KeyPath, YamlDocument, format_key_path, load_yaml
+
+DEFAULT_CONFIG = Path("perfgate.yaml")
+
+
+class Mode(StrEnum):
+    """Whether regressions fail the gate's exit code (blocking) or are only reported."""
+
+    ADVISORY = "advisory"
+    BLOCKING = "blocking"
+
+
+class Direction(StrEnum):
+    """Which way is better for a metric."""
+
+    HIGHER = "higher"
+    LOWER = "lower"
+
+
+class FloorKind(StrEnum):
+    """What crossing a fixed floor does: force a verdict, or only get recorded."""
+
+    BLOCK = "BLOCK"
+    WARN = "WARN"
+    REPORT = "REPORT"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OraclePolicy:
+    """Constants of the rolling-window verdict (R5)."""
+
+    k_warn: float = 2.5
+    k_block: float = 4.0
+    min_block_regression_pct: float = 3.0
+    noise_floor_pct: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaselinePolicy:
+    """Where baselines live and how large a window must be (R4, R9)."""
+
+    branch: str = "perf-baselines"
+    remote: str = "origin"
+    min_samples: int = 5
+    max_samples: int = 20
+    push_retries: int = 3
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatePolicy:
+    """The gate block of perfgate.yaml."""
+
+    mode: Mode = Mode.ADVISORY
+    target_branches: tuple[str, ...] = ("main",)
+    protected_branches: tuple[str, ...] = ("main",)
+    oracle: OraclePolicy = field(default_factory=OraclePolicy)
+    baseline: BaselinePolicy = field(default_factory=BaselinePolicy)
+
+    @property
+    def blocking(self) -> bool:
+        """True when BLOCK and HARD_FAILURE fail the exit code."""
+        return self.mode is Mode.BLOCKING
+
+    def is_protected(self, branch: str | None) -> bool:
+        """True when pushes to ``branch`` may write baselines."""
+        return branch is not None and any(
+            fnmatch.fnmatchcase(branch, pattern) for pattern in self.protected_branches
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Metric:
+    """Where the figure is read from a benchmark's output and which way is better."""
+
+    path: str = "runtime.total_fps.mean"
+    direction: Direction = Direction.HIGHER
+    unit: str = "steps/s"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Floor:
+    """A fixed threshold on the metric for one hardware pattern and backend."""
+
+    name: str
+    value: float
+    kind: FloorKind
+
+
+@dataclass(frozen=True, kw_only=True)
+class PhaseMarkers:
+    """Log markers a driver uses to tell which phase a failed run died in."""
+
+    import_error: tuple[str, ...] = ("ModuleNotFoundError", "ImportError")
+    driver_error: tuple[str, ...] = ()
+    oom: tuple[str, ...] = ("oom-kill", "Out of memory", "MemoryError")
+    init_done: str | None = None
+    stepping: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommandSpec:
+    """The ``command`` driver's program: an argument list (no shell) and its output file."""
+
+    argv: tuple[str, ...]
+    output: str
+    cwd: str | None = None
+    markers: PhaseMarkers = field(default_factory=PhaseMarkers)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Bucket:
+    """One (task, backend) experiment: the unit that is run, judged and stored."""
+
+    task: str
+    physics: str
+    render: str | None
+    driver: str
+    runner: tuple[str, ...]
+    timeout_minutes: float
+    retries: int
+    num_envs: int
+    steps: int
+    warmup_steps: int
+    seed: int
+    tags: tuple[str, ...]
+    baseline_epoch: int
+    metric: Metric
+    paths: tuple[str, ...] = ()
+    command: CommandSpec | None = None
+    floors: Mapping[str, tuple[Floor, ...]] = field(default_factory=dict)
+    noise_floor_pct: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def backend_key(self) -> str:
+        """``physics``, or ``physics_render`` when a render backend is set (R1)."""
+        return f"{self.physics}_{self.render}" if self.render else self.physics
+
+    @property
+    def id(self) -> str:
+        """``task/backend_key``."""
+        return f"{self.task}/{self.backend_key}"
+
+    @property
+    def file_stem(self) -> str:
+        """The bucket id made safe for a file name."""
+        return self.id.replace("/", "__")
+
+    def floors_for(self, hardware: str) -> tuple[Floor, ...]:
+        """Every floor whose hardware pattern matches ``hardware``."""
+        return tuple(
+            floor
+            for pattern, floors in self.floors.items()
+            if fnmatch.fnmatchcase(hardware, pattern)
+            for floor in floors
+        )
+
+    def noise_floor_for(self, hardware: str, default: float) -> float:
+        """The noise floor percentage for ``hardware``; the first matching pattern wins."""
+        for pattern, pct in self.noise_floor_pct.items():
+            if fnmatch.fnmatchcase(hardware, pattern):
+                return pct
+        return default
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    """A validated perfgate.yaml."""
+
+    path: Path
+    gate: GatePolicy
+    buckets: tuple[Bucket, ...]
+
+    def bucket_ids(self) -> tuple[str, ...]:
+        """Every bucket id, in declaration order."""
+        return tuple(bucket.id for bucket in self.buckets)
+
+    def select(self, ids: Iterable[str] = (), tags: Iterable[str] = ()) -> tuple[Bucket, ...]:
+        """Buckets named by id or carrying a tag; all buckets when neither is given."""
+        ids, tags = list(ids), list(tags)
+        known = set(self.bucket_ids())
+        unknown = [bucket_id for bucket_id in ids if bucket_id not in known]
+        if unknown:
+            raise UsageError(
+                f"unknown bucket {', '.join(unknown)} in {self.path}; "
+                f"known buckets: {', '.join(sorted(known))}"
+            )
+        known_tags = {tag for bucket in self.buckets for tag in bucket.tags}
+        unknown_tags = [tag for tag in tags if tag not in known_tags]
+        if unknown_tags:
+            raise UsageError(
+                f"unknown tag {', '.join(unknown_tags)} in {self.path}; "
+                f"known tags: {', '.join(sorted(known_tags))}"
+            )
+        if not ids and not tags:
+            return self.buckets
+        return tuple(
+            bucket
+            for bucket in self.buckets
+            if bucket.id in ids or any(tag in bucket.tags for tag in tags)
+        )
+
+
+_DEFAULT_SETTINGS: dict[str, Any] = {
+    "driver": "demo",
+    "runner": ["ubuntu-latest"],
+    "timeout_minutes": 10,
+    "retries": 1,
+    "num_envs": 512,
+    "steps": 200,
+    "warmup_steps": 20,
+    "seed": 42,
+    "tags": ["always"],
+    "baseline_epoch": 1,
+    "paths": [],
+}
+
+
+@cache
+def config_schema() -> dict[str, Any]:
+    """The JSON Schema that perfgate.yaml's structure must satisfy."""
+    text = resources.files("perfgate.schemas").joinpath("perfgate.schema.json").read_text()
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def load_config(path: Path = DEFAULT_CONFIG) -> Config:
+    """Read, validate and expand ``path``; any problem raises ConfigError naming the key path."""
+    document = load_yaml(path)
+    if not isinstance(document.data, dict):
+        raise ConfigError(f"{path}: expected a mapping with 'version' and 'buckets' at the top")
+    _check_schema(document)
+    data = document.data
+    gate = _gate_policy(data.get("gate", {}))
+    defaults = {**_DEFAULT_SETTINGS, **data.get("defaults", {})}
+    buckets: list[Bucket] = []
+    seen: dict[str, KeyPath] = {}
+    for index, entry in enumerate(data["buckets"]):
+        for bucket in _expand(document, ("buckets", index), entry, defaults):
+            if bucket.id in seen:
+                _fail(
+                    document,
+                    ("buckets", index, "backends"),
+                    f"duplicate bucket id {bucket.id!r} (first declared at "
+                    f"{format_key_path(seen[bucket.id])}); each task/backend may appear once",
+                )
+            seen[bucket.id] = ("buckets", index)
+            buckets.append(bucket)
+    if not buckets:
+        _fail(document, ("buckets",), "the matrix is empty; declare at least one bucket")
+    if gate.baseline.min_samples > gate.baseline.max_samples:
+        _fail(
+            document,
+            ("gate", "baseline", "min_samples"),
+            f"min_samples ({gate.baseline.min_samples}) exceeds max_samples "
+            f"({gate.baseline.max_samples}); raise max_samples or lower min_samples",
+        )
+    return Config(path=path, gate=gate, buckets=tuple(buckets))
+
+
+def _fail(document: YamlDocument, key_path: KeyPath, message: str) -> None:
+    raise ConfigError(f"{document.where(key_path)}: {format_key_path(key_path)}: {message}")
+
+
+def _check_schema(document: YamlDocument) -> None:
+    validator = jsonschema.Draft202012Validator(config_schema())
+    errors = sorted(validator.iter_errors(document.data), key=_error_rank)
+    if not errors:
+        return
+    error = errors[0]
+    key_path: KeyPath = tuple(error.absolute_path)
+    if error.validator in ("additionalProperties", "unevaluatedProperties"):
+        instance = error.instance if isinstance(error.instance, dict) else {}
+        allowed = _allowed_keys(error.schema)
+        extra = sorted(str(key) for key in instance if key not in allowed)
+        key_path = (*key_path, extra[0]) if extra else key_path
+        _fail(
+            document,
+            key_path,
+            f"unknown key {', '.join(repr(k) for k in extra)}; "
+            f"allowed keys: {', '.join(sorted(allowed))}",
+        )
+    if error.validator == "enum":
+        choices = ", ".join(str(choice) for choice in error.validator_value)
+        _fail(document, key_path, f"{error.instance!r} is not allowed; use one of: {choices}")
+    if error.validator == "pattern":
+        _fail(
+            document,
+            key_path,
+            f"{error.instance!r} must match {error.validator_value} "
+            "(lower-case letters, digits and underscores for backends)",
+        )
+    _fail(document, key_path, error.message)
+
+
+def _error_rank(error: jsonschema.ValidationError) -> tuple[int, int]:
+    # The shallowest error first: a wrong type at the top explains the ones below it.
+    return (len(error.absolute_path), 0 if error.validator != "required" else 1)
+
+
+def _allowed_keys(schema: Mapping[str, Any]) -> set[str]:
+    keys = set(schema.get("properties", {}))
+    for part in schema.get("allOf", []):
+        ref = part.get("$ref", "")
+        if ref.startswith("#/$defs/"):
+            keys |= _allowed_keys(config_schema()["$defs"][ref.removeprefix("#/$defs/")])
+    return keys
+
+
+def _gate_policy(raw: Mapping[str, Any]) -> GatePolicy:
+    return GatePolicy(
+        mode=Mode(raw.get("mode", Mode.ADVISORY)),
+        target_branches=tuple(raw.get("target_branches", GatePolicy.target_branches)),
+        protected_branches=tuple(raw.get("protected_branches", GatePolicy.protected_branches)),
+        oracle=OraclePolicy(**raw.get("oracle", {})),
+        baseline=BaselinePolicy(**raw.get("baseline", {})),
+    )
+
+
+def _expand(
+    document: YamlDocument, key_path: KeyPath, entry: Mapping[str, Any], defaults: Mapping[str, Any]
+) -> list[Bucket]:
+    settings = {**defaults, **entry}
+    settings["metric"] = {**defaults.get("metric", {}), **entry.get("metric", {})}
+    driver = settings["driver"]
+    vocabulary = VOCABULARIES[driver]
+    command = _command_spec(settings.get("command"))
+    if driver == "command" and command is None:
+        _fail(document, key_path, "driver 'command' needs a 'command' block with argv and output")
+    backends: list[tuple[str, str | None]] = []
+    for index, backend in enumerate(entry["backends"]):
+        for role, allowed in (("physics", vocabulary.physics), ("render", vocabulary.render)):
+            value = backend.get(role)
+            if value is not None and allowed is not None and value not in allowed:
+                choices = ", ".join(sorted(allowed)) or "none (this driver has no render backend)"
+                _fail(
+                    document,
+                    (*key_path, "backends", index, role),
+                    f"unknown {role} backend {value!r} for driver {driver!r}; "
+                    f"use one of: {choices}",
+                )
+        backends.append((backend["physics"], backend.get("render")))
+    backend_keys = [f"{p}_{r}" if r else p for p, r in backends]
+    floors = _per_backend(document, key_path, entry, "floors", backend_keys)
+    noise = _per_backend(document, key_path, entry, "noise_floor_pct", backend_keys)
+    return [
+        Bucket(
+            task=entry["task"],
+            physics=physics,
+            render=render,
+            driver=driver,
+            runner=tuple(settings["runner"]),
+            timeout_minutes=float(settings["timeout_minutes"]),
+            retries=settings["retries"],
+            num_envs=settings["num_envs"],
+            steps=settings["steps"],
+            warmup_steps=settings["warmup_steps"],
+            seed=settings["seed"],
+            tags=tuple(settings["tags"]),
+            baseline_epoch=settings["baseline_epoch"],
+            metric=Metric(
+                path=settings["metric"].get("path", Metric.path),
+                direction=Direction(settings["metric"].get("direction", Direction.HIGHER)),
+                unit=settings["metric"].get("unit", Metric.unit),
+            ),
+            paths=tuple(settings["paths"]),
+            command=command,
+            floors={
+                hardware: tuple(
+                    Floor(
+                        name=f["name"],
+                        value=float(f["value"]),
+                        kind=FloorKind(f.get("verdict", "BLOCK")),
+                    )
+                    for f in per_backend[backend_key]
+                )
+                for hardware, per_backend in floors.items()
+                if backend_key in per_backend
+            },
+            noise_floor_pct={
+                hardware: float(per_backend[backend_key])
+                for hardware, per_backend in noise.items()
+                if backend_key in per_backend
+            },
+        )
+        for (physics, render), backend_key in zip(backends, backend_keys, strict=True)
+    ]
+
+
+def _per_backend(
+    document: YamlDocument,
+    key_path: KeyPath,
+    entry: Mapping[str, Any],
+    key: str,
+    backend_keys: list[str],
+) -> dict[str, dict[str, Any]]:
+    table: dict[str, dict[str, Any]] = entry.get(key, {})
+    for hardware, per_backend in table.items():
+        for backend_key in per_backend:
+            if backend_key not in backend_keys:
+                _fail(
+                    document,
+                    (*key_path, key, hardware, backend_key),
+                    f"backend {backend_key!r} is not one of this task's backends "
+                    f"({', '.join(backend_keys)}); fix the key or add the backend",
+                )
+    return table
+
+
+def _command_spec(raw: Mapping[str, Any] | None) -> CommandSpec | None:
+    if raw is None:
+        return None
+    markers = raw.get("markers", {})
+    return CommandSpec(
+        argv=tuple(raw["argv"]),
+        output=raw["output"],
+        cwd=raw.get("cwd"),
+        markers=PhaseMarkers(
+            import_error=tuple(markers.get("import_error", PhaseMarkers.import_error)),
+            driver_error=tuple(markers.get("driver_error", PhaseMarkers.driver_error)),
+            oom=tuple(markers.get("oom", PhaseMarkers.oom)),
+            init_done=markers.get("init_done"),
+            stepping=markers.get("stepping"),
+        ),
+    )

@@ -1,0 +1,101 @@
+"""Terminal and CI output: progress lines, tables, GitHub annotations."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from perfgate.config import Bucket
+from perfgate.result import Result
+
+
+def on_github() -> bool:
+    """True inside a GitHub Actions job."""
+    return os.environ.get("GITHUB_ACTIONS") == "true"
+
+
+def annotate(level: str, message: str, stream: TextIO = sys.stdout) -> None:
+    """A ``::error::``/``::warning::``/``::notice::`` line on GitHub; plain text elsewhere."""
+    if on_github():
+        escaped = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        print(f"::{level}::{escaped}", file=stream)
+    else:
+        print(f"{level}: {message}", file=stream)
+
+
+def format_figure(value: float | None) -> str:
+    """A figure with thousands separators, or an em dash when absent."""
+    if value is None:
+        return "—"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.3g}"
+
+
+def health_text(result: Result) -> str:
+    """``ok``, ``ok (retried)`` or ``FAILED phase …`` for a result."""
+    health = result.health
+    if health.healthy:
+        return "ok (retried)" if health.retried else "ok"
+    detail = health.phase.value if health.phase else "unknown"
+    return f"FAILED ({detail}, exit {health.exit_code})"
+
+
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A plain aligned text table."""
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def bench_table(results: Sequence[Result]) -> str:
+    """Figures and health of each bucket run."""
+    rows = [
+        [
+            r.bucket.id,
+            format_figure(r.metric.value),
+            format_figure(r.metric.std),
+            r.metric.unit,
+            health_text(r),
+            str(r.health.attempts),
+            f"{r.timings.wall_s:.1f}s",
+        ]
+        for r in results
+    ]
+    return render_table(["bucket", "figure", "± std", "unit", "health", "attempts", "wall"], rows)
+
+
+class Progress:
+    """One line per bucket; on a terminal the line is rewritten when the bucket finishes."""
+
+    def __init__(self, total: int, stream: TextIO = sys.stderr) -> None:
+        self.total = total
+        self.done = 0
+        self.stream = stream
+        self.live = stream.isatty() and not on_github()
+
+    def start(self, bucket: Bucket) -> None:
+        """Announce a bucket that is starting."""
+        text = f"[{self.done + 1}/{self.total}] {bucket.id} running…"
+        if self.live:
+            self.stream.write(f"\r\033[K{text}")
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def finish(self, result: Result) -> None:
+        """Report a finished bucket."""
+        self.done += 1
+        text = (
+            f"[{self.done}/{self.total}] {result.bucket.id}: "
+            f"{format_figure(result.metric.value)} {result.metric.unit}, {health_text(result)}"
+        )
+        self.stream.write((f"\r\033[K{text}" if self.live else text) + "\n")
+        self.stream.flush()
+        if not result.health.healthy:
+            reason = result.health.config_mismatch or result.health.error or "see the log tail"
+            annotate("error", f"{result.bucket.id} failed ({health_text(result)}): {reason}")

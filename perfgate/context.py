@@ -1,0 +1,149 @@
+"""Where and why this run happens: commit, branches and CI identity.
+
+GitHub context comes only from GitHub's standard environment variables and the
+event payload; outside GitHub it comes from the local git checkout.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perfgate.git import try_git
+
+PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunContext:
+    """Commit, branches and CI identifiers of one run."""
+
+    commit: str | None
+    branch: str | None
+    target_branch: str | None
+    event: str
+    on_github: bool = False
+    repository: str | None = None
+    server_url: str = "https://github.com"
+    api_url: str = "https://api.github.com"
+    pr_number: int | None = None
+    head_sha: str | None = None
+    head_repository: str | None = None
+    run_id: str | None = None
+    run_attempt: str | None = None
+    workflow: str | None = None
+    job: str | None = None
+    runner_name: str | None = None
+
+    @property
+    def is_pull_request(self) -> bool:
+        """True for pull_request-triggered runs."""
+        return self.event in PULL_REQUEST_EVENTS
+
+    @property
+    def is_fork(self) -> bool:
+        """True when the PR's head lives in another repository."""
+        return (
+            self.is_pull_request
+            and self.head_repository is not None
+            and self.head_repository != self.repository
+        )
+
+    @property
+    def run_url(self) -> str | None:
+        """Link to the Actions run, when there is one."""
+        if not (self.repository and self.run_id):
+            return None
+        return f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}"
+
+    def ci_json(self) -> dict[str, Any]:
+        """CI identity as stored in a result artifact."""
+        return {
+            "run_id": self.run_id,
+            "run_attempt": self.run_attempt,
+            "workflow": self.workflow,
+            "job": self.job,
+            "runner_name": self.runner_name,
+        }
+
+    def source_json(self) -> dict[str, Any]:
+        """Source identity as stored in a result artifact."""
+        return {
+            "commit": self.commit,
+            "branch": self.branch,
+            "target_branch": self.target_branch,
+            "event": self.event,
+            "pr_number": self.pr_number,
+            "head_sha": self.head_sha,
+            "repository": self.repository,
+        }
+
+
+def _strip_heads(ref: str | None) -> str | None:
+    return ref.removeprefix("refs/heads/") if ref else None
+
+
+def detect(
+    env: Mapping[str, str],
+    cwd: Path | None = None,
+    default_target: str | None = None,
+) -> RunContext:
+    """Read the run context from GitHub's environment, else from git in ``cwd``."""
+    if env.get("GITHUB_ACTIONS") == "true":
+        return _from_github(env)
+    branch = try_git("branch", "--show-current", cwd=cwd) or None
+    target = env.get("PERFGATE_TARGET_BRANCH") or default_target
+    return RunContext(
+        commit=try_git("rev-parse", "HEAD", cwd=cwd),
+        branch=branch,
+        target_branch=target,
+        event="local",
+    )
+
+
+def _from_github(env: Mapping[str, str]) -> RunContext:
+    event_name = env.get("GITHUB_EVENT_NAME", "")
+    payload: dict[str, Any] = {}
+    event_path = env.get("GITHUB_EVENT_PATH")
+    if event_path and Path(event_path).is_file():
+        payload = json.loads(Path(event_path).read_text(encoding="utf-8"))
+    repository = env.get("GITHUB_REPOSITORY")
+    pr_number = head_sha = head_repository = None
+    if event_name in PULL_REQUEST_EVENTS:
+        pull = payload.get("pull_request", {})
+        pr_number = pull.get("number") or payload.get("number")
+        head = pull.get("head", {})
+        head_sha = head.get("sha")
+        head_repository = (head.get("repo") or {}).get("full_name")
+        branch = env.get("GITHUB_HEAD_REF") or head.get("ref")
+        target = env.get("GITHUB_BASE_REF") or pull.get("base", {}).get("ref")
+    elif event_name == "merge_group":
+        group = payload.get("merge_group", {})
+        head_sha = group.get("head_sha")
+        branch = _strip_heads(group.get("head_ref") or env.get("GITHUB_REF"))
+        target = _strip_heads(group.get("base_ref"))
+    else:
+        branch = _strip_heads(env.get("GITHUB_REF"))
+        target = branch
+        head_sha = env.get("GITHUB_SHA")
+    return RunContext(
+        commit=env.get("GITHUB_SHA"),
+        branch=branch,
+        target_branch=target,
+        event=event_name or "unknown",
+        on_github=True,
+        repository=repository,
+        server_url=env.get("GITHUB_SERVER_URL", "https://github.com"),
+        api_url=env.get("GITHUB_API_URL", "https://api.github.com"),
+        pr_number=int(pr_number) if pr_number is not None else None,
+        head_sha=head_sha,
+        head_repository=head_repository or repository,
+        run_id=env.get("GITHUB_RUN_ID"),
+        run_attempt=env.get("GITHUB_RUN_ATTEMPT"),
+        workflow=env.get("GITHUB_WORKFLOW"),
+        job=env.get("GITHUB_JOB"),
+        runner_name=env.get("RUNNER_NAME"),
+    )

@@ -1,0 +1,22 @@
+"""Benchmark drivers, looked up by the name a bucket declares."""
+
+from __future__ import annotations
+
+from perfgate.drivers.base import Driver, Measurement
+from perfgate.drivers.command import CommandDriver
+from perfgate.drivers.demo import DemoDriver
+from perfgate.errors import ConfigError
+
+__all__ = ["Driver", "Measurement", "get_driver"]
+
+_DRIVERS: dict[str, Driver] = {"demo": DemoDriver(), "command": CommandDriver()}
+
+
+def get_driver(name: str) -> Driver:
+    """The driver registered under ``name``."""
+    try:
+        return _DRIVERS[name]
+    except KeyError:
+        raise ConfigError(
+            f"driver {name!r} is not available; available: {', '.join(sorted(_DRIVERS))}"
+        ) from None

@@ -1,0 +1,50 @@
+"""One exception hierarchy; each class carries the exit code it maps to (DESIGN.md R8)."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Process exit codes: they answer "did the gate run?"."""
+
+    OK = 0
+    BLOCK = 1
+    HARD_FAILURE = 2
+    MALFUNCTION = 3
+    USAGE = 4
+
+
+class PerfgateError(Exception):
+    """Base class: a failure perfgate can explain; only ``cli.main`` turns it into an exit."""
+
+    exit_code: ExitCode = ExitCode.MALFUNCTION
+
+
+class ConfigError(PerfgateError):
+    """perfgate.yaml (or another input file) is malformed; the message names file and key path."""
+
+    exit_code = ExitCode.USAGE
+
+
+class UsageError(PerfgateError):
+    """The command line asks for something impossible (unknown bucket, bad flag value)."""
+
+    exit_code = ExitCode.USAGE
+
+
+class GateMalfunction(PerfgateError):
+    """The gate itself could not run: no artifacts, unreadable baseline, failed publish."""
+
+    exit_code = ExitCode.MALFUNCTION
+
+
+class GitError(GateMalfunction):
+    """A git command failed; carries the command and its stderr."""
+
+    def __init__(self, args: list[str], returncode: int, stderr: str) -> None:
+        self.args_list = args
+        self.returncode = returncode
+        self.stderr = stderr
+        detail = stderr.strip().splitlines()[-1] if stderr.strip() else "no output"
+        super().__init__(f"git {' '.join(args)} failed (exit {returncode}): {detail}")

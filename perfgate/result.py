@@ -1,0 +1,229 @@
+"""The result artifact: one JSON file per bucket run, validated against a shipped schema."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from perfgate.config import Direction
+from perfgate.errors import GateMalfunction
+from perfgate.execution import FailurePhase
+from perfgate.hardware import Hardware
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class BucketRef:
+    """Which bucket a result belongs to."""
+
+    id: str
+    task: str
+    backend_key: str
+    physics: str
+    render: str | None
+    driver: str
+    tags: tuple[str, ...]
+    baseline_epoch: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Source:
+    """What code was measured, and which branch it is judged against."""
+
+    commit: str | None
+    branch: str | None
+    target_branch: str | None
+    event: str
+    pr_number: int | None = None
+    head_sha: str | None = None
+    repository: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CiInfo:
+    """CI identity of the run (all None locally)."""
+
+    run_id: str | None = None
+    run_attempt: str | None = None
+    workflow: str | None = None
+    job: str | None = None
+    runner_name: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class IdentityRecord:
+    """The three R2 hashes and the inputs behind them."""
+
+    launch_hash: str
+    benchmark_hash: str
+    runtime_hash: str
+    launch: dict[str, Any]
+    benchmark: dict[str, Any]
+    runtime: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetricReading:
+    """The measured figure and its spread."""
+
+    path: str
+    direction: Direction
+    unit: str
+    value: float | None
+    std: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Health:
+    """Whether the run itself went well, independent of its figure (R3)."""
+
+    exit_code: int | None
+    phase: FailurePhase | None
+    timed_out: bool
+    attempts: int
+    retried: bool
+    config_mismatch: str | None = None
+    error: str | None = None
+
+    @property
+    def healthy(self) -> bool:
+        """Exit 0, no failure phase, no mismatch, output read."""
+        return (
+            self.exit_code == 0
+            and self.phase is None
+            and self.config_mismatch is None
+            and self.error is None
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttemptTiming:
+    """One attempt's exit and wall time."""
+
+    number: int
+    exit_code: int | None
+    phase: FailurePhase | None
+    timed_out: bool
+    wall_s: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timings:
+    """When the bucket ran and how long each attempt took."""
+
+    started_at: str
+    finished_at: str
+    wall_s: float
+    attempts: tuple[AttemptTiming, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Result:
+    """Everything one bucket run produced: the unit the gate judges and the store keeps."""
+
+    bucket: BucketRef
+    hardware: Hardware
+    source: Source
+    ci: CiInfo
+    identity: IdentityRecord
+    metric: MetricReading
+    health: Health
+    timings: Timings
+    log_tail: str = ""
+    perfgate_version: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        """The artifact as a JSON-ready dict."""
+        data = asdict(self)
+        data["bucket"]["tags"] = list(self.bucket.tags)
+        data["timings"]["attempts"] = [asdict(a) for a in self.timings.attempts]
+        converted: dict[str, Any] = json.loads(json.dumps(data, default=str))  # enums to values
+        return converted
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Result:
+        """Rebuild a Result from a validated artifact dict."""
+        health = dict(data["health"])
+        health["phase"] = FailurePhase(health["phase"]) if health["phase"] else None
+        metric = dict(data["metric"])
+        metric["direction"] = Direction(metric["direction"])
+        timings = dict(data["timings"])
+        timings["attempts"] = tuple(
+            AttemptTiming(**{**a, "phase": FailurePhase(a["phase"]) if a["phase"] else None})
+            for a in timings["attempts"]
+        )
+        bucket = dict(data["bucket"])
+        bucket["tags"] = tuple(bucket["tags"])
+        return cls(
+            bucket=BucketRef(**bucket),
+            hardware=Hardware(**data["hardware"]),
+            source=Source(**data["source"]),
+            ci=CiInfo(**data["ci"]),
+            identity=IdentityRecord(**data["identity"]),
+            metric=MetricReading(**metric),
+            health=Health(**health),
+            timings=Timings(**timings),
+            log_tail=data["log_tail"],
+            perfgate_version=data["perfgate_version"],
+            schema_version=data["schema_version"],
+        )
+
+
+@cache
+def result_schema() -> dict[str, Any]:
+    """The JSON Schema every result artifact satisfies."""
+    text = resources.files("perfgate.schemas").joinpath("result.schema.json").read_text()
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def validate_result(data: Any) -> list[str]:
+    """Schema violations of an artifact dict, each as ``path: message``; empty when valid."""
+    validator = jsonschema.Draft202012Validator(result_schema())
+    return [
+        f"{'.'.join(str(p) for p in error.absolute_path) or '(top level)'}: {error.message}"
+        for error in validator.iter_errors(data)
+    ]
+
+
+def result_file_name(bucket_id: str) -> str:
+    """``task/backend`` -> ``task__backend.json``."""
+    return bucket_id.replace("/", "__") + ".json"
+
+
+def write_result(result: Result, out_dir: Path) -> Path:
+    """Write the artifact (validated first) atomically into ``out_dir``."""
+    data = result.to_json()
+    problems = validate_result(data)
+    if problems:
+        raise GateMalfunction(
+            f"internal error: result for {result.bucket.id} is invalid: {problems[0]}"
+        )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / result_file_name(result.bucket.id)
+    temporary = path.with_suffix(".json.tmp")
+    temporary.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    temporary.replace(path)
+    return path
+
+
+def read_result(path: Path) -> Result:
+    """Load and validate one artifact; an invalid one raises GateMalfunction naming the file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise GateMalfunction(f"{path}: not a readable result artifact: {exc}") from None
+    problems = validate_result(data)
+    if problems:
+        raise GateMalfunction(f"{path}: not a valid result artifact: {problems[0]}")
+    return Result.from_json(data)
