@@ -83,6 +83,16 @@ class MetricReading:
 
 
 @dataclass(frozen=True, kw_only=True)
+class StaleImage:
+    """Evidence that a crash came from a stale CI image, not from the change (R7)."""
+
+    package: str
+    symbol: str
+    installed: str
+    pinned: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class Health:
     """Whether the run itself went well, independent of its figure (R3)."""
 
@@ -93,6 +103,8 @@ class Health:
     retried: bool
     config_mismatch: str | None = None
     error: str | None = None
+    # Set only with evidence: installed version of the package differs from the source pin.
+    stale_image: StaleImage | None = None
 
     @property
     def healthy(self) -> bool:
@@ -155,6 +167,8 @@ class Result:
         """Rebuild a Result from a validated artifact dict."""
         health = dict(data["health"])
         health["phase"] = FailurePhase(health["phase"]) if health["phase"] else None
+        stale = health.get("stale_image")
+        health["stale_image"] = StaleImage(**stale) if stale else None
         metric = dict(data["metric"])
         metric["direction"] = Direction(metric["direction"])
         timings = dict(data["timings"])
