@@ -257,10 +257,14 @@ class BaselineStore:
         return {path: self._parse(path, blobs.get(f"{tip}:{path}", b""), None) for path in wanted}
 
     def windows(
-        self, keys: Mapping[str, WindowKey], base: str | None, max_samples: int
+        self,
+        keys: Mapping[str, WindowKey],
+        *,
+        tip: str | None,
+        base: str | None,
+        max_samples: int,
     ) -> dict[str, Window]:
-        """The window of every keyed bucket (keys by bucket id) against merge base ``base``."""
-        tip = self.refresh()
+        """Each bucket's window (keyed by bucket id) at ``tip``, against merge base ``base``."""
         if tip is None or base is None:
             return {bucket: Window(samples=()) for bucket in keys}
         distance = ancestry(self.repo, base)
