@@ -120,6 +120,10 @@ def window_stats(
     )
 
 
+def _figure(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
 def _worse(value: float, line: float, direction: Direction) -> bool:
     """Strictly on the bad side of ``line``; exactly on a line is not past it."""
     return value < line if direction is Direction.HIGHER else value > line
@@ -198,7 +202,8 @@ def _floor_signals(value: float, floors: Sequence[Floor], direction: Direction) 
                 Signal(
                     reason=Reason.FLOOR_CROSSED,
                     verdict=Verdict[floor.kind.value],
-                    detail=f"crossed floor {floor.name} ({value:,.4g} vs {floor.value:g})",
+                    detail=f"crossed floor {floor.name} "
+                    f"({_figure(value)} vs {_figure(floor.value)})",
                 )
             )
     return signals
@@ -227,7 +232,7 @@ def _window_signal(
             detail=f"only {len(window)} of {min_samples} baseline samples; cannot judge yet",
         ), stats
     regression_pct = -stats.change_pct if direction is Direction.HIGHER else stats.change_pct
-    change = f"{stats.change_pct:+.1f}% vs median {stats.median:,.4g}"
+    change = f"{stats.change_pct:+.1f}% vs median {_figure(stats.median)}"
     if _worse(value, stats.block_line, direction):
         if regression_pct >= policy.min_block_regression_pct:
             return Signal(
