@@ -348,7 +348,8 @@ def _prefilter(line: str, key: WindowKey, distance: Mapping[str, int]) -> bool:
     if f'"launch_hash":"{key.launch_hash}"' not in line:
         return False
     match = _COMMIT_FIELD.search(line)
-    return match is not None and match.group(1) in distance
+    # No readable commit: parse it anyway, so a corrupt line is reported rather than dropped.
+    return match is None or match.group(1) in distance
 
 
 def resolve(repo: Path, ref: str) -> str | None:
