@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -88,11 +89,12 @@ def classify_failure(
         return FailurePhase.IMPORT
     if any(m in log for m in markers.driver_error):
         return FailurePhase.DRIVER
-    if markers.stepping is not None and markers.stepping in log:
-        return FailurePhase.RUNTIME
-    if markers.stepping is None:
-        return FailurePhase.RUNTIME
-    return FailurePhase.INIT
+    # The latest marker the driver declares tells how far the run got.
+    if markers.stepping is not None:
+        return FailurePhase.RUNTIME if markers.stepping in log else FailurePhase.INIT
+    if markers.init_done is not None:
+        return FailurePhase.RUNTIME if initialised else FailurePhase.INIT
+    return FailurePhase.RUNTIME
 
 
 def remove_outputs(invocation: Invocation) -> None:
@@ -133,8 +135,11 @@ def run_process(
                 exit_code = process.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 timed_out = True
-                _kill_group(process)
+                _terminate_group(process)
                 exit_code = process.returncode
+            # Nothing the benchmark started may outlive it: a straggler could write into the
+            # next attempt's outputs (R10) or steal its CPU.
+            _kill_group(process.pid)
     wall_s = time.monotonic() - started
     tail = _tail(log_path)
     if timed_out:
@@ -152,17 +157,24 @@ def run_process(
     )
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=KILL_GRACE_S)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+def _terminate_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the whole group, give the leader a grace period, then SIGKILL the group."""
+    _signal_group(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=KILL_GRACE_S)
+    # The leader may be gone while a child that ignores SIGTERM lives on.
+    _kill_group(process.pid)
+    process.wait()
+
+
+def _kill_group(group: int) -> None:
+    _signal_group(group, signal.SIGKILL)
+
+
+def _signal_group(group: int, sig: signal.Signals) -> None:
+    # ProcessLookupError: the group is already empty.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, sig)
 
 
 def _tail(path: Path) -> str:

@@ -62,23 +62,35 @@ def _convert(node: yaml.Node, key_path: KeyPath, lines: dict[KeyPath, int], path
     if isinstance(node, yaml.MappingNode):
         result: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            key = _scalar(key_node)
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise ConfigError(
+                    f"{path}:{key_node.start_mark.line + 1}: {format_key_path(key_path)}: "
+                    "a key must be a plain name, not a list or mapping"
+                )
+            key = _scalar(key_node, path)
             if key in result:
                 raise ConfigError(
                     f"{path}:{key_node.start_mark.line + 1}: "
-                    f"{format_key_path((*key_path, key))}: duplicate key; keep one of them"
+                    f"{format_key_path((*key_path, key))}: duplicate key (first at line "
+                    f"{lines[(*key_path, key)]}); keep one of them"
                 )
             result[key] = _convert(value_node, (*key_path, key), lines, path)
             lines[(*key_path, key)] = key_node.start_mark.line + 1
         return result
     if isinstance(node, yaml.SequenceNode):
         return [_convert(item, (*key_path, i), lines, path) for i, item in enumerate(node.value)]
-    return _scalar(node)
+    return _scalar(node, path)
 
 
-def _scalar(node: yaml.Node) -> Any:
+def _scalar(node: yaml.Node, path: Path) -> Any:
     loader = yaml.SafeLoader("")
     try:
         return loader.construct_object(node, deep=True)
+    except yaml.MarkedYAMLError as exc:
+        # For example a ``!!python/object`` tag, which the safe loader refuses.
+        raise ConfigError(
+            f"{path}:{node.start_mark.line + 1}: not allowed in YAML here: "
+            f"{' '.join(str(exc.problem).split())}; use plain strings, numbers, lists and mappings"
+        ) from None
     finally:
         loader.dispose()
