@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from perfgate.config import PhaseMarkers
+from perfgate.errors import ConfigError
 
 LOG_TAIL_BYTES = 8192
 HANG_FRACTION = 0.95  # a run that used 95 % of its budget is a hang, not a slow success
@@ -99,9 +100,16 @@ def classify_failure(
 
 def remove_outputs(invocation: Invocation) -> None:
     """Delete everything ``invocation`` may have written, so a retry cannot read it."""
+    protected = {invocation.cwd.resolve(), *invocation.cwd.resolve().parents}
     for pattern in invocation.outputs:
         for name in glob.glob(str(invocation.cwd / pattern), recursive=True):
             match = Path(name)
+            if match.resolve() in protected:
+                # An output of "." or ".." would otherwise delete the checkout itself.
+                raise ConfigError(
+                    f"output {pattern!r} matches the working directory {invocation.cwd} or "
+                    "one of its parents; point it at the file or directory the benchmark writes"
+                )
             if match.is_dir() and not match.is_symlink():
                 shutil.rmtree(match)
             elif match.exists() or match.is_symlink():

@@ -46,6 +46,10 @@ def load_yaml(path: Path) -> YamlDocument:
         raise ConfigError(f"{path}: file not found; pass --config PATH to name another") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8"
+        ) from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
@@ -66,6 +70,12 @@ def _convert(node: yaml.Node, key_path: KeyPath, lines: dict[KeyPath, int], path
                 raise ConfigError(
                     f"{path}:{key_node.start_mark.line + 1}: {format_key_path(key_path)}: "
                     "a key must be a plain name, not a list or mapping"
+                )
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise ConfigError(
+                    f"{path}:{key_node.start_mark.line + 1}: {format_key_path(key_path)}: "
+                    "YAML merge keys ('<<') are not supported; put shared settings under "
+                    "'defaults'"
                 )
             key = _scalar(key_node, path)
             if key in result:

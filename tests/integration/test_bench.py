@@ -15,6 +15,7 @@ from perfgate import cli
 from perfgate.bench import BenchSettings, run_bucket
 from perfgate.config import Bucket, load_config
 from perfgate.context import RunContext
+from perfgate.errors import ConfigError
 from perfgate.execution import LOG_TAIL_BYTES, FailurePhase
 from perfgate.hardware import Hardware
 from perfgate.result import Result, read_result, validate_result, write_result
@@ -249,6 +250,20 @@ def test_stale_output_under_a_glob_is_removed_before_the_retry(tmp_path: Path) -
     result = run(tmp_path, bucket)
     assert result.metric.value is None
     assert result.health.phase is FailurePhase.OUTPUT
+
+
+@pytest.mark.parametrize("output", [".", "..", "./"])
+def test_an_output_naming_the_checkout_itself_is_refused_not_deleted(
+    tmp_path: Path, output: str
+) -> None:
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    keep = checkout / "keep.txt"
+    keep.write_text("precious", encoding="utf-8")
+    bucket = fake_bucket(tmp_path, "ok", output=output, writes_to="out/result.json")
+    with pytest.raises(ConfigError, match="matches the working directory"):
+        run(checkout, bucket)
+    assert keep.read_text(encoding="utf-8") == "precious"
 
 
 def test_each_attempt_gets_its_own_exported_cache_dir(tmp_path: Path) -> None:

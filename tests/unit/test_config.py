@@ -416,6 +416,14 @@ BAD_CONFIGS = [
         "use plain strings, numbers, lists and mappings",
     ),
     (
+        "yaml_merge_key",
+        "version: 1\nx: &shared {steps: 3}\nbuckets:\n  - <<: *shared\n    task: cartpole\n"
+        "    backends: [{physics: numpy}]\n",
+        4,
+        "buckets[0]",
+        "put shared settings under 'defaults'",
+    ),
+    (
         "complex_key",
         "version: 1\nbuckets:\n  - ? [a, b]\n    : 1\n    task: cartpole\n"
         "    backends: [{physics: numpy}]\n",
@@ -459,6 +467,13 @@ def test_missing_config_file_names_the_file_and_the_flag(
     assert cli.main(["validate", "--config", str(missing)]) == 4
     (message,) = capsys.readouterr().err.splitlines()
     assert str(missing) in message and "--config" in message
+
+
+def test_non_utf8_file_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "perfgate.yaml"
+    path.write_bytes(b"version: 1\n# caf\xe9\n")
+    with pytest.raises(ConfigError, match="not UTF-8 text"):
+        load_config(path)
 
 
 def test_empty_file_is_a_config_error(tmp_path: Path) -> None:
