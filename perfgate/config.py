@@ -349,6 +349,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
         case "type":
             names = [expected] if isinstance(expected, str) else list(expected)
             wanted = " or ".join(_TYPE_NAMES.get(name, name) for name in names)
+            if error.instance is None:
+                return f"is empty; expected {wanted}"
             return f"{value} is {_kind(error.instance)}; expected {wanted}"
         case "enum":
             choices = ", ".join(str(choice) for choice in expected)

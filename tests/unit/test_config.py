@@ -198,6 +198,13 @@ BAD_CONFIGS = [
         "expected a list",
     ),
     (
+        "empty_gate_block",
+        "version: 1\ngate:\n" + VALID_BUCKET,
+        2,
+        "gate",
+        "is empty; expected a mapping",
+    ),
+    (
         "wrong_version",
         "version: 2\n" + VALID_BUCKET,
         1,
