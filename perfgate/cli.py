@@ -183,6 +183,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_gate(args: argparse.Namespace) -> int:
     """Judge every result artifact against its baseline and write the report surfaces."""
+    from perfgate.console import annotate
     from perfgate.gate import evaluate, load_results
     from perfgate.report import terminal_table, write_github_surfaces, write_report
 
@@ -193,6 +194,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
     paths = write_report(report, args.report_dir)
     write_github_surfaces(report)
     print(terminal_table(report))
+    for note in report.notes:
+        annotate("warning", note)
     print(f"perfgate: report in {paths['summary']} and {paths['verdict']}", file=sys.stderr)
     return report.exit_code
 
