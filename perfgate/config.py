@@ -345,7 +345,13 @@ def _fail(document: YamlDocument, key_path: KeyPath, message: str) -> None:
 
 def _check_schema(document: YamlDocument) -> None:
     validator = jsonschema.Draft202012Validator(config_schema())
-    errors = sorted(validator.iter_errors(document.data), key=_error_rank)
+    # A block that fails inside (e.g. defaults.isaaclab with a typo) also leaves its own key
+    # "unevaluated" one level up; that echo names no unknown key, so the inner error is reported.
+    errors = [
+        e
+        for e in sorted(validator.iter_errors(document.data), key=_error_rank)
+        if e.validator != "unevaluatedProperties" or _unknown_keys(e)
+    ]
     if not errors:
         return
     error = errors[0]
@@ -372,6 +378,12 @@ def _check_schema(document: YamlDocument) -> None:
             "(lower-case letters, digits and underscores for backends)",
         )
     _fail(document, key_path, error.message)
+
+
+def _unknown_keys(error: jsonschema.ValidationError) -> list[str]:
+    instance = error.instance if isinstance(error.instance, dict) else {}
+    allowed = _allowed_keys(error.schema) if isinstance(error.schema, Mapping) else set()
+    return sorted(str(key) for key in instance if key not in allowed)
 
 
 def _error_rank(error: jsonschema.ValidationError) -> tuple[int, int]:
