@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,15 @@ class DemoDriver:
             "--seed", str(bucket.seed),
             "--output-path", str(dirs.output_dir),
         )  # fmt: skip
-        return Invocation(argv=argv, cwd=checkout, outputs=(str(dirs.output_dir),))
+        # The benchmark must import this same perfgate, wherever the checkout under test is.
+        package_root = str(Path(demo.__file__).resolve().parents[1])
+        pythonpath = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
+        return Invocation(
+            argv=argv,
+            cwd=checkout,
+            env={"PYTHONPATH": pythonpath},
+            outputs=(str(dirs.output_dir),),
+        )
 
     def read(self, bucket: Bucket, dirs: AttemptDirs, invocation: Invocation) -> Measurement:
         """Read the bundle, check the launch echo, take the metric and the versions."""
