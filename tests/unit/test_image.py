@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.config import ImageSpec, PinInput
+from perfgate.config import ImageSpec, PinInput, load_config
 from perfgate.errors import ConfigError, GateMalfunction
 from perfgate.identity import stable_hash
 from perfgate.image import (
@@ -166,3 +166,39 @@ def test_manifest_editor_reports_whether_it_changed_anything(tmp_path: Path) -> 
     assert apply(tmp_path) is True
     assert apply(tmp_path) is False
     assert parse_manifest((tmp_path / "image_era_manifest.json").read_text(), "m")["eras"]
+
+
+BASE_CONFIG = """
+version: 1
+buckets:
+  - task: cartpole
+    backends: [{physics: numpy}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        (
+            "image: {env_file: e, env_keys: [K], tags: {main: x}, tag: y}",
+            r"image\.tag: unknown key",
+        ),
+        ("image: {env_keys: [K], tags: {main: x}}", "env_keys needs env_file"),
+        ("image: {env_file: e, env_keys: [K]}", "'tags' is a required property"),
+        ("image: {tags: {main: x}}", "the era key needs inputs"),
+    ],
+)
+def test_image_block_is_validated(tmp_path: Path, block: str, message: str) -> None:
+    path = tmp_path / "perfgate.yaml"
+    path.write_text(BASE_CONFIG + block + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)
+
+
+def test_image_block_is_read_in_declaration_order(tmp_path: Path) -> None:
+    path = tmp_path / "perfgate.yaml"
+    block = "image: {env_file: e, env_keys: [K], tags: {'release/*': r, main: m, '*': d}}"
+    path.write_text(BASE_CONFIG + block + "\n", encoding="utf-8")
+    spec = load_config(path).image
+    assert spec is not None and list(spec.tags) == ["release/*", "main", "*"]
+    assert spec.manifest == "image_era_manifest.json"
