@@ -326,3 +326,26 @@ buckets:
     assert "HF_TOKEN" in argv and "do-not-print" not in " ".join(argv)
     assert recorded["token"] == "do-not-print"  # passed by name, through the environment
     assert result.health.exit_code == 125 and result.health.phase is not None
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "isaaclab" / "perfgate.yaml"
+
+
+@pytest.mark.skipif(not EXAMPLE.is_file(), reason="examples/isaaclab/perfgate.yaml not present")
+def test_shipped_isaaclab_example_benches_against_the_standin(
+    tmp_path: Path, standin_on_path: Path
+) -> None:
+    config = load_config(EXAMPLE)
+    if any(b.container is not None for b in config.buckets):
+        pytest.skip("the example runs in a container; no Docker engine here")
+    if any(
+        b.isaaclab is not None and b.isaaclab.executable != ("isaaclab",) for b in config.buckets
+    ):
+        pytest.skip("the example names another executable than `isaaclab`")
+    out = tmp_path / "results"
+    argv = ["bench", "--config", str(EXAMPLE), "--out", str(out), "--work-dir", str(tmp_path / "w")]
+    assert main([*argv, "--no-judge"]) == 0
+    for bucket in config.buckets:
+        result = read_result(out / f"{bucket.file_stem}.json")
+        assert result.health.healthy, (bucket.id, result.health)
+        assert result.metric.value is not None and result.metric.value > 0
