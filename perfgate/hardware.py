@@ -96,7 +96,7 @@ def gpu_slug(name: str) -> str:
         return _GPU_SLUG_OVERRIDES[lowered]
     for suffix in _EDITION_SUFFIXES:
         lowered = lowered.removesuffix(suffix)
-    return slugify(lowered.removeprefix("nvidia "))
+    return slugify(lowered.removeprefix("nvidia ")) or "unknown_gpu"
 
 
 def cpu_name() -> str:
@@ -208,4 +208,4 @@ def detect() -> Hardware:
     found = _query_gpu(smi, cpu) if smi is not None else None
     if found is not None:
         return found
-    return Hardware(slug=f"cpu-{slugify(cpu)[:48] or 'unknown'}", cpu_name=cpu)
+    return Hardware(slug=f"cpu-{slugify(cpu)[:48].strip('_') or 'unknown'}", cpu_name=cpu)

@@ -8,7 +8,6 @@ fetch-reapply-retry so concurrent publishers lose nothing.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import subprocess
@@ -34,6 +33,7 @@ AUTHOR = {
 }
 _REJECTED = re.compile(r"rejected|non-fast-forward|fetch first|failed to update ref|cannot lock")
 _COMMIT_FIELD = re.compile(r'"commit":"([0-9a-f]{7,64})"')
+_TIME_FIELD = re.compile(r'"timestamp":"([^"]*)"')
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -183,6 +183,16 @@ class WindowKey:
             baseline_epoch=result.bucket.baseline_epoch,
         )
 
+    def needles(self) -> tuple[str, ...]:
+        """Exact texts every matching canonical-JSON line contains (most selective first)."""
+        return (
+            f'"launch_hash":"{self.launch_hash}"',
+            f'"runtime_hash":"{self.runtime_hash}"',
+            f'"benchmark_hash":"{self.benchmark_hash}"',
+            f'"baseline_epoch":{self.baseline_epoch},',
+            f'"target_branch":{json.dumps(self.target_branch)}',
+        )
+
     def matches(self, sample: Sample) -> bool:
         """True when the sample measured the same experiment for the same target."""
         return (
@@ -254,7 +264,7 @@ class BaselineStore:
         """Samples of each path at ``tip``; a corrupt line is skipped with a warning."""
         wanted = sorted(set(paths))
         blobs = read_blobs(self.repo, [f"{tip}:{p}" for p in wanted])
-        return {path: self._parse(path, blobs.get(f"{tip}:{path}", b""), None) for path in wanted}
+        return {path: self._parse(path, blobs.get(f"{tip}:{path}", b"")) for path in wanted}
 
     def windows(
         self,
@@ -269,25 +279,58 @@ class BaselineStore:
             return {bucket: Window(samples=()) for bucket in keys}
         distance = ancestry(self.repo, base)
         blobs = read_blobs(self.repo, sorted({f"{tip}:{k.path}" for k in keys.values()}))
-        windows = {}
-        for bucket, key in keys.items():
-            data = blobs.get(f"{tip}:{key.path}", b"")
-            keep = functools.partial(_prefilter, key=key, distance=distance)
-            samples = self._parse(key.path, data, keep)
-            windows[bucket] = select_window(samples, key, distance, max_samples)
-        return windows
+        return {
+            bucket: self._select(
+                key.path, blobs.get(f"{tip}:{key.path}", b""), key, distance, max_samples
+            )
+            for bucket, key in keys.items()
+        }
 
-    def _parse(self, path: str, data: bytes, keep: Callable[[str], bool] | None) -> list[Sample]:
+    def _select(
+        self, path: str, data: bytes, key: WindowKey, distance: Mapping[str, int], limit: int
+    ) -> Window:
+        # Ranking needs only commit and timestamp, read with regular expressions from the
+        # canonical JSON; only the lines that make the window are parsed in full, so the
+        # cost per bucket is a fast scan of its history plus ``limit`` JSON parses.
+        first, *others = key.needles()
+        ranked: list[tuple[int, str, int, str]] = []
+        chosen: list[Sample] = []
+        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+            if first not in line:
+                continue
+            commit, stamp = _COMMIT_FIELD.search(line), _TIME_FIELD.search(line)
+            if commit is None or stamp is None:
+                sample = self._parse_line(path, number, line)  # reports a corrupt line
+                if sample is not None and key.matches(sample) and sample.commit in distance:
+                    ranked.append((distance[sample.commit], sample.timestamp, number, line))
+            elif commit.group(1) in distance and all(needle in line for needle in others):
+                ranked.append((distance[commit.group(1)], stamp.group(1), number, line))
+        ranked.sort(key=lambda entry: entry[1], reverse=True)  # newest first among equals
+        ranked.sort(key=lambda entry: entry[0])  # nearest commit first (stable)
+        for _, _, number, line in ranked:
+            sample = self._parse_line(path, number, line)
+            if sample is not None and key.matches(sample):
+                chosen.append(sample)
+                if len(chosen) == limit:
+                    break
+        return Window(samples=tuple(chosen))
+
+    def _parse_line(self, path: str, number: int, line: str) -> Sample | None:
+        try:
+            return Sample.from_json(json.loads(line))
+        except (json.JSONDecodeError, TypeError, AttributeError) as exc:
+            self.warnings.append(
+                f"{self.branch}:{path}:{number}: corrupt baseline line skipped ({exc})"
+            )
+            return None
+
+    def _parse(self, path: str, data: bytes) -> list[Sample]:
         samples = []
         for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-            if not line.strip() or (keep is not None and not keep(line)):
-                continue
-            try:
-                samples.append(Sample.from_json(json.loads(line)))
-            except (json.JSONDecodeError, TypeError, AttributeError) as exc:
-                self.warnings.append(
-                    f"{self.branch}:{path}:{number}: corrupt baseline line skipped ({exc})"
-                )
+            if line.strip():
+                sample = self._parse_line(path, number, line)
+                if sample is not None:
+                    samples.append(sample)
         return samples
 
     def append(self, samples: Sequence[Sample], message: str) -> AppendOutcome:
@@ -340,16 +383,6 @@ class AppendOutcome:
     added: int
     already_present: int
     commit: str | None
-
-
-def _prefilter(line: str, key: WindowKey, distance: Mapping[str, int]) -> bool:
-    # Cheap substring and regex tests before JSON parsing: lines are canonical JSON, so an
-    # exact field text is present iff the field has that value.
-    if f'"launch_hash":"{key.launch_hash}"' not in line:
-        return False
-    match = _COMMIT_FIELD.search(line)
-    # No readable commit: parse it anyway, so a corrupt line is reported rather than dropped.
-    return match is None or match.group(1) in distance
 
 
 def resolve(repo: Path, ref: str) -> str | None:

@@ -7,11 +7,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import perfgate
 from perfgate import demo
 from perfgate.bundle import OutputError, launch_mismatches, load_json, metric_stats
 from perfgate.config import Bucket, PhaseMarkers
 from perfgate.drivers.base import Measurement
 from perfgate.execution import AttemptDirs, Invocation
+
+
+def _own_package_path() -> dict[str, str]:
+    """PYTHONPATH that makes the child import this very perfgate, installed or not."""
+    root = str(Path(perfgate.__file__).resolve().parent.parent)
+    inherited = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": os.pathsep.join([root, inherited]) if inherited else root}
 
 
 class DemoDriver:
@@ -40,14 +48,8 @@ class DemoDriver:
             "--seed", str(bucket.seed),
             "--output-path", str(dirs.output_dir),
         )  # fmt: skip
-        # The benchmark must import this same perfgate, wherever the checkout under test is.
-        package_root = str(Path(demo.__file__).resolve().parents[1])
-        pythonpath = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
         return Invocation(
-            argv=argv,
-            cwd=checkout,
-            env={"PYTHONPATH": pythonpath},
-            outputs=(str(dirs.output_dir),),
+            argv=argv, cwd=checkout, env=_own_package_path(), outputs=(str(dirs.output_dir),)
         )
 
     def read(self, bucket: Bucket, dirs: AttemptDirs, invocation: Invocation) -> Measurement:

@@ -27,7 +27,11 @@ TWO_BLACKWELL = (
         ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "rtx_pro_6000_blackwell"),
         ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "rtx_pro_6000_blackwell"),
         ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", "rtx_pro_6000_blackwell_max_q"),
+        ("NVIDIA RTX PRO 6000 Blackwell", "rtx_pro_6000_blackwell"),
+        ("NVIDIA  L40S ", "l40s"),
+        ("NVIDIA A100-SXM4-80GB", "a100_sxm4_80gb"),
         ("NVIDIA H100 80GB HBM3", "h100_80gb_hbm3"),
+        ("???", "unknown_gpu"),
         ("NVIDIA GeForce RTX 4090", "geforce_rtx_4090"),
         ("Tesla T4", "tesla_t4"),
     ],
@@ -71,9 +75,9 @@ def test_unavailable_cells_are_none_not_text() -> None:
     assert (found.gpu_memory_mib, found.compute_capability) == (None, None)
 
 
-def test_empty_output_is_no_gpu() -> None:
-    assert parse_nvidia_smi("", "cpu") is None
-    assert parse_nvidia_smi("\n\n", "cpu") is None
+@pytest.mark.parametrize("text", ["", "\n\n", "No devices were found"])
+def test_output_without_a_gpu_row_is_no_gpu(text: str) -> None:
+    assert parse_nvidia_smi(text, "cpu") is None
 
 
 def test_clocks_current_and_maximum() -> None:

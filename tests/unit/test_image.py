@@ -184,7 +184,7 @@ buckets:
             r"image\.tag: unknown key",
         ),
         ("image: {env_keys: [K], tags: {main: x}}", "env_keys needs env_file"),
-        ("image: {env_file: e, env_keys: [K]}", "'tags' is a required property"),
+        ("image: {env_file: e, env_keys: [K]}", "missing required key 'tags'"),
         ("image: {tags: {main: x}}", "the era key needs inputs"),
     ],
 )
