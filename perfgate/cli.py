@@ -258,6 +258,8 @@ def cmd_resolve_image(args: argparse.Namespace) -> int:
             image.manifest_editor(spec.manifest, era, args.record, run.commit),
             image.record_message(era, args.record),
             store.push_retries,
+            # Only the manifest is checked out: the samples on the branch can be large.
+            paths=[spec.manifest],
         )
         state = f"recorded at {commit[:12]}" if commit else "already recorded"
         print(
