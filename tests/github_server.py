@@ -179,16 +179,16 @@ def _issue_comments(
     if method != "GET":
         handler.reply(404, {"message": "Not Found"})
         return
+    per_page = min(int(query.get("per_page", ["30"])[0]), state.max_per_page)
+    page = int(query.get("page", ["1"])[0])
     with state.lock:
+        everything = [dict(c) for c in state.comments.get(issue, [])]
         barrier = state.list_barrier
         hold = barrier is not None and state.held_lists < barrier.parties
         state.held_lists += hold
     if hold and barrier is not None:
+        # Both runs have read the comments before either answer leaves: a real race.
         barrier.wait(timeout=30)
-    per_page = min(int(query.get("per_page", ["30"])[0]), state.max_per_page)
-    page = int(query.get("page", ["1"])[0])
-    with state.lock:
-        everything = list(state.comments.get(issue, []))
     chunk = everything[(page - 1) * per_page : page * per_page]
     headers = {}
     if page * per_page < len(everything):
