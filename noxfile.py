@@ -24,6 +24,13 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "perfgate", "bench", *session.posargs)
 
 
+@nox.session(tags=["run"])
+def gate(session: nox.Session) -> None:
+    """Judge result artifacts; write summary.md, verdict.json, junit.xml; --post to GitHub."""
+    _install(session)
+    session.run("python", "-m", "perfgate", "gate", *session.posargs)
+
+
 @nox.session(tags=["check"])
 def unit(session: nox.Session) -> None:
     """Run the test suite (unit and integration)."""

@@ -95,6 +95,8 @@ class GitHubClient:
 
     def __post_init__(self) -> None:
         self.api_url = self.api_url.rstrip("/") + "/"
+        # A token read from a file often ends in a newline; requests would echo it in an error.
+        self.token = self.token.strip()
         self.session.headers.update(
             {
                 "Accept": "application/vnd.github+json",
@@ -137,7 +139,7 @@ class GitHubClient:
                     headers={"Authorization": f"Bearer {self.token}"},
                     timeout=TIMEOUT_S,
                 )
-            except requests.ConnectionError as exc:
+            except (requests.ConnectionError, requests.Timeout) as exc:
                 if last:
                     raise GitHubError(
                         f"{label}: cannot reach {urlsplit(self.api_url).netloc} after "
@@ -147,6 +149,9 @@ class GitHubClient:
                 self.sleep(delay)
                 delay = min(delay * 2, self.retry.max_backoff_s)
                 continue
+            except requests.RequestException as exc:
+                # Never the exception's text: it can quote request headers.
+                raise GitHubError(f"{label}: the request failed ({type(exc).__name__})") from None
             if _is_rate_limited(response):
                 wait = _retry_after(response)
                 if last or wait is None or wait > self.retry.max_wait_s:

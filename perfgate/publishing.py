@@ -138,18 +138,29 @@ def _oldest_first(comments: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(comments, key=lambda c: (str(c.get("created_at", "")), int(c["id"])))
 
 
+def _markers(comments: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Marker comments, oldest first; a bot's win over a person's copy of the marker."""
+    found = [c for c in comments if _is_marker(c)]
+    bots = [
+        c for c in found if isinstance(c.get("user"), Mapping) and c["user"].get("type") == "Bot"
+    ]
+    return _oldest_first(bots or found)
+
+
 def upsert_comment(client: GitHubClient, number: int, body: str) -> CommentOutcome:
     """Edit the one marker comment in place, or create it; never leave two.
 
     Two gate runs can race: both see no comment and both create one. So after creating,
     list again; every run then keeps the oldest marker comment by the same author and
     deletes the others, which converges on one comment whichever run finishes last.
+    Comments by a bot win over a person's comment that copies the marker, and a comment
+    by another author is never deleted.
     """
-    found = _oldest_first([c for c in client.issue_comments(number) if _is_marker(c)])
+    found = _markers(client.issue_comments(number))
     created: dict[str, Any] | None = None
     if not found:
         created = client.create_comment(number, body)
-        found = _oldest_first([c for c in client.issue_comments(number) if _is_marker(c)])
+        found = _markers(client.issue_comments(number))
         if all(c["id"] != created["id"] for c in found):
             found = _oldest_first([*found, created])
         # Only our own comments count: a planted marker by someone else is never edited.
@@ -157,13 +168,13 @@ def upsert_comment(client: GitHubClient, number: int, body: str) -> CommentOutco
     keep, extras = found[0], found[1:]
     # Someone else's comment that happens to carry the marker is left alone.
     removed = tuple(int(c["id"]) for c in extras if _author(c) == _author(keep))
-    if created is not None and keep["id"] == created["id"] and keep.get("body") == body:
-        action = "created"
-    elif keep.get("body") == body:
-        action = "unchanged"
-    else:
+    changed = keep.get("body") != body
+    if changed:
         client.update_comment(int(keep["id"]), body)
-        action = "created" if created is not None and keep["id"] == created["id"] else "updated"
+    if created is not None and keep["id"] == created["id"]:
+        action = "created"
+    else:
+        action = "updated" if changed else "unchanged"
     for comment_id in removed:
         client.delete_comment(comment_id)
     return CommentOutcome(comment_id=int(keep["id"]), action=action, removed=removed)

@@ -56,7 +56,8 @@ def client(state: FakeGitHub, token: str = WRITE_TOKEN, sleeps: list[float] | No
 
 
 def test_status_request_is_exactly_what_github_expects(github: FakeGitHub) -> None:
-    client(github).create_status(
+    # A token read from a file keeps its newline; it must not reach the header.
+    client(github, token=WRITE_TOKEN + "\n").create_status(
         HEAD_SHA, state="success", context="perfgate", description="PASS", target_url="https://r"
     )
     (request,) = github.requests
@@ -190,14 +191,18 @@ def test_the_comment_is_created_once_when_absent(github: FakeGitHub) -> None:
 
 
 def test_leftover_duplicates_are_removed_keeping_the_oldest(github: FakeGitHub) -> None:
+    planted = github.add_comment(7, f"{MARKER}\ncopied by a person", user=HUMAN)
     first = github.add_comment(7, f"{MARKER}\none")
     second = github.add_comment(7, f"{MARKER}\ntwo")
     third = github.add_comment(7, f"{MARKER}\nthree")
-    planted = github.add_comment(7, f"{MARKER}\nnot ours", user=HUMAN)
     outcome = upsert_comment(client(github), 7, f"{MARKER}\nfour")
-    assert outcome.comment_id == first["id"]
+    assert (outcome.comment_id, outcome.action) == (first["id"], "updated")
     assert outcome.removed == (second["id"], third["id"])
-    assert [c["id"] for c in github.marker_comments(7, MARKER)] == [first["id"], planted["id"]]
+    remaining = github.marker_comments(7, MARKER)
+    assert [(c["id"], c["body"]) for c in remaining] == [
+        (planted["id"], f"{MARKER}\ncopied by a person"),  # neither edited nor deleted
+        (first["id"], f"{MARKER}\nfour"),
+    ]
     assert github.calls("DELETE") == [
         ("DELETE", f"/repos/acme/sim/issues/comments/{second['id']}"),
         ("DELETE", f"/repos/acme/sim/issues/comments/{third['id']}"),
@@ -373,6 +378,30 @@ def test_a_fork_pull_request_never_writes_and_says_where_the_verdict_is(
     assert done.stdout.count("::notice::") == 1
     assert "fork pull requests get a read-only token" in done.stdout
     assert github.requests == []
+
+
+def test_a_push_gets_statuses_on_its_commit_and_no_comment(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
+    write_inputs(tmp_path)
+    env = gh_env(tmp_path, github, token=WRITE_TOKEN)
+    env.update(GITHUB_EVENT_NAME="push", GITHUB_SHA=HEAD_SHA, GITHUB_REF="refs/heads/main")
+    done = gate(tmp_path, env)
+    assert done.returncode == 0, done.stderr
+    assert github.calls() == [("POST", STATUS_PATH)] * 5
+    assert "posted 5 commit status(es)" in done.stderr
+
+
+def test_a_rejected_token_is_a_gate_malfunction_that_says_what_to_do(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
+    write_inputs(tmp_path)
+    token = "ghs_revokedTOKEN0123456789"
+    done = gate(tmp_path, gh_env(tmp_path, github, token=token))
+    assert done.returncode == 3
+    assert "GitHub rejected the token (401 Bad credentials)" in done.stderr
+    assert (tmp_path / "report" / "verdict.json").is_file()  # the report was written first
+    assert token not in done.stdout + done.stderr
 
 
 def test_two_gate_runs_racing_leave_exactly_one_comment(tmp_path: Path, github: FakeGitHub) -> None:

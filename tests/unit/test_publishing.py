@@ -101,3 +101,14 @@ def test_md_text_escapes_once_and_breaks_mentions_and_autolinks() -> None:
     assert md_text("@org/team") == "@&#8203;org/team"
     assert md_text("see https://evil.example") == "see https:&#8203;//evil.example"
     assert md_text("a\n## b") == "a &#35;&#35; b"
+
+
+def test_a_huge_report_is_cut_to_fit_githubs_comment_limit(tmp_path: Path) -> None:
+    verdict = report_json(mixed_report(tmp_path))
+    row = verdict["rows"][2]
+    verdict["rows"] = [{**row, "details": ["x" * 3000]} for _ in range(60)]
+    body = comment_body(verdict, head_sha=HEAD_SHA, run_url=RUN_URL)
+    assert len(body) < 65536
+    assert body.count("<details>") == body.count("</details>") == 1
+    assert "_Truncated: the full report is in the job summary and its artifact._" in body
+    assert body.endswith(f"[run]({RUN_URL})_\n")
