@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -99,6 +100,33 @@ def test_a_secondary_rate_limit_waits_as_long_as_retry_after_says(github: FakeGi
     assert sleeps == [7.0]
     assert github.calls() == [("POST", STATUS_PATH), ("POST", STATUS_PATH)]
     assert len(github.statuses[HEAD_SHA]) == 1
+
+
+def test_an_exhausted_rate_limit_waits_until_its_reset_time(github: FakeGitHub) -> None:
+    reset = int(time.time()) + 20
+    headers = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)}
+    github.faults.append(Fault("GET", COMMENTS_PATH, 429, headers=headers))
+    sleeps: list[float] = []
+    assert client(github, sleeps=sleeps).issue_comments(7) == []
+    assert len(sleeps) == 1 and 15 <= sleeps[0] <= 20
+    assert github.calls() == [("GET", COMMENTS_PATH)] * 2
+
+
+def test_a_rate_limit_longer_than_a_job_can_wait_fails_clearly(github: FakeGitHub) -> None:
+    github.faults.append(Fault("GET", COMMENTS_PATH, 403, headers={"Retry-After": "3600"}))
+    sleeps: list[float] = []
+    with pytest.raises(GitHubError, match=r"rate limited by GitHub \(403.*wait 3600s"):
+        client(github, sleeps=sleeps).issue_comments(7)
+    assert sleeps == []
+
+
+def test_an_enterprise_api_path_prefix_is_kept(github: FakeGitHub) -> None:
+    gh = GitHubClient(
+        api_url=f"{github.base_url}/api/v3/", repository="acme/sim", token=WRITE_TOKEN
+    )
+    with pytest.raises(GitHubError, match="not found"):  # the stand-in serves no /api/v3
+        gh.issue_comments(7)
+    assert github.calls() == [("GET", "/api/v3/repos/acme/sim/issues/7/comments")]
 
 
 def test_persistent_5xx_gives_up_with_a_clear_error(github: FakeGitHub) -> None:
