@@ -5,20 +5,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from perfgate.config import Bucket, Config, Direction, load_config
+from perfgate.config import Bucket, Config, load_config
 from perfgate.execution import FailurePhase
 from perfgate.gate import GateReport, build_report
-from perfgate.hardware import Hardware
-from perfgate.result import (
-    BucketRef,
-    CiInfo,
-    Health,
-    IdentityRecord,
-    MetricReading,
-    Result,
-    Source,
-    Timings,
-)
+from perfgate.result import BucketRef, Result
+from tests import factories
 
 HEAD_SHA = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
 HOSTILE = (
@@ -62,8 +53,22 @@ def make_result(
     error: str | None = None,
     log_tail: str = "",
 ) -> Result:
-    """A result artifact for ``bucket`` as a bench job would write it."""
-    return Result(
+    """A result artifact for ``bucket`` as a pull request's bench job would write it."""
+    result = factories.make_result(
+        "placeholder/numpy",
+        value,
+        exit_code=exit_code,
+        phase=phase,
+        error=error,
+        commit=HEAD_SHA,
+        branch="feature",
+        event="pull_request",
+        run_id="99",
+        log_tail=log_tail,
+    )
+    return dataclasses.replace(
+        result,
+        # Built from the Bucket itself, so hostile task names survive unsplit.
         bucket=BucketRef(
             id=bucket.id,
             task=bucket.task,
@@ -74,43 +79,9 @@ def make_result(
             tags=bucket.tags,
             baseline_epoch=bucket.baseline_epoch,
         ),
-        hardware=Hardware(slug="cpu-test", cpu_name="test cpu"),
-        source=Source(
-            commit=HEAD_SHA,
-            branch="feature",
-            target_branch="main",
-            event="pull_request",
-            pr_number=7,
-            head_sha=HEAD_SHA,
-            repository="acme/sim",
+        source=dataclasses.replace(
+            result.source, pr_number=7, head_sha=HEAD_SHA, repository="acme/sim"
         ),
-        ci=CiInfo(run_id="99", run_attempt="1"),
-        identity=IdentityRecord(
-            launch_hash="0" * 16,
-            benchmark_hash="1" * 16,
-            runtime_hash="2" * 16,
-            launch={},
-            benchmark={},
-            runtime={},
-        ),
-        metric=MetricReading(
-            path="runtime.total_fps.mean",
-            direction=Direction.HIGHER,
-            unit="env-steps/s",
-            value=value,
-        ),
-        health=Health(
-            exit_code=exit_code,
-            phase=phase,
-            timed_out=False,
-            attempts=1,
-            retried=False,
-            error=error,
-        ),
-        timings=Timings(
-            started_at="2026-11-30T08:00:00Z", finished_at="2026-11-30T08:01:00Z", wall_s=60.0
-        ),
-        log_tail=log_tail,
     )
 
 
