@@ -38,6 +38,20 @@ def publish(session: nox.Session) -> None:
     session.run("python", "-m", "perfgate", "publish", *session.posargs)
 
 
+@nox.session(tags=["run"])
+def seed(session: nox.Session) -> None:
+    """Backfill baselines by replaying historical commits (dry run unless --execute)."""
+    _install(session)
+    session.run("python", "-m", "perfgate", "seed", *session.posargs)
+
+
+@nox.session(name="verify-baselines", tags=["run"])
+def verify_baselines(session: nox.Session) -> None:
+    """Say per bucket whether its baseline can gate (READY, WARMING, EMPTY)."""
+    _install(session)
+    session.run("python", "-m", "perfgate", "verify-baselines", *session.posargs)
+
+
 @nox.session(tags=["perf"])
 def perf(session: nox.Session) -> None:
     """Measure how the gate's cost grows with buckets and with history length."""

@@ -273,6 +273,12 @@ def cmd_seed(args: argparse.Namespace) -> int:
     for line in dropped:
         annotate("warning", line, stream=sys.stderr)
     machine = hardware.detect()
+    if plan_file is not None and plan_file.hardware and machine.slug not in plan_file.hardware:
+        raise UsageError(
+            f"this runner is {machine.slug}, but the reseed plan is for "
+            f"{', '.join(plan_file.hardware)}: its samples would fill another partition. "
+            "Run the seed on a runner of that pool"
+        )
     request = seed.PlanRequest(
         targets=tuple(targets),
         selection=seed.Selection(
@@ -284,7 +290,7 @@ def cmd_seed(args: argparse.Namespace) -> int:
         bucket_samples={b.id: b.samples for b in plan_file.buckets} if plan_file else {},
         seed_key=args.seed_key,
         hardware=machine.slug,
-        override=load_config(args.config) if args.config else None,
+        override=current if args.config else None,
         min_samples=current.gate.baseline.min_samples,
     )
     plan = seed.build_plan(repo, request, store)
@@ -323,42 +329,22 @@ def cmd_seed(args: argparse.Namespace) -> int:
 def cmd_verify_baselines(args: argparse.Namespace) -> int:
     """Say per bucket whether its baseline can gate (READY), is filling (WARMING) or EMPTY."""
     from perfgate import hardware
-    from perfgate.store import ancestry, resolve, sample_path
-    from perfgate.verify import Readiness, classify, readiness_json, readiness_table
+    from perfgate.verify import Readiness, readiness_json, readiness_table, verify_store
 
-    repo = _repo_top()
+    _repo_top()
     config = load_config(args.config)
     buckets = config.select(args.bucket, args.tag)
     store = open_store(config, local=args.local_baseline)
     assert store is not None  # _repo_top found the repository
     slug = args.hardware or hardware.detect().slug
     target = args.target or config.gate.target_branches[0]
-    tip = store.refresh()
-    notes = list(store.warnings)
-    target_tip = None
-    for ref in ([f"refs/remotes/{store.remote}/{target}"] if store.remote else []) + [
-        f"refs/heads/{target}"
-    ]:
-        target_tip = target_tip or resolve(repo, ref)
-    ancestors = frozenset(ancestry(repo, target_tip)) if target_tip else None
-    if ancestors is None:
-        notes.append(f"{target} is not known here: samples are counted without an ancestry check")
-    stored = (
-        store.read([sample_path(slug, b.task, b.backend_key) for b in buckets], tip) if tip else {}
+    rows, notes, tip = verify_store(
+        store,
+        buckets,
+        hardware=slug,
+        target_branch=target,
+        min_samples=config.gate.baseline.min_samples,
     )
-    rows = [
-        classify(
-            b,
-            stored.get(sample_path(slug, b.task, b.backend_key), []),
-            target_branch=target,
-            min_samples=config.gate.baseline.min_samples,
-            ancestors=ancestors,
-        )
-        for b in buckets
-    ]
-    notes.extend(w for w in store.warnings if w not in notes)
-    if tip is None:
-        notes.append(f"the baseline branch {store.branch} does not exist yet")
     print(f"baselines on {store.branch} for {target} on {slug}:")
     print(readiness_table(rows))
     for note in notes:

@@ -446,6 +446,8 @@ class PlanRequest:
 
 def build_plan(repo: Path, request: PlanRequest, store: BaselineStore | None) -> SeedPlan:
     """Read each commit's config, apply the allowlists, and look up what is already stored."""
+    if request.samples is not None and request.samples < 1:
+        raise UsageError(f"--samples {request.samples}: must be at least 1")
     notes: list[str] = []
     configs: dict[SeedTarget, Config] = {}
     with tempfile.TemporaryDirectory(prefix="perfgate-seed-config-") as scratch:

@@ -17,8 +17,9 @@ from typing import Any
 
 from perfgate.config import Bucket
 from perfgate.console import render_table
-from perfgate.seed import bucket_hashes
-from perfgate.store import Sample
+from perfgate.errors import UsageError
+from perfgate.seed import branch_tip, bucket_hashes
+from perfgate.store import BaselineStore, Sample, ancestry, sample_path
 
 VERIFY_SCHEMA_VERSION = 1
 
@@ -171,3 +172,38 @@ def readiness_json(
         "notes": list(notes),
         "buckets": [r.to_json() for r in rows],
     }
+
+
+def verify_store(
+    store: BaselineStore,
+    buckets: Sequence[Bucket],
+    *,
+    hardware: str,
+    target_branch: str,
+    min_samples: int,
+) -> tuple[list[BucketReadiness], list[str], str | None]:
+    """Each bucket's readiness from the baseline branch, the notes, and the tip read."""
+    notes: list[str] = []
+    try:
+        target_tip: str | None = branch_tip(store.repo, target_branch, store.remote)
+    except UsageError:
+        target_tip = None
+        notes.append(f"{target_branch} is not known here: samples are counted without ancestry")
+    ancestors = frozenset(ancestry(store.repo, target_tip)) if target_tip else None
+    tip = store.refresh()
+    if tip is None:
+        notes.append(f"the baseline branch {store.branch} does not exist yet")
+    paths = {b.id: sample_path(hardware, b.task, b.backend_key) for b in buckets}
+    stored = store.read(paths.values(), tip) if tip else {}
+    rows = [
+        classify(
+            b,
+            stored.get(paths[b.id], []),
+            target_branch=target_branch,
+            min_samples=min_samples,
+            ancestors=ancestors,
+        )
+        for b in buckets
+    ]
+    notes.extend(store.warnings)
+    return rows, notes, tip
