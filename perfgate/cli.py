@@ -271,7 +271,7 @@ def cmd_seed(args: argparse.Namespace) -> int:
     strict = args.strict_ancestry or plan_file is not None
     targets, dropped = seed.preflight_ancestry(repo, targets, store.remote, strict)
     for line in dropped:
-        annotate("warning", line, stream=sys.stderr)
+        annotate("warning", line)
     machine = hardware.detect()
     if plan_file is not None and plan_file.hardware and machine.slug not in plan_file.hardware:
         raise UsageError(
@@ -320,7 +320,6 @@ def cmd_seed(args: argparse.Namespace) -> int:
             "error",
             f"{len(failed)} seed run(s) failed; the others were recorded. "
             f"See {args.summary} and the logs under {args.work_dir}",
-            stream=sys.stderr,
         )
         return ExitCode.HARD_FAILURE
     return ExitCode.OK
