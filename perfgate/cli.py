@@ -272,6 +272,13 @@ def cmd_seed(args: argparse.Namespace) -> int:
     targets, dropped = seed.preflight_ancestry(repo, targets, store.remote, strict)
     for line in dropped:
         annotate("warning", line)
+    for goal in sorted({t.target_branch for t in targets} - set(current.gate.target_branches)):
+        annotate(
+            "warning",
+            f"samples for {goal} are read only by runs targeting {goal}, which "
+            f"{current.path} does not gate (target_branches: "
+            f"{', '.join(current.gate.target_branches)})",
+        )
     machine = hardware.detect()
     if plan_file is not None and plan_file.hardware and machine.slug not in plan_file.hardware:
         raise UsageError(

@@ -61,6 +61,7 @@ def note(text):
         with open(log, "a") as handle:
             handle.write(text + "\\n")
 note(f"start {{FPS:g}} {{sys.argv[2]}}")
+note(f"pid {{FPS:g}} {{sys.argv[2]}} {{os.getpid()}}")
 if os.environ.get("SEED_TEST_HOLD_FPS") == f"{{FPS:g}}":
     release = pathlib.Path(os.environ["SEED_TEST_RELEASE"])
     deadline = time.time() + 30
@@ -141,6 +142,14 @@ def stored(history: History, backend: str) -> list[Sample]:
     hardware = git("ls-tree", "--name-only", f"{tip}:samples", cwd=history.repo).split()[0]
     path = sample_path(hardware, "sim", backend)
     return store.read([path], tip)[path]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def origin_has_baselines(history: History) -> bool:
@@ -247,8 +256,10 @@ def test_interrupted_seed_leaves_whole_buckets_and_resumes_without_duplicates(
     }
     assert len(alpha) == len(beta) == 2
     assert len(worktrees(history)) == 1, "the interrupted replay's worktree was removed"
-    release.touch()  # let the orphaned benchmark finish before resuming
-    while history.runlog.read_text().count("done 500 alpha") < 1 and time.time() < deadline:
+    # Let the held benchmark finish (should it have outlived the seed) before resuming.
+    release.touch()
+    held = next(line for line in history.runlog.read_text().splitlines() if "pid 500" in line)
+    while _alive(int(held.split()[-1])) and time.time() < deadline:
         time.sleep(0.05)
 
     resumed = perfgate(history, *args)
