@@ -603,6 +603,47 @@ def _sample_for(
     return sample, replace(record, status=RecordStatus.RECORDED, sample_id=sample_id)
 
 
+def _seed_bucket(
+    entry: PlanEntry,
+    *,
+    checkout: Path,
+    context: RunContext,
+    settings: ExecuteSettings,
+    seed_key: str,
+    announce: Callable[[PlanEntry, int], None],
+) -> list[SeedRecord]:
+    """Run the bucket's missing samples at one commit, then append them in one store commit."""
+    samples, records = [], []
+    for index in entry.missing:
+        announce(entry, index)
+        # Each sample index gets its own logs and caches, as each CI attempt does (R10).
+        scratch = (
+            settings.work_dir / entry.target.commit[:12] / entry.target.target_branch
+        ) / f"sample-{index}"
+        result = run_bucket(
+            entry.bucket,
+            BenchSettings(
+                checkout=checkout,
+                work_root=scratch,
+                out_dir=scratch / "results",
+                hardware=settings.hardware,
+                context=context,
+            ),
+        )
+        write_result(result, scratch / "results")
+        sample, record = _sample_for(result, entry, index, seed_key)
+        if sample is not None:
+            samples.append(sample)
+        records.append(record)
+    if samples:
+        settings.store.append(
+            samples,
+            f"Seed {len(samples)} sample(s) of {entry.bucket.id} "
+            f"at {entry.target.commit[:12]} for {entry.target.target_branch}",
+        )
+    return records
+
+
 def execute(
     plan: SeedPlan,
     settings: ExecuteSettings,
@@ -613,7 +654,14 @@ def execute(
     groups: dict[SeedTarget, list[PlanEntry]] = {}
     for entry in plan.entries:
         groups.setdefault(entry.target, []).append(entry)
-    total, done = plan.runs, 0
+    counter = iter(range(1, plan.runs + 1))
+
+    def announce(entry: PlanEntry, index: int) -> None:
+        log(
+            f"perfgate: [{next(counter)}/{plan.runs}] {entry.target.commit[:12]} "
+            f"{entry.bucket.id} sample {index}"
+        )
+
     with terminate_as_interrupt():
         for target, entries in groups.items():
             for entry in entries:
@@ -622,7 +670,6 @@ def execute(
             if not any(e.missing for e in entries):
                 log(f"perfgate: {target.commit[:12]}: every sample already present, not replayed")
                 continue
-            sha12 = target.commit[:12]
             context = replace(
                 settings.context,
                 commit=target.commit,
@@ -632,48 +679,19 @@ def execute(
                 pr_number=None,
                 head_sha=None,
             )
-            with replay_checkout(
-                settings.repo, target.commit, settings.work_dir / "worktrees"
-            ) as checkout:
+            worktrees = settings.work_dir / "worktrees"
+            with replay_checkout(settings.repo, target.commit, worktrees) as checkout:
                 for entry in entries:
                     if not entry.missing:
                         continue
-                    samples, records = [], []
-                    for index in entry.missing:
-                        done += 1
-                        log(f"perfgate: [{done}/{total}] {sha12} {entry.bucket.id} sample {index}")
-                        scratch = (
-                            settings.work_dir
-                            / sha12
-                            / f"{target.target_branch}"
-                            / f"sample-{index}"
-                        )
-                        result = run_bucket(
-                            entry.bucket,
-                            BenchSettings(
-                                checkout=checkout,
-                                work_root=scratch,
-                                out_dir=scratch / "results",
-                                hardware=settings.hardware,
-                                context=context,
-                            ),
-                        )
-                        write_result(result, scratch / "results")
-                        sample, record = _sample_for(result, entry, index, plan.seed_key)
-                        if sample is not None:
-                            samples.append(sample)
-                        records.append(record)
-                    if samples:
-                        outcome = settings.store.append(
-                            samples,
-                            f"Seed {len(samples)} sample(s) of {entry.bucket.id} "
-                            f"at {sha12} for {target.target_branch}",
-                        )
-                        if outcome.already_present:
-                            log(
-                                f"perfgate: {outcome.already_present} sample(s) of "
-                                f"{entry.bucket.id} at {sha12} were already present"
-                            )
+                    records = _seed_bucket(
+                        entry,
+                        checkout=checkout,
+                        context=context,
+                        settings=settings,
+                        seed_key=plan.seed_key,
+                        announce=announce,
+                    )
                     for record in records:
                         on_record(record)
 
