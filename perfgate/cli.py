@@ -239,97 +239,31 @@ def _repo_top() -> Path:
 
 def cmd_seed(args: argparse.Namespace) -> int:
     """Replay historical commits and append their samples (dry run unless --execute)."""
-    from perfgate import context, hardware, seed
-    from perfgate.console import annotate
-    from perfgate.reseed import load_plan, plan_text
+    from perfgate import seed
 
-    repo = _repo_top()
     current = load_config(args.config or DEFAULT_CONFIG)
     store = open_store(current, local=args.local_baseline)
-    assert store is not None  # _repo_top found the repository
-    plan_file = load_plan(args.plan) if args.plan else None
-    if plan_file is not None:
-        print(plan_text(plan_file))
-        if not plan_file.buckets:
-            return ExitCode.OK
-        targets = seed.resolve_targets(
-            repo,
-            remote=store.remote,
-            commit_branches=[f"{plan_file.commit}:{plan_file.target_branch}"],
-        )
-    else:
-        targets = seed.resolve_targets(
-            repo,
-            remote=store.remote,
-            branch=args.branch,
-            last=args.last,
-            commits=args.commits or (),
-            commit_branches=args.commit_branch,
-            target=args.target or current.gate.target_branches[0],
-        )
-    # A reseed plan names the pushed commit of its target: anything else is a mistake.
-    strict = args.strict_ancestry or plan_file is not None
-    targets, dropped = seed.preflight_ancestry(repo, targets, store.remote, strict)
-    for line in dropped:
-        annotate("warning", line)
-    for goal in sorted({t.target_branch for t in targets} - set(current.gate.target_branches)):
-        annotate(
-            "warning",
-            f"samples for {goal} are read only by runs targeting {goal}, which "
-            f"{current.path} does not gate (target_branches: "
-            f"{', '.join(current.gate.target_branches)})",
-        )
-    machine = hardware.detect()
-    if plan_file is not None and plan_file.hardware and machine.slug not in plan_file.hardware:
-        raise UsageError(
-            f"this runner is {machine.slug}, but the reseed plan is for "
-            f"{', '.join(plan_file.hardware)}: its samples would fill another partition. "
-            "Run the seed on a runner of that pool"
-        )
-    request = seed.PlanRequest(
-        targets=tuple(targets),
+    if store is None:
+        raise UsageError("seed must run inside the repository's git checkout")
+    options = seed.SeedOptions(
+        branch=args.branch,
+        last=args.last,
+        commits=tuple(args.commits or ()),
+        commit_branches=tuple(args.commit_branch),
+        plan=args.plan,
+        target=args.target,
         selection=seed.Selection(
-            ids=tuple(args.bucket) + (plan_file.bucket_ids if plan_file else ()),
-            tags=tuple(args.tag),
-            backends=tuple(args.backend),
+            ids=tuple(args.bucket), tags=tuple(args.tag), backends=tuple(args.backend)
         ),
         samples=args.samples,
-        bucket_samples={b.id: b.samples for b in plan_file.buckets} if plan_file else {},
+        strict_ancestry=args.strict_ancestry,
+        execute=args.execute,
         seed_key=args.seed_key,
-        hardware=machine.slug,
-        override=current if args.config else None,
-        min_samples=current.gate.baseline.min_samples,
-    )
-    plan = seed.build_plan(repo, request, store)
-    print(seed.plan_table(plan))
-    for note in plan.notes:
-        print(f"note: {note}", file=sys.stderr)
-    if not args.execute:
-        print("dry run: nothing was run or written; add --execute to run this plan")
-        return ExitCode.OK
-    records: list[seed.SeedRecord] = []
-    settings = seed.ExecuteSettings(
-        repo=repo,
-        store=store,
         work_dir=args.work_dir.resolve(),
-        hardware=machine,
-        context=context.detect(os.environ, cwd=repo),
+        summary=args.summary,
+        config_given=args.config is not None,
     )
-    try:
-        seed.execute(plan, settings, records.append)
-    finally:
-        seed.write_summary(args.summary, seed.summary_json(plan, records, executed=True))
-        print(seed.records_table(records))
-        print(f"perfgate: seed summary in {args.summary}", file=sys.stderr)
-    failed = [r for r in records if r.status is seed.RecordStatus.FAILED]
-    if failed:
-        annotate(
-            "error",
-            f"{len(failed)} seed run(s) failed; the others were recorded. "
-            f"See {args.summary} and the logs under {args.work_dir}",
-        )
-        return ExitCode.HARD_FAILURE
-    return ExitCode.OK
+    return seed.command(options, current, store)
 
 
 def cmd_verify_baselines(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import signal
 import sys
@@ -24,14 +25,16 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from perfgate import context, hardware
 from perfgate.bench import BenchSettings, benchmark_identity, launch_identity, run_bucket
 from perfgate.config import DEFAULT_CONFIG, Bucket, Config, load_config
-from perfgate.console import format_figure, render_table
+from perfgate.console import annotate, format_figure, render_table
 from perfgate.context import RunContext
-from perfgate.errors import ConfigError, GitError, UsageError
+from perfgate.errors import ConfigError, ExitCode, GitError, UsageError
 from perfgate.git import git
 from perfgate.hardware import Hardware
 from perfgate.identity import stable_hash
+from perfgate.reseed import load_plan, plan_text
 from perfgate.result import Result, write_result
 from perfgate.store import (
     BaselineStore,
@@ -738,3 +741,110 @@ def resolve_targets(
     for item in targets:
         unique.setdefault((item.target_branch, item.commit), item)
     return list(unique.values())
+
+
+@dataclass(frozen=True, kw_only=True)
+class SeedOptions:
+    """The seed command line, parsed."""
+
+    branch: str | None = None
+    last: int = 5
+    commits: tuple[str, ...] = ()
+    commit_branches: tuple[str, ...] = ()
+    plan: Path | None = None
+    target: str | None = None
+    selection: Selection = field(default_factory=Selection)
+    samples: int | None = None
+    strict_ancestry: bool = False
+    execute: bool = False
+    seed_key: str = DEFAULT_SEED_KEY
+    work_dir: Path
+    summary: Path
+    config_given: bool = False
+
+
+def command(options: SeedOptions, current: Config, store: BaselineStore) -> int:
+    """``perfgate seed``: plan, print, and with ``execute`` run and summarise."""
+    repo = store.repo
+    plan_file = load_plan(options.plan) if options.plan else None
+    if plan_file is not None:
+        print(plan_text(plan_file))
+        if not plan_file.buckets:
+            return ExitCode.OK
+        targets = resolve_targets(
+            repo,
+            remote=store.remote,
+            commit_branches=[f"{plan_file.commit}:{plan_file.target_branch}"],
+        )
+    else:
+        targets = resolve_targets(
+            repo,
+            remote=store.remote,
+            branch=options.branch,
+            last=options.last,
+            commits=options.commits,
+            commit_branches=options.commit_branches,
+            target=options.target or current.gate.target_branches[0],
+        )
+    # A reseed plan names the pushed commit of its target: anything else is a mistake.
+    strict = options.strict_ancestry or plan_file is not None
+    targets, dropped = preflight_ancestry(repo, targets, store.remote, strict)
+    for line in dropped:
+        annotate("warning", line)
+    for goal in sorted({t.target_branch for t in targets} - set(current.gate.target_branches)):
+        annotate(
+            "warning",
+            f"samples for {goal} are read only by runs targeting {goal}, which "
+            f"{current.path} does not gate (target_branches: "
+            f"{', '.join(current.gate.target_branches)})",
+        )
+    machine = hardware.detect()
+    if plan_file is not None and plan_file.hardware and machine.slug not in plan_file.hardware:
+        raise UsageError(
+            f"this runner is {machine.slug}, but the reseed plan is for "
+            f"{', '.join(plan_file.hardware)}: its samples would fill another partition. "
+            "Run the seed on a runner of that pool"
+        )
+    selection = options.selection
+    if plan_file is not None:
+        selection = replace(selection, ids=selection.ids + plan_file.bucket_ids)
+    request = PlanRequest(
+        targets=tuple(targets),
+        selection=selection,
+        samples=options.samples,
+        bucket_samples={b.id: b.samples for b in plan_file.buckets} if plan_file else {},
+        seed_key=options.seed_key,
+        hardware=machine.slug,
+        override=current if options.config_given else None,
+        min_samples=current.gate.baseline.min_samples,
+    )
+    plan = build_plan(repo, request, store)
+    print(plan_table(plan))
+    for note in plan.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if not options.execute:
+        print("dry run: nothing was run or written; add --execute to run this plan")
+        return ExitCode.OK
+    records: list[SeedRecord] = []
+    settings = ExecuteSettings(
+        repo=repo,
+        store=store,
+        work_dir=options.work_dir,
+        hardware=machine,
+        context=context.detect(os.environ, cwd=repo),
+    )
+    try:
+        execute(plan, settings, records.append)
+    finally:
+        write_summary(options.summary, summary_json(plan, records, executed=True))
+        print(records_table(records))
+        print(f"perfgate: seed summary in {options.summary}", file=sys.stderr)
+    failed = [r for r in records if r.status is RecordStatus.FAILED]
+    if failed:
+        annotate(
+            "error",
+            f"{len(failed)} seed run(s) failed; the others were recorded. "
+            f"See {options.summary} and the logs under {options.work_dir}",
+        )
+        return ExitCode.HARD_FAILURE
+    return ExitCode.OK
