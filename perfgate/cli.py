@@ -307,10 +307,10 @@ def cmd_reseed_plan(args: argparse.Namespace) -> int:
     from perfgate import context
     from perfgate.reseed import (
         ReseedPlan,
+        emit_plan,
         parse_underfilled,
         plan_buckets,
         plan_from_report,
-        plan_text,
     )
 
     config = load_config(args.config)
@@ -332,18 +332,7 @@ def cmd_reseed_plan(args: argparse.Namespace) -> int:
             min_samples=min_samples,
             buckets=plan_buckets(parse_underfilled(args.underfilled), {}, min_samples),
         )
-    text = json.dumps(plan.to_json(), indent=2) + "\n"
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
-        print(plan_text(plan), file=sys.stderr)
-    else:
-        print(text, end="")
-    output_file = os.environ.get("GITHUB_OUTPUT")
-    if output_file:
-        with Path(output_file).open("a", encoding="utf-8") as handle:
-            handle.write(f"reseed_needed={'true' if plan.buckets else 'false'}\n")
-            handle.write(f"reseed_plan={json.dumps(plan.to_json(), separators=(',', ':'))}\n")
+    emit_plan(plan, args.out)
     return ExitCode.OK
 
 

@@ -9,6 +9,8 @@ many samples would fill the window; ``perfgate seed --plan FILE`` consumes it.
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,3 +152,19 @@ def plan_text(plan: ReseedPlan) -> str:
         f"  {b.id}: {b.have} of {plan.min_samples} samples, seed {b.samples}" for b in plan.buckets
     ]
     return "\n".join([head, *lines])
+
+
+def emit_plan(plan: ReseedPlan, out: Path | None, env: Mapping[str, str] = os.environ) -> None:
+    """Write the plan to ``out`` (else stdout) and, on GitHub, as step outputs."""
+    text = json.dumps(plan.to_json(), indent=2) + "\n"
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        print(plan_text(plan), file=sys.stderr)
+    else:
+        print(text, end="")
+    output_file = env.get("GITHUB_OUTPUT")
+    if output_file:
+        with Path(output_file).open("a", encoding="utf-8") as handle:
+            handle.write(f"reseed_needed={'true' if plan.buckets else 'false'}\n")
+            handle.write(f"reseed_plan={json.dumps(plan.to_json(), separators=(',', ':'))}\n")

@@ -383,12 +383,17 @@ def test_reseed_plan_from_the_gate_report_seeds_just_those_buckets(
     assert refused.returncode == 4
     assert "l40s" in refused.stderr
 
+    outputs = tmp_path / "github_output"
     from_outputs = perfgate(history, "reseed-plan", "--underfilled", '["sim/gamma"]',
-                            "--commit", c3, "--target", "main")  # fmt: skip
+                            "--commit", c3, "--target", "main",
+                            GITHUB_OUTPUT=str(outputs))  # fmt: skip
     assert from_outputs.returncode == 0, from_outputs.stderr
     assert json.loads(from_outputs.stdout)["buckets"] == [
         {"id": "sim/gamma", "have": 0, "samples": 4}
     ]
+    written = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+    assert written["reseed_needed"] == "true"
+    assert json.loads(written["reseed_plan"])["bucket_ids"] == ["sim/gamma"]
 
 
 def test_reseed_plan_for_a_commit_off_the_target_is_rejected(
