@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 from perfgate import context, hardware
 from perfgate.bench import BenchSettings, benchmark_identity, launch_identity, run_bucket
@@ -46,6 +46,7 @@ from perfgate.store import (
     seed_sample_id,
 )
 
+K = TypeVar("K")
 TRUSTED_SOURCE = "seed"
 DEFAULT_SEED_KEY = "seed"
 SUMMARY_SCHEMA_VERSION = 1
@@ -161,8 +162,8 @@ def parse_commit_branch(text: str) -> tuple[str, str]:
 
 
 def select_buckets(
-    configs: Mapping[str, Config], selection: Selection
-) -> dict[str, tuple[Bucket, ...]]:
+    configs: Mapping[K, Config], selection: Selection
+) -> dict[K, tuple[Bucket, ...]]:
     """Each commit's buckets passing the allowlists.
 
     A key that matches no bucket of any replayed commit is an error naming the valid
@@ -181,9 +182,9 @@ def select_buckets(
                 f"{flag} {', '.join(unknown)} matches no bucket of the commits to seed; "
                 f"valid values: {', '.join(sorted(known)) or '(none)'}"
             )
-    chosen: dict[str, tuple[Bucket, ...]] = {}
-    for commit, config in configs.items():
-        chosen[commit] = tuple(
+    chosen: dict[K, tuple[Bucket, ...]] = {}
+    for key, config in configs.items():
+        chosen[key] = tuple(
             b
             for b in config.buckets
             if (
@@ -467,16 +468,13 @@ def build_plan(repo: Path, request: PlanRequest, store: BaselineStore | None) ->
         raise UsageError(
             "nothing to seed: no commit left after the ancestry check and the config lookup"
         )
-    keyed = {f"{t.commit}:{t.target_branch}": c for t, c in configs.items()}
-    chosen = select_buckets(keyed, request.selection)
+    chosen = select_buckets(configs, request.selection)
     samples = request.samples or default_samples(request.min_samples, len(configs))
-    pairs = [
-        (target, bucket)
-        for target in configs
-        for bucket in chosen[f"{target.commit}:{target.target_branch}"]
-    ]
-    for target in configs:
-        if not chosen[f"{target.commit}:{target.target_branch}"]:
+    pairs = [(target, bucket) for target, buckets in chosen.items() for bucket in buckets]
+    if not pairs:
+        raise UsageError("the allowlists together select no bucket at any of the commits")
+    for target, buckets in chosen.items():
+        if not buckets:
             notes.append(f"{target.commit[:12]}: no bucket of that commit passes the allowlists")
     stored: dict[str, list[Sample]] = {}
     if store is not None:
