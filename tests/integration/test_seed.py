@@ -427,3 +427,16 @@ def test_a_failing_bucket_is_reported_and_the_others_are_recorded(history: Histo
     status = {r["bucket"]: r["status"] for r in summary["records"]}
     assert status == {"sim/alpha": "recorded", "sim/beta": "recorded", "sim/gamma": "failed"}
     assert len(stored(history, "alpha")) == 1 and stored(history, "gamma") == []
+
+
+def test_a_worktree_left_by_a_killed_seed_is_replaced_and_removed(history: History) -> None:
+    c3 = history.commits[2]
+    leftover = history.repo / ".perfgate/work/seed/worktrees" / c3[:12]
+    git("worktree", "add", "-q", "--detach", str(leftover), history.commits[0], cwd=history.repo)
+    (leftover / "stray.txt").write_text("from the killed run")
+    done = perfgate(history, "seed", "--commit-branch", f"{c3}:main", "--bucket", "sim/alpha",
+                    "--samples", "1", "--execute")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert [s.value for s in stored(history, "alpha")] == [2000.0], "c3's own benchmark ran"
+    assert not leftover.exists()
+    assert len(worktrees(history)) == 1
