@@ -26,7 +26,7 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(tags=["run"])
 def gate(session: nox.Session) -> None:
-    """Judge result artifacts against the baseline branch and write the report."""
+    """Judge result artifacts; write summary.md, verdict.json, junit.xml; --post to GitHub."""
     _install(session)
     session.run("python", "-m", "perfgate", "gate", *session.posargs)
 
@@ -50,6 +50,13 @@ def verify_baselines(session: nox.Session) -> None:
     """Say per bucket whether its baseline can gate (READY, WARMING, EMPTY)."""
     _install(session)
     session.run("python", "-m", "perfgate", "verify-baselines", *session.posargs)
+
+
+@nox.session(name="resolve-image", tags=["run"])
+def resolve_image(session: nox.Session) -> None:
+    """Choose the CI image (era manifest, target-branch tag, build) and write step outputs."""
+    _install(session)
+    session.run("python", "-m", "perfgate", "resolve-image", *session.posargs)
 
 
 @nox.session(tags=["perf"])

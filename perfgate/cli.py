@@ -15,6 +15,7 @@ from perfgate.config import DEFAULT_CONFIG, Bucket, Config, load_config
 from perfgate.errors import ExitCode, PerfgateError, UsageError
 
 if TYPE_CHECKING:
+    from perfgate.publishing import Published
     from perfgate.result import Result
     from perfgate.store import BaselineStore
 
@@ -183,7 +184,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_gate(args: argparse.Namespace) -> int:
     """Judge every result artifact against its baseline and write the report surfaces."""
-    from perfgate.gate import evaluate, load_results
+    from perfgate import context
+    from perfgate.console import annotate
+    from perfgate.gate import evaluate, load_results, report_json
     from perfgate.report import terminal_table, write_github_surfaces, write_report
 
     config = load_config(args.config)
@@ -191,10 +194,76 @@ def cmd_gate(args: argparse.Namespace) -> int:
     results = load_results(args.results)
     report = evaluate(config, expected, results, open_store(config, local=args.local_baseline))
     paths = write_report(report, args.report_dir)
+    run = context.detect(os.environ, default_target=config.gate.target_branches[0])
+    if run.on_github:
+        from perfgate.handoff import write_context
+
+        # Lets the trusted workflow_run job post a fork pull request's verdict (R12).
+        write_context(run, args.report_dir)
     write_github_surfaces(report)
     print(terminal_table(report))
+    for note in report.notes:
+        annotate("warning", note)
     print(f"perfgate: report in {paths['summary']} and {paths['verdict']}", file=sys.stderr)
+    if args.post:
+        from perfgate.publishing import post_from_run
+
+        published = post_from_run(report_json(report), run, os.environ.get("GITHUB_TOKEN"))
+        if published is not None:
+            _say_published(published, run.head_sha or "", run.pr_number)
     return report.exit_code
+
+
+def _say_published(published: Published, head_sha: str, pr_number: int | None) -> None:
+    comment = published.comment
+    print(
+        f"perfgate: posted {len(published.statuses)} commit status(es) on {head_sha[:12]}"
+        + (
+            f"; {comment.action} the comment on #{pr_number}"
+            + (f", removed {len(comment.removed)} duplicate(s)" if comment.removed else "")
+            if comment
+            else ""
+        ),
+        file=sys.stderr,
+    )
+
+
+def cmd_post_report(args: argparse.Namespace) -> int:
+    """Trusted workflow_run job: validate a pull request run's report artifact, then post it."""
+    from perfgate import context
+    from perfgate.github import GitHubClient
+    from perfgate.handoff import confirm_pull_request, load_handoff
+    from perfgate.publishing import publish
+
+    run = context.detect(os.environ)
+    token = os.environ.get("GITHUB_TOKEN")
+    if not run.repository or not token:
+        raise UsageError(
+            "post-report needs GITHUB_REPOSITORY and GITHUB_TOKEN (a job with `statuses: write` "
+            "and `pull-requests: write`, triggered by workflow_run)"
+        )
+    event_path = os.environ.get("GITHUB_EVENT_PATH")
+    try:
+        payload = json.loads(Path(event_path).read_text(encoding="utf-8")) if event_path else {}
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UsageError(f"cannot read the event payload {event_path}: {exc}") from None
+    handoff = load_handoff(
+        args.report_dir,
+        event_name=os.environ.get("GITHUB_EVENT_NAME", ""),
+        payload=payload,
+        repository=run.repository,
+    )
+    client = GitHubClient(api_url=run.api_url, repository=run.repository, token=token)
+    confirm_pull_request(client, handoff)
+    published = publish(
+        client,
+        handoff.verdict,
+        head_sha=handoff.head_sha,
+        pr_number=handoff.pr_number,
+        run_url=handoff.run_url,
+    )
+    _say_published(published, handoff.head_sha, handoff.pr_number)
+    return ExitCode.OK
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -336,6 +405,67 @@ def cmd_reseed_plan(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def cmd_resolve_image(args: argparse.Namespace) -> int:
+    """Choose the CI image (manifest hit, target-branch tag, build), or record an era."""
+    from perfgate import context, image
+    from perfgate.store import commit_to_branch
+
+    config = load_config(args.config)
+    if config.image is None:
+        raise UsageError(f"{config.path} has no 'image' block; add one to resolve CI images")
+    spec = config.image
+    checkout = args.checkout
+    run = context.detect(os.environ, cwd=checkout, default_target=config.gate.target_branches[0])
+    era = image.era_of(spec, checkout)
+    store = open_store(config, local=args.local_baseline)
+    if args.record:
+        protected = ", ".join(config.gate.protected_branches)
+        if run.event != "push" or not config.gate.is_protected(run.branch):
+            raise UsageError(
+                f"refusing to record an image era: the manifest is written only by pushes to "
+                f"protected branches ({protected}); this run is a {run.event!r} event on "
+                f"{run.branch!r}"
+            )
+        if store is None:
+            raise UsageError("--record must run inside the repository's git checkout")
+        commit = commit_to_branch(
+            store.repo,
+            store.branch,
+            store.remote,
+            image.manifest_editor(spec.manifest, era, args.record, run.commit),
+            image.record_message(era, args.record),
+            store.push_retries,
+            # Only the manifest is checked out: the samples on the branch can be large.
+            paths=[spec.manifest],
+        )
+        state = f"recorded at {commit[:12]}" if commit else "already recorded"
+        print(
+            f"perfgate: era {era.key} -> {args.record} {state} on {store.branch}", file=sys.stderr
+        )
+        return ExitCode.OK
+    manifest = None
+    if store is not None:
+        manifest = image.read_manifest(store.repo, store.refresh(), spec.manifest, store.branch)
+    choice = image.choose(
+        spec,
+        era=era,
+        manifest=manifest,
+        target_branch=run.target_branch,
+        usable=image.probe_with(spec.probe, checkout) if spec.probe else lambda _: True,
+        build=(
+            image.build_with(spec, run.target_branch, checkout)
+            if spec.build and not args.no_build
+            else None
+        ),
+    )
+    output_file = os.environ.get("GITHUB_OUTPUT")
+    if output_file:
+        with Path(output_file).open("a", encoding="utf-8") as handle:
+            handle.writelines(f"{key}={value}\n" for key, value in choice.step_outputs().items())
+    print(json.dumps(choice.to_json(), indent=2))
+    return ExitCode.OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every verb."""
     parser = _Parser(
@@ -399,7 +529,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--report-dir",
         type=Path,
         default=DEFAULT_REPORT,
-        help="where summary.md and verdict.json go (default: %(default)s)",
+        help="where summary.md, verdict.json and junit.xml go (default: %(default)s)",
     )
     gate.add_argument(
         "--bucket", action="append", default=[], metavar="ID", help="expect only this bucket"
@@ -412,7 +542,25 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="read the local baseline branch instead of fetching it from the remote",
     )
+    gate.add_argument(
+        "--post",
+        action="store_true",
+        help="post commit statuses and the sticky PR comment when the token may write; "
+        "otherwise print one notice (the exit code stays the verdict's)",
+    )
     gate.set_defaults(handler=cmd_gate)
+
+    post_report = verbs.add_parser(
+        "post-report",
+        help="in a trusted workflow_run job: validate a pull request's report artifact and post it",
+    )
+    post_report.add_argument(
+        "--report-dir",
+        type=Path,
+        required=True,
+        help="the downloaded report artifact (verdict.json and context.json)",
+    )
+    post_report.set_defaults(handler=cmd_post_report)
 
     publish = verbs.add_parser("publish", help="append trusted samples to the baseline branch")
     _add_config(publish)
@@ -531,6 +679,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     reseed.add_argument("--out", type=Path, metavar="FILE", help="write the plan here")
     reseed.set_defaults(handler=cmd_reseed_plan)
+
+    resolve_image = verbs.add_parser(
+        "resolve-image", help="choose the CI image for this run, or record an image era"
+    )
+    _add_config(resolve_image)
+    resolve_image.add_argument(
+        "--checkout",
+        type=Path,
+        default=Path.cwd(),
+        help="the source checkout whose era inputs are hashed (default: the current directory)",
+    )
+    resolve_image.add_argument(
+        "--record",
+        metavar="IMAGE",
+        help="record IMAGE (immutable reference) for this checkout's era; protected pushes only",
+    )
+    resolve_image.add_argument(
+        "--local-baseline",
+        action="store_true",
+        help="read the manifest from the local baseline branch instead of the remote",
+    )
+    resolve_image.add_argument(
+        "--no-build", action="store_true", help="never fall back to image.build"
+    )
+    resolve_image.set_defaults(handler=cmd_resolve_image)
     return parser
 
 
