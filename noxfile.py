@@ -38,6 +38,20 @@ def publish(session: nox.Session) -> None:
     session.run("python", "-m", "perfgate", "publish", *session.posargs)
 
 
+@nox.session(tags=["run"])
+def seed(session: nox.Session) -> None:
+    """Backfill baselines by replaying historical commits (dry run unless --execute)."""
+    _install(session)
+    session.run("python", "-m", "perfgate", "seed", *session.posargs)
+
+
+@nox.session(name="verify-baselines", tags=["run"])
+def verify_baselines(session: nox.Session) -> None:
+    """Say per bucket whether its baseline can gate (READY, WARMING, EMPTY)."""
+    _install(session)
+    session.run("python", "-m", "perfgate", "verify-baselines", *session.posargs)
+
+
 @nox.session(name="resolve-image", tags=["run"])
 def resolve_image(session: nox.Session) -> None:
     """Choose the CI image (era manifest, target-branch tag, build) and write step outputs."""

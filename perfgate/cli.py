@@ -297,6 +297,114 @@ def cmd_publish(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _repo_top() -> Path:
+    from perfgate.git import try_git
+
+    top = try_git("rev-parse", "--show-toplevel")
+    if top is None:
+        raise UsageError("run this inside the repository's git checkout")
+    return Path(top)
+
+
+def cmd_seed(args: argparse.Namespace) -> int:
+    """Replay historical commits and append their samples (dry run unless --execute)."""
+    from perfgate import seed
+
+    current = load_config(args.config or DEFAULT_CONFIG)
+    store = open_store(current, local=args.local_baseline)
+    if store is None:
+        raise UsageError("seed must run inside the repository's git checkout")
+    options = seed.SeedOptions(
+        branch=args.branch,
+        last=args.last,
+        commits=tuple(args.commits or ()),
+        commit_branches=tuple(args.commit_branch),
+        plan=args.plan,
+        target=args.target,
+        selection=seed.Selection(
+            ids=tuple(args.bucket), tags=tuple(args.tag), backends=tuple(args.backend)
+        ),
+        samples=args.samples,
+        strict_ancestry=args.strict_ancestry,
+        execute=args.execute,
+        seed_key=args.seed_key,
+        work_dir=args.work_dir.resolve(),
+        summary=args.summary,
+        config_given=args.config is not None,
+    )
+    return seed.command(options, current, store)
+
+
+def cmd_verify_baselines(args: argparse.Namespace) -> int:
+    """Say per bucket whether its baseline can gate (READY), is filling (WARMING) or EMPTY."""
+    from perfgate import hardware
+    from perfgate.verify import Readiness, readiness_json, readiness_table, verify_store
+
+    _repo_top()
+    config = load_config(args.config)
+    buckets = config.select(args.bucket, args.tag)
+    store = open_store(config, local=args.local_baseline)
+    assert store is not None  # _repo_top found the repository
+    slug = args.hardware or hardware.detect().slug
+    target = args.target or config.gate.target_branches[0]
+    rows, notes, tip = verify_store(
+        store,
+        buckets,
+        hardware=slug,
+        target_branch=target,
+        min_samples=config.gate.baseline.min_samples,
+    )
+    print(f"baselines on {store.branch} for {target} on {slug}:")
+    print(readiness_table(rows))
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    report = readiness_json(
+        rows, hardware=slug, target_branch=target, baseline_tip=tip, notes=notes
+    )
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if args.require and not report["ready"]:
+        waiting = [r.bucket for r in rows if r.status is not Readiness.READY]
+        print(f"perfgate: not every bucket can gate yet: {', '.join(waiting)}", file=sys.stderr)
+        return ExitCode.BLOCK
+    return ExitCode.OK
+
+
+def cmd_reseed_plan(args: argparse.Namespace) -> int:
+    """Turn the gate's under-filled buckets into a plan for `seed --plan`."""
+    from perfgate import context
+    from perfgate.reseed import (
+        ReseedPlan,
+        emit_plan,
+        parse_underfilled,
+        plan_buckets,
+        plan_from_report,
+    )
+
+    config = load_config(args.config)
+    min_samples = config.gate.baseline.min_samples
+    if args.report is not None:
+        try:
+            report = json.loads(args.report.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise UsageError(f"{args.report}: not a readable verdict.json: {exc}") from None
+        plan = plan_from_report(report, min_samples, str(args.report))
+    else:
+        run = context.detect(os.environ, default_target=config.gate.target_branches[0])
+        commit, target = args.commit or run.commit, args.target or run.target_branch
+        if not commit or not target:
+            raise UsageError("--underfilled needs --commit and --target (or a GitHub push run)")
+        plan = ReseedPlan(
+            commit=commit,
+            target_branch=target,
+            min_samples=min_samples,
+            buckets=plan_buckets(parse_underfilled(args.underfilled), {}, min_samples),
+        )
+    emit_plan(plan, args.out)
+    return ExitCode.OK
+
+
 def cmd_resolve_image(args: argparse.Namespace) -> int:
     """Choose the CI image (manifest hit, target-branch tag, build), or record an era."""
     from perfgate import context, image
@@ -460,6 +568,117 @@ def build_parser() -> argparse.ArgumentParser:
         "--results", type=Path, required=True, help="directory of result artifacts"
     )
     publish.set_defaults(handler=cmd_publish)
+
+    seed = verbs.add_parser(
+        "seed", help="replay historical commits to fill baselines (dry run unless --execute)"
+    )
+    seed.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="seed every commit with this perfgate.yaml (default: each commit's own, "
+        "and ./perfgate.yaml for the store and the default target)",
+    )
+    source = seed.add_mutually_exclusive_group(required=True)
+    source.add_argument("--branch", metavar="BRANCH", help="replay the newest commits of BRANCH")
+    source.add_argument("--commits", nargs="+", metavar="SHA", help="replay these commits")
+    source.add_argument(
+        "--commit-branch",
+        action="append",
+        default=[],
+        metavar="SHA:BRANCH",
+        help="replay SHA for target BRANCH (repeatable)",
+    )
+    source.add_argument(
+        "--plan", type=Path, metavar="FILE", help="a reseed plan from `perfgate reseed-plan`"
+    )
+    seed.add_argument(
+        "--last", type=int, default=5, metavar="N", help="with --branch: how many commits (5)"
+    )
+    seed.add_argument(
+        "--target",
+        metavar="BRANCH",
+        help="the branch the samples are for (default: --branch, else the first "
+        "target branch of perfgate.yaml)",
+    )
+    seed.add_argument("--bucket", action="append", default=[], metavar="ID")
+    seed.add_argument("--tag", action="append", default=[], metavar="TAG")
+    seed.add_argument(
+        "--backend", action="append", default=[], metavar="KEY", help="backend key allowlist"
+    )
+    seed.add_argument(
+        "--samples",
+        type=int,
+        metavar="K",
+        help="samples per bucket and commit (default: enough for the commits to fill "
+        "one minimum window together)",
+    )
+    seed.add_argument(
+        "--strict-ancestry",
+        action="store_true",
+        help="reject (exit 4) commits that are not ancestors of the target tip instead of "
+        "dropping them",
+    )
+    seed.add_argument("--execute", action="store_true", help="run the plan and write samples")
+    seed.add_argument(
+        "--seed-key",
+        default="seed",
+        help="names this seeding: the same key skips samples already stored; a new key "
+        "measures the same commits again (default: %(default)s)",
+    )
+    seed.add_argument(
+        "--work-dir",
+        type=Path,
+        default=DEFAULT_WORK / "seed",
+        help="worktrees, logs and results (default: %(default)s)",
+    )
+    seed.add_argument(
+        "--summary",
+        type=Path,
+        default=Path(".perfgate/seed/seed_records.json"),
+        help="the summary of the records (default: %(default)s)",
+    )
+    seed.add_argument(
+        "--local-baseline",
+        action="store_true",
+        help="read and write the local baseline branch only (no fetch, no push)",
+    )
+    seed.set_defaults(handler=cmd_seed)
+
+    verify = verbs.add_parser(
+        "verify-baselines", help="say per bucket whether its baseline can gate"
+    )
+    _add_config(verify)
+    verify.add_argument("--hardware", metavar="SLUG", help="default: this machine's")
+    verify.add_argument(
+        "--target", metavar="BRANCH", help="default: the first target branch of perfgate.yaml"
+    )
+    verify.add_argument("--bucket", action="append", default=[], metavar="ID")
+    verify.add_argument("--tag", action="append", default=[], metavar="TAG")
+    verify.add_argument("--json", type=Path, metavar="PATH", help="also write the report here")
+    verify.add_argument(
+        "--require", action="store_true", help="exit 1 unless every bucket is READY"
+    )
+    verify.add_argument(
+        "--local-baseline", action="store_true", help="read the local baseline branch"
+    )
+    verify.set_defaults(handler=cmd_verify_baselines)
+
+    reseed = verbs.add_parser(
+        "reseed-plan", help="turn the gate's under-filled buckets into a seed plan"
+    )
+    _add_config(reseed)
+    origin = reseed.add_mutually_exclusive_group(required=True)
+    origin.add_argument("--report", type=Path, metavar="FILE", help="the gate's verdict.json")
+    origin.add_argument(
+        "--underfilled", metavar="JSON", help="the gate's `underfilled` step output"
+    )
+    reseed.add_argument("--commit", metavar="SHA", help="with --underfilled (default: this run's)")
+    reseed.add_argument(
+        "--target", metavar="BRANCH", help="with --underfilled (default: this run's)"
+    )
+    reseed.add_argument("--out", type=Path, metavar="FILE", help="write the plan here")
+    reseed.set_defaults(handler=cmd_reseed_plan)
 
     resolve_image = verbs.add_parser(
         "resolve-image", help="choose the CI image for this run, or record an image era"

@@ -104,8 +104,13 @@ def sample_from_result(
     trusted_source: str,
     sample_index: int | None = None,
     timestamp: datetime | None = None,
+    sample_id: str | None = None,
 ) -> Sample:
-    """Project a healthy result onto a stored sample with a stable id."""
+    """Project a healthy result onto a stored sample with a stable id.
+
+    ``sample_id`` overrides the derived id; seeding passes :func:`seed_sample_id` so a
+    replay of the same commit, bucket and sample index gets the same id.
+    """
     if result.metric.value is None or result.source.commit is None:
         raise GateMalfunction(f"{result.bucket.id}: a sample needs a measured figure and a commit")
     when = (timestamp or datetime.now(UTC)).isoformat()
@@ -127,7 +132,8 @@ def sample_from_result(
         # Outside CI nothing else tells two runs of the same commit apart.
         identity["started_at"] = result.timings.started_at
     return Sample(
-        sample_id=stable_hash({k: v for k, v in identity.items() if v is not None}, length=24),
+        sample_id=sample_id
+        or stable_hash({k: v for k, v in identity.items() if v is not None}, length=24),
         trusted_source=trusted_source,
         timestamp=when,
         value=result.metric.value,
@@ -154,6 +160,41 @@ def sample_from_result(
         ci_job=result.ci.job,
         ci_runner_name=result.ci.runner_name,
         runtime=result.identity.runtime.get("fields", {}),
+    )
+
+
+def seed_sample_id(
+    *,
+    seed_key: str,
+    commit: str,
+    bucket: str,
+    hardware: str,
+    target_branch: str,
+    launch_hash: str,
+    benchmark_hash: str,
+    runtime_hash: str,
+    baseline_epoch: int,
+    sample_index: int,
+) -> str:
+    """A seeded sample's id: what was measured and where, never the figure or the clock.
+
+    Replaying the same seed (same key, commit, bucket, hardware, target, identity and
+    sample index) yields the same id, so a resumed seed skips what is already stored.
+    """
+    return stable_hash(
+        {
+            "seed_key": seed_key,
+            "commit": commit,
+            "bucket": bucket,
+            "hardware": hardware,
+            "target_branch": target_branch,
+            "launch_hash": launch_hash,
+            "benchmark_hash": benchmark_hash,
+            "runtime_hash": runtime_hash,
+            "baseline_epoch": baseline_epoch,
+            "sample_index": sample_index,
+        },
+        length=24,
     )
 
 
