@@ -149,6 +149,11 @@ def run_process(
                 exit_code = process.returncode
                 if invocation.on_timeout:
                     _run_cleanup(invocation.on_timeout, log)
+            except BaseException:
+                # Interrupted (Ctrl-C, SIGTERM turned into an exception): never leave the
+                # benchmark running orphaned.
+                _terminate_group(process)
+                raise
             # Nothing the benchmark started may outlive it: a straggler could write into the
             # next attempt's outputs (R10) or steal its CPU.
             _kill_group(process.pid)
