@@ -15,9 +15,14 @@ from perfgate.drivers.base import Measurement
 from perfgate.execution import AttemptDirs, Invocation
 
 
-def _own_package_path() -> dict[str, str]:
-    """PYTHONPATH that makes the child import this very perfgate, installed or not."""
-    root = str(Path(perfgate.__file__).resolve().parent.parent)
+def _demo_package_path(checkout: Path) -> dict[str, str]:
+    """PYTHONPATH for the demo child: the checkout's own perfgate when it is a perfgate tree.
+
+    perfgate gates itself with the demo, so a change (or a replayed commit) must be
+    measured with its own benchmark code; any other checkout gets this perfgate's demo.
+    """
+    own = checkout / "perfgate" / "demo.py"
+    root = str(checkout if own.is_file() else Path(perfgate.__file__).resolve().parent.parent)
     inherited = os.environ.get("PYTHONPATH")
     return {"PYTHONPATH": os.pathsep.join([root, inherited]) if inherited else root}
 
@@ -49,7 +54,10 @@ class DemoDriver:
             "--output-path", str(dirs.output_dir),
         )  # fmt: skip
         return Invocation(
-            argv=argv, cwd=checkout, env=_own_package_path(), outputs=(str(dirs.output_dir),)
+            argv=argv,
+            cwd=checkout,
+            env=_demo_package_path(checkout),
+            outputs=(str(dirs.output_dir),),
         )
 
     def read(self, bucket: Bucket, dirs: AttemptDirs, invocation: Invocation) -> Measurement:
