@@ -104,8 +104,8 @@ def _plain(value: Any) -> Any:
 
 def yaml_value(value: Any) -> str:
     """A YAML scalar or flow collection for ``value``; JSON is valid YAML and fully escaped."""
-    if isinstance(value, Raw):
-        return str(value)
+    if isinstance(value, (Raw, jinja2.Undefined)):
+        return str(value)  # str() of a StrictUndefined raises, naming the missing variable
     if value is None or isinstance(value, (bool, int, float, str, list, tuple, dict)):
         return json.dumps(_plain(value), ensure_ascii=True)
     raise TypeError(f"templates may only print plain data or Raw text, not {type(value).__name__}")
