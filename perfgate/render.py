@@ -238,6 +238,15 @@ def concurrency_group(prefix: str) -> str:
     )
 
 
+def config_condition() -> str:
+    """When the gate runs at all: not for drafts, nor for a label other than the run label."""
+    label = _expr_string(RUN_LABEL)
+    return (
+        "github.event_name != 'pull_request' || (!github.event.pull_request.draft && "
+        f"(github.event.action != 'labeled' || github.event.label.name == {label}))"
+    )
+
+
 # -- context builders -------------------------------------------------------------------
 
 
@@ -267,6 +276,7 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
         "target_branches": list(gate.target_branches),
         "protected_branches": list(gate.protected_branches),
         "concurrency_group": Raw(json.dumps(concurrency_group("perfgate"))),
+        "config_condition": Raw(json.dumps(config_condition())),
         "publish_condition": Raw(
             json.dumps(
                 "always() && github.event_name == 'push' && needs.config.outputs.run == 'true' "

@@ -246,7 +246,8 @@ def test_triggers_concurrency_and_draft_skip(rendered: Any) -> None:
     )
     jobs = workflow["jobs"]
     assert jobs["config"]["if"] == (
-        "github.event_name != 'pull_request' || !github.event.pull_request.draft"
+        "github.event_name != 'pull_request' || (!github.event.pull_request.draft && "
+        "(github.event.action != 'labeled' || github.event.label.name == 'perf-gate'))"
     )
     for job_id, job in jobs.items():
         if job_id != "config":
@@ -275,7 +276,8 @@ def test_fork_consumer_never_checks_out_or_runs_the_pr_head(rendered: Any) -> No
     _, docs = rendered
     workflow = docs[".github/workflows/perfgate-comment.yml"]
     assert set(_on(workflow)) == {"workflow_run"}
-    assert _on(workflow)["workflow_run"]["workflows"] == ["perfgate"]
+    gate_name = docs[".github/workflows/perfgate.yml"]["name"]
+    assert _on(workflow)["workflow_run"]["workflows"] == [gate_name]
     job = workflow["jobs"]["comment"]
     assert "head_repository.full_name != github.repository" in job["if"]
     for step in job["steps"]:
