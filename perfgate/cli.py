@@ -12,7 +12,7 @@ from typing import NoReturn
 
 from perfgate import __version__
 from perfgate.config import DEFAULT_CONFIG, Bucket, Config, load_config
-from perfgate.errors import ExitCode, PerfgateError
+from perfgate.errors import ExitCode, PerfgateError, UsageError
 
 DEFAULT_RESULTS = Path(".perfgate/results")
 DEFAULT_WORK = Path(".perfgate/work")
@@ -148,7 +148,13 @@ def cmd_affected(args: argparse.Namespace) -> int:
     if args.all:
         selected = config.buckets
     else:
-        changed = args.changed_files.read_text(encoding="utf-8").splitlines()
+        try:
+            changed = args.changed_files.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise UsageError(
+                f"{args.changed_files}: cannot read the changed-files list ({exc.strerror}); "
+                "pass a file with one repository-relative path per line, or --all"
+            ) from None
         selected = affected(config.buckets, changed)
     ids = [bucket.id for bucket in selected]
     for bucket_id in ids:

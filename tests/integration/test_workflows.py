@@ -9,6 +9,7 @@ recording stand-in only where the real session belongs to another module.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -333,3 +334,30 @@ def test_bench_and_publish_actions_call_their_sessions_as_designed(tmp_path: Pat
     assert _nox_args(tmp_path) == [
         *("-s", "publish", "--", "--results", "results dir", "--config", "perfgate.yaml"),
     ]
+
+
+def test_rendered_matrix_equals_perfgate_matrix_json() -> None:
+    """The bench matrix is the `perfgate matrix --json` interface, rendered statically."""
+    config = "examples/isaaclab/perfgate.yaml"
+    listed = _run([sys.executable, "-m", "perfgate", "matrix", "--json", "--config", config], ROOT)
+    assert listed.returncode == 0, listed.stderr
+    buckets = json.loads(listed.stdout)
+    workflow = yaml.safe_load(
+        (ROOT / "examples/isaaclab/.github/workflows/perfgate.yml").read_text()
+    )
+    rows = workflow["jobs"]["bench"]["strategy"]["matrix"]["include"]
+    assert [row["bucket"] for row in rows] == [b["id"] for b in buckets]
+    assert [row["runner"] for row in rows] == [b["runner"] for b in buckets]
+    assert [row["timeout"] for row in rows] == [
+        max(30, math.ceil(b["timeout_minutes"]) + 15) for b in buckets
+    ]
+
+
+def test_affected_without_a_readable_file_is_a_usage_error(tmp_path: Path) -> None:
+    """A missing changed-files list exits 4 with a message, not a traceback."""
+    result = _run(
+        [sys.executable, "-m", "perfgate", "affected", "--changed-files", str(tmp_path / "no")],
+        ROOT,
+    )
+    assert result.returncode == 4
+    assert "cannot read the changed-files list" in result.stderr
