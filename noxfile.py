@@ -29,6 +29,27 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "perfgate", "bench", *session.posargs)
 
 
+@nox.session(tags=["run"])
+def gate(session: nox.Session) -> None:
+    """Judge result artifacts against the baseline branch and write the report."""
+    _install(session)
+    session.run("python", "-m", "perfgate", "gate", *session.posargs)
+
+
+@nox.session(tags=["run"])
+def publish(session: nox.Session) -> None:
+    """Append trusted samples (protected-branch pushes only) to the baseline branch."""
+    _install(session)
+    session.run("python", "-m", "perfgate", "publish", *session.posargs)
+
+
+@nox.session(tags=["perf"])
+def perf(session: nox.Session) -> None:
+    """Measure how the gate's cost grows with buckets and with history length."""
+    _install(session)
+    session.run("python", "tests/perf/gate_scaling.py", *session.posargs)
+
+
 @nox.session(tags=["check"])
 def unit(session: nox.Session) -> None:
     """Run the test suite (unit and integration)."""

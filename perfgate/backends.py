@@ -15,10 +15,16 @@ class DriverVocabulary:
 
     physics: frozenset[str] | None
     render: frozenset[str] | None
+    # Task names the driver can run; ``None`` when any task name is the user's to choose.
+    tasks: frozenset[str] | None = None
 
 
 VOCABULARIES: dict[str, DriverVocabulary] = {
-    "demo": DriverVocabulary(physics=frozenset({"numpy", "python"}), render=frozenset()),
+    "demo": DriverVocabulary(
+        physics=frozenset({"numpy", "python"}),
+        render=frozenset(),
+        tasks=frozenset({"cartpole", "pendulum"}),
+    ),
     # The command driver runs the user's own program, so backend labels are the user's.
     "command": DriverVocabulary(physics=None, render=None),
     "isaaclab": DriverVocabulary(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -90,7 +90,7 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
         return invocations[dirs.number]
 
     def read(dirs: AttemptDirs, outcome: ProcessOutcome) -> Measurement:
-        return driver.read(bucket, dirs, invocations[dirs.number])
+        return _require_metric(bucket, driver.read(bucket, dirs, invocations[dirs.number]))
 
     records = run_with_retry(
         plan=plan,
@@ -164,6 +164,17 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
         ),
         log_tail=outcome.log_tail,
         perfgate_version=__version__,
+    )
+
+
+def _require_metric(bucket: Bucket, measurement: Measurement) -> Measurement:
+    """An output without a finite number at the metric path is an unreadable output (R3)."""
+    if measurement.error is not None or measurement.stats.value is not None:
+        return measurement
+    where = measurement.output_file or "the output"
+    return replace(
+        measurement,
+        error=f"metric {bucket.metric.path!r} is missing or not a finite number in {where}",
     )
 
 

@@ -36,6 +36,8 @@ def load_json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise OutputError(f"result file {path} was not written") from None
+    except OSError as exc:
+        raise OutputError(f"result file {path} cannot be read: {exc.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise OutputError(f"result file {path} is not valid JSON: {exc}") from None
 

@@ -8,14 +8,19 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from perfgate import __version__
 from perfgate.config import DEFAULT_CONFIG, Bucket, Config, load_config
 from perfgate.errors import ExitCode, PerfgateError, UsageError
 
+if TYPE_CHECKING:
+    from perfgate.result import Result
+    from perfgate.store import BaselineStore
+
 DEFAULT_RESULTS = Path(".perfgate/results")
 DEFAULT_WORK = Path(".perfgate/work")
+DEFAULT_REPORT = Path(".perfgate/report")
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -78,11 +83,69 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def open_store(config: Config, *, local: bool) -> BaselineStore | None:
+    """The baseline store of the current repository; None outside a git repository.
+
+    ``local`` reads and writes the local branch only; otherwise the configured
+    remote is used when this repository has it.
+    """
+    from perfgate.git import try_git
+    from perfgate.store import BaselineStore
+
+    top = try_git("rev-parse", "--show-toplevel")
+    if top is None:
+        return None
+    baseline = config.gate.baseline
+    remote = None if local else baseline.remote
+    if remote is not None and try_git("remote", "get-url", remote, cwd=Path(top)) is None:
+        remote = None
+    return BaselineStore(
+        Path(top), branch=baseline.branch, remote=remote, push_retries=baseline.push_retries
+    )
+
+
+def _publishable(results: Sequence[Result]) -> tuple[list[Result], list[str]]:
+    """Healthy results with a positive figure, and why each other one is left out."""
+    keep, skipped = [], []
+    for result in results:
+        value = result.metric.value
+        if not result.health.healthy:
+            skipped.append(f"{result.bucket.id}: unhealthy run, not a baseline")
+        elif value is None or value <= 0:
+            skipped.append(f"{result.bucket.id}: no positive figure, not a baseline")
+        else:
+            keep.append(result)
+    return keep, skipped
+
+
+def record_samples(
+    store: BaselineStore, results: Sequence[Result], trusted_source: str, message: str
+) -> int:
+    """Append the publishable results to the store; print what was left out and what was added."""
+    from perfgate.store import sample_from_result
+
+    keep, skipped = _publishable(results)
+    for line in skipped:
+        print(f"perfgate: skipped {line}", file=sys.stderr)
+    if not keep:
+        print("perfgate: nothing to record", file=sys.stderr)
+        return 0
+    samples = [sample_from_result(r, trusted_source=trusted_source) for r in keep]
+    outcome = store.append(samples, message)
+    print(
+        f"perfgate: recorded {outcome.added} sample(s) on {store.branch}"
+        f"{f' ({outcome.already_present} already present)' if outcome.already_present else ''}"
+        f"{f' at {outcome.commit[:12]}' if outcome.commit else ''}",
+        file=sys.stderr,
+    )
+    return outcome.added
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
-    """Run buckets and write one result artifact each."""
+    """Run buckets and write one result artifact each; locally also judge them."""
     from perfgate import context, hardware
     from perfgate.bench import BenchSettings, run_buckets
-    from perfgate.console import Progress, bench_table
+    from perfgate.console import Progress, bench_table, on_github
 
     config: Config = load_config(args.config)
     buckets = config.select(args.bucket, args.tag)
@@ -100,7 +163,68 @@ def cmd_bench(args: argparse.Namespace) -> int:
     )
     progress = Progress(len(buckets))
     results = run_buckets(buckets, settings, on_start=progress.start, on_done=progress.finish)
-    print(bench_table(results))
+    if args.no_judge or on_github():
+        # In CI the aggregate job judges every bucket at once (nox -s gate).
+        print(bench_table(results))
+        return ExitCode.OK
+    from perfgate.gate import evaluate
+    from perfgate.report import terminal_table, write_report
+
+    store = open_store(config, local=True)
+    report = evaluate(config, buckets, results, store)
+    write_report(report, args.report_dir)
+    print(terminal_table(report))
+    if args.record:
+        if store is None:
+            raise UsageError("--record needs a git repository to hold the baseline branch")
+        record_samples(store, results, "local", "Record local baseline samples")
+    return report.exit_code
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    """Judge every result artifact against its baseline and write the report surfaces."""
+    from perfgate.gate import evaluate, load_results
+    from perfgate.report import terminal_table, write_github_surfaces, write_report
+
+    config = load_config(args.config)
+    expected = config.select(args.bucket, args.tag)
+    results = load_results(args.results)
+    report = evaluate(config, expected, results, open_store(config, local=args.local_baseline))
+    paths = write_report(report, args.report_dir)
+    write_github_surfaces(report)
+    print(terminal_table(report))
+    print(f"perfgate: report in {paths['summary']} and {paths['verdict']}", file=sys.stderr)
+    return report.exit_code
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    """Append trusted samples (pushes to protected branches only) to the baseline branch."""
+    from perfgate import context
+    from perfgate.gate import load_results
+
+    config = load_config(args.config)
+    run = context.detect(os.environ, default_target=config.gate.target_branches[0])
+    protected = ", ".join(config.gate.protected_branches)
+    if run.event != "push" or not config.gate.is_protected(run.branch):
+        raise UsageError(
+            f"refusing to publish: baselines are written only by pushes to protected branches "
+            f"({protected}); this run is a {run.event!r} event on {run.branch!r}. Locally, use "
+            "`nox -s bench -- --record` to keep samples on your local baseline branch"
+        )
+    results = load_results(args.results)
+    foreign = [
+        r.bucket.id
+        for r in results
+        if r.source.event != "push" or not config.gate.is_protected(r.source.branch)
+    ]
+    if foreign:
+        raise UsageError(
+            "refusing to publish artifacts not produced by a protected push: " + ", ".join(foreign)
+        )
+    store = open_store(config, local=False)
+    if store is None:
+        raise UsageError("publish must run inside the repository's git checkout")
+    record_samples(store, results, "protected_branch", f"Append baseline samples from {run.commit}")
     return ExitCode.OK
 
 
@@ -206,7 +330,52 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_WORK,
         help="logs, attempt outputs and caches (default: %(default)s)",
     )
+    bench.add_argument(
+        "--no-judge",
+        action="store_true",
+        help="only run and write artifacts (CI never judges here)",
+    )
+    bench.add_argument(
+        "--record",
+        action="store_true",
+        help="after judging, keep this run's healthy figures on the local baseline branch",
+    )
+    bench.add_argument(
+        "--report-dir",
+        type=Path,
+        default=DEFAULT_REPORT,
+        help="where summary.md and verdict.json go (default: %(default)s)",
+    )
     bench.set_defaults(handler=cmd_bench)
+
+    gate = verbs.add_parser("gate", help="judge result artifacts and write the report")
+    _add_config(gate)
+    gate.add_argument("--results", type=Path, required=True, help="directory of result artifacts")
+    gate.add_argument(
+        "--report-dir",
+        type=Path,
+        default=DEFAULT_REPORT,
+        help="where summary.md and verdict.json go (default: %(default)s)",
+    )
+    gate.add_argument(
+        "--bucket", action="append", default=[], metavar="ID", help="expect only this bucket"
+    )
+    gate.add_argument(
+        "--tag", action="append", default=[], metavar="TAG", help="expect buckets with this tag"
+    )
+    gate.add_argument(
+        "--local-baseline",
+        action="store_true",
+        help="read the local baseline branch instead of fetching it from the remote",
+    )
+    gate.set_defaults(handler=cmd_gate)
+
+    publish = verbs.add_parser("publish", help="append trusted samples to the baseline branch")
+    _add_config(publish)
+    publish.add_argument(
+        "--results", type=Path, required=True, help="directory of result artifacts"
+    )
+    publish.set_defaults(handler=cmd_publish)
 
     render = verbs.add_parser(
         "render", help="render workflows and composite actions from templates/"

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import reprlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import jsonschema
 
@@ -245,7 +246,12 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
     """Read, validate and expand ``path``; any problem raises ConfigError naming the key path."""
     document = load_yaml(path)
     if not isinstance(document.data, dict):
-        raise ConfigError(f"{path}: expected a mapping with 'version' and 'buckets' at the top")
+        _fail(
+            document,
+            (),
+            "expected a mapping with 'version: 1' and a 'buckets' list at the top "
+            "(see perfgate/schemas/perfgate.schema.json)",
+        )
     _check_schema(document)
     data = document.data
     gate = _gate_policy(data.get("gate", {}))
@@ -253,15 +259,20 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
     buckets: list[Bucket] = []
     seen: dict[str, KeyPath] = {}
     for index, entry in enumerate(data["buckets"]):
-        for bucket in _expand(document, ("buckets", index), entry, defaults):
+        expanded = _expand(document, ("buckets", index), entry, defaults)
+        for backend_index, bucket in enumerate(expanded):
+            here: KeyPath = ("buckets", index, "backends", backend_index)
             if bucket.id in seen:
+                first = seen[bucket.id]
+                line = document.lines.get(first)
                 _fail(
                     document,
-                    ("buckets", index, "backends"),
+                    here,
                     f"duplicate bucket id {bucket.id!r} (first declared at "
-                    f"{format_key_path(seen[bucket.id])}); each task/backend may appear once",
+                    f"{format_key_path(first)}{f', line {line}' if line else ''}); "
+                    "each task/backend pair may appear once, so remove one of them",
                 )
-            seen[bucket.id] = ("buckets", index)
+            seen[bucket.id] = here
             buckets.append(bucket)
     if not buckets:
         _fail(document, ("buckets",), "the matrix is empty; declare at least one bucket")
@@ -275,39 +286,118 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
     return Config(path=path, gate=gate, buckets=tuple(buckets))
 
 
-def _fail(document: YamlDocument, key_path: KeyPath, message: str) -> None:
-    raise ConfigError(f"{document.where(key_path)}: {format_key_path(key_path)}: {message}")
+def _fail(document: YamlDocument, key_path: KeyPath, message: str) -> NoReturn:
+    # One line always: a caller (or CI log grep) sees the whole problem on it.
+    text = f"{document.where(key_path)}: {format_key_path(key_path)}: {message}"
+    raise ConfigError(" ".join(text.split()))
 
 
 def _check_schema(document: YamlDocument) -> None:
     validator = jsonschema.Draft202012Validator(config_schema())
-    errors = sorted(validator.iter_errors(document.data), key=_error_rank)
+    errors = sorted(
+        (e for e in validator.iter_errors(document.data) if not _spurious(e)), key=_error_rank
+    )
     if not errors:
         return
     error = errors[0]
     key_path: KeyPath = tuple(error.absolute_path)
     if error.validator in ("additionalProperties", "unevaluatedProperties"):
-        instance = error.instance if isinstance(error.instance, dict) else {}
-        allowed = _allowed_keys(error.schema)
-        extra = sorted(str(key) for key in instance if key not in allowed)
-        key_path = (*key_path, extra[0]) if extra else key_path
+        extra = _unknown_keys(error)
         _fail(
             document,
-            key_path,
+            (*key_path, extra[0]) if extra else key_path,
             f"unknown key {', '.join(repr(k) for k in extra)}; "
-            f"allowed keys: {', '.join(sorted(allowed))}",
+            f"allowed keys: {', '.join(sorted(_allowed_keys(_error_schema(error))))}",
         )
-    if error.validator == "enum":
-        choices = ", ".join(str(choice) for choice in error.validator_value)
-        _fail(document, key_path, f"{error.instance!r} is not allowed; use one of: {choices}")
-    if error.validator == "pattern":
-        _fail(
-            document,
-            key_path,
-            f"{error.instance!r} must match {error.validator_value} "
-            "(lower-case letters, digits and underscores for backends)",
-        )
-    _fail(document, key_path, error.message)
+    _fail(document, key_path, _describe(error))
+
+
+def _unknown_keys(error: jsonschema.ValidationError) -> list[str]:
+    instance = error.instance if isinstance(error.instance, dict) else {}
+    allowed = _allowed_keys(_error_schema(error))
+    return sorted(str(key) for key in instance if key not in allowed)
+
+
+def _spurious(error: jsonschema.ValidationError) -> bool:
+    # A key whose value is invalid counts as "unevaluated" too; its own error says more.
+    return error.validator == "unevaluatedProperties" and not _unknown_keys(error)
+
+
+_TYPE_NAMES = {
+    "object": "a mapping",
+    "array": "a list",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "empty",
+}
+
+
+_PATTERN_HINTS = {
+    "^[a-z0-9][a-z0-9_]*$": "lower-case letters, digits and underscores (e.g. physx, rtx_renderer)",
+    "^[A-Za-z0-9][A-Za-z0-9._-]*$": "letters, digits, '.', '_' and '-' (no '/' or spaces)",
+    "^[A-Za-z0-9_]+(\\.[A-Za-z0-9_]+)*$": "a dotted path such as runtime.total_fps.mean",
+}
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    """A schema violation in words that say what to write instead."""
+    value = _short(error.instance)
+    expected: Any = error.validator_value
+    match error.validator:
+        case "type":
+            names = [expected] if isinstance(expected, str) else list(expected)
+            wanted = " or ".join(_TYPE_NAMES.get(name, name) for name in names)
+            if error.instance is None:
+                return f"is empty; expected {wanted}"
+            return f"{value} is {_kind(error.instance)}; expected {wanted}"
+        case "enum":
+            choices = ", ".join(str(choice) for choice in expected)
+            return f"{value} is not allowed; use one of: {choices}"
+        case "const":
+            return f"{value} is not supported; use {expected!r}"
+        case "required":
+            missing = error.message.split("'")[1] if "'" in error.message else error.message
+            return f"missing required key {missing!r}"
+        case "minItems":
+            return f"{value} needs at least {expected} item(s)"
+        case "minLength":
+            return "must not be empty"
+        case "minimum" | "exclusiveMinimum" | "maximum" | "exclusiveMaximum":
+            relation = {
+                "minimum": ">=",
+                "exclusiveMinimum": ">",
+                "maximum": "<=",
+                "exclusiveMaximum": "<",
+            }[str(error.validator)]
+            return f"{value} is out of range; use a value {relation} {expected}"
+        case "pattern":
+            hint = _PATTERN_HINTS.get(str(expected), f"the pattern {expected}")
+            return f"{value} is not allowed; use {hint}"
+    return str(error.message)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    for python_type, name in ((dict, "object"), (list, "array"), (str, "string"), (int, "integer")):
+        if isinstance(value, python_type):
+            return _TYPE_NAMES[name]
+    if isinstance(value, float):
+        return _TYPE_NAMES["number"]
+    return "empty" if value is None else f"a {type(value).__name__}"
+
+
+def _short(value: Any) -> str:
+    short = reprlib.Repr()
+    short.maxstring = short.maxother = 40
+    short.maxdict = short.maxlist = 3
+    return short.repr(value)
+
+
+def _error_schema(error: jsonschema.ValidationError) -> Mapping[str, Any]:
+    return error.schema if isinstance(error.schema, Mapping) else {}
 
 
 def _error_rank(error: jsonschema.ValidationError) -> tuple[int, int]:
@@ -341,6 +431,20 @@ def _expand(
     settings["metric"] = {**defaults.get("metric", {}), **entry.get("metric", {})}
     driver = settings["driver"]
     vocabulary = VOCABULARIES[driver]
+    if vocabulary.tasks is not None and entry["task"] not in vocabulary.tasks:
+        _fail(
+            document,
+            (*key_path, "task"),
+            f"unknown task {entry['task']!r} for driver {driver!r}; "
+            f"use one of: {', '.join(sorted(vocabulary.tasks))}",
+        )
+    if "command" in entry and driver != "command":
+        _fail(
+            document,
+            (*key_path, "command"),
+            f"a 'command' block only applies to driver 'command' (this bucket's driver is "
+            f"{driver!r}); remove it or set driver: command",
+        )
     command = _command_spec(settings.get("command"))
     if driver == "command" and command is None:
         _fail(document, key_path, "driver 'command' needs a 'command' block with argv and output")
@@ -349,12 +453,15 @@ def _expand(
         for role, allowed in (("physics", vocabulary.physics), ("render", vocabulary.render)):
             value = backend.get(role)
             if value is not None and allowed is not None and value not in allowed:
-                choices = ", ".join(sorted(allowed)) or "none (this driver has no render backend)"
+                fix = (
+                    f"use one of: {', '.join(sorted(allowed))}"
+                    if allowed
+                    else f"driver {driver!r} has no {role} backend, so remove '{role}'"
+                )
                 _fail(
                     document,
                     (*key_path, "backends", index, role),
-                    f"unknown {role} backend {value!r} for driver {driver!r}; "
-                    f"use one of: {choices}",
+                    f"unknown {role} backend {value!r} for driver {driver!r}; {fix}",
                 )
         backends.append((backend["physics"], backend.get("render")))
     backend_keys = [f"{p}_{r}" if r else p for p, r in backends]

@@ -16,13 +16,13 @@ def on_github() -> bool:
     return os.environ.get("GITHUB_ACTIONS") == "true"
 
 
-def annotate(level: str, message: str, stream: TextIO = sys.stdout) -> None:
+def annotate(level: str, message: str, stream: TextIO | None = None) -> None:
     """A ``::error::``/``::warning::``/``::notice::`` line on GitHub; plain text elsewhere."""
     if on_github():
         escaped = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        print(f"::{level}::{escaped}", file=stream)
+        print(f"::{level}::{escaped}", file=stream or sys.stdout)
     else:
-        print(f"{level}: {message}", file=stream)
+        print(f"{level}: {message}", file=stream or sys.stdout)
 
 
 def format_figure(value: float | None) -> str:
@@ -72,11 +72,11 @@ def bench_table(results: Sequence[Result]) -> str:
 class Progress:
     """One line per bucket; on a terminal the line is rewritten when the bucket finishes."""
 
-    def __init__(self, total: int, stream: TextIO = sys.stderr) -> None:
+    def __init__(self, total: int, stream: TextIO | None = None) -> None:
         self.total = total
         self.done = 0
-        self.stream = stream
-        self.live = stream.isatty() and not on_github()
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty() and not on_github()
 
     def start(self, bucket: Bucket) -> None:
         """Announce a bucket that is starting."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate.errors import GateMalfunction
 from perfgate.git import try_git
 
 PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
@@ -83,7 +84,19 @@ class RunContext:
 
 
 def _strip_heads(ref: str | None) -> str | None:
-    return ref.removeprefix("refs/heads/") if ref else None
+    """The branch a ref names; None for tags and other non-branch refs."""
+    if not ref:
+        return None
+    if ref.startswith("refs/heads/"):
+        return ref.removeprefix("refs/heads/")
+    return None if ref.startswith("refs/") else ref
+
+
+def _queue_base(ref: str | None) -> str | None:
+    """``main`` from a merge-queue ref ``gh-readonly-queue/main/pr-12-<sha>``."""
+    branch = _strip_heads(ref) or ""
+    base, sep, _ = branch.removeprefix("gh-readonly-queue/").rpartition("/pr-")
+    return base if sep and branch.startswith("gh-readonly-queue/") else None
 
 
 def detect(
@@ -109,7 +122,12 @@ def _from_github(env: Mapping[str, str]) -> RunContext:
     payload: dict[str, Any] = {}
     event_path = env.get("GITHUB_EVENT_PATH")
     if event_path and Path(event_path).is_file():
-        payload = json.loads(Path(event_path).read_text(encoding="utf-8"))
+        try:
+            payload = json.loads(Path(event_path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise GateMalfunction(
+                f"{event_path}: the GitHub event payload (GITHUB_EVENT_PATH) is unreadable: {exc}"
+            ) from None
     repository = env.get("GITHUB_REPOSITORY")
     pr_number = head_sha = head_repository = None
     if event_name in PULL_REQUEST_EVENTS:
@@ -124,7 +142,9 @@ def _from_github(env: Mapping[str, str]) -> RunContext:
         group = payload.get("merge_group", {})
         head_sha = group.get("head_sha")
         branch = _strip_heads(group.get("head_ref") or env.get("GITHUB_REF"))
-        target = _strip_heads(group.get("base_ref"))
+        target = _strip_heads(group.get("base_ref")) or _queue_base(
+            group.get("head_ref") or env.get("GITHUB_REF")
+        )
     else:
         branch = _strip_heads(env.get("GITHUB_REF"))
         target = branch

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from perfgate.config import PhaseMarkers
+from perfgate.errors import ConfigError
 
 LOG_TAIL_BYTES = 8192
 HANG_FRACTION = 0.95  # a run that used 95 % of its budget is a hang, not a slow success
@@ -88,18 +90,26 @@ def classify_failure(
         return FailurePhase.IMPORT
     if any(m in log for m in markers.driver_error):
         return FailurePhase.DRIVER
-    if markers.stepping is not None and markers.stepping in log:
-        return FailurePhase.RUNTIME
-    if markers.stepping is None:
-        return FailurePhase.RUNTIME
-    return FailurePhase.INIT
+    # The latest marker the driver declares tells how far the run got.
+    if markers.stepping is not None:
+        return FailurePhase.RUNTIME if markers.stepping in log else FailurePhase.INIT
+    if markers.init_done is not None:
+        return FailurePhase.RUNTIME if initialised else FailurePhase.INIT
+    return FailurePhase.RUNTIME
 
 
 def remove_outputs(invocation: Invocation) -> None:
     """Delete everything ``invocation`` may have written, so a retry cannot read it."""
+    protected = {invocation.cwd.resolve(), *invocation.cwd.resolve().parents}
     for pattern in invocation.outputs:
         for name in glob.glob(str(invocation.cwd / pattern), recursive=True):
             match = Path(name)
+            if match.resolve() in protected:
+                # An output of "." or ".." would otherwise delete the checkout itself.
+                raise ConfigError(
+                    f"output {pattern!r} matches the working directory {invocation.cwd} or "
+                    "one of its parents; point it at the file or directory the benchmark writes"
+                )
             if match.is_dir() and not match.is_symlink():
                 shutil.rmtree(match)
             elif match.exists() or match.is_symlink():
@@ -133,8 +143,11 @@ def run_process(
                 exit_code = process.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 timed_out = True
-                _kill_group(process)
+                _terminate_group(process)
                 exit_code = process.returncode
+            # Nothing the benchmark started may outlive it: a straggler could write into the
+            # next attempt's outputs (R10) or steal its CPU.
+            _kill_group(process.pid)
     wall_s = time.monotonic() - started
     tail = _tail(log_path)
     if timed_out:
@@ -152,17 +165,24 @@ def run_process(
     )
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=KILL_GRACE_S)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+def _terminate_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the whole group, give the leader a grace period, then SIGKILL the group."""
+    _signal_group(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=KILL_GRACE_S)
+    # The leader may be gone while a child that ignores SIGTERM lives on.
+    _kill_group(process.pid)
+    process.wait()
+
+
+def _kill_group(group: int) -> None:
+    _signal_group(group, signal.SIGKILL)
+
+
+def _signal_group(group: int, sig: signal.Signals) -> None:
+    # ProcessLookupError: the group is already empty.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, sig)
 
 
 def _tail(path: Path) -> str:

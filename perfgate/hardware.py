@@ -53,7 +53,7 @@ def gpu_slug(name: str) -> str:
     lowered = " ".join(name.lower().split())
     if lowered in _GPU_SLUG_OVERRIDES:
         return _GPU_SLUG_OVERRIDES[lowered]
-    return slugify(lowered.removeprefix("nvidia "))
+    return slugify(lowered.removeprefix("nvidia ")) or "unknown_gpu"
 
 
 def cpu_name() -> str:
@@ -87,27 +87,37 @@ def parse_nvidia_smi(csv_text: str, cpu: str) -> Hardware | None:
     )
 
 
+# compute_cap is unknown to older drivers, whose nvidia-smi then rejects the whole query;
+# without the fallback such a GPU machine would be filed under a cpu slug.
+_SMI_QUERIES = (
+    "name,driver_version,memory.total,compute_cap",
+    "name,driver_version,memory.total",
+)
+
+
 def detect() -> Hardware:
     """Ask nvidia-smi for the GPU; fall back to a ``cpu-<model>`` slug without one."""
     cpu = cpu_name()
     smi = shutil.which("nvidia-smi")
-    if smi is not None:
+    if smi is None:
+        return _cpu_hardware(cpu)
+    for fields in _SMI_QUERIES:
         try:
             completed = subprocess.run(
-                [
-                    smi,
-                    "--query-gpu=name,driver_version,memory.total,compute_cap",
-                    "--format=csv,noheader,nounits",
-                ],
+                [smi, f"--query-gpu={fields}", "--format=csv,noheader,nounits"],
                 capture_output=True,
                 text=True,
                 timeout=30,
                 check=False,
             )
         except (OSError, subprocess.TimeoutExpired):
-            completed = None
-        if completed is not None and completed.returncode == 0:
+            break
+        if completed.returncode == 0:
             found = parse_nvidia_smi(completed.stdout, cpu)
             if found is not None:
                 return found
-    return Hardware(slug=f"cpu-{slugify(cpu)[:48] or 'unknown'}", cpu_name=cpu)
+    return _cpu_hardware(cpu)
+
+
+def _cpu_hardware(cpu: str) -> Hardware:
+    return Hardware(slug=f"cpu-{slugify(cpu)[:48].strip('_') or 'unknown'}", cpu_name=cpu)

@@ -46,6 +46,10 @@ def load_yaml(path: Path) -> YamlDocument:
         raise ConfigError(f"{path}: file not found; pass --config PATH to name another") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8"
+        ) from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
@@ -62,23 +66,41 @@ def _convert(node: yaml.Node, key_path: KeyPath, lines: dict[KeyPath, int], path
     if isinstance(node, yaml.MappingNode):
         result: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            key = _scalar(key_node)
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise ConfigError(
+                    f"{path}:{key_node.start_mark.line + 1}: {format_key_path(key_path)}: "
+                    "a key must be a plain name, not a list or mapping"
+                )
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise ConfigError(
+                    f"{path}:{key_node.start_mark.line + 1}: {format_key_path(key_path)}: "
+                    "YAML merge keys ('<<') are not supported; put shared settings under "
+                    "'defaults'"
+                )
+            key = _scalar(key_node, path)
             if key in result:
                 raise ConfigError(
                     f"{path}:{key_node.start_mark.line + 1}: "
-                    f"{format_key_path((*key_path, key))}: duplicate key; keep one of them"
+                    f"{format_key_path((*key_path, key))}: duplicate key (first at line "
+                    f"{lines[(*key_path, key)]}); keep one of them"
                 )
             result[key] = _convert(value_node, (*key_path, key), lines, path)
             lines[(*key_path, key)] = key_node.start_mark.line + 1
         return result
     if isinstance(node, yaml.SequenceNode):
         return [_convert(item, (*key_path, i), lines, path) for i, item in enumerate(node.value)]
-    return _scalar(node)
+    return _scalar(node, path)
 
 
-def _scalar(node: yaml.Node) -> Any:
+def _scalar(node: yaml.Node, path: Path) -> Any:
     loader = yaml.SafeLoader("")
     try:
         return loader.construct_object(node, deep=True)
+    except yaml.MarkedYAMLError as exc:
+        # For example a ``!!python/object`` tag, which the safe loader refuses.
+        raise ConfigError(
+            f"{path}:{node.start_mark.line + 1}: not allowed in YAML here: "
+            f"{' '.join(str(exc.problem).split())}; use plain strings, numbers, lists and mappings"
+        ) from None
     finally:
         loader.dispose()

@@ -55,7 +55,11 @@ class CommandDriver:
         """The newest file matching the output pattern, metric at the bucket's path."""
         pattern = invocation.outputs[0]
         matches = sorted(
-            (Path(p) for p in glob.glob(str(invocation.cwd / pattern), recursive=True)),
+            (
+                Path(p)
+                for p in glob.glob(str(invocation.cwd / pattern), recursive=True)
+                if Path(p).is_file()
+            ),
             key=lambda p: p.stat().st_mtime,
         )
         empty = metric_stats({}, bucket.metric.path)

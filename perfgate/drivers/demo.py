@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
+import perfgate
 from perfgate import demo
 from perfgate.bundle import OutputError, launch_mismatches, load_json, metric_stats
 from perfgate.config import Bucket, PhaseMarkers
 from perfgate.drivers.base import Measurement
 from perfgate.execution import AttemptDirs, Invocation
+
+
+def _own_package_path() -> dict[str, str]:
+    """PYTHONPATH that makes the child import this very perfgate, installed or not."""
+    root = str(Path(perfgate.__file__).resolve().parent.parent)
+    inherited = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": os.pathsep.join([root, inherited]) if inherited else root}
 
 
 class DemoDriver:
@@ -39,7 +48,9 @@ class DemoDriver:
             "--seed", str(bucket.seed),
             "--output-path", str(dirs.output_dir),
         )  # fmt: skip
-        return Invocation(argv=argv, cwd=checkout, outputs=(str(dirs.output_dir),))
+        return Invocation(
+            argv=argv, cwd=checkout, env=_own_package_path(), outputs=(str(dirs.output_dir),)
+        )
 
     def read(self, bucket: Bucket, dirs: AttemptDirs, invocation: Invocation) -> Measurement:
         """Read the bundle, check the launch echo, take the metric and the versions."""

@@ -1,0 +1,365 @@
+"""Results + expected buckets + baseline windows -> one GateReport (R5, R6, R8).
+
+Every surface (summary.md, verdict.json, JUnit, statuses, the PR comment) renders
+this one object, so no two surfaces can disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perfgate.config import Bucket, Config, Mode
+from perfgate.errors import ExitCode, GateMalfunction
+from perfgate.oracle import Judgement, Reason, Verdict, judge
+from perfgate.result import Result, read_result
+from perfgate.store import BaselineStore, WindowKey, merge_base
+
+
+@dataclass(frozen=True, kw_only=True)
+class Row:
+    """One expected bucket: its verdict and, when it reported, the result and judgement."""
+
+    bucket: Bucket
+    verdict: Verdict
+    result: Result | None
+    judgement: Judgement | None
+
+    @property
+    def reported(self) -> bool:
+        """True when an artifact arrived for this bucket."""
+        return self.result is not None
+
+    @property
+    def excused(self) -> bool:
+        """A crash with evidence of a stale CI image (R7): still reported, never a pass."""
+        return self.judgement is not None and Reason.STALE_IMAGE in self.judgement.reasons
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Reason codes for this row."""
+        if self.judgement is None:
+            return (Reason.NOT_REPORTED.value,)
+        return tuple(r.value for r in self.judgement.reasons)
+
+    @property
+    def details(self) -> tuple[str, ...]:
+        """Human-readable reasons."""
+        if self.judgement is None:
+            return ("no result artifact arrived for this bucket",)
+        return tuple(s.detail for s in self.judgement.signals)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Coverage:
+    """Which expected buckets reported (R6)."""
+
+    expected: tuple[str, ...]
+    reported: tuple[str, ...]
+    missing: tuple[str, ...]
+    duplicates: tuple[str, ...]
+    unexpected: tuple[str, ...]
+
+    @property
+    def complete(self) -> bool:
+        """True when every expected bucket reported."""
+        return not self.missing
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateReport:
+    """The whole verdict of one gate run."""
+
+    mode: Mode
+    rows: tuple[Row, ...]
+    coverage: Coverage
+    overall: Verdict
+    headlines: tuple[str, ...]
+    description: str
+    exit_code: int
+    min_samples: int
+    baseline_tip: str | None = None
+    base_commit: str | None = None
+    commit: str | None = None
+    target_branch: str | None = None
+    hardware: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def status_state(self) -> str:
+        """GitHub commit status state: success for PASS/WARN, failure otherwise."""
+        return "success" if self.overall.severity <= Verdict.WARN.severity else "failure"
+
+    @property
+    def underfilled(self) -> tuple[str, ...]:
+        """Buckets that measured a figure but whose window is under the minimum (reseed plan)."""
+        return tuple(
+            row.bucket.id
+            for row in self.rows
+            if row.judgement is not None
+            and row.judgement.reasons
+            and {Reason.NO_BASELINE, Reason.INSUFFICIENT_WINDOW} & set(row.judgement.reasons)
+        )
+
+    def count(self, verdict: Verdict) -> int:
+        """How many rows have ``verdict``."""
+        return sum(1 for row in self.rows if row.verdict is verdict)
+
+
+def _pick(results: Sequence[Result]) -> Result:
+    """Of several artifacts for one bucket, the latest attempt's."""
+
+    def order(result: Result) -> tuple[int, str]:
+        attempt = result.ci.run_attempt or "0"
+        return (int(attempt) if attempt.isdigit() else 0, result.timings.finished_at)
+
+    return max(results, key=order)
+
+
+def _description(rows: Sequence[Row], coverage: Coverage) -> str:
+    """Additive: names every blocking-level signal, not only the worst."""
+    parts = []
+    failed = [r for r in rows if r.reported and r.verdict is Verdict.HARD_FAILURE and not r.excused]
+    if failed:
+        parts.append(f"{len(failed)} failed to run ({', '.join(r.bucket.id for r in failed)})")
+    if coverage.missing:
+        parts.append(f"{len(coverage.missing)} did not report ({', '.join(coverage.missing)})")
+    stale = [r for r in rows if r.excused]
+    if stale:
+        parts.append(f"{len(stale)} stale CI image ({', '.join(r.bucket.id for r in stale)})")
+    blocked = [r for r in rows if r.verdict is Verdict.BLOCK]
+    if blocked:
+        changes = [
+            f"{r.bucket.id} {r.judgement.stats.change_pct:+.1f}%"
+            if r.judgement and r.judgement.stats
+            else r.bucket.id
+            for r in blocked
+        ]
+        parts.append(f"{len(blocked)} regression(s) ({', '.join(changes)})")
+    if not parts:
+        warned = sum(1 for r in rows if r.verdict is Verdict.WARN)
+        if warned:
+            parts.append(f"no confirmed regression; {warned} of {len(rows)} need attention")
+        else:
+            parts.append(f"all {len(rows)} buckets within noise")
+    return "; ".join(parts)
+
+
+def _headlines(rows: Sequence[Row], coverage: Coverage) -> tuple[str, ...]:
+    """The worst condition first, then every other blocking-level one (never a lone all-clear)."""
+    lines = []
+    if any(r.reported and r.verdict is Verdict.HARD_FAILURE and not r.excused for r in rows):
+        lines.append("❌ One or more benchmarks failed before producing usable performance data")
+    if coverage.missing:
+        lines.append(
+            f"❌ Only {len(coverage.reported)} of {len(coverage.expected)} benchmark buckets "
+            "reported — coverage is incomplete"
+        )
+    if any(r.excused for r in rows):
+        lines.append(
+            "⚠️ The CI image is stale for this change, so some buckets could not be measured"
+        )
+    if any(r.verdict is Verdict.BLOCK for r in rows):
+        lines.append("🚫 One or more blocking-level performance regressions were detected")
+    if not lines and any(r.verdict is Verdict.WARN for r in rows):
+        lines.append("⚠️ No confirmed regression, but one or more results need attention")
+    if not lines:
+        lines.append("✅ No meaningful performance regressions detected")
+    return tuple(lines)
+
+
+def exit_code_for(overall: Verdict, mode: Mode) -> int:
+    """R8: advisory exits 0; blocking exits 1 on BLOCK and 2 on HARD_FAILURE."""
+    if mode is Mode.ADVISORY:
+        return ExitCode.OK
+    if overall is Verdict.HARD_FAILURE:
+        return ExitCode.HARD_FAILURE
+    if overall is Verdict.BLOCK:
+        return ExitCode.BLOCK
+    return ExitCode.OK
+
+
+def build_report(
+    *,
+    config: Config,
+    expected: Sequence[Bucket],
+    results: Sequence[Result],
+    windows: Mapping[str, Sequence[float]],
+    notes: Sequence[str] = (),
+    baseline_tip: str | None = None,
+    base_commit: str | None = None,
+) -> GateReport:
+    """Judge every expected bucket; pure, so every rule is testable without I/O."""
+    by_bucket: dict[str, list[Result]] = {}
+    for result in results:
+        by_bucket.setdefault(result.bucket.id, []).append(result)
+    expected_ids = tuple(b.id for b in expected)
+    policy = config.gate
+    rows = []
+    for bucket in expected:
+        candidates = by_bucket.get(bucket.id)
+        if not candidates:
+            rows.append(
+                Row(bucket=bucket, verdict=Verdict.HARD_FAILURE, result=None, judgement=None)
+            )
+            continue
+        result = _pick(candidates)
+        hardware = result.hardware.slug
+        judgement = judge(
+            result,
+            windows.get(bucket.id, ()),
+            floors=bucket.floors_for(hardware),
+            noise_floor_pct=bucket.noise_floor_for(hardware, policy.oracle.noise_floor_pct),
+            policy=policy.oracle,
+            min_samples=policy.baseline.min_samples,
+        )
+        rows.append(
+            Row(bucket=bucket, verdict=judgement.verdict, result=result, judgement=judgement)
+        )
+    coverage = Coverage(
+        expected=expected_ids,
+        reported=tuple(b for b in expected_ids if b in by_bucket),
+        missing=tuple(b for b in expected_ids if b not in by_bucket),
+        duplicates=tuple(b for b, rs in by_bucket.items() if len(rs) > 1 and b in expected_ids),
+        unexpected=tuple(sorted(b for b in by_bucket if b not in expected_ids)),
+    )
+    all_notes = list(notes)
+    if coverage.unexpected:
+        all_notes.append(
+            f"ignored artifacts for buckets not expected by {config.path}: "
+            + ", ".join(coverage.unexpected)
+        )
+    if coverage.duplicates:
+        all_notes.append(
+            "several artifacts for "
+            + ", ".join(coverage.duplicates)
+            + "; the latest attempt counts"
+        )
+    overall = max((row.verdict for row in rows), key=lambda v: v.severity)
+    reported = [r.result for r in rows if r.result is not None]
+    return GateReport(
+        mode=policy.mode,
+        rows=tuple(rows),
+        coverage=coverage,
+        overall=overall,
+        headlines=_headlines(rows, coverage),
+        description=_description(rows, coverage),
+        exit_code=exit_code_for(overall, policy.mode),
+        min_samples=policy.baseline.min_samples,
+        baseline_tip=baseline_tip,
+        base_commit=base_commit,
+        commit=reported[0].source.commit if reported else None,
+        target_branch=reported[0].source.target_branch if reported else None,
+        hardware=tuple(sorted({r.hardware.slug for r in reported})),
+        notes=tuple(all_notes),
+    )
+
+
+def load_results(results_dir: Path) -> list[Result]:
+    """Every result artifact under ``results_dir`` (searched recursively, as artifacts nest)."""
+    if not results_dir.is_dir():
+        raise GateMalfunction(
+            f"results directory {results_dir} does not exist; did the bench jobs upload artifacts?"
+        )
+    paths = sorted(results_dir.rglob("*.json"))
+    if not paths:
+        raise GateMalfunction(
+            f"no result artifacts in {results_dir}: the benchmarks did not run, so there is "
+            "nothing to judge"
+        )
+    return [read_result(path) for path in paths]
+
+
+def evaluate(
+    config: Config,
+    expected: Sequence[Bucket],
+    results: Sequence[Result],
+    store: BaselineStore | None,
+) -> GateReport:
+    """Read each result's window from the store, then build the report."""
+    keys = {r.bucket.id: WindowKey.for_result(r) for r in results}
+    windows: dict[str, Sequence[float]] = {}
+    tip = base = None
+    notes: list[str] = []
+    if store is None:
+        notes.append("no baseline store here (not a git repository): every bucket has no baseline")
+    else:
+        target = next((r.source.target_branch for r in results if r.source.target_branch), None)
+        base = merge_base(store.repo, target, store.remote)
+        tip = store.refresh()
+        found = store.windows(
+            keys, tip=tip, base=base, max_samples=config.gate.baseline.max_samples
+        )
+        windows = {bucket: window.values for bucket, window in found.items()}
+        notes.extend(store.warnings)
+    return build_report(
+        config=config,
+        expected=expected,
+        results=results,
+        windows=windows,
+        notes=notes,
+        baseline_tip=tip,
+        base_commit=base,
+    )
+
+
+def report_json(report: GateReport) -> dict[str, Any]:
+    """verdict.json: the machine-readable report (DESIGN.md "Interfaces")."""
+    return {
+        "schema_version": 1,
+        "overall_verdict": report.overall.label,
+        "status_state": report.status_state,
+        "description": report.description,
+        "exit_code": report.exit_code,
+        "mode": report.mode.value,
+        "headlines": list(report.headlines),
+        "commit": report.commit,
+        "target_branch": report.target_branch,
+        "base_commit": report.base_commit,
+        "baseline_tip": report.baseline_tip,
+        "hardware": list(report.hardware),
+        "coverage": {
+            "expected": list(report.coverage.expected),
+            "reported": list(report.coverage.reported),
+            "missing": list(report.coverage.missing),
+            "duplicates": list(report.coverage.duplicates),
+            "unexpected": list(report.coverage.unexpected),
+        },
+        "underfilled": list(report.underfilled),
+        "notes": list(report.notes),
+        "rows": [_row_json(row) for row in report.rows],
+    }
+
+
+def _row_json(row: Row) -> dict[str, Any]:
+    judgement, result = row.judgement, row.result
+    stats = judgement.stats if judgement else None
+    return {
+        "bucket": row.bucket.id,
+        "task": row.bucket.task,
+        "backend": row.bucket.backend_key,
+        "verdict": row.verdict.label,
+        "reasons": list(row.reasons),
+        "details": list(row.details),
+        "excused": row.excused,
+        "bisect": judgement.bisect.value if judgement else None,
+        "value": result.metric.value if result else None,
+        "unit": result.metric.unit if result else None,
+        "direction": result.metric.direction.value if result else None,
+        "hardware": result.hardware.slug if result else None,
+        "phase": result.health.phase.value if result and result.health.phase else None,
+        "attempts": result.health.attempts if result else None,
+        "baseline": None
+        if stats is None
+        else {
+            "samples": stats.size,
+            "median": stats.median,
+            "mad": stats.mad,
+            "noise": stats.noise,
+            "warn_line": stats.warn_line,
+            "block_line": stats.block_line,
+            "change_pct": stats.change_pct,
+        },
+    }

@@ -1,0 +1,89 @@
+"""Build Result objects inline for tests of the oracle, the gate and the store."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from perfgate.config import Direction
+from perfgate.execution import FailurePhase
+from perfgate.hardware import Hardware
+from perfgate.result import (
+    BucketRef,
+    CiInfo,
+    Health,
+    IdentityRecord,
+    MetricReading,
+    Result,
+    Source,
+    StaleImage,
+    Timings,
+)
+
+
+def make_result(
+    bucket_id: str = "cartpole/numpy",
+    value: float | None = 100.0,
+    *,
+    direction: Direction = Direction.HIGHER,
+    exit_code: int | None = 0,
+    phase: FailurePhase | None = None,
+    attempts: int = 1,
+    error: str | None = None,
+    config_mismatch: str | None = None,
+    stale_image: StaleImage | None = None,
+    commit: str = "c" * 40,
+    branch: str = "main",
+    target_branch: str = "main",
+    event: str = "push",
+    hardware: str = "cpu-test",
+    run_id: str | None = "1",
+    run_attempt: str | None = "1",
+    launch_hash: str = "a" * 16,
+    epoch: int = 1,
+    finished_at: str = "2026-11-30T00:00:01+00:00",
+    **overrides: Any,
+) -> Result:
+    """A healthy result by default; keyword arguments change one aspect at a time."""
+    task, backend = bucket_id.split("/")
+    result = Result(
+        bucket=BucketRef(
+            id=bucket_id,
+            task=task,
+            backend_key=backend,
+            physics=backend,
+            render=None,
+            driver="demo",
+            tags=("always",),
+            baseline_epoch=epoch,
+        ),
+        hardware=Hardware(slug=hardware, cpu_name="test cpu"),
+        source=Source(commit=commit, branch=branch, target_branch=target_branch, event=event),
+        ci=CiInfo(run_id=run_id, run_attempt=run_attempt),
+        identity=IdentityRecord(
+            launch_hash=launch_hash,
+            benchmark_hash="b" * 16,
+            runtime_hash="d" * 16,
+            launch={},
+            benchmark={},
+            runtime={"fields": {}},
+        ),
+        metric=MetricReading(
+            path="runtime.total_fps.mean", direction=direction, unit="u", value=value
+        ),
+        health=Health(
+            exit_code=exit_code,
+            phase=phase,
+            timed_out=phase is FailurePhase.HANG,
+            attempts=attempts,
+            retried=attempts > 1,
+            config_mismatch=config_mismatch,
+            error=error,
+            stale_image=stale_image,
+        ),
+        timings=Timings(
+            started_at="2026-11-30T00:00:00+00:00", finished_at=finished_at, wall_s=1.0
+        ),
+        perfgate_version="test",
+    )
+    return replace(result, **overrides)

@@ -1,0 +1,131 @@
+"""How the gate's cost grows with buckets and with history length (``nox -s perf``).
+
+Builds synthetic baseline stores with ``git fast-import`` (B buckets x H samples
+each, spread over a linear history) plus B result artifacts, then times the whole
+gate (load artifacts, read windows from git, judge, write the report) at several
+sizes, side by side in one run. The figures to read are the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from perfgate.config import load_config  # noqa: E402
+from perfgate.gate import evaluate, load_results  # noqa: E402
+from perfgate.report import write_report  # noqa: E402
+from perfgate.result import write_result  # noqa: E402
+from perfgate.store import BaselineStore, sample_from_result  # noqa: E402
+from tests.factories import make_result  # noqa: E402
+
+COMMITS = 200
+
+
+def build(root: Path, buckets: int, history: int) -> tuple[Path, Path, Path]:
+    """A repository with main (COMMITS commits), perf-baselines, a config and artifacts."""
+    repo = root / f"repo-{buckets}-{history}"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    stream: list[bytes] = []
+    when = 1_700_000_000
+    for index in range(COMMITS):
+        message = f"c{index}".encode()
+        stream.append(b"commit refs/heads/main\n")
+        stream.append(f"mark :{index + 1}\ncommitter t <t@x> {when + index} +0000\n".encode())
+        stream.append(b"data %d\n%s\n" % (len(message), message))
+    marks_file = root / f"marks-{buckets}-{history}"
+    subprocess.run(
+        ["git", "fast-import", "--quiet", f"--export-marks={marks_file}"],
+        cwd=repo, input=b"".join(stream), check=True,
+    )  # fmt: skip
+    marks = dict(line.split() for line in marks_file.read_text().splitlines())
+    shas = [marks[f":{i + 1}"] for i in range(COMMITS)]
+    head = shas[-1]
+
+    tasks = [f"t{i:04d}" for i in range((buckets + 1) // 2)]
+    ids = [f"{t}/{b}" for t in tasks for b in ("numpy", "python")][:buckets]
+    config = repo / "perfgate.yaml"
+    lines = ["version: 1", "gate: {mode: advisory}", "buckets:"]
+    lines += [
+        f"  - {{task: {t}, backends: [{{physics: numpy}}, {{physics: python}}]}}" for t in tasks
+    ]
+    config.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    blobs: list[bytes] = [b"commit refs/heads/perf-baselines\n",
+                          b"committer t <t@x> 1700001000 +0000\ndata 4\nseed\n"]  # fmt: skip
+    for bucket in ids:
+        template = make_result(bucket, 100.0, commit=head, run_id="0")
+        out = []
+        for k in range(history):
+            sample = sample_from_result(
+                replace(
+                    template,
+                    source=replace(template.source, commit=shas[k % COMMITS]),
+                    ci=replace(template.ci, run_id=str(k)),
+                    metric=replace(template.metric, value=100.0 + (k % 7) * 0.3),
+                ),
+                trusted_source="perf",
+            )
+            out.append(sample.to_line())
+        data = ("\n".join(out) + "\n").encode()
+        path = f"samples/cpu-test/{bucket.replace('/', '/')}.ndjson"
+        blobs.append(f"M 100644 inline {path}\ndata {len(data)}\n".encode() + data + b"\n")
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, input=b"".join(blobs), check=True)
+    subprocess.run(["git", "checkout", "-q", "main"], cwd=repo, check=True)
+
+    results = repo / "results"
+    for bucket in ids:
+        write_result(make_result(bucket, 99.5, commit=head, event="pull_request"), results)
+    return repo, config, results
+
+
+def time_gate(repo: Path, config_path: Path, results_dir: Path) -> float:
+    """Seconds for one whole gate run over this store."""
+    config = load_config(config_path)
+    began = time.perf_counter()
+    results = load_results(results_dir)
+    store = BaselineStore(repo, branch="perf-baselines", remote=None)
+    report = evaluate(config, config.buckets, results, store)
+    write_report(report, repo / "report")
+    elapsed = time.perf_counter() - began
+    assert len(report.rows) == len(config.buckets)
+    assert all(row.judgement and row.judgement.stats for row in report.rows)
+    return elapsed
+
+
+def main() -> int:
+    """Run the scaling grid and print the figures and ratios."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--buckets", type=int, default=1000)
+    parser.add_argument("--history", type=int, default=2000)
+    args = parser.parse_args()
+    b, h = args.buckets, args.history
+    grid = [(b // 10, h), (b, h // 20), (b, h // 4), (b, h)]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="perfgate-perf-") as tmp:
+        for buckets, history in grid:
+            built = time.perf_counter()
+            repo, config, results = build(Path(tmp), buckets, history)
+            build_s = time.perf_counter() - built
+            seconds = min(time_gate(repo, config, results) for _ in range(2))
+            rows.append((buckets, history, seconds))
+            print(f"buckets={buckets:5d} history={history:5d}  gate {seconds:6.2f} s "
+                  f"({seconds / buckets * 1000:.2f} ms/bucket; store built in {build_s:.0f} s)",
+                  flush=True)  # fmt: skip
+    by = {(bk, hi): s for bk, hi, s in rows}
+    print()
+    print(f"x{b // (b // 10)} buckets at history {h}: cost x{by[(b, h)] / by[(b // 10, h)]:.1f}")
+    print(f"x{h // (h // 20)} history at {b} buckets: cost x{by[(b, h)] / by[(b, h // 20)]:.1f}")
+    print(f"x{h // (h // 4)} history at {b} buckets: cost x{by[(b, h)] / by[(b, h // 4)]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,518 @@
+"""perfgate.yaml: the demo matrix expands as R1 says; every bad input is one clear line, exit 4."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+from perfgate import cli
+from perfgate.backends import VOCABULARIES
+from perfgate.config import Direction, FloorKind, Metric, Mode, load_config
+from perfgate.errors import ConfigError
+
+REPO = Path(__file__).parents[2]
+
+
+def test_demo_config_expands_to_one_bucket_per_task_and_backend() -> None:
+    config = load_config(REPO / "perfgate.yaml")
+    assert config.bucket_ids() == (
+        "cartpole/numpy",
+        "cartpole/python",
+        "pendulum/numpy",
+        "pendulum/python",
+    )
+    by_id = {bucket.id: bucket for bucket in config.buckets}
+    assert by_id["cartpole/numpy"].backend_key == "numpy"
+    assert by_id["cartpole/numpy"].file_stem == "cartpole__numpy"
+    # defaults fill what an entry leaves out; an entry's own value wins.
+    assert by_id["cartpole/python"].num_envs == 1024
+    assert by_id["pendulum/python"].num_envs == 2048
+    assert {b.timeout_minutes for b in config.buckets} == {2.0}
+    assert by_id["pendulum/numpy"].metric == Metric(
+        path="runtime.total_fps.mean", direction=Direction.HIGHER, unit="env-steps/s"
+    )
+    # Floors and noise floors land only on the backend they are keyed by.
+    (floor,) = by_id["cartpole/numpy"].floors_for("cpu-intel_xeon")
+    assert (floor.name, floor.value, floor.kind) == ("sanity-floor", 1000.0, FloorKind.BLOCK)
+    assert by_id["cartpole/python"].floors_for("cpu-intel_xeon") == ()
+    assert by_id["cartpole/numpy"].floors_for("l40s") == ()
+    assert by_id["pendulum/python"].noise_floor_for("cpu-x", default=1.0) == 2.0
+    assert by_id["pendulum/numpy"].noise_floor_for("cpu-x", default=1.0) == 1.0
+    assert config.gate.mode is Mode.ADVISORY
+    assert config.gate.oracle.noise_floor_pct == 1.0
+    assert (config.gate.baseline.min_samples, config.gate.baseline.max_samples) == (5, 20)
+
+
+def test_matrix_json_lists_every_bucket_with_the_interface_fields(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli.main(["matrix", "--json", "--config", str(REPO / "perfgate.yaml")]) == 0
+    matrix = json.loads(capsys.readouterr().out)
+    assert [entry["id"] for entry in matrix] == [
+        "cartpole/numpy",
+        "cartpole/python",
+        "pendulum/numpy",
+        "pendulum/python",
+    ]
+    for entry in matrix:
+        assert {"id", "task", "backend", "driver", "timeout_minutes", "runner", "tags"} <= set(
+            entry
+        )
+        assert entry["runner"] == ["ubuntu-latest"]
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "perfgate.yaml"
+    path.write_text(dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def test_render_backend_joins_the_backend_key(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        version: 1
+        buckets:
+          - task: Isaac-Cartpole-Direct
+            driver: isaaclab
+            backends:
+              - {physics: physx}
+              - {physics: newton, render: warp_renderer}
+        """,
+    )
+    buckets = load_config(path).buckets
+    assert [b.id for b in buckets] == [
+        "Isaac-Cartpole-Direct/physx",
+        "Isaac-Cartpole-Direct/newton_warp_renderer",
+    ]
+    assert (buckets[1].physics, buckets[1].render) == ("newton", "warp_renderer")
+
+
+def test_defaults_merge_under_entries_and_metric_merges_key_by_key(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        version: 1
+        defaults:
+          timeout_minutes: 7
+          steps: 50
+          tags: [nightly]
+          metric: {path: results.fps, unit: frames/s}
+        buckets:
+          - task: cartpole
+            steps: 80
+            metric: {direction: lower}
+            backends: [{physics: numpy}]
+          - task: pendulum
+            backends: [{physics: python}]
+        """,
+    )
+    cartpole, pendulum = load_config(path).buckets
+    assert cartpole.metric == Metric(path="results.fps", direction=Direction.LOWER, unit="frames/s")
+    assert pendulum.metric == Metric(
+        path="results.fps", direction=Direction.HIGHER, unit="frames/s"
+    )
+    assert (cartpole.steps, pendulum.steps) == (80, 50)
+    assert cartpole.timeout_minutes == pendulum.timeout_minutes == 7.0
+    assert cartpole.tags == ("nightly",)
+    # Settings nobody declared come from perfgate's own defaults.
+    assert (cartpole.retries, cartpole.seed, cartpole.driver) == (1, 42, "demo")
+
+
+def test_select_by_tag_and_unknown_bucket_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(
+        tmp_path,
+        """
+        version: 1
+        buckets:
+          - task: cartpole
+            tags: [fast]
+            backends: [{physics: numpy}]
+          - task: pendulum
+            backends: [{physics: numpy}]
+        """,
+    )
+    config = load_config(path)
+    assert [b.id for b in config.select(tags=["fast"])] == ["cartpole/numpy"]
+    assert cli.main(["matrix", "--config", str(path), "--bucket", "cartpole/physx"]) == 4
+    err = capsys.readouterr().err
+    assert "unknown bucket cartpole/physx" in err and "cartpole/numpy" in err
+
+
+VALID_BUCKET = """
+buckets:
+  - task: cartpole
+    backends: [{physics: numpy}]
+"""
+
+# (name, file text, line, key path, text that says what to do)
+BAD_CONFIGS = [
+    (
+        "malformed_yaml",
+        "version: 1\nbuckets:\n  - task: [cartpole\n    backends: []\n",
+        4,
+        None,
+        "not valid YAML",
+    ),
+    (
+        "tab_indent",
+        "version: 1\nbuckets:\n\t- task: cartpole\n",
+        3,
+        None,
+        "not valid YAML",
+    ),
+    (
+        "wrong_type_in_bucket",
+        "version: 1\nbuckets:\n  - task: cartpole\n    num_envs: many\n"
+        "    backends: [{physics: numpy}]\n",
+        4,
+        "buckets[0].num_envs",
+        "expected an integer",
+    ),
+    (
+        "bool_for_number",
+        "version: 1\nbuckets:\n  - task: cartpole\n    timeout_minutes: yes\n"
+        "    backends: [{physics: numpy}]\n",
+        4,
+        "buckets[0].timeout_minutes",
+        "expected a number",
+    ),
+    (
+        "string_for_list",
+        "version: 1\nbuckets:\n  - task: cartpole\n    tags: nightly\n"
+        "    backends: [{physics: numpy}]\n",
+        4,
+        "buckets[0].tags",
+        "expected a list",
+    ),
+    (
+        "buckets_is_a_mapping",
+        "version: 1\nbuckets: {cartpole: numpy}\n",
+        2,
+        "buckets",
+        "expected a list",
+    ),
+    (
+        "empty_gate_block",
+        "version: 1\ngate:\n" + VALID_BUCKET,
+        2,
+        "gate",
+        "is empty; expected a mapping",
+    ),
+    (
+        "wrong_version",
+        "version: 2\n" + VALID_BUCKET,
+        1,
+        "version",
+        "use 1",
+    ),
+    (
+        "unknown_top_level_key",
+        "version: 1\nbukets: []\n" + VALID_BUCKET,
+        2,
+        "bukets",
+        "allowed keys: buckets, defaults, gate, version",
+    ),
+    (
+        "unknown_gate_key",
+        "version: 1\ngate:\n  mdoe: blocking\n" + VALID_BUCKET,
+        3,
+        "gate.mdoe",
+        "allowed keys: baseline, mode, oracle, protected_branches, target_branches",
+    ),
+    (
+        "unknown_oracle_key",
+        "version: 1\ngate:\n  oracle:\n    kwarn: 2\n" + VALID_BUCKET,
+        4,
+        "gate.oracle.kwarn",
+        "allowed keys: k_block, k_warn, min_block_regression_pct, noise_floor_pct",
+    ),
+    (
+        "bad_gate_mode",
+        "version: 1\ngate:\n  mode: strict\n" + VALID_BUCKET,
+        3,
+        "gate.mode",
+        "use one of: advisory, blocking",
+    ),
+    (
+        "unknown_bucket_key",
+        "version: 1\nbuckets:\n  - task: cartpole\n    stepz: 3\n"
+        "    backends: [{physics: numpy}]\n",
+        4,
+        "buckets[0].stepz",
+        "allowed keys: backends, baseline_epoch",
+    ),
+    (
+        "unknown_defaults_key",
+        "version: 1\ndefaults:\n  task: cartpole\n" + VALID_BUCKET,
+        3,
+        "defaults.task",
+        "allowed keys: baseline_epoch, command, driver",
+    ),
+    (
+        "unknown_backend_entry_key",
+        "version: 1\nbuckets:\n  - task: cartpole\n    backends:\n"
+        "      - {physics: numpy, rendr: x}\n",
+        5,
+        "buckets[0].backends[0].rendr",
+        "allowed keys: physics, render",
+    ),
+    (
+        "missing_task",
+        "version: 1\nbuckets:\n  - backends: [{physics: numpy}]\n",
+        3,
+        "buckets[0]",
+        "missing required key 'task'",
+    ),
+    (
+        "unknown_physics_backend",
+        "version: 1\nbuckets:\n  - task: cartpole\n    backends:\n      - {physics: numpy}\n"
+        "      - {physics: physx}\n",
+        6,
+        "buckets[0].backends[1].physics",
+        "use one of: numpy, python",
+    ),
+    (
+        "render_backend_on_a_driver_without_one",
+        "version: 1\nbuckets:\n  - task: cartpole\n    backends:\n"
+        "      - {physics: numpy, render: rtx_renderer}\n",
+        5,
+        "buckets[0].backends[0].render",
+        "remove 'render'",
+    ),
+    (
+        "unknown_isaaclab_render_backend",
+        "version: 1\nbuckets:\n  - task: Isaac-Cartpole-Direct\n    driver: isaaclab\n"
+        "    backends:\n      - {physics: physx, render: rtx}\n",
+        6,
+        "buckets[0].backends[0].render",
+        "use one of: newton_renderer, ovrtx_renderer, rtx_renderer, warp_renderer",
+    ),
+    (
+        "backend_not_an_identifier",
+        "version: 1\nbuckets:\n  - task: cartpole\n    backends: [{physics: NumPy}]\n",
+        4,
+        "buckets[0].backends[0].physics",
+        "lower-case letters, digits and underscores",
+    ),
+    (
+        "unknown_demo_task",
+        "version: 1\nbuckets:\n  - task: cartwheel\n    backends: [{physics: numpy}]\n",
+        3,
+        "buckets[0].task",
+        "use one of: cartpole, pendulum",
+    ),
+    (
+        "unknown_driver",
+        "version: 1\ndefaults:\n  driver: mujoco\n" + VALID_BUCKET,
+        3,
+        "defaults.driver",
+        "use one of: demo, command, isaaclab",
+    ),
+    (
+        "floors_keyed_by_a_backend_the_task_lacks",
+        "version: 1\nbuckets:\n  - task: cartpole\n    backends: [{physics: numpy}]\n"
+        '    floors:\n      "cpu-*":\n        pyhton:\n          - {name: f, value: 1}\n',
+        7,
+        "buckets[0].floors.cpu-*.pyhton",
+        "not one of this task's backends (numpy)",
+    ),
+    (
+        "noise_floor_keyed_by_a_backend_the_task_lacks",
+        "version: 1\nbuckets:\n  - task: cartpole\n    backends: [{physics: numpy}]\n"
+        '    noise_floor_pct:\n      "cpu-*": {pyhton: 2.0}\n',
+        6,
+        "buckets[0].noise_floor_pct.cpu-*.pyhton",
+        "not one of this task's backends (numpy)",
+    ),
+    (
+        "floor_verdict_not_allowed",
+        "version: 1\nbuckets:\n  - task: cartpole\n    backends: [{physics: numpy}]\n"
+        '    floors: {"cpu-*": {numpy: [{name: f, value: 1, verdict: block}]}}\n',
+        5,
+        "buckets[0].floors.cpu-*.numpy[0].verdict",
+        "use one of: BLOCK, WARN, REPORT",
+    ),
+    (
+        "empty_matrix",
+        "version: 1\nbuckets: []\n",
+        2,
+        "buckets",
+        "declare at least one bucket",
+    ),
+    (
+        "no_backends",
+        "version: 1\nbuckets:\n  - task: cartpole\n    backends: []\n",
+        4,
+        "buckets[0].backends",
+        "at least 1 item",
+    ),
+    (
+        "duplicate_bucket_id_across_entries",
+        "version: 1\nbuckets:\n  - task: cartpole\n    backends: [{physics: numpy}]\n"
+        "  - task: cartpole\n    backends: [{physics: python}, {physics: numpy}]\n",
+        6,
+        "buckets[1].backends[1]",
+        "duplicate bucket id 'cartpole/numpy' (first declared at buckets[0].backends[0], line 4)",
+    ),
+    (
+        "duplicate_bucket_id_within_an_entry",
+        "version: 1\nbuckets:\n  - task: cartpole\n    backends:\n      - {physics: numpy}\n"
+        "      - {physics: numpy}\n",
+        6,
+        "buckets[0].backends[1]",
+        "duplicate bucket id 'cartpole/numpy'",
+    ),
+    (
+        "duplicate_yaml_key",
+        "version: 1\nbuckets:\n  - task: cartpole\n    steps: 10\n    steps: 20\n"
+        "    backends: [{physics: numpy}]\n",
+        5,
+        "buckets[0].steps",
+        "duplicate key (first at line 4); keep one of them",
+    ),
+    (
+        "min_samples_above_max_samples",
+        "version: 1\ngate:\n  baseline:\n    min_samples: 30\n    max_samples: 20\n" + VALID_BUCKET,
+        4,
+        "gate.baseline.min_samples",
+        "raise max_samples or lower min_samples",
+    ),
+    (
+        "command_driver_without_command",
+        "version: 1\nbuckets:\n  - task: mine\n    driver: command\n"
+        "    backends: [{physics: cpu}]\n",
+        3,
+        "buckets[0]",
+        "needs a 'command' block with argv and output",
+    ),
+    (
+        "command_block_on_another_driver",
+        "version: 1\nbuckets:\n  - task: cartpole\n    command: {argv: [x], output: o.json}\n"
+        "    backends: [{physics: numpy}]\n",
+        4,
+        "buckets[0].command",
+        "remove it or set driver: command",
+    ),
+    (
+        "command_without_output",
+        "version: 1\nbuckets:\n  - task: mine\n    driver: command\n    command:\n"
+        "      argv: [./bench]\n    backends: [{physics: cpu}]\n",
+        5,
+        "buckets[0].command",
+        "missing required key 'output'",
+    ),
+    (
+        "not_a_mapping",
+        "- version: 1\n",
+        1,
+        "(top level)",
+        "expected a mapping with 'version: 1' and a 'buckets' list",
+    ),
+    (
+        "python_object_tag",
+        "version: 1\nbuckets:\n  - task: !!python/object:os.system x\n"
+        "    backends: [{physics: numpy}]\n",
+        3,
+        None,
+        "use plain strings, numbers, lists and mappings",
+    ),
+    (
+        "yaml_merge_key",
+        "version: 1\nx: &shared {steps: 3}\nbuckets:\n  - <<: *shared\n    task: cartpole\n"
+        "    backends: [{physics: numpy}]\n",
+        4,
+        "buckets[0]",
+        "put shared settings under 'defaults'",
+    ),
+    (
+        "complex_key",
+        "version: 1\nbuckets:\n  - ? [a, b]\n    : 1\n    task: cartpole\n"
+        "    backends: [{physics: numpy}]\n",
+        3,
+        "buckets[0]",
+        "a key must be a plain name",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key_path", "fix"),
+    [pytest.param(*case[1:], id=case[0]) for case in BAD_CONFIGS],
+)
+def test_bad_config_is_one_line_naming_file_line_key_path_and_fix(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    text: str,
+    line: int,
+    key_path: str | None,
+    fix: str,
+) -> None:
+    path = tmp_path / "perfgate.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert cli.main(["validate", "--config", str(path)]) == 4
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err
+    message = lines[0]
+    assert message.startswith(f"perfgate: error: {path}:{line}: "), message
+    if key_path is not None:
+        assert f":{line}: {key_path}: " in message, message
+    assert fix in message
+
+
+def test_missing_config_file_names_the_file_and_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nope.yaml"
+    assert cli.main(["validate", "--config", str(missing)]) == 4
+    (message,) = capsys.readouterr().err.splitlines()
+    assert str(missing) in message and "--config" in message
+
+
+def test_non_utf8_file_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "perfgate.yaml"
+    path.write_bytes(b"version: 1\n# caf\xe9\n")
+    with pytest.raises(ConfigError, match="not UTF-8 text"):
+        load_config(path)
+
+
+def test_empty_file_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "perfgate.yaml"
+    path.write_text("# nothing yet\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="expected a mapping with 'version: 1'"):
+        load_config(path)
+
+
+def test_long_bad_values_are_shortened_to_keep_one_readable_line(tmp_path: Path) -> None:
+    path = tmp_path / "perfgate.yaml"
+    path.write_text(f"version: 1\nbuckets: '{'x' * 500}'\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as raised:
+        load_config(path)
+    assert len(str(raised.value)) < 200
+    assert "expected a list" in str(raised.value)
+
+
+def test_valid_config_reports_its_bucket_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "perfgate.yaml"
+    path.write_text("version: 1\n" + VALID_BUCKET, encoding="utf-8")
+    assert cli.main(["validate", "--config", str(path)]) == 0
+    assert capsys.readouterr().out.strip() == f"{path}: ok, 1 buckets"
+
+
+def test_demo_vocabulary_matches_the_demo_benchmark() -> None:
+    # backends.py repeats the demo's names so validation need not import numpy.
+    from perfgate import demo
+
+    vocabulary = VOCABULARIES["demo"]
+    assert vocabulary.tasks == frozenset(demo.TASKS)
+    for backends in demo.TASKS.values():
+        assert frozenset(backends) == vocabulary.physics
