@@ -8,6 +8,7 @@ recording stand-in only where the real session belongs to another module.
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
@@ -218,6 +219,7 @@ def _fake_python(tmp_path: Path, nox_exit: int = 0, verdict: str | None = None) 
 if [ "$1" = "-m" ] && [ "$2" = "nox" ]; then
   shift 2
   printf '%s\\0' "$@" > "{tmp_path}/nox-args"
+  git config --get-regexp 'http\\..*extraheader' > "{tmp_path}/git-auth" || true
   {write_verdict}
   exit {nox_exit}
 fi
@@ -330,10 +332,20 @@ def test_bench_and_publish_actions_call_their_sessions_as_designed(tmp_path: Pat
         *("-s", "bench", "--", "--bucket", 'a"b/physx', "--out", "results dir"),
         *("--config", "perfgate.yaml"),
     ]
-    assert _bash(_action_script("publish-baseline"), tmp_path, env).returncode == 0
+    assert (tmp_path / "git-auth").read_text() == ""
+    publish_env = {**env, "GITHUB_TOKEN": "tok", "GITHUB_SERVER_URL": "https://ghe.example"}
+    published = _bash(_action_script("publish-baseline"), tmp_path, publish_env)
+    assert published.returncode == 0
     assert _nox_args(tmp_path) == [
         *("-s", "publish", "--", "--results", "results dir", "--config", "perfgate.yaml"),
     ]
+    # The token reaches git for this step only, as an HTTP header for this server,
+    # and is masked in the log; nothing is written to any git config file.
+    header = base64.b64encode(b"x-access-token:tok").decode()
+    assert (tmp_path / "git-auth").read_text() == (
+        f"http.https://ghe.example/.extraheader AUTHORIZATION: basic {header}\n"
+    )
+    assert f"::add-mask::{header}" in published.stdout
 
 
 def test_rendered_matrix_equals_perfgate_matrix_json() -> None:
