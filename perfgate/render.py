@@ -302,6 +302,7 @@ def seed_jobs(config: Config) -> list[dict[str, Any]]:
             "runner": HOSTED_RUNNER,
             "timeout": 15,
             "contents": Raw("read"),
+            "why": Raw("# a dry run only prints the plan"),
         },
         {
             "id": Raw("seed"),
@@ -310,6 +311,7 @@ def seed_jobs(config: Config) -> list[dict[str, Any]]:
             "runner": list(config.buckets[0].runner),
             "timeout": 360,
             "contents": Raw("write"),
+            "why": Raw("# push the seeded samples to the baseline branch"),
         },
     ]
 

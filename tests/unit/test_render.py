@@ -283,8 +283,9 @@ def test_fork_consumer_never_checks_out_or_runs_the_pr_head(rendered: Any) -> No
     for step in job["steps"]:
         assert "ref" not in step.get("with", {}), step
         assert "repository" not in step.get("with", {}), step
-    text = yaml.safe_dump(workflow)
-    assert "head_sha" not in text and "head_branch" not in text
+    steps_text = yaml.safe_dump(job["steps"])
+    assert "head_sha" not in steps_text and "head_branch" not in steps_text
+    assert "pull_request_target" not in yaml.safe_dump(workflow)
     download = next(s for s in job["steps"] if "download-artifact" in s.get("uses", ""))
     assert download["with"]["name"] == render.REPORT_ARTIFACT
     assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
