@@ -371,7 +371,7 @@ def header(template: str, site: Site) -> str:
     """The first lines of every generated file: template and regenerate command (R13)."""
     return (
         f"{GENERATED_MARKER} templates/{template}; do not edit by hand.\n"
-        f"# Regenerate: {RENDER_TASK}  (this file alone: {site.command})\n"
+        f"# Regenerate: {RENDER_TASK}  (or: {site.command})\n"
     )
 
 
