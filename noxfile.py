@@ -43,6 +43,13 @@ def publish(session: nox.Session) -> None:
     session.run("python", "-m", "perfgate", "publish", *session.posargs)
 
 
+@nox.session(name="resolve-image", tags=["run"])
+def resolve_image(session: nox.Session) -> None:
+    """Choose the CI image (era manifest, target-branch tag, build) and write step outputs."""
+    _install(session)
+    session.run("python", "-m", "perfgate", "resolve-image", *session.posargs)
+
+
 @nox.session(tags=["perf"])
 def perf(session: nox.Session) -> None:
     """Measure how the gate's cost grows with buckets and with history length."""

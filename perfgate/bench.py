@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from perfgate import __version__
+from perfgate import __version__, container, staleness
 from perfgate.config import Bucket
 from perfgate.context import RunContext
 from perfgate.drivers import Measurement, get_driver
@@ -76,6 +77,44 @@ def benchmark_identity(bucket: Bucket) -> dict[str, object]:
     }
 
 
+# Crashes whose log may show a stale image (R7); a hang, an OOM or a mismatch cannot.
+CRASH_PHASES = frozenset(
+    {FailurePhase.IMPORT, FailurePhase.DRIVER, FailurePhase.INIT, FailurePhase.RUNTIME}
+)
+
+
+def _pin_files(bucket: Bucket) -> tuple[str, ...]:
+    declared = bucket.isaaclab.pin_files if bucket.isaaclab else None
+    return declared if declared is not None else staleness.DEFAULT_PIN_FILES
+
+
+def _container_wrap(
+    bucket: Bucket, settings: BenchSettings, run_key: str
+) -> Callable[[Invocation, AttemptDirs], Invocation] | None:
+    """The bucket's ``docker run`` wrapper, or None when it runs on the host."""
+    spec = bucket.container
+    if spec is None:
+        return None
+    image = container.image_for(spec, os.environ, f"bucket {bucket.id}")
+    user = container.user_arg(spec)
+
+    def wrap(invocation: Invocation, dirs: AttemptDirs) -> Invocation:
+        name = container.container_name(
+            run_key, str(os.getpid()), bucket.file_stem, str(dirs.number)
+        )
+        return container.wrap(
+            invocation,
+            spec=spec,
+            image=image,
+            checkout=settings.checkout,
+            dirs=dirs,
+            user=user,
+            name=name,
+        )
+
+    return wrap
+
+
 def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
     """Run one bucket with retry and return its Result (not yet written)."""
     driver = get_driver(bucket.driver)
@@ -101,6 +140,7 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
         markers=driver.markers(bucket),
         work_dir=work_dir,
         cache_root=settings.work_root / "cache" / run_key / bucket.file_stem,
+        wrap=_container_wrap(bucket, settings, run_key),
     )
     final = records[-1]
     measurement, outcome = final.reading, final.outcome
@@ -109,6 +149,15 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
         phase = FailurePhase.CONFIG_MISMATCH
     elif phase is None and measurement.error:
         phase = FailurePhase.OUTPUT
+    stale_image = None
+    if phase in CRASH_PHASES:
+        log_path = work_dir / f"attempt-{final.number}" / "log.txt"
+        stale_image = staleness.assess(
+            log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else "",
+            measurement.versions,
+            settings.checkout,
+            _pin_files(bucket),
+        )
     identity = Identity(
         launch=launch_identity(bucket),
         benchmark=benchmark_identity(bucket),
@@ -146,6 +195,7 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
             retried=len(records) > 1,
             config_mismatch=measurement.config_mismatch,
             error=measurement.error,
+            stale_image=stale_image,
         ),
         timings=Timings(
             started_at=started_at.isoformat(),

@@ -183,6 +183,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_gate(args: argparse.Namespace) -> int:
     """Judge every result artifact against its baseline and write the report surfaces."""
+    from perfgate.console import annotate
     from perfgate.gate import evaluate, load_results
     from perfgate.report import terminal_table, write_github_surfaces, write_report
 
@@ -193,6 +194,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
     paths = write_report(report, args.report_dir)
     write_github_surfaces(report)
     print(terminal_table(report))
+    for note in report.notes:
+        annotate("warning", note)
     print(f"perfgate: report in {paths['summary']} and {paths['verdict']}", file=sys.stderr)
     return report.exit_code
 
@@ -226,6 +229,66 @@ def cmd_publish(args: argparse.Namespace) -> int:
         raise UsageError("publish must run inside the repository's git checkout")
     record_samples(store, results, "protected_branch", f"Append baseline samples from {run.commit}")
     return ExitCode.OK
+
+
+def cmd_resolve_image(args: argparse.Namespace) -> int:
+    """Choose the CI image (manifest hit, target-branch tag, build), or record an era."""
+    from perfgate import context, image
+    from perfgate.store import commit_to_branch
+
+    config = load_config(args.config)
+    if config.image is None:
+        raise UsageError(f"{config.path} has no 'image' block; add one to resolve CI images")
+    spec = config.image
+    checkout = args.checkout
+    run = context.detect(os.environ, cwd=checkout, default_target=config.gate.target_branches[0])
+    era = image.era_of(spec, checkout)
+    store = open_store(config, local=args.local_baseline)
+    if args.record:
+        protected = ", ".join(config.gate.protected_branches)
+        if run.event != "push" or not config.gate.is_protected(run.branch):
+            raise UsageError(
+                f"refusing to record an image era: the manifest is written only by pushes to "
+                f"protected branches ({protected}); this run is a {run.event!r} event on "
+                f"{run.branch!r}"
+            )
+        if store is None:
+            raise UsageError("--record must run inside the repository's git checkout")
+        commit = commit_to_branch(
+            store.repo,
+            store.branch,
+            store.remote,
+            image.manifest_editor(spec.manifest, era, args.record, run.commit),
+            image.record_message(era, args.record),
+            store.push_retries,
+            # Only the manifest is checked out: the samples on the branch can be large.
+            paths=[spec.manifest],
+        )
+        state = f"recorded at {commit[:12]}" if commit else "already recorded"
+        print(
+            f"perfgate: era {era.key} -> {args.record} {state} on {store.branch}", file=sys.stderr
+        )
+        return ExitCode.OK
+    manifest = None
+    if store is not None:
+        manifest = image.read_manifest(store.repo, store.refresh(), spec.manifest, store.branch)
+    choice = image.choose(
+        spec,
+        era=era,
+        manifest=manifest,
+        target_branch=run.target_branch,
+        usable=image.probe_with(spec.probe, checkout) if spec.probe else lambda _: True,
+        build=(
+            image.build_with(spec, run.target_branch, checkout)
+            if spec.build and not args.no_build
+            else None
+        ),
+    )
+    output_file = os.environ.get("GITHUB_OUTPUT")
+    if output_file:
+        with Path(output_file).open("a", encoding="utf-8") as handle:
+            handle.writelines(f"{key}={value}\n" for key, value in choice.step_outputs().items())
+    print(json.dumps(choice.to_json(), indent=2))
 
 
 def _relative(path: Path) -> Path:
@@ -376,6 +439,31 @@ def build_parser() -> argparse.ArgumentParser:
         "--results", type=Path, required=True, help="directory of result artifacts"
     )
     publish.set_defaults(handler=cmd_publish)
+
+    resolve_image = verbs.add_parser(
+        "resolve-image", help="choose the CI image for this run, or record an image era"
+    )
+    _add_config(resolve_image)
+    resolve_image.add_argument(
+        "--checkout",
+        type=Path,
+        default=Path.cwd(),
+        help="the source checkout whose era inputs are hashed (default: the current directory)",
+    )
+    resolve_image.add_argument(
+        "--record",
+        metavar="IMAGE",
+        help="record IMAGE (immutable reference) for this checkout's era; protected pushes only",
+    )
+    resolve_image.add_argument(
+        "--local-baseline",
+        action="store_true",
+        help="read the manifest from the local baseline branch instead of the remote",
+    )
+    resolve_image.add_argument(
+        "--no-build", action="store_true", help="never fall back to image.build"
+    )
+    resolve_image.set_defaults(handler=cmd_resolve_image)
 
     render = verbs.add_parser(
         "render", help="render workflows and composite actions from templates/"

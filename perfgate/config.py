@@ -127,6 +127,66 @@ class CommandSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class IsaacLabSpec:
+    """How the ``isaaclab`` driver launches ``isaaclab benchmark runtime``."""
+
+    executable: tuple[str, ...] = ("isaaclab",)
+    extra_args: tuple[str, ...] = ()
+    # None: derive the Hydra presets from the backend; a tuple replaces them.
+    presets: tuple[str, ...] | None = None
+    markers: PhaseMarkers | None = None
+    pin_files: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContainerSpec:
+    """Run the benchmark inside ``docker run``; ``PERFGATE_IMAGE`` overrides ``image``."""
+
+    image: str | None = None
+    docker: tuple[str, ...] = ("docker",)
+    checkout_mount: str = "/workspace/checkout"
+    workdir: str | None = None
+    output_mount: str = "/perfgate/output"
+    cache_mount: str = "/perfgate/cache"
+    # Names only: values travel in the docker client's environment, never on its command line.
+    env: tuple[str, ...] = ()
+    # "host" runs as the invoking user's uid:gid, so outputs stay removable by the runner.
+    user: str = "host"
+    gpus: str = "all"
+    extra_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class PinInput:
+    """A package version pinned in a checkout file; an era-key input that must resolve."""
+
+    file: str
+    package: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageBuild:
+    """The last-resort build: an argument list and the image reference it produces."""
+
+    argv: tuple[str, ...]
+    image: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageSpec:
+    """The top-level ``image`` block: era key inputs, manifest, fallbacks (R11)."""
+
+    env_file: str | None = None
+    env_keys: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    pins: tuple[PinInput, ...] = ()
+    manifest: str = "image_era_manifest.json"
+    tags: Mapping[str, str] = field(default_factory=dict)
+    probe: tuple[str, ...] | None = None
+    build: ImageBuild | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Bucket:
     """One (task, backend) experiment: the unit that is run, judged and stored."""
 
@@ -146,6 +206,8 @@ class Bucket:
     metric: Metric
     paths: tuple[str, ...] = ()
     command: CommandSpec | None = None
+    isaaclab: IsaacLabSpec | None = None
+    container: ContainerSpec | None = None
     floors: Mapping[str, tuple[Floor, ...]] = field(default_factory=dict)
     noise_floor_pct: Mapping[str, float] = field(default_factory=dict)
 
@@ -188,6 +250,7 @@ class Config:
     path: Path
     gate: GatePolicy
     buckets: tuple[Bucket, ...]
+    image: ImageSpec | None = None
 
     def bucket_ids(self) -> tuple[str, ...]:
         """Every bucket id, in declaration order."""
@@ -283,7 +346,8 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
             f"min_samples ({gate.baseline.min_samples}) exceeds max_samples "
             f"({gate.baseline.max_samples}); raise max_samples or lower min_samples",
         )
-    return Config(path=path, gate=gate, buckets=tuple(buckets))
+    image = _image_spec(document, data["image"]) if "image" in data else None
+    return Config(path=path, gate=gate, buckets=tuple(buckets), image=image)
 
 
 def _fail(document: YamlDocument, key_path: KeyPath, message: str) -> NoReturn:
@@ -429,6 +493,10 @@ def _expand(
 ) -> list[Bucket]:
     settings = {**defaults, **entry}
     settings["metric"] = {**defaults.get("metric", {}), **entry.get("metric", {})}
+    # Driver blocks merge key by key, like metric, so a bucket can override one setting.
+    for block in ("isaaclab", "container"):
+        if block in defaults or block in entry:
+            settings[block] = {**defaults.get(block, {}), **entry.get(block, {})}
     driver = settings["driver"]
     vocabulary = VOCABULARIES[driver]
     if vocabulary.tasks is not None and entry["task"] not in vocabulary.tasks:
@@ -448,6 +516,13 @@ def _expand(
     command = _command_spec(settings.get("command"))
     if driver == "command" and command is None:
         _fail(document, key_path, "driver 'command' needs a 'command' block with argv and output")
+    if driver == "demo" and "container" in settings:
+        _fail(
+            document,
+            (*key_path, "container"),
+            "the demo driver runs on the host's Python; use driver 'command' or 'isaaclab' "
+            "in a container, or drop the container block",
+        )
     backends: list[tuple[str, str | None]] = []
     for index, backend in enumerate(entry["backends"]):
         for role, allowed in (("physics", vocabulary.physics), ("render", vocabulary.render)):
@@ -489,6 +564,8 @@ def _expand(
             ),
             paths=tuple(settings["paths"]),
             command=command,
+            isaaclab=_isaaclab_spec(settings.get("isaaclab")) if driver == "isaaclab" else None,
+            container=_container_spec(settings.get("container")),
             floors={
                 hardware: tuple(
                     Floor(
@@ -534,16 +611,72 @@ def _per_backend(
 def _command_spec(raw: Mapping[str, Any] | None) -> CommandSpec | None:
     if raw is None:
         return None
-    markers = raw.get("markers", {})
     return CommandSpec(
         argv=tuple(raw["argv"]),
         output=raw["output"],
         cwd=raw.get("cwd"),
-        markers=PhaseMarkers(
-            import_error=tuple(markers.get("import_error", PhaseMarkers.import_error)),
-            driver_error=tuple(markers.get("driver_error", PhaseMarkers.driver_error)),
-            oom=tuple(markers.get("oom", PhaseMarkers.oom)),
-            init_done=markers.get("init_done"),
-            stepping=markers.get("stepping"),
-        ),
+        markers=phase_markers(raw.get("markers", {}), PhaseMarkers()),
+    )
+
+
+def phase_markers(raw: Mapping[str, Any], base: PhaseMarkers) -> PhaseMarkers:
+    """``base`` with the keys that ``raw`` (a ``markers`` block) sets replaced."""
+    return PhaseMarkers(
+        import_error=tuple(raw.get("import_error", base.import_error)),
+        driver_error=tuple(raw.get("driver_error", base.driver_error)),
+        oom=tuple(raw.get("oom", base.oom)),
+        init_done=raw.get("init_done", base.init_done),
+        stepping=raw.get("stepping", base.stepping),
+    )
+
+
+def _argv(value: str | list[str]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _isaaclab_spec(raw: Mapping[str, Any] | None) -> IsaacLabSpec:
+    raw = raw or {}
+    return IsaacLabSpec(
+        executable=_argv(raw.get("executable", list(IsaacLabSpec.executable))),
+        extra_args=tuple(raw.get("extra_args", ())),
+        presets=tuple(raw["presets"]) if "presets" in raw else None,
+        markers=None if "markers" not in raw else phase_markers(raw["markers"], PhaseMarkers()),
+        pin_files=tuple(raw["pin_files"]) if "pin_files" in raw else None,
+    )
+
+
+def _container_spec(raw: Mapping[str, Any] | None) -> ContainerSpec | None:
+    if raw is None:
+        return None
+    keys = ("image", "checkout_mount", "workdir", "output_mount", "cache_mount", "user", "gpus")
+    known = {key: raw[key] for key in keys if key in raw}
+    return ContainerSpec(
+        **known,
+        docker=_argv(raw.get("docker", list(ContainerSpec.docker))),
+        env=tuple(raw.get("env", ())),
+        extra_args=tuple(raw.get("extra_args", ())),
+    )
+
+
+def _image_spec(document: YamlDocument, raw: Mapping[str, Any]) -> ImageSpec:
+    if raw.get("env_keys") and "env_file" not in raw:
+        _fail(
+            document, ("image", "env_keys"), "env_keys needs env_file, the file they are read from"
+        )
+    if not (raw.get("env_keys") or raw.get("files") or raw.get("pins")):
+        _fail(
+            document,
+            ("image",),
+            "the era key needs inputs: set env_file with env_keys, files, or pins",
+        )
+    build = raw.get("build")
+    return ImageSpec(
+        env_file=raw.get("env_file"),
+        env_keys=tuple(raw.get("env_keys", ())),
+        files=tuple(raw.get("files", ())),
+        pins=tuple(PinInput(file=p["file"], package=p["package"]) for p in raw.get("pins", ())),
+        manifest=raw.get("manifest", ImageSpec.manifest),
+        tags=dict(raw["tags"]),
+        probe=_argv(raw["probe"]) if "probe" in raw else None,
+        build=ImageBuild(argv=tuple(build["argv"]), image=build["image"]) if build else None,
     )

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import IO, Generic, TypeVar
 
 from perfgate.config import PhaseMarkers
 from perfgate.errors import ConfigError
@@ -45,6 +45,8 @@ class Invocation:
     env: Mapping[str, str] = field(default_factory=dict)
     # Files, directories or glob patterns the command writes; removed before each attempt.
     outputs: tuple[str, ...] = ()
+    # Run after a timeout kill (best effort), e.g. to remove a container the kill left behind.
+    on_timeout: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,6 +147,8 @@ def run_process(
                 timed_out = True
                 _terminate_group(process)
                 exit_code = process.returncode
+                if invocation.on_timeout:
+                    _run_cleanup(invocation.on_timeout, log)
             # Nothing the benchmark started may outlive it: a straggler could write into the
             # next attempt's outputs (R10) or steal its CPU.
             _kill_group(process.pid)
@@ -183,6 +187,15 @@ def _signal_group(group: int, sig: signal.Signals) -> None:
     # ProcessLookupError: the group is already empty.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(group, sig)
+
+
+def _run_cleanup(argv: tuple[str, ...], log: IO[bytes]) -> None:
+    log.write(f"perfgate: timeout cleanup: {' '.join(argv)}\n".encode())
+    log.flush()
+    try:
+        subprocess.run(list(argv), stdout=log, stderr=subprocess.STDOUT, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.write(f"perfgate: timeout cleanup failed: {exc}\n".encode())
 
 
 def _tail(path: Path) -> str:
@@ -232,8 +245,13 @@ def run_with_retry(
     markers: PhaseMarkers,
     work_dir: Path,
     cache_root: Path,
+    wrap: Callable[[Invocation, AttemptDirs], Invocation] | None = None,
 ) -> list[AttemptRecord[T]]:
-    """Run up to ``1 + retries`` attempts, each with fresh output and cache directories."""
+    """Run up to ``1 + retries`` attempts, each with fresh output and cache directories.
+
+    ``wrap`` (e.g. a container) rewrites each attempt's command after its cache environment is
+    set; outputs are still cleaned through the unwrapped invocation's host paths.
+    """
     records: list[AttemptRecord[T]] = []
     previous: tuple[Invocation, AttemptDirs] | None = None
     for number in range(1, retries + 2):
@@ -251,7 +269,7 @@ def run_with_retry(
         dirs.output_dir.mkdir(parents=True)
         dirs.cache_dir.mkdir(parents=True, exist_ok=True)
         outcome = run_process(
-            invocation,
+            wrap(invocation, dirs) if wrap is not None else invocation,
             timeout_s=timeout_s,
             markers=markers,
             log_path=work_dir / f"attempt-{number}" / "log.txt",

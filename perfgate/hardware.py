@@ -1,4 +1,8 @@
-"""Hardware fingerprint: the GPU model slug that partitions the baseline store."""
+"""Hardware fingerprint: the GPU model slug that partitions the baseline store.
+
+Only the slug partitions the store. Driver, memory, compute capability, clocks and active
+throttle reasons are recorded in each result so a report can show what the run had.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +10,36 @@ import platform
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 # nvidia-smi names that do not slugify to the conventional short form.
 _GPU_SLUG_OVERRIDES = {
     "nvidia l40s": "l40s",
-    "nvidia rtx pro 6000 blackwell server edition": "rtx_pro_6000_blackwell",
-    "nvidia rtx pro 6000 blackwell workstation edition": "rtx_pro_6000_blackwell",
 }
+# Board variants that share a silicon and power envelope, so share a baseline partition.
+_EDITION_SUFFIXES = (" server edition", " workstation edition")
+
+BASE_FIELDS = ("name", "driver_version", "memory.total", "compute_cap")
+CLOCK_FIELDS = ("clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem")
+CLOCK_KEYS = ("sm", "memory", "max_sm", "max_memory")
+# Renamed in driver 535 (clocks_event_reasons); older drivers only know the throttle spelling.
+THROTTLE_FIELDS = ("clocks_event_reasons.active", "clocks_throttle_reasons.active")
+# NVML clocks-event reason bits (nvmlClocksEventReason*).
+THROTTLE_BITS = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+_UNAVAILABLE = {"", "n/a", "[n/a]", "[not supported]", "not supported", "[unknown error]"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,6 +53,15 @@ class Hardware:
     gpu_memory_mib: int | None = None
     compute_capability: str | None = None
     cpu_name: str = ""
+    # Current and maximum SM and memory clocks; None when nvidia-smi cannot report them.
+    clocks_mhz: Mapping[str, int | None] | None = None
+    # Active clock-limiting reasons at detection time; None when unknown, () when none.
+    throttle_reasons: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        # Artifacts store JSON lists; keep the field a tuple however it was built.
+        if isinstance(self.throttle_reasons, list):
+            object.__setattr__(self, "throttle_reasons", tuple(self.throttle_reasons))
 
     def to_json(self) -> dict[str, Any]:
         """The fingerprint as stored in a result artifact."""
@@ -40,6 +73,10 @@ class Hardware:
             "gpu_memory_mib": self.gpu_memory_mib,
             "compute_capability": self.compute_capability,
             "cpu_name": self.cpu_name,
+            "clocks_mhz": dict(self.clocks_mhz) if self.clocks_mhz is not None else None,
+            "throttle_reasons": (
+                list(self.throttle_reasons) if self.throttle_reasons is not None else None
+            ),
         }
 
 
@@ -49,10 +86,16 @@ def slugify(text: str) -> str:
 
 
 def gpu_slug(name: str) -> str:
-    """Canonical slug for an nvidia-smi GPU name: ``NVIDIA L40S`` -> ``l40s``."""
+    """Canonical slug for an nvidia-smi GPU name: ``NVIDIA L40S`` -> ``l40s``.
+
+    ``NVIDIA RTX PRO 6000 Blackwell Server Edition`` and its Workstation Edition share
+    ``rtx_pro_6000_blackwell``; a Max-Q board keeps ``_max_q``, since it runs at a lower power.
+    """
     lowered = " ".join(name.lower().split())
     if lowered in _GPU_SLUG_OVERRIDES:
         return _GPU_SLUG_OVERRIDES[lowered]
+    for suffix in _EDITION_SUFFIXES:
+        lowered = lowered.removesuffix(suffix)
     return slugify(lowered.removeprefix("nvidia ")) or "unknown_gpu"
 
 
@@ -66,58 +109,103 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def _cell(text: str) -> str | None:
+    value = text.strip()
+    return None if value.lower() in _UNAVAILABLE else value
+
+
+def parse_csv(csv_text: str) -> list[list[str | None]]:
+    """nvidia-smi ``--format=csv,noheader,nounits`` rows; unavailable cells are None."""
+    return [
+        [_cell(cell) for cell in line.split(",")] for line in csv_text.splitlines() if line.strip()
+    ]
+
+
+def _int(value: str | None) -> int | None:
+    return int(float(value)) if value and re.fullmatch(r"[0-9]+(\.[0-9]+)?", value) else None
+
+
 def parse_nvidia_smi(csv_text: str, cpu: str) -> Hardware | None:
     """Build a fingerprint from nvidia-smi's CSV (name, driver, memory MiB, compute capability)."""
-    rows = [
-        [cell.strip() for cell in line.split(",")] for line in csv_text.splitlines() if line.strip()
-    ]
-    if not rows or len(rows[0]) < 2:
+    rows = parse_csv(csv_text)
+    if not rows or len(rows[0]) < 2 or not rows[0][0]:
         return None
-    name, driver = rows[0][0], rows[0][1]
-    memory = rows[0][2] if len(rows[0]) > 2 else ""
-    capability = rows[0][3] if len(rows[0]) > 3 else None
+    first = rows[0] + [None] * (4 - len(rows[0]))
+    name = first[0] or ""
     return Hardware(
         slug=gpu_slug(name),
         gpu_name=name,
         gpu_count=len(rows),
-        driver_version=driver or None,
-        gpu_memory_mib=int(float(memory)) if re.fullmatch(r"[0-9.]+", memory) else None,
-        compute_capability=capability or None,
+        driver_version=first[1],
+        gpu_memory_mib=_int(first[2]),
+        compute_capability=first[3],
         cpu_name=cpu,
     )
 
 
-# compute_cap is unknown to older drivers, whose nvidia-smi then rejects the whole query;
-# without the fallback such a GPU machine would be filed under a cpu slug.
-_SMI_QUERIES = (
-    "name,driver_version,memory.total,compute_cap",
-    "name,driver_version,memory.total",
-)
+def parse_clocks(csv_text: str) -> dict[str, int | None] | None:
+    """The first GPU's clocks (``clocks.sm, clocks.mem, clocks.max.sm, clocks.max.mem``)."""
+    rows = parse_csv(csv_text)
+    if not rows or len(rows[0]) != len(CLOCK_KEYS):
+        return None
+    clocks = {key: _int(value) for key, value in zip(CLOCK_KEYS, rows[0], strict=True)}
+    return clocks if any(v is not None for v in clocks.values()) else None
+
+
+def decode_throttle(mask: str | None) -> tuple[str, ...] | None:
+    """Names of the bits set in an active-reasons mask (``0x...4`` -> ``sw_power_cap``)."""
+    if mask is None:
+        return None
+    try:
+        value = int(mask.strip(), 16)
+    except ValueError:
+        return None
+    names = [name for bit, name in THROTTLE_BITS.items() if value & bit]
+    unknown = value & ~sum(THROTTLE_BITS)
+    return (*names, f"0x{unknown:x}") if unknown else tuple(names)
+
+
+def _query(smi: str, fields: Sequence[str]) -> str | None:
+    """stdout of one nvidia-smi query; None when it fails (e.g. a field the driver lacks)."""
+    try:
+        completed = subprocess.run(
+            [smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return completed.stdout if completed.returncode == 0 else None
+
+
+def _query_gpu(smi: str, cpu: str) -> Hardware | None:
+    # compute_cap needs driver >= 510; without it, ask for the rest.
+    text = _query(smi, BASE_FIELDS) or _query(smi, BASE_FIELDS[:3])
+    found = parse_nvidia_smi(text, cpu) if text else None
+    if found is None:
+        return None
+    clocks_text = _query(smi, CLOCK_FIELDS)
+    throttle = None
+    for field in THROTTLE_FIELDS:
+        text = _query(smi, (field,))
+        if text is not None:
+            rows = parse_csv(text)
+            throttle = decode_throttle(rows[0][0] if rows else None)
+            break
+    return replace(
+        found,
+        clocks_mhz=parse_clocks(clocks_text) if clocks_text else None,
+        throttle_reasons=throttle,
+    )
 
 
 def detect() -> Hardware:
     """Ask nvidia-smi for the GPU; fall back to a ``cpu-<model>`` slug without one."""
     cpu = cpu_name()
     smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return _cpu_hardware(cpu)
-    for fields in _SMI_QUERIES:
-        try:
-            completed = subprocess.run(
-                [smi, f"--query-gpu={fields}", "--format=csv,noheader,nounits"],
-                capture_output=True,
-                text=True,
-                timeout=30,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            break
-        if completed.returncode == 0:
-            found = parse_nvidia_smi(completed.stdout, cpu)
-            if found is not None:
-                return found
-    return _cpu_hardware(cpu)
-
-
-def _cpu_hardware(cpu: str) -> Hardware:
+    found = _query_gpu(smi, cpu) if smi is not None else None
+    if found is not None:
+        return found
     return Hardware(slug=f"cpu-{slugify(cpu)[:48].strip('_') or 'unknown'}", cpu_name=cpu)

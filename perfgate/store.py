@@ -8,6 +8,7 @@ fetch-reapply-retry so concurrent publishers lose nothing.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import subprocess
@@ -32,8 +33,13 @@ AUTHOR = {
     "GIT_COMMITTER_EMAIL": "perfgate@users.noreply.github.com",
 }
 _REJECTED = re.compile(r"rejected|non-fast-forward|fetch first|failed to update ref|cannot lock")
-_COMMIT_FIELD = re.compile(r'"commit":"([0-9a-f]{7,64})"')
-_TIME_FIELD = re.compile(r'"timestamp":"([^"]*)"')
+_COMMIT_FIELD = re.compile(rb'"commit":"([0-9a-f]{7,64})"')
+_TIME_FIELD = re.compile(rb'"timestamp":"([^"]*)"')
+# Lines always scanned from the end of a bucket's samples, however early the window fills.
+RECENT_HORIZON = 200
+# A live sample file holding more lines than this is moved, whole, into the bucket's
+# archive directory, so reading the newest samples never costs the whole history.
+SEGMENT_LINES = 1000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -261,10 +267,19 @@ class BaselineStore:
         return resolve(self.repo, self.ref)
 
     def read(self, paths: Iterable[str], tip: str) -> dict[str, list[Sample]]:
-        """Samples of each path at ``tip``; a corrupt line is skipped with a warning."""
+        """All samples of each live path at ``tip``, archived segments included, oldest first."""
         wanted = sorted(set(paths))
-        blobs = read_blobs(self.repo, [f"{tip}:{p}" for p in wanted])
-        return {path: self._parse(path, blobs.get(f"{tip}:{path}", b"")) for path in wanted}
+        archives = list_archives(self.repo, tip)
+        files = {p: [*reversed(archives.get(archive_dir(p), [])), p] for p in wanted}
+        blobs = read_blobs(self.repo, [f"{tip}:{f}" for fs in files.values() for f in fs])
+        return {
+            path: [
+                sample
+                for file in files[path]
+                for sample in self._parse(file, blobs.get(f"{tip}:{file}", b""))
+            ]
+            for path in wanted
+        }
 
     def windows(
         self,
@@ -278,49 +293,33 @@ class BaselineStore:
         if tip is None or base is None:
             return {bucket: Window(samples=()) for bucket in keys}
         distance = ancestry(self.repo, base)
-        blobs = read_blobs(self.repo, sorted({f"{tip}:{k.path}" for k in keys.values()}))
-        return {
-            bucket: self._select(
-                key.path, blobs.get(f"{tip}:{key.path}", b""), key, distance, max_samples
-            )
-            for bucket, key in keys.items()
-        }
+        scans = {bucket: _Scan(key=key, limit=max_samples) for bucket, key in keys.items()}
+        for scan in scans.values():
+            scan.pending = [scan.key.path]
+        archives: dict[str, list[str]] | None = None
+        while pending := [scan for scan in scans.values() if scan.pending]:
+            blobs = read_blobs(self.repo, sorted({f"{tip}:{s.pending[0]}" for s in pending}))
+            for scan in pending:
+                path = scan.pending.pop(0)
+                scan.feed(self, path, blobs.get(f"{tip}:{path}", b""), distance)
+                if scan.wants_more and path == scan.key.path:
+                    # Only a bucket whose live file did not fill the window reads its archive.
+                    archives = archives if archives is not None else list_archives(self.repo, tip)
+                    scan.pending = archives.get(archive_dir(scan.key.path), [])
+                elif not scan.wants_more:
+                    scan.pending = []
+        return {bucket: scan.window(self) for bucket, scan in scans.items()}
 
-    def _select(
-        self, path: str, data: bytes, key: WindowKey, distance: Mapping[str, int], limit: int
-    ) -> Window:
-        # Ranking needs only commit and timestamp, read with regular expressions from the
-        # canonical JSON; only the lines that make the window are parsed in full, so the
-        # cost per bucket is a fast scan of its history plus ``limit`` JSON parses.
-        first, *others = key.needles()
-        ranked: list[tuple[int, str, int, str]] = []
-        chosen: list[Sample] = []
-        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-            if first not in line:
-                continue
-            commit, stamp = _COMMIT_FIELD.search(line), _TIME_FIELD.search(line)
-            if commit is None or stamp is None:
-                sample = self._parse_line(path, number, line)  # reports a corrupt line
-                if sample is not None and key.matches(sample) and sample.commit in distance:
-                    ranked.append((distance[sample.commit], sample.timestamp, number, line))
-            elif commit.group(1) in distance and all(needle in line for needle in others):
-                ranked.append((distance[commit.group(1)], stamp.group(1), number, line))
-        ranked.sort(key=lambda entry: entry[1], reverse=True)  # newest first among equals
-        ranked.sort(key=lambda entry: entry[0])  # nearest commit first (stable)
-        for _, _, number, line in ranked:
-            sample = self._parse_line(path, number, line)
-            if sample is not None and key.matches(sample):
-                chosen.append(sample)
-                if len(chosen) == limit:
-                    break
-        return Window(samples=tuple(chosen))
-
-    def _parse_line(self, path: str, number: int, line: str) -> Sample | None:
+    def _parse_line(
+        self, path: str, number: int | Callable[[], int], line: str | bytes
+    ) -> Sample | None:
         try:
             return Sample.from_json(json.loads(line))
-        except (json.JSONDecodeError, TypeError, AttributeError) as exc:
+        except (json.JSONDecodeError, TypeError, AttributeError, UnicodeDecodeError) as exc:
+            # Counting lines is only worth it when there is something to report.
+            where = number() if callable(number) else number
             self.warnings.append(
-                f"{self.branch}:{path}:{number}: corrupt baseline line skipped ({exc})"
+                f"{self.branch}:{path}:{where}: corrupt baseline line skipped ({exc})"
             )
             return None
 
@@ -343,23 +342,35 @@ class BaselineStore:
         def apply(tree: Path) -> bool:
             counts["added"] = counts["present"] = 0
             for path, new in by_path.items():
-                file = tree / path
-                existing = file.read_text(encoding="utf-8") if file.exists() else ""
-                ids = set(re.findall(r'"sample_id":"([0-9a-f]+)"', existing))
-                lines = []
+                live, index = tree / path, tree / ids_path(path)
+                existing = live.read_text(encoding="utf-8") if live.exists() else ""
+                known = index.read_text(encoding="utf-8").split() if index.exists() else []
+                ids = set(known) | set(re.findall(r'"sample_id":"([0-9a-f]+)"', existing))
+                lines, fresh = [], []
                 for sample in new:
                     if sample.sample_id in ids:
                         counts["present"] += 1
                         continue
                     ids.add(sample.sample_id)
+                    fresh.append(sample.sample_id)
                     lines.append(sample.to_line())
-                if lines:
-                    file.parent.mkdir(parents=True, exist_ok=True)
-                    prefix = (
-                        existing if not existing or existing.endswith("\n") else existing + "\n"
-                    )
-                    file.write_text(prefix + "\n".join(lines) + "\n", encoding="utf-8")
-                    counts["added"] += len(lines)
+                if not lines:
+                    continue
+                live.parent.mkdir(parents=True, exist_ok=True)
+                text = (
+                    (existing.rstrip("\n") + "\n" if existing.strip() else "")
+                    + "\n".join(lines)
+                    + "\n"
+                )
+                if text.count("\n") > SEGMENT_LINES:
+                    # Move the full segment aside; its name orders archives by sample count.
+                    segment = tree / archive_dir(path) / f"{len(ids):09d}.ndjson"
+                    segment.parent.mkdir(parents=True, exist_ok=True)
+                    segment.write_text(text, encoding="utf-8")
+                    text = ""
+                live.write_text(text, encoding="utf-8")
+                index.write_text("".join(f"{i}\n" for i in [*known, *fresh]), encoding="utf-8")
+                counts["added"] += len(lines)
             return counts["added"] > 0
 
         commit = commit_to_branch(
@@ -369,11 +380,90 @@ class BaselineStore:
             apply,
             message,
             retries=self.push_retries,
-            paths=sorted(by_path),
+            paths=sorted({p for path in by_path for p in (path, ids_path(path))}),
         )
         return AppendOutcome(
             added=counts["added"], already_present=counts["present"], commit=commit
         )
+
+
+def archive_dir(live_path: str) -> str:
+    """``samples/h/t/b.ndjson`` -> ``samples/h/t/b``: where its full segments are kept."""
+    return live_path.removesuffix(".ndjson")
+
+
+def ids_path(live_path: str) -> str:
+    """Every sample id ever stored for a bucket, one per line (the dedup index)."""
+    return live_path.removesuffix(".ndjson") + ".ids"
+
+
+def list_archives(repo: Path, tip: str) -> dict[str, list[str]]:
+    """Archive segments per bucket directory at ``tip``, newest first."""
+    listing = git("ls-tree", "-r", "--name-only", tip, "--", "samples/", cwd=repo)
+    found: dict[str, list[str]] = {}
+    for name in listing.splitlines():
+        directory, _, leaf = name.rpartition("/")
+        if leaf.endswith(".ndjson") and leaf[:-7].isdigit():
+            found.setdefault(directory, []).append(name)
+    return {directory: sorted(names, reverse=True) for directory, names in found.items()}
+
+
+@dataclass(kw_only=True)
+class _Scan:
+    """Backward scan of one bucket's samples: live file first, then archives, newest first."""
+
+    key: WindowKey
+    limit: int
+    pending: list[str] = field(default_factory=list)
+    scanned: int = 0
+    ranked: list[tuple[int, bytes, str, int]] = field(default_factory=list)
+    data: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def wants_more(self) -> bool:
+        """True until the horizon is scanned and the window can be filled."""
+        horizon = max(RECENT_HORIZON, 10 * self.limit)
+        return self.scanned < horizon or len(self.ranked) < self.limit
+
+    def feed(
+        self, store: BaselineStore, path: str, data: bytes, distance: Mapping[str, int]
+    ) -> None:
+        """Rank the lines of one file from its end until the scan has enough."""
+        # Trusted samples are appended as they land, so the nearest commits sit at the end.
+        # Ranking reads commit and timestamp with regular expressions from the canonical
+        # JSON; only the lines that make the window are parsed in full, later.
+        self.data[path] = data
+        first, *others = (needle.encode() for needle in self.key.needles())
+        end = len(data.rstrip(b"\r\n"))
+        while end > 0 and self.wants_more:
+            start = data.rfind(b"\n", 0, end) + 1
+            line, offset = data[start:end], start
+            end, self.scanned = max(start - 1, 0), self.scanned + 1
+            if first not in line:
+                continue
+            commit, stamp = _COMMIT_FIELD.search(line), _TIME_FIELD.search(line)
+            if commit is None or stamp is None:
+                store._parse_line(path, _line_number(data, offset), line)  # reports it
+            elif commit.group(1).decode() in distance and all(n in line for n in others):
+                self.ranked.append(
+                    (distance[commit.group(1).decode()], stamp.group(1), path, offset)
+                )
+
+    def window(self, store: BaselineStore) -> Window:
+        """Nearest commits first, newest first among equals; parse only what is kept."""
+        self.ranked.sort(key=lambda entry: entry[1], reverse=True)
+        self.ranked.sort(key=lambda entry: entry[0])
+        chosen: list[Sample] = []
+        for _, _, path, offset in self.ranked:
+            data = self.data[path]
+            stop = data.find(b"\n", offset)
+            line = data[offset : stop if stop >= 0 else len(data)]
+            sample = store._parse_line(path, functools.partial(_line_number, data, offset), line)
+            if sample is not None and self.key.matches(sample):
+                chosen.append(sample)
+                if len(chosen) == self.limit:
+                    break
+        return Window(samples=tuple(chosen))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -383,6 +473,10 @@ class AppendOutcome:
     added: int
     already_present: int
     commit: str | None
+
+
+def _line_number(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset) + 1
 
 
 def resolve(repo: Path, ref: str) -> str | None:
@@ -503,7 +597,11 @@ def commit_to_branch(
                     git("checkout-index", "-f", "--", *present, cwd=repo, env=env)
             if not apply(tree):
                 return None
-            git("add", "-A", "--", *(paths if paths is not None else ["."]), cwd=repo, env=env)
+            if paths is None:
+                git("add", "-A", "--", ":/", cwd=repo, env=env)
+            else:
+                # Only ``paths`` were materialised: the rest of the tree is absent on purpose.
+                git("add", "--ignore-removal", "--", ":/", cwd=repo, env=env)
             new_tree = git("write-tree", cwd=repo, env=env).strip()
             parents = ["-p", base] if base else []
             commit = git(

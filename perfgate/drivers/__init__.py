@@ -5,11 +5,16 @@ from __future__ import annotations
 from perfgate.drivers.base import Driver, Measurement
 from perfgate.drivers.command import CommandDriver
 from perfgate.drivers.demo import DemoDriver
+from perfgate.drivers.isaaclab import IsaacLabDriver
 from perfgate.errors import ConfigError
 
 __all__ = ["Driver", "Measurement", "get_driver"]
 
-_DRIVERS: dict[str, Driver] = {"demo": DemoDriver(), "command": CommandDriver()}
+_DRIVERS: dict[str, Driver] = {
+    "demo": DemoDriver(),
+    "command": CommandDriver(),
+    "isaaclab": IsaacLabDriver(),
+}
 
 
 def get_driver(name: str) -> Driver:

@@ -18,6 +18,8 @@ class Measurement:
 
     stats: MetricStats
     runtime_fields: Mapping[str, Any] = field(default_factory=dict)
+    # Every software version the output reports (hashed or not): stale-image evidence (R7).
+    versions: Mapping[str, str] = field(default_factory=dict)
     config_mismatch: str | None = None
     error: str | None = None
     output_file: Path | None = None

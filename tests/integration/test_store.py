@@ -213,3 +213,35 @@ def test_sample_ids_are_stable_for_the_same_run(origin_and_clone) -> None:  # ty
                                trusted_source="t")  # fmt: skip
     assert other.sample_id != first.sample_id
     assert Sample.from_json(json.loads(first.to_line())) == first
+
+
+def test_full_segments_move_to_the_archive_and_stay_readable_and_deduplicated(
+    origin_and_clone, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    import perfgate.store as store_module
+
+    monkeypatch.setattr(store_module, "SEGMENT_LINES", 4)
+    monkeypatch.setattr(store_module, "RECENT_HORIZON", 2)
+    _, clone, shas = origin_and_clone
+    store = store_of(clone)
+    samples = [
+        sample_from_result(result_at(shas[i % 5], 100.0 + i, run_id=f"seg-{i}"), trusted_source="t")
+        for i in range(11)
+    ]
+    for chunk in (samples[:3], samples[3:6], samples[6:9], samples[9:]):
+        store.append(chunk, "chunk")
+    tip = store.refresh()
+    assert tip is not None
+    archived = git("ls-tree", "-r", "--name-only", tip, "samples/cpu-test/cartpole/numpy/",
+                   cwd=clone).split()  # fmt: skip
+    assert len(archived) == 2
+    # Every sample once, whether live or archived; a repeat of an archived sample is skipped.
+    again = store.append(samples[:2], "again")
+    assert (again.added, again.already_present) == (0, 2)
+    read = store.read([sample_path("cpu-test", "cartpole", "numpy")], tip)
+    values = [s.value for s in next(iter(read.values()))]
+    assert sorted(values) == [100.0 + i for i in range(11)]
+    # The window reaches into the archive when the live file cannot fill it.
+    found = window(store, shas[4], max_samples=11)
+    assert len(found.samples) == 11
+    assert found.samples[0].commit == shas[4]

@@ -9,6 +9,7 @@ sizes, side by side in one run. The figures to read are the ratios.
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
@@ -23,7 +24,14 @@ from perfgate.config import load_config  # noqa: E402
 from perfgate.gate import evaluate, load_results  # noqa: E402
 from perfgate.report import write_report  # noqa: E402
 from perfgate.result import write_result  # noqa: E402
-from perfgate.store import BaselineStore, sample_from_result  # noqa: E402
+from perfgate.store import (  # noqa: E402
+    SEGMENT_LINES,
+    BaselineStore,
+    archive_dir,
+    ids_path,
+    sample_from_result,
+    sample_path,
+)
 from tests.factories import make_result  # noqa: E402
 
 COMMITS = 200
@@ -52,7 +60,12 @@ def build(root: Path, buckets: int, history: int) -> tuple[Path, Path, Path]:
     tasks = [f"t{i:04d}" for i in range((buckets + 1) // 2)]
     ids = [f"{t}/{b}" for t in tasks for b in ("numpy", "python")][:buckets]
     config = repo / "perfgate.yaml"
-    lines = ["version: 1", "gate: {mode: advisory}", "buckets:"]
+    lines = [
+        "version: 1",
+        "gate: {mode: advisory}",
+        "defaults: {driver: command, command: {argv: ['true'], output: out.json}}",
+        "buckets:",
+    ]
     lines += [
         f"  - {{task: {t}, backends: [{{physics: numpy}}, {{physics: python}}]}}" for t in tasks
     ]
@@ -74,9 +87,17 @@ def build(root: Path, buckets: int, history: int) -> tuple[Path, Path, Path]:
                 trusted_source="perf",
             )
             out.append(sample.to_line())
-        data = ("\n".join(out) + "\n").encode()
-        path = f"samples/cpu-test/{bucket.replace('/', '/')}.ndjson"
-        blobs.append(f"M 100644 inline {path}\ndata {len(data)}\n".encode() + data + b"\n")
+        # The layout the writer produces: full segments archived, the rest live, an id index.
+        live = sample_path("cpu-test", *bucket.split("/"))
+        files = {ids_path(live): "".join(f"{json.loads(line)['sample_id']}\n" for line in out)}
+        full = (len(out) - 1) // SEGMENT_LINES * SEGMENT_LINES if out else 0
+        for end in range(SEGMENT_LINES, full + 1, SEGMENT_LINES):
+            segment = out[end - SEGMENT_LINES : end]
+            files[f"{archive_dir(live)}/{end:09d}.ndjson"] = "\n".join(segment) + "\n"
+        files[live] = "".join(f"{line}\n" for line in out[full:])
+        for path, text in files.items():
+            data = text.encode()
+            blobs.append(f"M 100644 inline {path}\ndata {len(data)}\n".encode() + data + b"\n")
     subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, input=b"".join(blobs), check=True)
     subprocess.run(["git", "checkout", "-q", "main"], cwd=repo, check=True)
 

@@ -216,7 +216,7 @@ BAD_CONFIGS = [
         "version: 1\nbukets: []\n" + VALID_BUCKET,
         2,
         "bukets",
-        "allowed keys: buckets, defaults, gate, version",
+        "allowed keys: buckets, defaults, gate, image, version",
     ),
     (
         "unknown_gate_key",
@@ -252,7 +252,7 @@ BAD_CONFIGS = [
         "version: 1\ndefaults:\n  task: cartpole\n" + VALID_BUCKET,
         3,
         "defaults.task",
-        "allowed keys: baseline_epoch, command, driver",
+        "allowed keys: baseline_epoch, command, container, driver",
     ),
     (
         "unknown_backend_entry_key",
