@@ -289,6 +289,7 @@ def cmd_resolve_image(args: argparse.Namespace) -> int:
         with Path(output_file).open("a", encoding="utf-8") as handle:
             handle.writelines(f"{key}={value}\n" for key, value in choice.step_outputs().items())
     print(json.dumps(choice.to_json(), indent=2))
+    return ExitCode.OK
 
 
 def _relative(path: Path) -> Path:

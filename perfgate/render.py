@@ -284,6 +284,8 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
             )
         ),
         "matrix": bench_matrix(site.config.buckets),
+        # Only a config with an image block has an image to resolve (R11).
+        "resolve_image": site.config.image is not None,
     }
 
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from perfgate import render
-from perfgate.config import Config, load_config
+from perfgate.config import Config, ImageSpec, load_config
 from perfgate.errors import ConfigError, UsageError
 from perfgate.selection import affected, matches
 
@@ -265,10 +265,33 @@ def test_image_follows_the_target_branch_never_the_merge_ref(rendered: Any) -> N
         "MERGE_GROUP_BASE_REF": "${{ github.event.merge_group.base_ref }}",
         "PUSHED_REF_NAME": "${{ github.ref_name }}",
     }
-    image = next(s for s in config["steps"] if s.get("id") == "image")
-    assert image["with"]["target-branch"] == "${{ steps.target.outputs.target-branch }}"
+    assert config["outputs"]["target-branch"] == "${{ steps.target.outputs.target-branch }}"
     text = yaml.safe_dump(docs[".github/workflows/perfgate.yml"])
     assert "github.ref }}" not in text and "head_ref" not in text
+
+
+def _bench_steps(site: render.Site) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = _parsed(site)[".github/workflows/perfgate.yml"]["jobs"]["bench"][
+        "steps"
+    ]
+    return steps
+
+
+def test_image_is_resolved_on_the_bench_runner_when_configured() -> None:
+    """R11: with an image block each bench job resolves its image for the target branch."""
+    demo = SITES["demo"]
+    without = _bench_steps(demo)
+    assert not any(s.get("uses") == "$/actions/resolve-image" for s in without)
+    assert "image" not in next(s for s in without if s.get("uses") == "$/actions/bench")["with"]
+    spec = ImageSpec(env_file="docker/.env.base", env_keys=("ISAACSIM_VERSION",))
+    steps = _bench_steps(
+        dataclasses.replace(demo, config=dataclasses.replace(demo.config, image=spec))
+    )
+    resolve = [s for s in steps if s.get("uses") == "$/actions/resolve-image"]
+    bench = next(s for s in steps if s.get("uses") == "$/actions/bench")
+    assert len(resolve) == 1 and steps.index(resolve[0]) < steps.index(bench)
+    assert resolve[0]["with"]["target-branch"] == "${{ needs.config.outputs.target-branch }}"
+    assert bench["with"]["image"] == "${{ steps.image.outputs.image }}"
 
 
 def test_fork_consumer_never_checks_out_or_runs_the_pr_head(rendered: Any) -> None:
