@@ -31,7 +31,7 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(tags=["run"])
 def gate(session: nox.Session) -> None:
-    """Judge result artifacts against the baseline branch and write the report."""
+    """Judge result artifacts; write summary.md, verdict.json, junit.xml; --post to GitHub."""
     _install(session)
     session.run("python", "-m", "perfgate", "gate", *session.posargs)
 

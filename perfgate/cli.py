@@ -15,6 +15,7 @@ from perfgate.config import DEFAULT_CONFIG, Bucket, Config, load_config
 from perfgate.errors import ExitCode, PerfgateError, UsageError
 
 if TYPE_CHECKING:
+    from perfgate.publishing import Published
     from perfgate.result import Result
     from perfgate.store import BaselineStore
 
@@ -183,8 +184,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_gate(args: argparse.Namespace) -> int:
     """Judge every result artifact against its baseline and write the report surfaces."""
+    from perfgate import context
     from perfgate.console import annotate
-    from perfgate.gate import evaluate, load_results
+    from perfgate.gate import evaluate, load_results, report_json
     from perfgate.report import terminal_table, write_github_surfaces, write_report
 
     config = load_config(args.config)
@@ -192,12 +194,76 @@ def cmd_gate(args: argparse.Namespace) -> int:
     results = load_results(args.results)
     report = evaluate(config, expected, results, open_store(config, local=args.local_baseline))
     paths = write_report(report, args.report_dir)
+    run = context.detect(os.environ, default_target=config.gate.target_branches[0])
+    if run.on_github:
+        from perfgate.handoff import write_context
+
+        # Lets the trusted workflow_run job post a fork pull request's verdict (R12).
+        write_context(run, args.report_dir)
     write_github_surfaces(report)
     print(terminal_table(report))
     for note in report.notes:
         annotate("warning", note)
     print(f"perfgate: report in {paths['summary']} and {paths['verdict']}", file=sys.stderr)
+    if args.post:
+        from perfgate.publishing import post_from_run
+
+        published = post_from_run(report_json(report), run, os.environ.get("GITHUB_TOKEN"))
+        if published is not None:
+            _say_published(published, run.head_sha or "", run.pr_number)
     return report.exit_code
+
+
+def _say_published(published: Published, head_sha: str, pr_number: int | None) -> None:
+    comment = published.comment
+    print(
+        f"perfgate: posted {len(published.statuses)} commit status(es) on {head_sha[:12]}"
+        + (
+            f"; {comment.action} the comment on #{pr_number}"
+            + (f", removed {len(comment.removed)} duplicate(s)" if comment.removed else "")
+            if comment
+            else ""
+        ),
+        file=sys.stderr,
+    )
+
+
+def cmd_post_report(args: argparse.Namespace) -> int:
+    """Trusted workflow_run job: validate a pull request run's report artifact, then post it."""
+    from perfgate import context
+    from perfgate.github import GitHubClient
+    from perfgate.handoff import confirm_pull_request, load_handoff
+    from perfgate.publishing import publish
+
+    run = context.detect(os.environ)
+    token = os.environ.get("GITHUB_TOKEN")
+    if not run.repository or not token:
+        raise UsageError(
+            "post-report needs GITHUB_REPOSITORY and GITHUB_TOKEN (a job with `statuses: write` "
+            "and `pull-requests: write`, triggered by workflow_run)"
+        )
+    event_path = os.environ.get("GITHUB_EVENT_PATH")
+    try:
+        payload = json.loads(Path(event_path).read_text(encoding="utf-8")) if event_path else {}
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UsageError(f"cannot read the event payload {event_path}: {exc}") from None
+    handoff = load_handoff(
+        args.report_dir,
+        event_name=os.environ.get("GITHUB_EVENT_NAME", ""),
+        payload=payload,
+        repository=run.repository,
+    )
+    client = GitHubClient(api_url=run.api_url, repository=run.repository, token=token)
+    confirm_pull_request(client, handoff)
+    published = publish(
+        client,
+        handoff.verdict,
+        head_sha=handoff.head_sha,
+        pr_number=handoff.pr_number,
+        run_url=handoff.run_url,
+    )
+    _say_published(published, handoff.head_sha, handoff.pr_number)
+    return ExitCode.OK
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -419,7 +485,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--report-dir",
         type=Path,
         default=DEFAULT_REPORT,
-        help="where summary.md and verdict.json go (default: %(default)s)",
+        help="where summary.md, verdict.json and junit.xml go (default: %(default)s)",
     )
     gate.add_argument(
         "--bucket", action="append", default=[], metavar="ID", help="expect only this bucket"
@@ -432,7 +498,25 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="read the local baseline branch instead of fetching it from the remote",
     )
+    gate.add_argument(
+        "--post",
+        action="store_true",
+        help="post commit statuses and the sticky PR comment when the token may write; "
+        "otherwise print one notice (the exit code stays the verdict's)",
+    )
     gate.set_defaults(handler=cmd_gate)
+
+    post_report = verbs.add_parser(
+        "post-report",
+        help="in a trusted workflow_run job: validate a pull request's report artifact and post it",
+    )
+    post_report.add_argument(
+        "--report-dir",
+        type=Path,
+        required=True,
+        help="the downloaded report artifact (verdict.json and context.json)",
+    )
+    post_report.set_defaults(handler=cmd_post_report)
 
     publish = verbs.add_parser("publish", help="append trusted samples to the baseline branch")
     _add_config(publish)

@@ -314,6 +314,7 @@ def report_json(report: GateReport) -> dict[str, Any]:
         "description": report.description,
         "exit_code": report.exit_code,
         "mode": report.mode.value,
+        "min_samples": report.min_samples,
         "headlines": list(report.headlines),
         "commit": report.commit,
         "target_branch": report.target_branch,

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import html
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from perfgate.config import Mode
 from perfgate.console import format_figure, render_table
 from perfgate.gate import GateReport, Row, report_json
+from perfgate.junit import write_junit
 from perfgate.oracle import Verdict
 
 VERDICT_ICONS = {
@@ -21,22 +23,28 @@ VERDICT_ICONS = {
 }
 
 
+# One pass, so an escape is never escaped again; ``@`` gets a zero-width space so no
+# mention or team ping survives (GitHub resolves mentions after decoding entities).
+_INERT = {ord(char): f"&#{ord(char)};" for char in "\\`*_[]|#~!<>\"'"}
+_INERT[ord("&")] = "&amp;"
+_INERT[ord("@")] = "@&#8203;"
+_AUTOLINK = re.compile(r"(?i)(://|\bwww\.)")
+
+
 def md_text(text: str) -> str:
-    """Make untrusted text inert inside a markdown table cell (no markup, links or HTML)."""
-    escaped = html.escape(" ".join(text.split()), quote=True)
-    for char in "\\`*_[]|#~!":
-        escaped = escaped.replace(char, f"&#{ord(char)};")
-    return escaped
+    """Make untrusted text inert inside a markdown table cell (no markup, links, HTML, mentions)."""
+    inert = " ".join(text.split()).translate(_INERT)
+    return _AUTOLINK.sub(lambda m: f"{m.group(1)[0]}&#8203;{m.group(1)[1:]}", inert)
 
 
-def _short(sha: str | None) -> str:
-    return f"`{sha[:12]}`" if sha else "unknown"
+def _short(sha: object) -> str:
+    return f"`{md_text(sha[:12])}`" if isinstance(sha, str) and sha else "unknown"
 
 
-def _meaning(row: Row) -> str:
-    if not row.reported:
+def _meaning(*, reported: bool, excused: bool, verdict: Verdict) -> str:
+    if not reported:
         return "did not report: no figure, so no verdict can be trusted"
-    if row.excused:
+    if excused:
         return "could not run on this CI image (stale image, with evidence)"
     meanings = {
         Verdict.PASS: "within the noise of its baseline",
@@ -44,43 +52,85 @@ def _meaning(row: Row) -> str:
         Verdict.BLOCK: "slower than its baseline beyond noise and the minimum drop",
         Verdict.HARD_FAILURE: "the benchmark did not produce a usable figure",
     }
-    return meanings[row.verdict]
+    return meanings[verdict]
+
+
+def _change_text(change_pct: float | None) -> str:
+    return f"{change_pct:+.1f}%" if change_pct is not None else "—"
 
 
 def _change(row: Row) -> str:
     stats = row.judgement.stats if row.judgement else None
-    return f"{stats.change_pct:+.1f}%" if stats else "—"
+    return _change_text(stats.change_pct if stats else None)
+
+
+def _number(value: object) -> float | None:
+    """A figure from verdict.json; anything that is not a number renders as absent."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _texts(value: object) -> list[str]:
+    return [str(item) for item in value] if isinstance(value, list) else []
+
+
+def _verdict(label: object) -> Verdict:
+    """A verdict label from verdict.json; an unknown one is the most severe."""
+    return (
+        Verdict[label]
+        if isinstance(label, str) and label in Verdict.__members__
+        else (Verdict.HARD_FAILURE)
+    )
 
 
 def summary_markdown(report: GateReport) -> str:
     """The job summary and PR comment body."""
-    counts = (
-        f"✅ {report.count(Verdict.PASS)} passed · ⚠️ {report.count(Verdict.WARN)} warning(s) · "
-        f"🚫 {report.count(Verdict.BLOCK)} regression(s) · "
-        f"❌ {sum(1 for r in report.rows if r.reported and r.verdict is Verdict.HARD_FAILURE)} "
-        "failure(s)"
+    return summary_from_verdict(report_json(report))
+
+
+def summary_from_verdict(data: Mapping[str, Any]) -> str:
+    """The summary rendered from verdict.json alone, every string in it treated as untrusted.
+
+    The fork hand-off re-renders a pull request's verdict.json with this, so it never
+    trusts markup that came from the pull request's run.
+    """
+    coverage = _mapping(data.get("coverage"))
+    missing = _texts(coverage.get("missing"))
+    rows = [row for row in data.get("rows") or [] if isinstance(row, Mapping)]
+    verdicts = [_verdict(row.get("verdict")) for row in rows]
+    reported = [str(row.get("bucket")) not in missing for row in rows]
+    failures = sum(
+        1 for v, r in zip(verdicts, reported, strict=True) if r and v is Verdict.HARD_FAILURE
     )
-    if report.coverage.missing:
-        counts += (
-            f" · ❔ {len(report.coverage.missing)} did not report "
-            f"({', '.join(md_text(b) for b in report.coverage.missing)})"
-        )
-    if report.mode is Mode.ADVISORY:
+    counts = (
+        f"✅ {verdicts.count(Verdict.PASS)} passed · ⚠️ {verdicts.count(Verdict.WARN)} "
+        f"warning(s) · 🚫 {verdicts.count(Verdict.BLOCK)} regression(s) · "
+        f"❌ {failures} failure(s)"
+    )
+    if missing:
+        counts += f" · ❔ {len(missing)} did not report ({', '.join(md_text(b) for b in missing)})"
+    if data.get("mode") == Mode.BLOCKING.value:
+        mode = "**Blocking mode:** a regression exits 1 and a failed benchmark exits 2."
+    else:
         mode = (
             "**Advisory mode:** the job's exit code does not fail on a regression or a failed "
             "benchmark; the commit status and this report carry the verdict."
         )
-    else:
-        mode = "**Blocking mode:** a regression exits 1 and a failed benchmark exits 2."
     lines = ["## perfgate results", "", "### Overall result", ""]
-    lines += [f"**{headline}**  " for headline in report.headlines]
+    lines += [f"**{md_text(headline)}**  " for headline in _texts(data.get("headlines"))]
     lines += ["", counts, "", mode, "", "### Run context", ""]
-    target = md_text(report.target_branch or "unknown")
+    target = md_text(str(data.get("target_branch") or "unknown"))
+    hardware = ", ".join(md_text(h) for h in _texts(data.get("hardware")))
     lines.append(
-        f"Commit {_short(report.commit)} judged against `{target}` "
-        f"(merge base {_short(report.base_commit)}), "
-        f"baseline branch at {_short(report.baseline_tip)}; hardware: "
-        f"{', '.join(md_text(h) for h in report.hardware) or 'unknown'}."
+        f"Commit {_short(data.get('commit'))} judged against `{target}` "
+        f"(merge base {_short(data.get('base_commit'))}), "
+        f"baseline branch at {_short(data.get('baseline_tip'))}; hardware: "
+        f"{hardware or 'unknown'}."
     )
     lines += [
         "",
@@ -89,13 +139,40 @@ def summary_markdown(report: GateReport) -> str:
         "| Bucket | Result | Figure | Baseline median | Change | Samples | What it means |",
         "|---|---|---|---|---|---|---|",
     ]
-    for row in report.rows:
-        stats = row.judgement.stats if row.judgement else None
-        value = row.result.metric.value if row.result else None
+    technical = []
+    for row, verdict, was_reported in zip(rows, verdicts, reported, strict=True):
+        stats = _mapping(row.get("baseline"))
+        samples = stats.get("samples")
+        bucket = md_text(str(row.get("bucket")))
+        meaning = _meaning(
+            reported=was_reported, excused=row.get("excused") is True, verdict=verdict
+        )
         lines.append(
-            f"| {md_text(row.bucket.id)} | {VERDICT_ICONS[row.verdict]} | {format_figure(value)} | "
-            f"{format_figure(stats.median if stats else None)} | {_change(row)} | "
-            f"{stats.size if stats else 0} | {_meaning(row)} |"
+            f"| {bucket} | {VERDICT_ICONS[verdict]} | {format_figure(_number(row.get('value')))} | "
+            f"{format_figure(_number(stats.get('median')))} | "
+            f"{_change_text(_number(stats.get('change_pct')))} | "
+            f"{samples if isinstance(samples, int) and not isinstance(samples, bool) else 0} | "
+            f"{meaning} |"
+        )
+        attempts = row.get("attempts")
+        technical.append(
+            "| "
+            + " | ".join(
+                [
+                    bucket,
+                    verdict.label,
+                    md_text("; ".join(_texts(row.get("details")))),
+                    format_figure(_number(stats.get("mad"))),
+                    format_figure(_number(stats.get("noise"))),
+                    format_figure(_number(stats.get("warn_line"))),
+                    format_figure(_number(stats.get("block_line"))),
+                    md_text(str(row["phase"])) if row.get("phase") else "—",
+                    str(attempts) if isinstance(attempts, int) else "—",
+                    md_text(str(row["hardware"])) if row.get("hardware") else "—",
+                    md_text(str(row["bisect"])) if was_reported and row.get("bisect") else "—",
+                ]
+            )
+            + " |"
         )
     lines += [
         "",
@@ -104,38 +181,22 @@ def summary_markdown(report: GateReport) -> str:
         "| Bucket | Verdict | Reasons | MAD | Noise | Warn line | Block line | Phase | Attempts "
         "| Hardware | Bisect |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
+        *technical,
+        "",
+        "</details>",
+        "",
     ]
-    for row in report.rows:
-        stats = row.judgement.stats if row.judgement else None
-        result = row.result
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    md_text(row.bucket.id),
-                    row.verdict.label,
-                    md_text("; ".join(row.details)),
-                    format_figure(stats.mad if stats else None),
-                    format_figure(stats.noise if stats else None),
-                    format_figure(stats.warn_line if stats else None),
-                    format_figure(stats.block_line if stats else None),
-                    md_text(result.health.phase.value) if result and result.health.phase else "—",
-                    str(result.health.attempts) if result else "—",
-                    md_text(result.hardware.slug) if result else "—",
-                    row.judgement.bisect.value if row.judgement else "—",
-                ]
-            )
-            + " |"
-        )
-    lines += ["", "</details>", ""]
-    if report.notes:
-        lines += ["### Notes", ""] + [f"- {md_text(note)}" for note in report.notes] + [""]
+    notes = _texts(data.get("notes"))
+    if notes:
+        lines += ["### Notes", ""] + [f"- {md_text(note)}" for note in notes] + [""]
+    min_samples = data.get("min_samples")
     lines += [
         "### How to read this",
         "",
-        f"Each figure is compared with the median of up to the last baseline samples of the same "
-        f"experiment on the same hardware (at least {report.min_samples} are needed to judge). "
-        "Noise is the larger of the median absolute deviation and the bucket's noise floor. "
+        "Each figure is compared with the median of up to the last baseline samples of the same "
+        "experiment on the same hardware"
+        + (f" (at least {min_samples} are needed to judge)" if isinstance(min_samples, int) else "")
+        + ". Noise is the larger of the median absolute deviation and the bucket's noise floor. "
         "A result past the block line that also dropped by the minimum percentage is a "
         "regression; past the warn line it needs attention. No baseline, too few samples, "
         "a retried run or a bucket that did not report never count as a pass.",
@@ -168,11 +229,12 @@ def terminal_table(report: GateReport) -> str:
 
 
 def write_report(report: GateReport, report_dir: Path) -> dict[str, Path]:
-    """Write summary.md and verdict.json into ``report_dir``."""
+    """Write summary.md, verdict.json and junit.xml into ``report_dir``."""
     report_dir.mkdir(parents=True, exist_ok=True)
     paths = {"summary": report_dir / "summary.md", "verdict": report_dir / "verdict.json"}
     paths["summary"].write_text(summary_markdown(report), encoding="utf-8")
     paths["verdict"].write_text(json.dumps(report_json(report), indent=2) + "\n", encoding="utf-8")
+    paths["junit"] = write_junit(report, report_dir / "junit.xml")
     return paths
 
 

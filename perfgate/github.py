@@ -1,0 +1,264 @@
+"""A small GitHub REST client: retries, pagination and errors that say what to do.
+
+The base URL comes from ``GITHUB_API_URL`` (through ``RunContext.api_url``), so
+pointing it at another server (GitHub Enterprise, a test server) just works. The
+token is sent only to that server and never appears in output, errors or reprs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import requests
+
+from perfgate import __version__
+from perfgate.errors import ExitCode, PerfgateError
+
+RETRYABLE_STATUSES = frozenset({500, 502, 503, 504})
+# Read timeouts are generous: the API can be slow under load, and a retry costs more.
+TIMEOUT_S = (10.0, 60.0)
+API_VERSION = "2022-11-28"
+
+
+class GitHubError(PerfgateError):
+    """The GitHub API refused or failed a request; the message says what to do next."""
+
+    exit_code = ExitCode.MALFUNCTION
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class GitHubPermissionError(GitHubError):
+    """403: the token may read but not write (fork pull requests, missing job permissions)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetryPolicy:
+    """How often and how long to wait before giving up on 5xx and secondary rate limits."""
+
+    attempts: int = 5
+    backoff_s: float = 1.0
+    max_backoff_s: float = 30.0
+    # Retry-After beyond this means the limit will not lift within a CI job's patience.
+    max_wait_s: float = 300.0
+
+
+def _retry_after(response: requests.Response) -> float | None:
+    """Seconds to wait when GitHub says so: Retry-After, or the rate-limit reset time."""
+    header = response.headers.get("Retry-After")
+    if header is not None:
+        try:
+            return max(0.0, float(header))
+        except ValueError:
+            return None
+    if response.headers.get("x-ratelimit-remaining") == "0":
+        reset = response.headers.get("x-ratelimit-reset")
+        if reset is not None and reset.isdigit():
+            return max(0.0, float(reset) - time.time())
+        return 60.0
+    return None
+
+
+def _is_rate_limited(response: requests.Response) -> bool:
+    """Secondary and primary rate limits answer 403 or 429 with a wait hint."""
+    return response.status_code in (403, 429) and (
+        "Retry-After" in response.headers or response.headers.get("x-ratelimit-remaining") == "0"
+    )
+
+
+def _api_message(response: requests.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.reason or ""
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return str(body["message"])
+    return response.reason or ""
+
+
+@dataclass(kw_only=True)
+class GitHubClient:
+    """REST calls for one repository, authenticated with a token that is never shown."""
+
+    api_url: str
+    repository: str
+    token: str = field(repr=False)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    sleep: Callable[[float], None] = time.sleep
+    session: requests.Session = field(default_factory=requests.Session, repr=False)
+
+    def __post_init__(self) -> None:
+        self.api_url = self.api_url.rstrip("/") + "/"
+        # A token read from a file often ends in a newline; requests would echo it in an error.
+        self.token = self.token.strip()
+        self.session.headers.update(
+            {
+                "Accept": "application/vnd.github+json",
+                "X-GitHub-Api-Version": API_VERSION,
+                "User-Agent": f"perfgate/{__version__}",
+            }
+        )
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _url(self, path: str) -> str:
+        return urljoin(self.api_url, path.lstrip("/"))
+
+    def _same_origin(self, url: str) -> bool:
+        """The token goes only to the configured API server (pagination links included)."""
+        ours, theirs = urlsplit(self.api_url), urlsplit(url)
+        return (ours.scheme, ours.netloc) == (theirs.scheme, theirs.netloc)
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self.token, "***") if self.token else text
+
+    def _send(
+        self, method: str, url: str, *, body: Mapping[str, Any] | None = None
+    ) -> requests.Response:
+        """One request with retries on 5xx, connection errors and rate limits."""
+        if not self._same_origin(url):
+            raise GitHubError(
+                f"refusing to send the token to {urlsplit(url).netloc}: it is not the API server "
+                f"{urlsplit(self.api_url).netloc} (GITHUB_API_URL)"
+            )
+        label = f"{method} {urlsplit(url).path}"
+        delay = self.retry.backoff_s
+        for attempt in range(1, self.retry.attempts + 1):
+            last = attempt == self.retry.attempts
+            try:
+                response = self.session.request(
+                    method,
+                    url,
+                    json=body,
+                    headers={"Authorization": f"Bearer {self.token}"},
+                    timeout=TIMEOUT_S,
+                )
+            except (requests.ConnectionError, requests.Timeout) as exc:
+                if last:
+                    raise GitHubError(
+                        f"{label}: cannot reach {urlsplit(self.api_url).netloc} after "
+                        f"{attempt} attempts ({type(exc).__name__}); check GITHUB_API_URL and "
+                        "the runner's network"
+                    ) from None
+                self.sleep(delay)
+                delay = min(delay * 2, self.retry.max_backoff_s)
+                continue
+            except requests.RequestException as exc:
+                # Never the exception's text: it can quote request headers.
+                raise GitHubError(f"{label}: the request failed ({type(exc).__name__})") from None
+            if _is_rate_limited(response):
+                wait = _retry_after(response)
+                if last or wait is None or wait > self.retry.max_wait_s:
+                    raise GitHubError(
+                        f"{label}: rate limited by GitHub ({response.status_code}, "
+                        f"{self._redact(_api_message(response))}); wait "
+                        f"{'a while' if wait is None else f'{wait:.0f}s'} and re-run the job",
+                        status=response.status_code,
+                    )
+                self.sleep(wait)
+                continue
+            if response.status_code in RETRYABLE_STATUSES and not last:
+                self.sleep(delay)
+                delay = min(delay * 2, self.retry.max_backoff_s)
+                continue
+            if response.status_code >= 400:
+                raise self._error(label, response)
+            return response
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _error(self, label: str, response: requests.Response) -> GitHubError:
+        status = response.status_code
+        message = self._redact(_api_message(response))
+        if status == 401:
+            return GitHubError(
+                f"{label}: GitHub rejected the token (401 {message}); set GITHUB_TOKEN to a "
+                "valid token (in a workflow: env: GITHUB_TOKEN: ${{ github.token }})",
+                status=status,
+            )
+        if status == 403:
+            return GitHubPermissionError(
+                f"{label}: the token may not do this (403 {message}); give the job "
+                "`statuses: write` and `pull-requests: write`. Fork pull requests always get a "
+                "read-only token: their verdict is posted by the workflow_run consumer",
+                status=status,
+            )
+        if status == 404:
+            return GitHubError(
+                f"{label}: not found (404 {message}); check GITHUB_REPOSITORY ({self.repository}),"
+                " the pull request number and commit, and that the token can see the repository",
+                status=status,
+            )
+        if status == 422:
+            return GitHubError(
+                f"{label}: GitHub refused the request (422 {message})", status=status
+            )
+        return GitHubError(
+            f"{label}: GitHub answered {status} {message}; retry later", status=status
+        )
+
+    def request(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
+        """One API call; returns the decoded JSON body (None for 204)."""
+        response = self._send(method, self._url(path), body=body)
+        if response.status_code == 204 or not response.content:
+            return None
+        return response.json()
+
+    def paginate(self, path: str, per_page: int = 100) -> Iterator[dict[str, Any]]:
+        """Every item of a list endpoint, following the Link header's ``next``."""
+        separator = "&" if "?" in path else "?"
+        url: str | None = self._url(f"{path}{separator}per_page={per_page}")
+        while url is not None:
+            response = self._send("GET", url)
+            page = response.json()
+            if not isinstance(page, list):
+                raise GitHubError(f"GET {urlsplit(url).path}: expected a list, got {type(page)}")
+            yield from page
+            url = response.links.get("next", {}).get("url")
+
+    # -- endpoints --------------------------------------------------------------------------
+
+    def _repo(self, suffix: str) -> str:
+        return f"repos/{self.repository}/{suffix}"
+
+    def create_status(
+        self, sha: str, *, state: str, context: str, description: str, target_url: str | None
+    ) -> None:
+        """POST a commit status."""
+        body: dict[str, Any] = {"state": state, "context": context, "description": description}
+        if target_url:
+            body["target_url"] = target_url
+        self.request("POST", self._repo(f"statuses/{sha}"), body)
+
+    def issue_comments(self, number: int) -> list[dict[str, Any]]:
+        """Every comment of an issue or pull request, oldest first."""
+        return list(self.paginate(self._repo(f"issues/{number}/comments")))
+
+    def create_comment(self, number: int, body: str) -> dict[str, Any]:
+        """Create an issue comment; returns it."""
+        created: dict[str, Any] = self.request(
+            "POST", self._repo(f"issues/{number}/comments"), {"body": body}
+        )
+        return created
+
+    def update_comment(self, comment_id: int, body: str) -> None:
+        """Replace an issue comment's body."""
+        self.request("PATCH", self._repo(f"issues/comments/{comment_id}"), {"body": body})
+
+    def delete_comment(self, comment_id: int) -> None:
+        """Delete an issue comment; one already gone is fine (a racing run removed it)."""
+        try:
+            self.request("DELETE", self._repo(f"issues/comments/{comment_id}"))
+        except GitHubError as exc:
+            if exc.status != 404:
+                raise
+
+    def pull_request(self, number: int) -> dict[str, Any]:
+        """GET one pull request."""
+        pull: dict[str, Any] = self.request("GET", self._repo(f"pulls/{number}"))
+        return pull

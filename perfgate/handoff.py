@@ -1,0 +1,199 @@
+"""The fork hand-off: a pull request run's report, validated before a trusted job posts it.
+
+A fork pull request's run holds a read-only token, so it uploads its report
+directory (verdict.json, summary.md, context.json) as an artifact. The trusted
+``workflow_run`` job reads it with ``load_handoff``: everything in it was written
+by code from the pull request, so it is bounded, schema-checked, bound to the
+triggering run's head commit, and later re-rendered rather than pasted (R12).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from perfgate.context import PULL_REQUEST_EVENTS, RunContext
+from perfgate.errors import ConfigError, UsageError
+from perfgate.github import GitHubClient
+
+CONTEXT_FILE = "context.json"
+VERDICT_FILE = "verdict.json"
+MAX_VERDICT_BYTES = 2 * 1024 * 1024
+MAX_CONTEXT_BYTES = 16 * 1024
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+CONTEXT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["schema_version", "repository", "pr_number", "head_sha", "run_id"],
+    "properties": {
+        "schema_version": {"const": 1},
+        "repository": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"},
+        "pr_number": {"type": ["integer", "null"], "minimum": 1},
+        "head_sha": {"type": "string", "pattern": "^[0-9a-f]{40}$"},
+        "run_id": {"type": "string", "pattern": "^[0-9]{1,20}$"},
+    },
+}
+
+
+class HandoffRejected(ConfigError):
+    """A report artifact failed validation; nothing from it was posted."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Handoff:
+    """A validated report, bound to the commit and pull request of the run that made it."""
+
+    verdict: dict[str, Any]
+    repository: str
+    head_sha: str
+    pr_number: int | None
+    # True when the trusted event itself lists the pull request; else ask the API.
+    pr_confirmed: bool
+    run_url: str | None
+
+
+def context_json(run: RunContext) -> dict[str, Any]:
+    """context.json: which run, commit and pull request a report belongs to."""
+    return {
+        "schema_version": 1,
+        "repository": run.repository,
+        "pr_number": run.pr_number if run.is_pull_request else None,
+        "head_sha": run.head_sha,
+        "run_id": run.run_id,
+    }
+
+
+def write_context(run: RunContext, report_dir: Path) -> Path:
+    """Write context.json beside verdict.json for the hand-off."""
+    path = report_dir / CONTEXT_FILE
+    path.write_text(json.dumps(context_json(run), indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+@cache
+def verdict_schema() -> dict[str, Any]:
+    """The JSON Schema of verdict.json."""
+    text = resources.files("perfgate.schemas").joinpath("verdict.schema.json").read_text()
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def _problems(schema: Mapping[str, Any], data: Any) -> list[str]:
+    validator = jsonschema.Draft202012Validator(schema)
+    return [
+        f"{'.'.join(str(p) for p in error.absolute_path) or '(top level)'}: {error.message[:200]}"
+        for error in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    ]
+
+
+def validate_verdict(data: Any) -> list[str]:
+    """Schema and consistency problems of a verdict.json document; empty when valid."""
+    problems = _problems(verdict_schema(), data)
+    if problems:
+        return problems
+    expected = data["coverage"]["expected"]
+    if [row["bucket"] for row in data["rows"]] != expected:
+        problems.append("rows: the rows do not match coverage.expected one for one")
+    if not set(data["coverage"]["missing"]) <= set(expected):
+        problems.append("coverage.missing: names buckets that were not expected")
+    passing = data["overall_verdict"] in ("PASS", "WARN")
+    if (data["status_state"] == "success") != passing:
+        problems.append("status_state: does not follow from overall_verdict")
+    return problems
+
+
+def _read_json(path: Path, limit: int) -> Any:
+    if path.is_symlink() or not path.is_file():
+        raise HandoffRejected(f"{path}: missing or not a regular file in the report artifact")
+    size = path.stat().st_size
+    if size > limit:
+        raise HandoffRejected(f"{path}: {size} bytes, over the {limit}-byte cap; not posted")
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise HandoffRejected(f"{path}: not valid UTF-8 JSON ({exc}); not posted") from None
+
+
+def _reject(path: Path, problems: list[str]) -> HandoffRejected:
+    listed = "; ".join(problems[:3]) + (
+        f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
+    )
+    return HandoffRejected(f"{path}: rejected, nothing posted: {listed}")
+
+
+def load_handoff(
+    report_dir: Path, *, event_name: str, payload: Mapping[str, Any], repository: str
+) -> Handoff:
+    """Validate a downloaded report directory against the trusted ``workflow_run`` event."""
+    if event_name != "workflow_run":
+        raise UsageError(
+            f"post-report runs in a job triggered by workflow_run (this one is {event_name!r}): "
+            "the event payload names the run and commit the report must belong to"
+        )
+    run = payload.get("workflow_run")
+    if not isinstance(run, Mapping) or not _SHA.match(str(run.get("head_sha", ""))):
+        raise UsageError("the workflow_run event payload has no workflow_run.head_sha")
+    head_sha = str(run["head_sha"])
+
+    context_path = report_dir / CONTEXT_FILE
+    context = _read_json(context_path, MAX_CONTEXT_BYTES)
+    problems = _problems(CONTEXT_SCHEMA, context)
+    if problems:
+        raise _reject(context_path, problems)
+    if context["repository"] != repository:
+        problems.append(f"repository {context['repository']!r} is not {repository!r}")
+    if context["run_id"] != str(run.get("id")):
+        problems.append(f"run_id {context['run_id']} is not the triggering run {run.get('id')}")
+    if context["head_sha"] != head_sha:
+        problems.append(
+            f"head_sha {context['head_sha']} is not the triggering run's head commit {head_sha}"
+        )
+    pr_number = context["pr_number"]
+    listed: set[int] = {
+        pull["number"]
+        for pull in run.get("pull_requests") or ()
+        if isinstance(pull, Mapping) and isinstance(pull.get("number"), int)
+    }
+    if pr_number is not None and run.get("event") not in PULL_REQUEST_EVENTS:
+        problems.append(f"pr_number {pr_number} given for a {run.get('event')!r} run")
+    if pr_number is not None and listed and pr_number not in listed:
+        problems.append(f"pull request #{pr_number} is not one of the run's {sorted(listed)}")
+    if problems:
+        raise _reject(context_path, problems)
+
+    verdict_path = report_dir / VERDICT_FILE
+    verdict = _read_json(verdict_path, MAX_VERDICT_BYTES)
+    problems = validate_verdict(verdict)
+    if problems:
+        raise _reject(verdict_path, problems)
+    html_url = run.get("html_url")
+    return Handoff(
+        verdict=verdict,
+        repository=repository,
+        head_sha=head_sha,
+        pr_number=pr_number,
+        pr_confirmed=pr_number is None or pr_number in listed,
+        run_url=html_url if isinstance(html_url, str) else None,
+    )
+
+
+def confirm_pull_request(client: GitHubClient, handoff: Handoff) -> None:
+    """Fork runs list no pull requests in the event: ask GitHub whose head this commit is."""
+    if handoff.pr_number is None or handoff.pr_confirmed:
+        return
+    pull = client.pull_request(handoff.pr_number)
+    head = pull.get("head") if isinstance(pull, Mapping) else None
+    actual = head.get("sha") if isinstance(head, Mapping) else None
+    if actual != handoff.head_sha:
+        raise HandoffRejected(
+            f"pull request #{handoff.pr_number} has head {actual}, not the triggering run's "
+            f"{handoff.head_sha}: the report names another pull request; nothing posted"
+        )

@@ -1,0 +1,269 @@
+"""A local stand-in for the GitHub REST API, served over real HTTP on 127.0.0.1.
+
+The real GitHub service cannot be reached from here, so this server implements the
+endpoints perfgate uses, with GitHub's documented shapes: commit statuses, issue
+comments (list with per_page/page and Link headers, create, update, delete) and one
+pull request. It records every request and can inject GitHub's failure modes: a
+read-only token (403), a bad token (401), a 5xx, a secondary rate limit.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+WRITE_TOKEN = "ghs_writeTOKEN0123456789abcdef"
+READ_TOKEN = "ghs_readonlyTOKEN0123456789abcdef"
+BOT = {"login": "github-actions[bot]", "type": "Bot"}
+HUMAN = {"login": "mallory", "type": "User"}
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One request as the server saw it."""
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    body: Any
+    authorization: str | None
+
+
+@dataclass
+class Fault:
+    """Answer the next ``times`` matching requests with ``status``, ``headers`` and ``body``."""
+
+    method: str
+    path_pattern: str
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: dict[str, Any] = field(default_factory=dict)
+    times: int = 1
+
+
+@dataclass
+class FakeGitHub:
+    """Server state; every field is guarded by ``lock``."""
+
+    repository: str = "acme/sim"
+    max_per_page: int = 100
+    tokens: dict[str, str] = field(
+        default_factory=lambda: {WRITE_TOKEN: "write", READ_TOKEN: "read"}
+    )
+    statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    pulls: dict[int, str] = field(default_factory=dict)
+    faults: list[Fault] = field(default_factory=list)
+    requests: list[Recorded] = field(default_factory=list)
+    foreign_next_link: str | None = None
+    # Holds the first comment listings until this many arrive: forces two runs to race.
+    list_barrier: threading.Barrier | None = None
+    held_lists: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    next_id: int = 1000
+    clock: int = 0
+    base_url: str = ""
+
+    def add_comment(self, issue: int, body: str, user: dict[str, str] = BOT) -> dict[str, Any]:
+        """Seed (or create) a comment, as GitHub would store it."""
+        with self.lock:
+            return self._add_comment(issue, body, user)
+
+    def _add_comment(self, issue: int, body: str, user: dict[str, str]) -> dict[str, Any]:
+        self.next_id += 1
+        self.clock += 1
+        comment = {
+            "id": self.next_id,
+            "body": body,
+            "user": dict(user),
+            "created_at": f"2026-11-30T08:{self.clock // 60:02d}:{self.clock % 60:02d}Z",
+            "updated_at": f"2026-11-30T08:{self.clock // 60:02d}:{self.clock % 60:02d}Z",
+        }
+        self.comments.setdefault(issue, []).append(comment)
+        return comment
+
+    def marker_comments(self, issue: int, marker: str) -> list[dict[str, Any]]:
+        """Comments on ``issue`` whose body starts with ``marker``."""
+        with self.lock:
+            return [c for c in self.comments.get(issue, []) if c["body"].startswith(marker)]
+
+    def calls(self, method: str | None = None) -> list[tuple[str, str]]:
+        """(method, path) of every request so far, optionally of one method."""
+        with self.lock:
+            return [(r.method, r.path) for r in self.requests if method in (None, r.method)]
+
+
+def _route(state: FakeGitHub, handler: _Handler, method: str) -> None:
+    url = urlsplit(handler.path)
+    query = parse_qs(url.query)
+    length = int(handler.headers.get("Content-Length") or 0)
+    raw = handler.rfile.read(length) if length else b""
+    body = json.loads(raw) if raw else None
+    auth = handler.headers.get("Authorization")
+    with state.lock:
+        state.requests.append(Recorded(method, url.path, query, body, auth))
+        for fault in state.faults:
+            if (
+                fault.times > 0
+                and fault.method == method
+                and re.fullmatch(fault.path_pattern, url.path)
+            ):
+                fault.times -= 1
+                handler.reply(fault.status, fault.body, fault.headers)
+                return
+    token = (auth or "").removeprefix("Bearer ")
+    access = state.tokens.get(token)
+    if access is None:
+        handler.reply(401, {"message": "Bad credentials"})
+        return
+    if method != "GET" and access != "write":
+        handler.reply(403, {"message": "Resource not accessible by integration"})
+        return
+    prefix = f"/repos/{state.repository}/"
+    if not url.path.startswith(prefix):
+        handler.reply(404, {"message": "Not Found"})
+        return
+    rest = url.path[len(prefix) :]
+    if match := re.fullmatch(r"statuses/([0-9a-f]{40})", rest):
+        _post_status(state, handler, method, match.group(1), body)
+    elif match := re.fullmatch(r"issues/(\d+)/comments", rest):
+        _issue_comments(state, handler, method, int(match.group(1)), query, body)
+    elif match := re.fullmatch(r"issues/comments/(\d+)", rest):
+        _one_comment(state, handler, method, int(match.group(1)), body)
+    elif (match := re.fullmatch(r"pulls/(\d+)", rest)) and method == "GET":
+        with state.lock:
+            head = state.pulls.get(int(match.group(1)))
+        if head is None:
+            handler.reply(404, {"message": "Not Found"})
+        else:
+            handler.reply(200, {"number": int(match.group(1)), "head": {"sha": head}})
+    else:
+        handler.reply(404, {"message": "Not Found"})
+
+
+def _post_status(state: FakeGitHub, handler: _Handler, method: str, sha: str, body: Any) -> None:
+    if method != "POST":
+        handler.reply(404, {"message": "Not Found"})
+        return
+    if body.get("state") not in ("error", "failure", "pending", "success"):
+        handler.reply(422, {"message": "Validation Failed: state"})
+        return
+    if len(body.get("description", "")) > 140:
+        handler.reply(422, {"message": "Validation Failed: description is too long"})
+        return
+    with state.lock:
+        state.statuses.setdefault(sha, []).append(body)
+    handler.reply(201, {"id": len(state.statuses[sha]), **body})
+
+
+def _issue_comments(
+    state: FakeGitHub,
+    handler: _Handler,
+    method: str,
+    issue: int,
+    query: dict[str, list[str]],
+    body: Any,
+) -> None:
+    if method == "POST":
+        with state.lock:
+            created = state._add_comment(issue, body["body"], BOT)
+        handler.reply(201, created)
+        return
+    if method != "GET":
+        handler.reply(404, {"message": "Not Found"})
+        return
+    per_page = min(int(query.get("per_page", ["30"])[0]), state.max_per_page)
+    page = int(query.get("page", ["1"])[0])
+    with state.lock:
+        everything = [dict(c) for c in state.comments.get(issue, [])]
+        barrier = state.list_barrier
+        hold = barrier is not None and state.held_lists < barrier.parties
+        state.held_lists += hold
+    if hold and barrier is not None:
+        # Both runs have read the comments before either answer leaves: a real race.
+        barrier.wait(timeout=30)
+    chunk = everything[(page - 1) * per_page : page * per_page]
+    headers = {}
+    if page * per_page < len(everything):
+        base = state.foreign_next_link or state.base_url
+        path = f"/repos/{state.repository}/issues/{issue}/comments"
+        headers["Link"] = (
+            f'<{base}{path}?per_page={per_page}&page={page + 1}>; rel="next", '
+            f"<{base}{path}?per_page={per_page}&page={-(-len(everything) // per_page)}>; "
+            'rel="last"'
+        )
+    handler.reply(200, chunk, headers)
+
+
+def _one_comment(
+    state: FakeGitHub, handler: _Handler, method: str, comment_id: int, body: Any
+) -> None:
+    with state.lock:
+        for comments in state.comments.values():
+            for index, comment in enumerate(comments):
+                if comment["id"] != comment_id:
+                    continue
+                if method == "PATCH":
+                    comment["body"] = body["body"]
+                    handler.reply(200, comment)
+                elif method == "DELETE":
+                    del comments[index]
+                    handler.reply(204, None)
+                else:
+                    handler.reply(404, {"message": "Not Found"})
+                return
+    handler.reply(404, {"message": "Not Found"})
+
+
+class _Handler(BaseHTTPRequestHandler):
+    state: FakeGitHub
+
+    def reply(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        data = b"" if body is None else json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        _route(self.state, self, "GET")
+
+    def do_POST(self) -> None:
+        _route(self.state, self, "POST")
+
+    def do_PATCH(self) -> None:
+        _route(self.state, self, "PATCH")
+
+    def do_DELETE(self) -> None:
+        _route(self.state, self, "DELETE")
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: the test asserts
+        pass
+
+
+@contextmanager
+def serve(state: FakeGitHub | None = None) -> Iterator[FakeGitHub]:
+    """Run the stand-in on 127.0.0.1 in a thread; ``state.base_url`` is GITHUB_API_URL."""
+    state = state or FakeGitHub()
+    handler = type("Handler", (_Handler,), {"state": state})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    state.base_url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)

@@ -1,0 +1,160 @@
+"""Builders shared by the GitHub-surface tests: a config, result artifacts, GateReports."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from perfgate.config import Bucket, Config, Direction, load_config
+from perfgate.execution import FailurePhase
+from perfgate.gate import GateReport, build_report
+from perfgate.hardware import Hardware
+from perfgate.result import (
+    BucketRef,
+    CiInfo,
+    Health,
+    IdentityRecord,
+    MetricReading,
+    Result,
+    Source,
+    Timings,
+)
+
+HEAD_SHA = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
+HOSTILE = (
+    "<img src=x onerror=alert(1)> @org/team [link](javascript:alert(1)) | `rm -rf` "
+    "<!-- perfgate-verdict --> ```\n## injected\n</details><script>x</script>"
+)
+
+CONFIG_TEXT = """\
+version: 1
+gate:
+  mode: {mode}
+  target_branches: [main]
+  protected_branches: [main]
+  baseline: {{min_samples: 5, max_samples: 20}}
+defaults:
+  driver: demo
+  runner: [ubuntu-latest]
+  timeout_minutes: 2
+  metric: {{path: runtime.total_fps.mean, direction: higher, unit: env-steps/s}}
+buckets:
+  - task: cartpole
+    backends: [{{physics: numpy}}, {{physics: python}}]
+  - task: pendulum
+    backends: [{{physics: numpy}}, {{physics: python}}]
+"""
+
+
+def write_config(directory: Path, mode: str = "advisory") -> Config:
+    """A four-bucket demo config written to ``directory`` and loaded."""
+    path = directory / "perfgate.yaml"
+    path.write_text(CONFIG_TEXT.format(mode=mode), encoding="utf-8")
+    return load_config(path)
+
+
+def make_result(
+    bucket: Bucket,
+    value: float | None,
+    *,
+    exit_code: int = 0,
+    phase: FailurePhase | None = None,
+    error: str | None = None,
+    log_tail: str = "",
+) -> Result:
+    """A result artifact for ``bucket`` as a bench job would write it."""
+    return Result(
+        bucket=BucketRef(
+            id=bucket.id,
+            task=bucket.task,
+            backend_key=bucket.backend_key,
+            physics=bucket.physics,
+            render=bucket.render,
+            driver=bucket.driver,
+            tags=bucket.tags,
+            baseline_epoch=bucket.baseline_epoch,
+        ),
+        hardware=Hardware(slug="cpu-test", cpu_name="test cpu"),
+        source=Source(
+            commit=HEAD_SHA,
+            branch="feature",
+            target_branch="main",
+            event="pull_request",
+            pr_number=7,
+            head_sha=HEAD_SHA,
+            repository="acme/sim",
+        ),
+        ci=CiInfo(run_id="99", run_attempt="1"),
+        identity=IdentityRecord(
+            launch_hash="0" * 16,
+            benchmark_hash="1" * 16,
+            runtime_hash="2" * 16,
+            launch={},
+            benchmark={},
+            runtime={},
+        ),
+        metric=MetricReading(
+            path="runtime.total_fps.mean",
+            direction=Direction.HIGHER,
+            unit="env-steps/s",
+            value=value,
+        ),
+        health=Health(
+            exit_code=exit_code,
+            phase=phase,
+            timed_out=False,
+            attempts=1,
+            retried=False,
+            error=error,
+        ),
+        timings=Timings(
+            started_at="2026-11-30T08:00:00Z", finished_at="2026-11-30T08:01:00Z", wall_s=60.0
+        ),
+        log_tail=log_tail,
+    )
+
+
+WINDOW = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0]
+
+
+def mixed_report(directory: Path, *, mode: str = "advisory", hostile: bool = False) -> GateReport:
+    """PASS, BLOCK, HARD_FAILURE and one bucket that did not report.
+
+    With ``hostile`` the failing bucket's name and error text carry markdown, HTML and
+    mentions, as a malicious pull request could make them.
+    """
+    config = write_config(directory, mode)
+    passing, blocked, failed, missing = config.buckets
+    error = "Traceback: boom"
+    if hostile:
+        failed = dataclasses.replace(failed, task=HOSTILE)
+        error = HOSTILE
+    results = [
+        make_result(passing, 1001.0),
+        make_result(blocked, 700.0),
+        make_result(
+            failed, None, exit_code=1, phase=FailurePhase.RUNTIME, error=error, log_tail=error
+        ),
+    ]
+    windows = {b.id: WINDOW for b in (passing, blocked)}
+    return build_report(
+        config=config,
+        expected=(passing, blocked, failed, missing),
+        results=results,
+        windows=windows,
+        notes=[HOSTILE] if hostile else [],
+        baseline_tip="f" * 40,
+        base_commit="e" * 40,
+    )
+
+
+def passing_report(directory: Path, *, mode: str = "advisory") -> GateReport:
+    """Every bucket reported and passed."""
+    config = write_config(directory, mode)
+    results = [make_result(b, 1000.0) for b in config.buckets]
+    return build_report(
+        config=config,
+        expected=config.buckets,
+        results=results,
+        windows={b.id: WINDOW for b in config.buckets},
+    )
