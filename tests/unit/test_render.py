@@ -28,10 +28,10 @@ WRITE_SCOPES = {
     "perfgate.yml": {
         "config": {},
         "bench": {},
-        "gate": {"issues": "write", "statuses": "write"},
+        "gate": {"pull-requests": "write", "statuses": "write"},
         "publish": {"contents": "write"},
     },
-    "perfgate-comment.yml": {"comment": {"issues": "write", "statuses": "write"}},
+    "perfgate-comment.yml": {"comment": {"pull-requests": "write", "statuses": "write"}},
     "perfgate-seed.yml": {"plan": {}, "seed": {"contents": "write"}},
     "ci.yml": {"unit": {}, "lint": {}, "drift": {}},
 }
