@@ -43,6 +43,29 @@ def _add_config(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_selection(parser: argparse.ArgumentParser, what: str) -> None:
+    """--bucket and --tag, both repeatable; an unknown id or tag is an error, never ignored."""
+    parser.add_argument(
+        "--bucket",
+        action="append",
+        default=[],
+        metavar="ID",
+        help=f"{what} this bucket (repeatable)",
+    )
+    parser.add_argument(
+        "--tag", action="append", default=[], metavar="TAG", help=f"{what} buckets with this tag"
+    )
+
+
+def _add_report_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--report-dir",
+        type=Path,
+        default=DEFAULT_REPORT,
+        help="where summary.md, verdict.json and junit.xml go (default: %(default)s)",
+    )
+
+
 def bucket_json(bucket: Bucket) -> dict[str, object]:
     """The matrix entry other tools (templates, CI) consume for one bucket."""
     return {
@@ -547,18 +570,12 @@ def build_parser() -> argparse.ArgumentParser:
     matrix = verbs.add_parser("matrix", help="print the expanded bucket matrix")
     _add_config(matrix)
     matrix.add_argument("--json", action="store_true", help="print JSON for other tools")
-    matrix.add_argument("--bucket", action="append", default=[], metavar="ID")
-    matrix.add_argument("--tag", action="append", default=[], metavar="TAG")
+    _add_selection(matrix, "list")
     matrix.set_defaults(handler=cmd_matrix)
 
     bench = verbs.add_parser("bench", help="run buckets and write their result artifacts")
     _add_config(bench)
-    bench.add_argument(
-        "--bucket", action="append", default=[], metavar="ID", help="run this bucket (repeatable)"
-    )
-    bench.add_argument(
-        "--tag", action="append", default=[], metavar="TAG", help="run buckets with this tag"
-    )
+    _add_selection(bench, "run")
     bench.add_argument(
         "--out", type=Path, default=DEFAULT_RESULTS, help="result directory (default: %(default)s)"
     )
@@ -578,29 +595,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="after judging, keep this run's healthy figures on the local baseline branch",
     )
-    bench.add_argument(
-        "--report-dir",
-        type=Path,
-        default=DEFAULT_REPORT,
-        help="where summary.md and verdict.json go (default: %(default)s)",
-    )
+    _add_report_dir(bench)
     bench.set_defaults(handler=cmd_bench)
 
     gate = verbs.add_parser("gate", help="judge result artifacts and write the report")
     _add_config(gate)
     gate.add_argument("--results", type=Path, required=True, help="directory of result artifacts")
-    gate.add_argument(
-        "--report-dir",
-        type=Path,
-        default=DEFAULT_REPORT,
-        help="where summary.md, verdict.json and junit.xml go (default: %(default)s)",
-    )
-    gate.add_argument(
-        "--bucket", action="append", default=[], metavar="ID", help="expect only this bucket"
-    )
-    gate.add_argument(
-        "--tag", action="append", default=[], metavar="TAG", help="expect buckets with this tag"
-    )
+    _add_report_dir(gate)
+    _add_selection(gate, "expect")
     gate.add_argument(
         "--local-baseline",
         action="store_true",
@@ -665,8 +667,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the branch the samples are for (default: --branch, else the first "
         "target branch of perfgate.yaml)",
     )
-    seed.add_argument("--bucket", action="append", default=[], metavar="ID")
-    seed.add_argument("--tag", action="append", default=[], metavar="TAG")
+    _add_selection(seed, "seed")
     seed.add_argument(
         "--backend", action="append", default=[], metavar="KEY", help="backend key allowlist"
     )
@@ -717,8 +718,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument(
         "--target", metavar="BRANCH", help="default: the first target branch of perfgate.yaml"
     )
-    verify.add_argument("--bucket", action="append", default=[], metavar="ID")
-    verify.add_argument("--tag", action="append", default=[], metavar="TAG")
+    _add_selection(verify, "verify")
     verify.add_argument("--json", type=Path, metavar="PATH", help="also write the report here")
     verify.add_argument(
         "--require", action="store_true", help="exit 1 unless every bucket is READY"
