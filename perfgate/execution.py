@@ -118,6 +118,27 @@ def remove_outputs(invocation: Invocation) -> None:
                 match.unlink()
 
 
+# Credentials a CI job may hold: the benchmark (PR code, or a replayed commit) never gets them.
+_CREDENTIAL_NAMES = frozenset(
+    {
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "ACTIONS_RUNTIME_TOKEN",
+        "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+        "ACTIONS_ID_TOKEN_REQUEST_URL",
+    }
+)
+
+
+def benchmark_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The inherited environment minus credentials (tokens and git's injected auth config)."""
+    return {
+        name: value
+        for name, value in environ.items()
+        if name not in _CREDENTIAL_NAMES and not name.startswith("GIT_CONFIG_")
+    }
+
+
 def run_process(
     invocation: Invocation, *, timeout_s: float, markers: PhaseMarkers, log_path: Path
 ) -> ProcessOutcome:
@@ -130,7 +151,7 @@ def run_process(
             process = subprocess.Popen(
                 list(invocation.argv),
                 cwd=invocation.cwd,
-                env={**os.environ, **invocation.env},
+                env={**benchmark_environment(os.environ), **invocation.env},
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

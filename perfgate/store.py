@@ -545,6 +545,14 @@ def fetch_tip(repo: Path, branch: str, remote: str) -> str | None:
 
 def ancestry(repo: Path, base: str) -> dict[str, int]:
     """Every ancestor of ``base`` (itself included) mapped to its distance, nearest first."""
+    # A shallow clone walks without error but sees almost no history: every sample would
+    # fail the ancestry check and every bucket would silently read NO_BASELINE.
+    if git("rev-parse", "--is-shallow-repository", cwd=repo).strip() == "true":
+        raise GateMalfunction(
+            f"{repo} is a shallow clone, so the baseline ancestry check cannot see history; "
+            "check out with full history (actions/checkout: fetch-depth: 0, or "
+            "git fetch --unshallow)"
+        )
     try:
         listing = git("rev-list", "--topo-order", base, cwd=repo)
     except GitError as exc:

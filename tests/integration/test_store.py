@@ -245,3 +245,17 @@ def test_full_segments_move_to_the_archive_and_stay_readable_and_deduplicated(
     found = window(store, shas[4], max_samples=11)
     assert len(found.samples) == 11
     assert found.samples[0].commit == shas[4]
+
+
+def test_a_shallow_clone_is_a_malfunction_not_a_silent_no_baseline(
+    origin_and_clone, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    from perfgate.errors import GateMalfunction
+
+    origin, clone, shas = origin_and_clone
+    store_of(clone).append([sample_from_result(result_at(shas[0], 1.0), trusted_source="t")], "s")
+    shallow = tmp_path / "shallow"
+    git("clone", "-q", "--depth", "1", f"file://{origin}", str(shallow))
+    store = store_of(shallow)
+    with pytest.raises(GateMalfunction, match="fetch-depth: 0"):
+        window(store, shas[-1])

@@ -93,3 +93,18 @@ def test_with_only_an_init_marker_it_tells_init_from_runtime() -> None:
 
 def test_without_markers_a_crash_is_runtime() -> None:
     assert phase("RuntimeError\n", markers=PhaseMarkers()) is FailurePhase.RUNTIME
+
+
+def test_the_benchmark_never_inherits_ci_credentials() -> None:
+    from perfgate.execution import benchmark_environment
+
+    inherited = {
+        "PATH": "/usr/bin",
+        "GITHUB_TOKEN": "ghs_secret",
+        "ACTIONS_RUNTIME_TOKEN": "secret",
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "http.extraheader",
+        "GIT_CONFIG_VALUE_0": "AUTHORIZATION: basic secret",
+        "GITHUB_SHA": "abc",
+    }
+    assert benchmark_environment(inherited) == {"PATH": "/usr/bin", "GITHUB_SHA": "abc"}
