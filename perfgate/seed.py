@@ -782,7 +782,9 @@ def command(options: SeedOptions, current: Config, store: BaselineStore) -> int:
             last=options.last,
             commits=options.commits,
             commit_branches=options.commit_branches,
-            target=options.target or current.gate.target_branches[0],
+            # --branch X seeds samples for X unless --target says otherwise; bare
+            # --commits fall back to the first gated branch.
+            target=options.target or (None if options.branch else current.gate.target_branches[0]),
         )
     # A reseed plan names the pushed commit of its target: anything else is a mistake.
     strict = options.strict_ancestry or plan_file is not None

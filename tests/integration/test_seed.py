@@ -440,3 +440,15 @@ def test_a_worktree_left_by_a_killed_seed_is_replaced_and_removed(history: Histo
     assert [s.value for s in stored(history, "alpha")] == [2000.0], "c3's own benchmark ran"
     assert not leftover.exists()
     assert len(worktrees(history)) == 1
+
+
+def test_seeding_a_branch_records_samples_for_that_branch(history: History) -> None:
+    git("branch", "develop", history.commits[1], cwd=history.repo)
+    git("push", "-q", "origin", "develop", cwd=history.repo)
+    done = perfgate(
+        history, "seed", "--branch", "develop", "--last", "1", "--samples", "1",
+        "--bucket", "sim/alpha", "--execute",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    samples = stored(history, "alpha")
+    assert [(s.commit, s.target_branch) for s in samples] == [(history.commits[1], "develop")]
