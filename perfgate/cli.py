@@ -270,11 +270,15 @@ def cmd_post_report(args: argparse.Namespace) -> int:
         payload = json.loads(Path(event_path).read_text(encoding="utf-8")) if event_path else {}
     except (OSError, json.JSONDecodeError) as exc:
         raise UsageError(f"cannot read the event payload {event_path}: {exc}") from None
+    # The trusted checkout's perfgate.yaml (default-branch code) says which buckets must
+    # appear in the pull request's report.
+    trusted = load_config(args.config).bucket_ids()
     handoff = load_handoff(
         args.report_dir,
         event_name=os.environ.get("GITHUB_EVENT_NAME", ""),
         payload=payload,
         repository=run.repository,
+        trusted_buckets=trusted,
     )
     client = GitHubClient(api_url=run.api_url, repository=run.repository, token=token)
     confirm_pull_request(client, handoff)
@@ -620,6 +624,7 @@ def build_parser() -> argparse.ArgumentParser:
         "post-report",
         help="in a trusted workflow_run job: validate a pull request's report artifact and post it",
     )
+    _add_config(post_report)
     post_report.add_argument(
         "--report-dir",
         type=Path,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -94,16 +94,38 @@ def _problems(schema: Mapping[str, Any], data: Any) -> list[str]:
     ]
 
 
-def validate_verdict(data: Any) -> list[str]:
-    """Schema and consistency problems of a verdict.json document; empty when valid."""
+_SEVERITY = {"PASS": 0, "WARN": 1, "BLOCK": 2, "HARD_FAILURE": 3}
+
+
+def validate_verdict(data: Any, trusted_buckets: Sequence[str] = ()) -> list[str]:
+    """Schema and consistency problems of a verdict.json document; empty when valid.
+
+    The verdict is re-derived from the rows (the worst row wins, a bucket that did not
+    report is a HARD_FAILURE), and every bucket the trusted configuration expects must be
+    among the rows, so a report cannot claim an all-clear its own rows contradict or drop
+    a bucket to hide it (R6).
+    """
     problems = _problems(verdict_schema(), data)
     if problems:
         return problems
     expected = data["coverage"]["expected"]
-    if [row["bucket"] for row in data["rows"]] != expected:
+    rows = data["rows"]
+    if [row["bucket"] for row in rows] != expected:
         problems.append("rows: the rows do not match coverage.expected one for one")
+    dropped = sorted(set(trusted_buckets) - set(expected))
+    if dropped:
+        problems.append(f"coverage.expected: leaves out configured bucket(s) {', '.join(dropped)}")
     if not set(data["coverage"]["missing"]) <= set(expected):
         problems.append("coverage.missing: names buckets that were not expected")
+    by_bucket = {row["bucket"]: row for row in rows}
+    for bucket in data["coverage"]["missing"]:
+        if bucket in by_bucket and by_bucket[bucket]["verdict"] != "HARD_FAILURE":
+            problems.append(f"rows: {bucket} did not report but is not a HARD_FAILURE")
+    worst = max((row["verdict"] for row in rows), key=_SEVERITY.__getitem__, default=None)
+    if worst is None:
+        problems.append("rows: empty; a report without buckets cannot be posted")
+    elif data["overall_verdict"] != worst:
+        problems.append(f"overall_verdict: {data['overall_verdict']} but the worst row is {worst}")
     passing = data["overall_verdict"] in ("PASS", "WARN")
     if (data["status_state"] == "success") != passing:
         problems.append("status_state: does not follow from overall_verdict")
@@ -130,7 +152,12 @@ def _reject(path: Path, problems: list[str]) -> HandoffRejected:
 
 
 def load_handoff(
-    report_dir: Path, *, event_name: str, payload: Mapping[str, Any], repository: str
+    report_dir: Path,
+    *,
+    event_name: str,
+    payload: Mapping[str, Any],
+    repository: str,
+    trusted_buckets: Sequence[str] = (),
 ) -> Handoff:
     """Validate a downloaded report directory against the trusted ``workflow_run`` event."""
     if event_name != "workflow_run":
@@ -171,7 +198,7 @@ def load_handoff(
 
     verdict_path = report_dir / VERDICT_FILE
     verdict = _read_json(verdict_path, MAX_VERDICT_BYTES)
-    problems = validate_verdict(verdict)
+    problems = validate_verdict(verdict, trusted_buckets)
     if problems:
         raise _reject(verdict_path, problems)
     html_url = run.get("html_url")

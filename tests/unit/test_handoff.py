@@ -146,6 +146,21 @@ def test_a_forged_state_that_contradicts_the_verdict_is_rejected(tmp_path: Path)
     assert validate_verdict(verdict) == ["status_state: does not follow from overall_verdict"]
     verdict = report_json(mixed_report(tmp_path))
     verdict["rows"] = verdict["rows"][:1]
-    assert validate_verdict(verdict) == [
-        "rows: the rows do not match coverage.expected one for one"
-    ]
+    assert "rows: the rows do not match coverage.expected one for one" in validate_verdict(verdict)
+
+
+def test_a_forged_all_clear_is_rejected_whatever_the_rows_say(tmp_path: Path) -> None:
+    verdict = report_json(mixed_report(tmp_path))
+    verdict.update(overall_verdict="PASS", status_state="success")
+    assert any("worst row is HARD_FAILURE" in p for p in validate_verdict(verdict))
+    empty = report_json(mixed_report(tmp_path))
+    empty.update(overall_verdict="PASS", status_state="success", rows=[])
+    empty["coverage"].update(expected=[], reported=[], missing=[])
+    assert any("empty" in p for p in validate_verdict(empty))
+
+
+def test_a_report_that_drops_a_configured_bucket_is_rejected(tmp_path: Path) -> None:
+    verdict = report_json(mixed_report(tmp_path))
+    trusted = [*verdict["coverage"]["expected"], "secret/numpy"]
+    assert any("secret/numpy" in p for p in validate_verdict(verdict, trusted))
+    assert validate_verdict(verdict, verdict["coverage"]["expected"]) == []
