@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -815,3 +816,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("perfgate: interrupted", file=sys.stderr)
         return 130
+    except Exception:
+        # An unexpected crash is the gate malfunctioning (R8: exit 3), never a verdict:
+        # Python's own exit 1 would read as BLOCK in blocking mode.
+        traceback.print_exc()
+        print("perfgate: internal error (exit 3): please report it with the trace above",
+              file=sys.stderr)  # fmt: skip
+        return int(ExitCode.MALFUNCTION)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 import subprocess
 import tempfile
@@ -88,7 +89,24 @@ class Sample:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Sample:
-        """Rebuild from a stored line's dict; unknown fields from newer writers are ignored."""
+        """Rebuild from a stored line's dict; unknown fields from newer writers are ignored.
+
+        A line of the wrong shape raises ValueError, so it is skipped as corrupt rather than
+        reaching the statistics.
+        """
+        if not isinstance(data, Mapping):
+            raise ValueError("not a JSON object")
+        value = data.get("value")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"value {value!r} is not a number")
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError(f"value {value!r} is not a positive finite number")
+        for name in ("commit", "timestamp", "launch_hash", "benchmark_hash", "runtime_hash"):
+            if not isinstance(data.get(name), str):
+                raise ValueError(f"{name} {data.get(name)!r} is not a string")
+        epoch = data.get("baseline_epoch")
+        if isinstance(epoch, bool) or not isinstance(epoch, int):
+            raise ValueError(f"baseline_epoch {epoch!r} is not an integer")
         known = {name for name in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known})
 
@@ -356,7 +374,7 @@ class BaselineStore:
     ) -> Sample | None:
         try:
             return Sample.from_json(json.loads(line))
-        except (json.JSONDecodeError, TypeError, AttributeError, UnicodeDecodeError) as exc:
+        except (ValueError, TypeError, AttributeError) as exc:
             # Counting lines is only worth it when there is something to report.
             where = number() if callable(number) else number
             self.warnings.append(
@@ -462,7 +480,7 @@ class _Scan:
 
     @property
     def wants_more(self) -> bool:
-        """True until the horizon is scanned and the window can be filled."""
+        """True until the horizon is scanned and the window can be filled: read an archive."""
         horizon = max(RECENT_HORIZON, 10 * self.limit)
         return self.scanned < horizon or len(self.ranked) < self.limit
 
@@ -475,8 +493,10 @@ class _Scan:
         # JSON; only the lines that make the window are parsed in full, later.
         self.data[path] = data
         first, *others = (needle.encode() for needle in self.key.needles())
+        # A whole file is ranked (a live file is at most SEGMENT_LINES long), so the order
+        # of appends never decides between nearer and farther commits within it.
         end = len(data.rstrip(b"\r\n"))
-        while end > 0 and self.wants_more:
+        while end > 0:
             start = data.rfind(b"\n", 0, end) + 1
             line, offset = data[start:end], start
             end, self.scanned = max(start - 1, 0), self.scanned + 1

@@ -259,3 +259,41 @@ def test_a_shallow_clone_is_a_malfunction_not_a_silent_no_baseline(
     store = store_of(shallow)
     with pytest.raises(GateMalfunction, match="fetch-depth: 0"):
         window(store, shas[-1])
+
+
+def test_a_line_of_the_wrong_shape_is_skipped_not_crashing_the_statistics(origin_and_clone) -> None:  # type: ignore[no-untyped-def]
+    from perfgate.store import commit_to_branch
+
+    _, clone, shas = origin_and_clone
+    good = sample_from_result(result_at(shas[1], 7.0), trusted_source="t")
+    path = good.path
+    bad_lines = [good.to_line().replace('"value":7.0', value) for value in
+                 ('"value":"123"', '"value":null', '"value":true', '"value":-1')]  # fmt: skip
+
+    def plant(tree: Path) -> bool:
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_text("\n".join([good.to_line(), *bad_lines]) + "\n")
+        return True
+
+    commit_to_branch(clone, "perf-baselines", "origin", plant, "plant", 1, paths=[path])
+    reader = store_of(clone)
+    assert window(reader, shas[4]).values == (7.0,)
+    assert len(reader.warnings) == 4
+    assert all(f"{path}:" in warning for warning in reader.warnings)
+
+
+def test_nearest_commits_win_even_when_farther_samples_were_appended_later(
+    origin_and_clone,
+) -> None:  # type: ignore[no-untyped-def]
+    _, clone, shas = origin_and_clone
+    store = store_of(clone)
+    near = [sample_from_result(result_at(shas[3], 100.0, run_id=f"n{i}"), trusted_source="t")
+            for i in range(20)]  # fmt: skip
+    # A later seed of an old commit appends many more, farther samples after them.
+    far = [sample_from_result(result_at(shas[0], 50.0, run_id=f"f{i}"), trusted_source="seed")
+           for i in range(300)]  # fmt: skip
+    store.append(near, "near")
+    store.append(far, "far")
+    found = window(store, shas[4], max_samples=20)
+    assert {s.commit for s in found.samples} == {shas[3]}
+    assert found.values == (100.0,) * 20
