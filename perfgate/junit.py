@@ -42,11 +42,26 @@ def _case(row: Row) -> ET.Element:
     return case
 
 
+def _coverage_case(missing: tuple[str, ...]) -> ET.Element:
+    # A skipped case alone would let a test reporter show green over a partial run (R6).
+    case = ET.Element(
+        "testcase", {"classname": "perfgate", "name": "coverage: every expected bucket reported"}
+    )
+    failure = ET.SubElement(
+        case,
+        "failure",
+        {"type": "NOT_REPORTED", "message": f"{len(missing)} bucket(s) did not report"},
+    )
+    failure.text = _clean("\n".join(missing))
+    return case
+
+
 def junit_tree(report: GateReport) -> ET.ElementTree[ET.Element]:
-    """The report as a JUnit document: BLOCK and HARD_FAILURE fail, unreported buckets skip."""
+    """The report as JUnit: BLOCK and HARD_FAILURE fail; a missing bucket skips, coverage fails."""
+    missing = report.coverage.missing
     failures = sum(
         1 for r in report.rows if r.reported and r.verdict in (Verdict.BLOCK, Verdict.HARD_FAILURE)
-    )
+    ) + (1 if missing else 0)
     skipped = sum(1 for r in report.rows if not r.reported)
     suites = ET.Element("testsuites", {"name": "perfgate"})
     suite = ET.SubElement(
@@ -54,7 +69,7 @@ def junit_tree(report: GateReport) -> ET.ElementTree[ET.Element]:
         "testsuite",
         {
             "name": "perfgate",
-            "tests": str(len(report.rows)),
+            "tests": str(len(report.rows) + (1 if missing else 0)),
             "failures": str(failures),
             "errors": "0",
             "skipped": str(skipped),
@@ -69,6 +84,8 @@ def junit_tree(report: GateReport) -> ET.ElementTree[ET.Element]:
     ):
         ET.SubElement(properties, "property", {"name": name, "value": _clean(value)})
     suite.extend(_case(row) for row in report.rows)
+    if missing:
+        suite.append(_coverage_case(missing))
     ET.indent(suites)
     return ET.ElementTree(suites)
 

@@ -19,7 +19,9 @@ def _suite(path: Path) -> ET.Element:
     return suites[0]
 
 
-def test_block_and_hard_failure_fail_and_an_unreported_bucket_is_skipped(tmp_path: Path) -> None:
+def test_block_and_hard_failure_fail_and_a_missing_bucket_skips_and_fails_coverage(
+    tmp_path: Path,
+) -> None:
     paths = write_report(mixed_report(tmp_path), tmp_path / "report")
     assert sorted(paths) == ["junit", "summary", "verdict"]
     suite = _suite(paths["junit"])
@@ -28,14 +30,15 @@ def test_block_and_hard_failure_fail_and_an_unreported_bucket_is_skipped(tmp_pat
         suite.get("failures"),
         suite.get("skipped"),
         suite.get("errors"),
-    ) == (
-        "4",
-        "2",
-        "1",
-        "0",
-    )
+    ) == ("5", "3", "1", "0")
     cases = {case.get("name"): case for case in suite.findall("testcase")}
-    assert list(cases) == ["cartpole/numpy", "cartpole/python", "pendulum/numpy", "pendulum/python"]
+    coverage = "coverage: every expected bucket reported"
+    assert list(cases) == [
+        "cartpole/numpy", "cartpole/python", "pendulum/numpy", "pendulum/python", coverage
+    ]  # fmt: skip
+    # A partial run never reads as green in a test reporter (R6).
+    assert cases[coverage].find("failure").get("type") == "NOT_REPORTED"
+    assert cases[coverage].findtext("failure") == "pendulum/python"
     assert cases["cartpole/numpy"].find("failure") is None
     assert cases["cartpole/numpy"].find("skipped") is None
     assert cases["cartpole/python"].findtext("failure") is not None
