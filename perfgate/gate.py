@@ -118,33 +118,41 @@ def _pick(results: Sequence[Result]) -> Result:
     return max(results, key=order)
 
 
+def _blocking_signal(row: Row) -> str:
+    """What made a BLOCK row block: each crossed floor, and the change against the window."""
+    judgement = row.judgement
+    reasons = []
+    for signal in judgement.signals if judgement else ():
+        if signal.verdict is not Verdict.BLOCK:
+            continue
+        if signal.reason is Reason.FLOOR_CROSSED:
+            reasons.append(signal.detail)
+        elif judgement is not None and judgement.stats is not None:
+            reasons.append(f"{judgement.stats.change_pct:+.1f}%")
+    return " ".join([row.bucket.id, *reasons])
+
+
 def _description(rows: Sequence[Row], coverage: Coverage) -> str:
-    """Additive: names every blocking-level signal, not only the worst."""
-    parts = []
-    failed = [r for r in rows if r.reported and r.verdict is Verdict.HARD_FAILURE and not r.excused]
-    if failed:
-        parts.append(f"{len(failed)} failed to run ({', '.join(r.bucket.id for r in failed)})")
-    if coverage.missing:
-        parts.append(f"{len(coverage.missing)} did not report ({', '.join(coverage.missing)})")
-    stale = [r for r in rows if r.excused]
-    if stale:
-        parts.append(f"{len(stale)} stale CI image ({', '.join(r.bucket.id for r in stale)})")
-    blocked = [r for r in rows if r.verdict is Verdict.BLOCK]
-    if blocked:
-        changes = [
-            f"{r.bucket.id} {r.judgement.stats.change_pct:+.1f}%"
-            if r.judgement and r.judgement.stats
-            else r.bucket.id
-            for r in blocked
-        ]
-        parts.append(f"{len(blocked)} regression(s) ({', '.join(changes)})")
-    if not parts:
-        warned = sum(1 for r in rows if r.verdict is Verdict.WARN)
-        if warned:
-            parts.append(f"no confirmed regression; {warned} of {len(rows)} need attention")
-        else:
-            parts.append(f"all {len(rows)} buckets within noise")
-    return "; ".join(parts)
+    """Names every blocking-level signal: all counts first (they survive truncation), then names."""
+    failed = [r.bucket.id for r in rows if r.reported and r.verdict is Verdict.HARD_FAILURE
+              and not r.excused]  # fmt: skip
+    stale = [r.bucket.id for r in rows if r.excused]
+    blocked = [_blocking_signal(r) for r in rows if r.verdict is Verdict.BLOCK]
+    categories = [
+        ("failed to run", "failed", failed),
+        ("did not report", "missing", list(coverage.missing)),
+        ("stale CI image", "stale image", stale),
+        ("regression(s)", "regressed", blocked),
+    ]
+    present = [(label, short, names) for label, short, names in categories if names]
+    if present:
+        head = ", ".join(f"{len(names)} {label}" for label, _, names in present)
+        tail = "; ".join(f"{short}: {', '.join(names)}" for _, short, names in present)
+        return f"{head} — {tail}"
+    warned = sum(1 for r in rows if r.verdict is Verdict.WARN)
+    if warned:
+        return f"no confirmed regression; {warned} of {len(rows)} need attention"
+    return f"all {len(rows)} buckets within noise"
 
 
 def _headlines(rows: Sequence[Row], coverage: Coverage) -> tuple[str, ...]:

@@ -67,6 +67,20 @@ def test_a_partial_matrix_is_never_an_all_clear(tmp_path: Path) -> None:
     assert "did not report" in summary_markdown(report)
 
 
+def test_a_crossed_floor_is_named_as_the_blocking_signal(tmp_path: Path) -> None:
+    path = tmp_path / "floors.yaml"
+    path.write_text(
+        "version: 1\nbuckets:\n  - task: cartpole\n    backends: [{physics: numpy}]\n"
+        "    floors: {'cpu-*': {numpy: [{name: sanity-floor, value: 1000}]}}\n"
+    )
+    cfg = load_config(path)
+    report = report_for(
+        cfg, [make_result("cartpole/numpy", 900.0)], {"cartpole/numpy": [900.0] * 6}
+    )
+    assert report.overall is Verdict.BLOCK
+    assert "crossed floor sanity-floor" in report.description
+
+
 def test_duplicate_artifacts_count_once_and_the_latest_attempt_wins(tmp_path: Path) -> None:
     cfg = config(tmp_path)
     results = healthy_all(cfg)
@@ -104,10 +118,11 @@ def test_a_crash_beside_a_block_and_a_missing_bucket_names_all_three(tmp_path: P
         make_result("cartpole/python", None, exit_code=1, phase=FailurePhase.RUNTIME),
     ]
     report = report_for(cfg, results)
+    assert report.description.startswith("1 failed to run, 1 did not report, 1 regression(s) — ")
     for text in (
-        "failed to run (cartpole/python)",
-        "did not report (pendulum/numpy)",
-        "regression",
+        "failed: cartpole/python",
+        "missing: pendulum/numpy",
+        "regressed: cartpole/numpy",
     ):
         assert text in report.description
     assert len(report.headlines) == 3
