@@ -215,8 +215,14 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     expected = config.select(args.bucket, args.tag)
-    results = load_results(args.results)
-    report = evaluate(config, expected, results, open_store(config, local=args.local_baseline))
+    artifacts = load_results(args.results)
+    report = evaluate(
+        config,
+        expected,
+        artifacts.results,
+        open_store(config, local=args.local_baseline),
+        notes=artifacts.unreadable,
+    )
     paths = write_report(report, args.report_dir)
     run = context.detect(os.environ, default_target=config.gate.target_branches[0])
     if run.on_github:
@@ -308,7 +314,10 @@ def cmd_publish(args: argparse.Namespace) -> int:
             f"({protected}); this run is a {run.event!r} event on {run.branch!r}. Locally, use "
             "`nox -s bench -- --record` to keep samples on your local baseline branch"
         )
-    results = load_results(args.results)
+    artifacts = load_results(args.results)
+    for problem in artifacts.unreadable:
+        print(f"perfgate: {problem}", file=sys.stderr)
+    results = artifacts.results
     foreign = [
         r.bucket.id
         for r in results

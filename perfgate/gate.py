@@ -6,6 +6,7 @@ this one object, so no two surfaces can disagree.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,14 +109,19 @@ class GateReport:
         return sum(1 for row in self.rows if row.verdict is verdict)
 
 
-def _pick(results: Sequence[Result]) -> Result:
-    """Of several artifacts for one bucket, the latest attempt's."""
+def latest_per_bucket(results: Sequence[Result]) -> dict[str, Result]:
+    """One result per bucket: of several artifacts, the latest attempt's counts."""
 
     def order(result: Result) -> tuple[int, str]:
         attempt = result.ci.run_attempt or "0"
         return (int(attempt) if attempt.isdigit() else 0, result.timings.finished_at)
 
-    return max(results, key=order)
+    latest: dict[str, Result] = {}
+    for result in results:
+        known = latest.get(result.bucket.id)
+        if known is None or order(result) > order(known):
+            latest[result.bucket.id] = result
+    return latest
 
 
 def _blocking_signal(row: Row) -> str:
@@ -200,20 +206,18 @@ def build_report(
     base_commit: str | None = None,
 ) -> GateReport:
     """Judge every expected bucket; pure, so every rule is testable without I/O."""
-    by_bucket: dict[str, list[Result]] = {}
-    for result in results:
-        by_bucket.setdefault(result.bucket.id, []).append(result)
+    by_bucket = latest_per_bucket(results)
+    counts = Counter(result.bucket.id for result in results)
     expected_ids = tuple(b.id for b in expected)
     policy = config.gate
     rows = []
     for bucket in expected:
-        candidates = by_bucket.get(bucket.id)
-        if not candidates:
+        result = by_bucket.get(bucket.id)
+        if result is None:
             rows.append(
                 Row(bucket=bucket, verdict=Verdict.HARD_FAILURE, result=None, judgement=None)
             )
             continue
-        result = _pick(candidates)
         hardware = result.hardware.slug
         judgement = judge(
             result,
@@ -230,7 +234,7 @@ def build_report(
         expected=expected_ids,
         reported=tuple(b for b in expected_ids if b in by_bucket),
         missing=tuple(b for b in expected_ids if b not in by_bucket),
-        duplicates=tuple(b for b, rs in by_bucket.items() if len(rs) > 1 and b in expected_ids),
+        duplicates=tuple(b for b, n in counts.items() if n > 1 and b in expected_ids),
         unexpected=tuple(sorted(b for b in by_bucket if b not in expected_ids)),
     )
     all_notes = list(notes)
@@ -265,19 +269,38 @@ def build_report(
     )
 
 
-def load_results(results_dir: Path) -> list[Result]:
-    """Every result artifact under ``results_dir`` (searched recursively, as artifacts nest)."""
+@dataclass(frozen=True, kw_only=True)
+class Artifacts:
+    """The result artifacts found, and each file that could not be read as one."""
+
+    results: tuple[Result, ...]
+    unreadable: tuple[str, ...]
+
+
+def load_results(results_dir: Path) -> Artifacts:
+    """Every result artifact under ``results_dir`` (searched recursively, as artifacts nest).
+
+    An unreadable file is named, and its bucket counts as not reported; only when nothing
+    at all can be read is the gate unable to run (R8).
+    """
     if not results_dir.is_dir():
         raise GateMalfunction(
             f"results directory {results_dir} does not exist; did the bench jobs upload artifacts?"
         )
     paths = sorted(results_dir.rglob("*.json"))
-    if not paths:
+    results, unreadable = [], []
+    for path in paths:
+        try:
+            results.append(read_result(path))
+        except GateMalfunction as exc:
+            unreadable.append(f"unreadable result artifact skipped: {exc}")
+    if not results:
+        detail = f" ({len(unreadable)} unreadable)" if unreadable else ""
         raise GateMalfunction(
-            f"no result artifacts in {results_dir}: the benchmarks did not run, so there is "
-            "nothing to judge"
+            f"no readable result artifacts in {results_dir}{detail}: the benchmarks did not "
+            "run, so there is nothing to judge"
         )
-    return [read_result(path) for path in paths]
+    return Artifacts(results=tuple(results), unreadable=tuple(unreadable))
 
 
 def evaluate(
@@ -285,12 +308,13 @@ def evaluate(
     expected: Sequence[Bucket],
     results: Sequence[Result],
     store: BaselineStore | None,
+    notes: Sequence[str] = (),
 ) -> GateReport:
-    """Read each result's window from the store, then build the report."""
-    keys = {r.bucket.id: WindowKey.for_result(r) for r in results}
+    """Read the window of each bucket's judged result from the store, then build the report."""
+    keys = {bucket: WindowKey.for_result(r) for bucket, r in latest_per_bucket(results).items()}
     windows: dict[str, Sequence[float]] = {}
     tip = base = None
-    notes: list[str] = []
+    notes = list(notes)
     if store is None:
         notes.append("no baseline store here (not a git repository): every bucket has no baseline")
     else:

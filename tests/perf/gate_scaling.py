@@ -111,7 +111,7 @@ def time_gate(repo: Path, config_path: Path, results_dir: Path) -> float:
     """Seconds for one whole gate run over this store."""
     config = load_config(config_path)
     began = time.perf_counter()
-    results = load_results(results_dir)
+    results = load_results(results_dir).results
     store = BaselineStore(repo, branch="perf-baselines", remote=None)
     report = evaluate(config, config.buckets, results, store)
     write_report(report, repo / "report")

@@ -186,4 +186,32 @@ def test_no_artifacts_at_all_is_a_malfunction(tmp_path: Path) -> None:
 
 def test_results_are_found_in_nested_artifact_directories(tmp_path: Path) -> None:
     write_result(make_result("cartpole/numpy"), tmp_path / "results" / "bench-cartpole-numpy")
-    assert [r.bucket.id for r in load_results(tmp_path / "results")] == ["cartpole/numpy"]
+    loaded = load_results(tmp_path / "results")
+    assert [r.bucket.id for r in loaded.results] == ["cartpole/numpy"]
+
+
+def test_one_unreadable_artifact_is_named_and_its_bucket_counts_as_missing(tmp_path: Path) -> None:
+    cfg = config(tmp_path)
+    results_dir = tmp_path / "results"
+    for result in healthy_all(cfg)[:2]:
+        write_result(result, results_dir)
+    (results_dir / "pendulum__numpy.json").write_text('{"x": 1}')
+    loaded = load_results(results_dir)
+    assert len(loaded.results) == 2
+    assert len(loaded.unreadable) == 1 and "pendulum__numpy.json" in loaded.unreadable[0]
+    report = build_report(
+        config=cfg, expected=cfg.buckets, results=loaded.results,
+        windows={b.id: STEADY for b in cfg.buckets}, notes=loaded.unreadable,
+    )  # fmt: skip
+    assert report.coverage.missing == ("pendulum/numpy",)
+    assert report.overall is Verdict.HARD_FAILURE
+    assert any("pendulum__numpy.json" in note for note in report.notes)
+
+
+def test_the_window_is_read_for_the_artifact_that_is_judged(tmp_path: Path) -> None:
+    from perfgate.gate import latest_per_bucket
+
+    first = make_result("cartpole/numpy", 100.0, hardware="gpu-fast", run_attempt="1")
+    retried = make_result("cartpole/numpy", 50.0, hardware="gpu-slow", run_attempt="2")
+    for order in ([first, retried], [retried, first]):
+        assert latest_per_bucket(order)["cartpole/numpy"] is retried
