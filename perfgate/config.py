@@ -62,7 +62,7 @@ class BaselinePolicy:
     remote: str = "origin"
     min_samples: int = 5
     max_samples: int = 20
-    push_retries: int = 3
+    push_retries: int = 5
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -345,6 +345,13 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
             ("gate", "baseline", "min_samples"),
             f"min_samples ({gate.baseline.min_samples}) exceeds max_samples "
             f"({gate.baseline.max_samples}); raise max_samples or lower min_samples",
+        )
+    if gate.oracle.k_warn > gate.oracle.k_block:
+        _fail(
+            document,
+            ("gate", "oracle", "k_warn"),
+            f"k_warn ({gate.oracle.k_warn:g}) exceeds k_block ({gate.oracle.k_block:g}), which "
+            "would put the block line inside the warn line; make k_block >= k_warn",
         )
     image = _image_spec(document, data["image"]) if "image" in data else None
     return Config(path=path, gate=gate, buckets=tuple(buckets), image=image)

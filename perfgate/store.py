@@ -11,10 +11,12 @@ from __future__ import annotations
 import functools
 import json
 import math
+import random
 import re
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -41,6 +43,7 @@ RECENT_HORIZON = 200
 # A live sample file holding more lines than this is moved, whole, into the bucket's
 # archive directory, so reading the newest samples never costs the whole history.
 SEGMENT_LINES = 1000
+PUSH_BACKOFF_CAP_S = 8.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -651,7 +654,11 @@ def commit_to_branch(
     None when nothing changed.
     """
     last_error = ""
-    for _attempt in range(retries + 1):
+    for attempt in range(retries + 1):
+        if attempt:
+            # Full-jitter exponential backoff: publishers that lost a race spread out
+            # instead of colliding again on the next tip.
+            time.sleep(random.uniform(0, min(PUSH_BACKOFF_CAP_S, 0.5 * 2 ** (attempt - 1))))
         base = fetch_tip(repo, branch, remote) if remote else resolve(repo, f"refs/heads/{branch}")
         with tempfile.TemporaryDirectory(prefix="perfgate-store-") as tmp:
             tree = Path(tmp) / "tree"

@@ -162,11 +162,13 @@ PUBLISHER = """
 import sys
 from pathlib import Path
 sys.path.insert(0, {root!r})
+from perfgate.config import BaselinePolicy
 from perfgate.store import BaselineStore, Sample
 import json
 repo, branch, index = Path(sys.argv[1]), "perf-baselines", int(sys.argv[2])
 samples = [Sample.from_json(json.loads(line)) for line in sys.argv[3].splitlines()]
-BaselineStore(repo, branch=branch, remote="origin", push_retries=30).append(samples, f"p{{index}}")
+retries = BaselinePolicy().push_retries  # the configured default, not a test-only budget
+BaselineStore(repo, branch=branch, remote="origin", push_retries=retries).append(samples, "p")
 """
 
 

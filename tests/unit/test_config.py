@@ -384,6 +384,13 @@ BAD_CONFIGS = [
         "raise max_samples or lower min_samples",
     ),
     (
+        "warn_factor_above_block_factor",
+        "version: 1\ngate:\n  oracle:\n    k_warn: 5\n    k_block: 2\n" + VALID_BUCKET,
+        4,
+        "gate.oracle.k_warn",
+        "make k_block >= k_warn",
+    ),
+    (
         "command_driver_without_command",
         "version: 1\nbuckets:\n  - task: mine\n    driver: command\n"
         "    backends: [{physics: cpu}]\n",
