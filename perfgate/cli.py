@@ -78,6 +78,7 @@ def bucket_json(bucket: Bucket) -> dict[str, object]:
         "render": bucket.render,
         "driver": bucket.driver,
         "timeout_minutes": bucket.timeout_minutes,
+        "retries": bucket.retries,
         "runner": list(bucket.runner),
         "tags": list(bucket.tags),
         "paths": list(bucket.paths),
@@ -483,14 +484,15 @@ def cmd_resolve_image(args: argparse.Namespace) -> int:
     manifest = None
     if store is not None:
         manifest = image.read_manifest(store.repo, store.refresh(), spec.manifest, store.branch)
+    target_branch = args.target_branch or run.target_branch
     choice = image.choose(
         spec,
         era=era,
         manifest=manifest,
-        target_branch=run.target_branch,
+        target_branch=target_branch,
         usable=image.probe_with(spec.probe, checkout) if spec.probe else lambda _: True,
         build=(
-            image.build_with(spec, run.target_branch, checkout)
+            image.build_with(spec, target_branch, checkout)
             if spec.build and not args.no_build
             else None
         ),
@@ -781,6 +783,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     resolve_image.add_argument(
         "--no-build", action="store_true", help="never fall back to image.build"
+    )
+    resolve_image.add_argument(
+        "--target-branch",
+        metavar="BRANCH",
+        help="whose image tag is the fallback (default: this run's target branch; the seed "
+        "workflow passes the branch it seeds)",
     )
     resolve_image.set_defaults(handler=cmd_resolve_image)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 import reprlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -251,6 +252,8 @@ class Config:
     gate: GatePolicy
     buckets: tuple[Bucket, ...]
     image: ImageSpec | None = None
+    # workflows.perfgate_source: the pip requirement rendered CI jobs install perfgate from.
+    perfgate_source: str | None = None
 
     def bucket_ids(self) -> tuple[str, ...]:
         """Every bucket id, in declaration order."""
@@ -354,7 +357,19 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
             "would put the block line inside the warn line; make k_block >= k_warn",
         )
     image = _image_spec(document, data["image"]) if "image" in data else None
-    return Config(path=path, gate=gate, buckets=tuple(buckets), image=image)
+    source = data.get("workflows", {}).get("perfgate_source")
+    if source is not None and not _PINNED_REQUIREMENT.search(source):
+        _fail(
+            document,
+            ("workflows", "perfgate_source"),
+            f"{source!r} is not pinned; CI must install a fixed perfgate: use "
+            "'perfgate==X.Y.Z' or 'perfgate @ git+https://HOST/OWNER/perfgate@<40-hex commit>'",
+        )
+    return Config(path=path, gate=gate, buckets=tuple(buckets), image=image, perfgate_source=source)
+
+
+# An exact version, or a VCS URL ending in a full commit SHA.
+_PINNED_REQUIREMENT = re.compile(r"===?\s*[\w.+!-]+\s*$|@[0-9a-f]{40}\s*$")
 
 
 def _fail(document: YamlDocument, key_path: KeyPath, message: str) -> NoReturn:

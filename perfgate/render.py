@@ -22,6 +22,7 @@ from typing import Any
 
 import jinja2
 
+from perfgate import __version__
 from perfgate.config import Bucket, Config
 from perfgate.errors import ConfigError, UsageError
 
@@ -171,8 +172,9 @@ class RenderedFile:
 
 
 def job_timeout_minutes(bucket: Bucket) -> int:
-    """The bench job's ``timeout-minutes``: the bucket timeout plus setup margin, at least 30."""
-    return max(30, math.ceil(bucket.timeout_minutes) + 15)
+    """The bench job's ``timeout-minutes``: every attempt's timeout plus setup margin, >= 30."""
+    # A retried bucket may use its whole timeout on each attempt before the job may end.
+    return max(30, math.ceil((bucket.retries + 1) * bucket.timeout_minutes) + 15)
 
 
 def artifact_name(bucket: Bucket) -> str:
@@ -247,12 +249,67 @@ def config_condition() -> str:
     )
 
 
+#: Only these events post statuses from the gate job itself; they run code already on
+#: (or queued for) a protected branch. Every other event's gate job is read-only.
+TRUSTED_EVENTS = ("push", "merge_group")
+
+
+def trusted_event_condition() -> str:
+    """A GitHub expression true for the events whose gate job may write statuses."""
+    return " || ".join(f"github.event_name == {_expr_string(e)}" for e in TRUSTED_EVENTS)
+
+
+def perfgate_source(site: Site) -> str:
+    """What the setup action installs: perfgate's own checkout, else a pinned requirement.
+
+    Another repository's checkout is the project under test, not perfgate, so it
+    installs the pinned ``workflows.perfgate_source`` (default: this perfgate version).
+    """
+    if site.self_ci:
+        return "."
+    return site.config.perfgate_source or f"perfgate=={__version__}"
+
+
+def gate_jobs() -> list[dict[str, Any]]:
+    """The two gate jobs: read-only for pull requests (and dispatch), posting for trusted events.
+
+    Permissions cannot depend on the event, and a pull request's run executes the
+    pull request's code, so it never holds a write token (R12): it writes its report
+    and uploads it, and the trusted ``workflow_run`` consumer posts it. ``!cancelled()``
+    rather than ``always()``: a crashed bucket is still judged, but a superseded run
+    posts nothing.
+    """
+    trusted = trusted_event_condition()
+    common = "!cancelled() && needs.config.outputs.run == 'true'"
+    return [
+        {
+            "id": Raw("gate"),
+            "name": "gate",
+            "condition": Raw(json.dumps(f"{common} && !({trusted})")),
+            "post": "false",
+            "writes_statuses": False,
+            "why": Raw(
+                "# Pull requests run their own code here: read-only; perfgate-comment.yml posts."
+            ),
+        },
+        {
+            "id": Raw("gate-trusted"),
+            "name": "gate (post)",
+            "condition": Raw(json.dumps(f"{common} && ({trusted})")),
+            "post": "true",
+            "writes_statuses": True,
+            "why": Raw("# Pushes and merge groups post their statuses directly."),
+        },
+    ]
+
+
 # -- context builders -------------------------------------------------------------------
 
 
 def _common(site: Site) -> dict[str, Any]:
     return {
         "pins": {name: _pin(name) for name in PINNED_ACTIONS},
+        "perfgate_source": perfgate_source(site),
         "config_ref": site.config_ref,
         "python_version": PYTHON_VERSION,
         "hosted_runner": HOSTED_RUNNER,
@@ -279,13 +336,15 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
         "config_condition": Raw(json.dumps(config_condition())),
         "publish_condition": Raw(
             json.dumps(
-                "always() && github.event_name == 'push' && needs.config.outputs.run == 'true' "
+                "!cancelled() && github.event_name == 'push' && "
+                "needs.config.outputs.run == 'true' "
                 f"&& ({branch_condition(gate.protected_branches)})"
             )
         ),
         "matrix": bench_matrix(site.config.buckets),
         # Only a config with an image block has an image to resolve (R11).
         "resolve_image": site.config.image is not None,
+        "gate_jobs": gate_jobs(),
     }
 
 
@@ -305,6 +364,7 @@ def seed_jobs(config: Config) -> list[dict[str, Any]]:
             "timeout": 15,
             "contents": Raw("read"),
             "why": Raw("# a dry run only prints the plan"),
+            "resolve_image": False,
         },
         {
             "id": Raw("seed"),
@@ -314,13 +374,42 @@ def seed_jobs(config: Config) -> list[dict[str, Any]]:
             "timeout": 360,
             "contents": Raw("write"),
             "why": Raw("# push the seeded samples to the baseline branch"),
+            # Seeding benchmarks like bench does, so it needs the same image (R11).
+            "resolve_image": config.image is not None,
         },
     ]
 
 
+def seed_image_target(config: Config) -> Raw:
+    """The branch the seed job resolves its image for: the samples' target branch.
+
+    Mirrors ``perfgate seed``'s own default: ``--target``, else ``--branch``, else the
+    first target branch of perfgate.yaml.
+    """
+    first = _expr_string(config.gate.target_branches[0])
+    return Raw(json.dumps(f"${{{{ inputs.target || inputs.branch || {first} }}}}"))
+
+
 def seed_workflow_context(site: Site) -> dict[str, Any]:
     """Context of the seed workflow."""
-    return {**_common(site), "seed_jobs": seed_jobs(site.config)}
+    return {
+        **_common(site),
+        "seed_jobs": seed_jobs(site.config),
+        "image_target": seed_image_target(site.config),
+    }
+
+
+#: Conclusions of a perfgate run whose report is worth posting: it finished (blocking
+#: mode fails the run on BLOCK). A cancelled run was superseded; a skipped one judged nothing.
+REPORTED_CONCLUSIONS = ("success", "failure")
+
+
+def comment_workflow_context(site: Site) -> dict[str, Any]:
+    """Context of the trusted ``workflow_run`` consumer that posts pull request reports."""
+    condition = " || ".join(
+        f"github.event.workflow_run.conclusion == {_expr_string(c)}" for c in REPORTED_CONCLUSIONS
+    )
+    return {**_common(site), "report_condition": Raw(json.dumps(condition))}
 
 
 def ci_workflow_context(site: Site) -> dict[str, Any]:
@@ -355,7 +444,7 @@ def targets(site: Site) -> list[tuple[str, str, dict[str, Any]]]:
         (
             "workflows/perfgate-comment.yml.j2",
             ".github/workflows/perfgate-comment.yml",
-            common,
+            comment_workflow_context(site),
         ),
         (
             "workflows/perfgate-seed.yml.j2",

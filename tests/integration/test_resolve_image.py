@@ -148,6 +148,15 @@ def test_push_uses_its_own_branch_tag(
     assert resolve()["image"] == f"{REGISTRY}:latest-develop"
 
 
+def test_seed_dispatch_resolves_for_the_branch_it_seeds_not_the_dispatch_ref(
+    checkout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The seed workflow runs on the dispatch ref but seeds --target: --target-branch wins."""
+    github(monkeypatch, tmp_path, "workflow_dispatch", {}, GITHUB_REF="refs/heads/develop")
+    assert resolve()["image"] == f"{REGISTRY}:latest-develop"
+    assert resolve("--target-branch", "release/3.0")["image"] == f"{REGISTRY}:latest-release-3.0"
+
+
 def test_recorded_era_is_a_manifest_hit_for_every_later_run(
     checkout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2,8 +2,8 @@
 
 GitHub itself cannot run here, so each shell step is taken from the rendered
 YAML and run under bash with the environment GitHub would give it (the same
-`bash --noprofile --norc -eo pipefail` invocation); `nox` is replaced by a
-recording stand-in only where the real session belongs to another module.
+`bash --noprofile --norc -eo pipefail` invocation); `python -m perfgate` is
+replaced by a recording stand-in only where the real verb belongs to another module.
 """
 
 from __future__ import annotations
@@ -201,10 +201,10 @@ def test_select_step_skips_gpu_jobs_for_unrelated_pull_requests(
     assert len(json.loads(outputs["buckets"])) == (9 if run == "true" else 0)
 
 
-def _fake_python(tmp_path: Path, nox_exit: int = 0, verdict: str | None = None) -> Path:
-    """A `python` that records `python -m nox ...` calls; anything else runs the real one.
+def _fake_python(tmp_path: Path, exit_code: int = 0, verdict: str | None = None) -> Path:
+    """A `python` that records `python -m perfgate ...` calls; anything else runs the real one.
 
-    The gate, publish and seed sessions belong to other modules; here only the
+    The gate, publish and seed verbs belong to other modules; here only the
     arguments the composite actions hand them are under test.
     """
     bin_dir = tmp_path / "bin"
@@ -216,12 +216,12 @@ def _fake_python(tmp_path: Path, nox_exit: int = 0, verdict: str | None = None) 
         else ":"
     )
     script = f"""#!/usr/bin/env bash
-if [ "$1" = "-m" ] && [ "$2" = "nox" ]; then
+if [ "$1" = "-m" ] && [ "$2" = "perfgate" ]; then
   shift 2
-  printf '%s\\0' "$@" > "{tmp_path}/nox-args"
+  printf '%s\\0' "$@" > "{tmp_path}/perfgate-args"
   git config --get-regexp 'http\\..*extraheader' > "{tmp_path}/git-auth" || true
   {write_verdict}
-  exit {nox_exit}
+  exit {exit_code}
 fi
 exec "{sys.executable}" "$@"
 """
@@ -230,13 +230,14 @@ exec "{sys.executable}" "$@"
     return bin_dir
 
 
-def _nox_args(tmp_path: Path) -> list[str]:
-    return (tmp_path / "nox-args").read_text().split("\0")[:-1]
+def _perfgate_args(tmp_path: Path) -> list[str]:
+    return (tmp_path / "perfgate-args").read_text().split("\0")[:-1]
 
 
 SEED_EMPTY = {
     "PERFGATE_CONFIG": "perfgate.yaml",
     "SEED_BRANCH": "",
+    "SEED_TARGET": "",
     "SEED_LAST": "",
     "SEED_COMMITS": "",
     "SEED_COMMIT_BRANCH": "",
@@ -255,7 +256,7 @@ def test_seed_action_passes_empty_inputs_through_as_all_and_dry_runs(tmp_path: P
     env = {**SEED_EMPTY, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     result = _bash(_action_script("seed"), tmp_path, env)
     assert result.returncode == 0, result.stderr
-    assert _nox_args(tmp_path) == ["-s", "seed", "--", "--config", "perfgate.yaml"]
+    assert _perfgate_args(tmp_path) == ["seed", "--config", "perfgate.yaml"]
 
 
 def test_seed_action_turns_every_input_into_its_flag(tmp_path: Path) -> None:
@@ -264,6 +265,7 @@ def test_seed_action_turns_every_input_into_its_flag(tmp_path: Path) -> None:
     env = {
         **SEED_EMPTY,
         "SEED_BRANCH": "develop",
+        "SEED_TARGET": "main",
         "SEED_LAST": "3",
         "SEED_COMMITS": "aaa,bbb ccc",
         "SEED_COMMIT_BRANCH": "aaa:main",
@@ -277,26 +279,27 @@ def test_seed_action_turns_every_input_into_its_flag(tmp_path: Path) -> None:
     }
     result = _bash(_action_script("seed"), tmp_path, env)
     assert result.returncode == 0, result.stderr
-    assert _nox_args(tmp_path) == [
-        *("-s", "seed", "--", "--config", "perfgate.yaml", "--branch", "develop", "--last", "3"),
+    assert _perfgate_args(tmp_path) == [
+        *("seed", "--config", "perfgate.yaml", "--branch", "develop", "--target", "main"),
+        *("--last", "3"),
         *("--commits", "aaa", "bbb", "ccc", "--commit-branch", "aaa:main"),
         *("--bucket", "t/physx", "--bucket", "t/newton", "--tag", "camera"),
         *("--backend", "physx", "--samples", "5", "--strict-ancestry", "--execute"),
     ]
     hostile = {**env, "SEED_BUCKETS": "$(touch pwned);*", "SEED_BRANCH": "a b"}
     assert _bash(_action_script("seed"), tmp_path, hostile).returncode == 0
-    args = _nox_args(tmp_path)
+    args = _perfgate_args(tmp_path)
     assert not (tmp_path / "pwned").exists()
     assert args[args.index("--branch") + 1] == "a b"
     assert args[args.index("--bucket") + 1] == "$(touch"
 
 
-@pytest.mark.parametrize(("nox_exit", "verdict"), [(0, "PASS"), (2, "HARD_FAILURE"), (3, None)])
+@pytest.mark.parametrize(("exit_code", "verdict"), [(0, "PASS"), (2, "HARD_FAILURE"), (3, None)])
 def test_gate_action_records_outputs_before_propagating_the_exit(
-    tmp_path: Path, nox_exit: int, verdict: str | None
+    tmp_path: Path, exit_code: int, verdict: str | None
 ) -> None:
-    """The gate step writes its outputs for every outcome, then exits as nox did."""
-    bin_dir = _fake_python(tmp_path, nox_exit=nox_exit, verdict=verdict)
+    """The gate step writes its outputs for every outcome, then exits as perfgate did."""
+    bin_dir = _fake_python(tmp_path, exit_code=exit_code, verdict=verdict)
     output = tmp_path / "out"
     env = {
         "PERFGATE_CONFIG": "perfgate.yaml",
@@ -304,21 +307,118 @@ def test_gate_action_records_outputs_before_propagating_the_exit(
         "PERFGATE_REPORT": str(tmp_path / "report"),
         "PERFGATE_POST": "true",
         "GITHUB_OUTPUT": str(output),
+        "GITHUB_TOKEN": "tok",
+        "GITHUB_SERVER_URL": "https://github.com",
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
     }
     result = _bash(_action_script("gate"), tmp_path, env)
-    assert result.returncode == nox_exit
-    assert _outputs(output) == {"exit-code": str(nox_exit), "verdict": verdict or "MISSING"}
-    assert _nox_args(tmp_path) == [
-        *("-s", "gate", "--", "--results", "res", "--report-dir", str(tmp_path / "report")),
+    assert result.returncode == exit_code
+    assert _outputs(output) == {"exit-code": str(exit_code), "verdict": verdict or "MISSING"}
+    assert _perfgate_args(tmp_path) == [
+        *("gate", "--results", "res", "--report-dir", str(tmp_path / "report")),
         *("--config", "perfgate.yaml", "--post"),
     ]
     if verdict is None:
         assert "::error::" in result.stdout
 
 
+def test_gate_action_reads_the_baseline_branch_with_the_token_and_posts_only_when_told(
+    tmp_path: Path,
+) -> None:
+    """The gate fetches the baseline branch: in a private repository git needs the job
+    token (as in publish, seed and resolve-image). Without post it never passes --post."""
+    bin_dir = _fake_python(tmp_path, verdict="PASS")
+    env = {
+        "PERFGATE_CONFIG": "perfgate.yaml",
+        "PERFGATE_RESULTS": "res",
+        "PERFGATE_REPORT": str(tmp_path / "report"),
+        "PERFGATE_POST": "false",
+        "GITHUB_OUTPUT": str(tmp_path / "out"),
+        "GITHUB_TOKEN": "tok",
+        "GITHUB_SERVER_URL": "https://github.com",
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+    }
+    result = _bash(_action_script("gate"), tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    assert "--post" not in _perfgate_args(tmp_path)
+    header = base64.b64encode(b"x-access-token:tok").decode()
+    assert (tmp_path / "git-auth").read_text() == (
+        f"http.https://github.com/.extraheader AUTHORIZATION: basic {header}\n"
+    )
+
+
+@pytest.mark.parametrize(("target", "flag"), [("release/2.1", True), ("", False)])
+def test_resolve_image_action_passes_the_target_branch_when_given(
+    tmp_path: Path, target: str, flag: bool
+) -> None:
+    """The seed job names the samples' branch; empty leaves the run's own target branch."""
+    bin_dir = _fake_python(tmp_path)
+    env = {
+        "PERFGATE_CONFIG": "perfgate.yaml",
+        "PERFGATE_TARGET_BRANCH": target,
+        "GITHUB_TOKEN": "tok",
+        "GITHUB_SERVER_URL": "https://github.com",
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+    }
+    result = _bash(_action_script("resolve-image"), tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    expected = ["resolve-image", "--config", "perfgate.yaml"]
+    assert _perfgate_args(tmp_path) == expected + (["--target-branch", target] if flag else [])
+
+
+def _comment_post_step() -> dict[str, Any]:
+    workflow = yaml.safe_load((ROOT / ".github/workflows/perfgate-comment.yml").read_text())
+    step: dict[str, Any] = next(s for s in workflow["jobs"]["comment"]["steps"] if "run" in s)
+    return step
+
+
+@pytest.mark.parametrize(
+    ("conclusion", "outcome", "report"),
+    [
+        ("cancelled", "", False),  # download skipped: a superseded run
+        ("success", "failure", False),  # the gate was skipped: no artifact
+        ("failure", "success", False),  # an artifact without a verdict (gate malfunction)
+    ],
+)
+def test_comment_consumer_gives_a_notice_and_stays_green_without_a_report(
+    tmp_path: Path, conclusion: str, outcome: str, report: bool
+) -> None:
+    """No report to post is not a failure of the trusted job: one notice, exit 0."""
+    bin_dir = _fake_python(tmp_path)
+    (tmp_path / "perfgate-report").mkdir()
+    env = {
+        "RUNNER_TEMP": str(tmp_path),
+        "RUN_CONCLUSION": conclusion,
+        "DOWNLOAD_OUTCOME": outcome,
+        "GITHUB_TOKEN": "tok",
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+    }
+    result = _bash(_comment_post_step()["run"], tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("::notice") == 1 and conclusion in result.stdout
+    assert not (tmp_path / "perfgate-args").exists()
+
+
+def test_comment_consumer_posts_a_downloaded_report(tmp_path: Path) -> None:
+    """With the artifact downloaded, the trusted job hands it to `perfgate post-report`."""
+    bin_dir = _fake_python(tmp_path)
+    report = tmp_path / "perfgate-report"
+    report.mkdir()
+    (report / "verdict.json").write_text("{}")
+    env = {
+        "RUNNER_TEMP": str(tmp_path),
+        "RUN_CONCLUSION": "success",
+        "DOWNLOAD_OUTCOME": "success",
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+    }
+    result = _bash(_comment_post_step()["run"], tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    assert _perfgate_args(tmp_path) == ["post-report", "--report-dir", str(report)]
+    assert "::notice" not in result.stdout
+
+
 def test_bench_and_publish_actions_call_their_sessions_as_designed(tmp_path: Path) -> None:
-    """`nox -s bench -- --bucket ID --out DIR` and `nox -s publish -- --results DIR`."""
+    """`perfgate bench --bucket ID --out DIR` and `perfgate publish --results DIR`."""
     bin_dir = _fake_python(tmp_path)
     env = {
         "PERFGATE_BUCKET": 'a"b/physx',
@@ -328,16 +428,16 @@ def test_bench_and_publish_actions_call_their_sessions_as_designed(tmp_path: Pat
     }
     bench = yaml.safe_load((ROOT / "actions/bench/action.yml").read_text())["runs"]["steps"][0]
     assert _bash(bench["run"], tmp_path, env).returncode == 0
-    assert _nox_args(tmp_path) == [
-        *("-s", "bench", "--", "--bucket", 'a"b/physx', "--out", "results dir"),
+    assert _perfgate_args(tmp_path) == [
+        *("bench", "--bucket", 'a"b/physx', "--out", "results dir"),
         *("--config", "perfgate.yaml"),
     ]
     assert (tmp_path / "git-auth").read_text() == ""
     publish_env = {**env, "GITHUB_TOKEN": "tok", "GITHUB_SERVER_URL": "https://ghe.example"}
     published = _bash(_action_script("publish-baseline"), tmp_path, publish_env)
     assert published.returncode == 0
-    assert _nox_args(tmp_path) == [
-        *("-s", "publish", "--", "--results", "results dir", "--config", "perfgate.yaml"),
+    assert _perfgate_args(tmp_path) == [
+        *("publish", "--results", "results dir", "--config", "perfgate.yaml"),
     ]
     # The token reaches git for this step only, as an HTTP header for this server,
     # and is masked in the log; nothing is written to any git config file.
@@ -361,7 +461,7 @@ def test_rendered_matrix_equals_perfgate_matrix_json() -> None:
     assert [row["bucket"] for row in rows] == [b["id"] for b in buckets]
     assert [row["runner"] for row in rows] == [b["runner"] for b in buckets]
     assert [row["timeout"] for row in rows] == [
-        max(30, math.ceil(b["timeout_minutes"]) + 15) for b in buckets
+        max(30, math.ceil((b["retries"] + 1) * b["timeout_minutes"]) + 15) for b in buckets
     ]
 
 

@@ -523,3 +523,40 @@ def test_demo_vocabulary_matches_the_demo_benchmark() -> None:
     assert vocabulary.tasks == frozenset(demo.TASKS)
     for backends in demo.TASKS.values():
         assert frozenset(backends) == vocabulary.physics
+
+
+@pytest.mark.parametrize(
+    ("source", "pinned"),
+    [
+        ("perfgate==0.1.0", True),
+        (
+            "perfgate @ git+https://github.com/acme/perfgate@"
+            + "0123456789abcdef" * 2
+            + "01234567",
+            True,
+        ),
+        ("perfgate", False),
+        ("perfgate>=0.1", False),
+        ("perfgate @ git+https://github.com/acme/perfgate@main", False),
+    ],
+)
+def test_workflows_perfgate_source_must_be_pinned(
+    tmp_path: Path, source: str, pinned: bool
+) -> None:
+    """CI installs perfgate from workflows.perfgate_source: a moving requirement is refused."""
+    path = write(
+        tmp_path,
+        f"""
+        version: 1
+        workflows:
+          perfgate_source: {json.dumps(source)}
+        buckets:
+          - task: cartpole
+            backends: [{{physics: numpy}}]
+        """,
+    )
+    if pinned:
+        assert load_config(path).perfgate_source == source
+    else:
+        with pytest.raises(ConfigError, match=r"workflows\.perfgate_source: .* is not pinned"):
+            load_config(path)
