@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import nox
@@ -22,46 +23,54 @@ def _install(session: nox.Session, *groups: str) -> None:
         session.install(*nox.project.dependency_groups(PYPROJECT, group))
 
 
+def _perfgate(session: nox.Session, verb: str) -> None:
+    """Install perfgate and run ``python -m perfgate VERB``, keeping its exit code.
+
+    ``session.run`` turns every failure into nox's exit 1; perfgate's codes (DESIGN.md
+    R8: 1 BLOCK, 2 HARD_FAILURE, 3 malfunction, 4 usage) must reach CI unchanged.
+    """
+    _install(session)
+    python = str(Path(session.bin) / "python")
+    session.log(f"python -m perfgate {verb} {' '.join(session.posargs)}")
+    code = subprocess.call([python, "-m", "perfgate", verb, *session.posargs])
+    if code:
+        raise SystemExit(code)
+
+
 @nox.session(tags=["run"])
 def bench(session: nox.Session) -> None:
     """Run the benchmark buckets of perfgate.yaml and print their figures."""
-    _install(session)
-    session.run("python", "-m", "perfgate", "bench", *session.posargs)
+    _perfgate(session, "bench")
 
 
 @nox.session(tags=["run"])
 def gate(session: nox.Session) -> None:
     """Judge result artifacts; write summary.md, verdict.json, junit.xml; --post to GitHub."""
-    _install(session)
-    session.run("python", "-m", "perfgate", "gate", *session.posargs)
+    _perfgate(session, "gate")
 
 
 @nox.session(tags=["run"])
 def publish(session: nox.Session) -> None:
     """Append trusted samples (protected-branch pushes only) to the baseline branch."""
-    _install(session)
-    session.run("python", "-m", "perfgate", "publish", *session.posargs)
+    _perfgate(session, "publish")
 
 
 @nox.session(tags=["run"])
 def seed(session: nox.Session) -> None:
     """Backfill baselines by replaying historical commits (dry run unless --execute)."""
-    _install(session)
-    session.run("python", "-m", "perfgate", "seed", *session.posargs)
+    _perfgate(session, "seed")
 
 
 @nox.session(name="verify-baselines", tags=["run"])
 def verify_baselines(session: nox.Session) -> None:
     """Say per bucket whether its baseline can gate (READY, WARMING, EMPTY)."""
-    _install(session)
-    session.run("python", "-m", "perfgate", "verify-baselines", *session.posargs)
+    _perfgate(session, "verify-baselines")
 
 
 @nox.session(name="resolve-image", tags=["run"])
 def resolve_image(session: nox.Session) -> None:
     """Choose the CI image (era manifest, target-branch tag, build) and write step outputs."""
-    _install(session)
-    session.run("python", "-m", "perfgate", "resolve-image", *session.posargs)
+    _perfgate(session, "resolve-image")
 
 
 @nox.session(tags=["perf"])

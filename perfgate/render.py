@@ -270,6 +270,22 @@ def perfgate_source(site: Site) -> str:
     return site.config.perfgate_source or f"perfgate=={__version__}"
 
 
+SESSION_VERBS = ("bench", "gate", "publish", "resolve-image", "seed")
+
+
+def perfgate_commands(site: Site) -> dict[str, Raw]:
+    """How an action calls each verb: perfgate's own Nox sessions in its own repository.
+
+    In perfgate's tree the same ``nox -s VERB`` a developer runs locally runs in CI;
+    another repository has no perfgate noxfile, so it calls the installed package,
+    which is what each session wraps.
+    """
+    # Raw: constants of ours, printed into shell unquoted.
+    if site.self_ci:
+        return {verb: Raw(f"python -m nox -s {verb} --") for verb in SESSION_VERBS}
+    return {verb: Raw(f"python -m perfgate {verb}") for verb in SESSION_VERBS}
+
+
 def gate_jobs() -> list[dict[str, Any]]:
     """The two gate jobs: read-only for pull requests (and dispatch), posting for trusted events.
 
@@ -310,6 +326,7 @@ def _common(site: Site) -> dict[str, Any]:
     return {
         "pins": {name: _pin(name) for name in PINNED_ACTIONS},
         "perfgate_source": perfgate_source(site),
+        "cli": perfgate_commands(site),
         "config_ref": site.config_ref,
         "python_version": PYTHON_VERSION,
         "hosted_runner": HOSTED_RUNNER,

@@ -202,7 +202,7 @@ def test_select_step_skips_gpu_jobs_for_unrelated_pull_requests(
 
 
 def _fake_python(tmp_path: Path, exit_code: int = 0, verdict: str | None = None) -> Path:
-    """A `python` that records `python -m perfgate ...` calls; anything else runs the real one.
+    """A `python` that records perfgate verb calls (direct or via nox); else the real one.
 
     The gate, publish and seed verbs belong to other modules; here only the
     arguments the composite actions hand them are under test.
@@ -216,6 +216,13 @@ def _fake_python(tmp_path: Path, exit_code: int = 0, verdict: str | None = None)
         else ":"
     )
     script = f"""#!/usr/bin/env bash
+# `python -m nox -s VERB -- ARGS` (perfgate's own tree) records as `VERB ARGS`, like
+# `python -m perfgate VERB ARGS` (any other repository): the session only wraps the verb.
+if [ "$1" = "-m" ] && [ "$2" = "nox" ] && [ "$3" = "-s" ]; then
+  verb="$4"; shift 4
+  if [ "$1" = "--" ]; then shift; fi
+  set -- -m perfgate "$verb" "$@"
+fi
 if [ "$1" = "-m" ] && [ "$2" = "perfgate" ]; then
   shift 2
   printf '%s\\0' "$@" > "{tmp_path}/perfgate-args"
