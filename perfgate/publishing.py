@@ -139,12 +139,21 @@ def _oldest_first(comments: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _markers(comments: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Marker comments, oldest first; a bot's win over a person's copy of the marker."""
-    found = [c for c in comments if _is_marker(c)]
-    bots = [
-        c for c in found if isinstance(c.get("user"), Mapping) and c["user"].get("type") == "Bot"
-    ]
-    return _oldest_first(bots or found)
+    """Marker comments written by a bot, oldest first.
+
+    A person's comment that copies the marker is never adopted: editing it would put
+    the verdict under text its author can change later. (Posting with a personal token,
+    the run creates its comment and keeps the oldest of its own author's, below.)
+    """
+    return _oldest_first(
+        [
+            c
+            for c in comments
+            if _is_marker(c)
+            and isinstance(c.get("user"), Mapping)
+            and c["user"].get("type") == "Bot"
+        ]
+    )
 
 
 def upsert_comment(client: GitHubClient, number: int, body: str) -> CommentOutcome:
@@ -153,18 +162,22 @@ def upsert_comment(client: GitHubClient, number: int, body: str) -> CommentOutco
     Two gate runs can race: both see no comment and both create one. So after creating,
     list again; every run then keeps the oldest marker comment by the same author and
     deletes the others, which converges on one comment whichever run finishes last.
-    Comments by a bot win over a person's comment that copies the marker, and a comment
-    by another author is never deleted.
+    Only a bot's marker comment is edited in place; a person's copy of the marker is
+    neither edited nor deleted.
     """
     found = _markers(client.issue_comments(number))
     created: dict[str, Any] | None = None
     if not found:
         created = client.create_comment(number, body)
-        found = _markers(client.issue_comments(number))
-        if all(c["id"] != created["id"] for c in found):
-            found = _oldest_first([*found, created])
         # Only our own comments count: a planted marker by someone else is never edited.
-        found = [c for c in found if _author(c) == _author(created)]
+        mine = [
+            c
+            for c in client.issue_comments(number)
+            if _is_marker(c) and _author(c) == _author(created)
+        ]
+        if all(c["id"] != created["id"] for c in mine):
+            mine.append(created)
+        found = _oldest_first(mine)
     keep, extras = found[0], found[1:]
     # Someone else's comment that happens to carry the marker is left alone.
     removed = tuple(int(c["id"]) for c in extras if _author(c) == _author(keep))

@@ -68,6 +68,8 @@ class FakeGitHub:
     held_lists: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     next_id: int = 1000
+    # Who the token posts as: the Actions bot, or a person with a personal access token.
+    poster: dict[str, str] = field(default_factory=lambda: dict(BOT))
     clock: int = 0
     base_url: str = ""
 
@@ -173,7 +175,7 @@ def _issue_comments(
 ) -> None:
     if method == "POST":
         with state.lock:
-            created = state._add_comment(issue, body["body"], BOT)
+            created = state._add_comment(issue, body["body"], state.poster)
         handler.reply(201, created)
         return
     if method != "GET":

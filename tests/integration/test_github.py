@@ -237,6 +237,26 @@ def test_leftover_duplicates_are_removed_keeping_the_oldest(github: FakeGitHub) 
     ]
 
 
+def test_a_persons_planted_marker_is_never_adopted(github: FakeGitHub) -> None:
+    planted = github.add_comment(7, f"{MARKER}\nPASS, trust me", user=HUMAN)
+    outcome = upsert_comment(client(github), 7, f"{MARKER}\nverdict")
+    assert outcome.action == "created" and outcome.comment_id != planted["id"]
+    assert github.calls("PATCH") == [] and github.calls("DELETE") == []
+    bodies = [(c["id"], c["body"]) for c in github.marker_comments(7, MARKER)]
+    assert bodies == [
+        (planted["id"], f"{MARKER}\nPASS, trust me"),
+        (outcome.comment_id, f"{MARKER}\nverdict"),
+    ]
+
+
+def test_posting_as_a_person_still_keeps_one_comment_across_runs(github: FakeGitHub) -> None:
+    github.poster = dict(HUMAN)  # a personal access token: comments are not a bot's
+    first = upsert_comment(client(github), 7, f"{MARKER}\none")
+    second = upsert_comment(client(github), 7, f"{MARKER}\ntwo")
+    assert second.comment_id == first.comment_id and second.removed
+    assert [c["body"] for c in github.marker_comments(7, MARKER)] == [f"{MARKER}\ntwo"]
+
+
 def test_two_racing_publishers_in_threads_leave_one_comment(github: FakeGitHub) -> None:
     github.list_barrier = threading.Barrier(2)
     bodies = [f"{MARKER}\nrun A", f"{MARKER}\nrun B"]
