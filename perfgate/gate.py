@@ -86,6 +86,8 @@ class GateReport:
     commit: str | None = None
     target_branch: str | None = None
     hardware: tuple[str, ...] = ()
+    # One line per machine fingerprint seen: GPU, driver, clocks, throttling (run context).
+    machines: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
     @property
@@ -265,6 +267,7 @@ def build_report(
         commit=reported[0].source.commit if reported else None,
         target_branch=reported[0].source.target_branch if reported else None,
         hardware=tuple(sorted({r.hardware.slug for r in reported})),
+        machines=tuple(sorted({r.hardware.describe() for r in reported})),
         notes=tuple(all_notes),
     )
 
@@ -353,6 +356,7 @@ def report_json(report: GateReport) -> dict[str, Any]:
         "base_commit": report.base_commit,
         "baseline_tip": report.baseline_tip,
         "hardware": list(report.hardware),
+        "machines": list(report.machines),
         "coverage": {
             "expected": list(report.coverage.expected),
             "reported": list(report.coverage.reported),

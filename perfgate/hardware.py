@@ -63,6 +63,23 @@ class Hardware:
         if isinstance(self.throttle_reasons, list):
             object.__setattr__(self, "throttle_reasons", tuple(self.throttle_reasons))
 
+    def describe(self) -> str:
+        """One line for a report's run context: slug, GPU, driver, memory, clocks, throttling."""
+        if self.gpu_name is None:
+            return f"{self.slug} ({self.cpu_name or 'CPU'})"
+        parts = [f"{self.gpu_count}x {self.gpu_name}"]
+        if self.driver_version:
+            parts.append(f"driver {self.driver_version}")
+        if self.gpu_memory_mib:
+            parts.append(f"{self.gpu_memory_mib} MiB")
+        clocks = self.clocks_mhz or {}
+        if clocks.get("sm") is not None:
+            peak = clocks.get("max_sm")
+            parts.append(f"SM {clocks['sm']}{f'/{peak}' if peak is not None else ''} MHz")
+        if self.throttle_reasons is not None:
+            parts.append(f"throttle: {', '.join(self.throttle_reasons) or 'none'}")
+        return f"{self.slug} ({', '.join(parts)})"
+
     def to_json(self) -> dict[str, Any]:
         """The fingerprint as stored in a result artifact."""
         return {

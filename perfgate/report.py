@@ -132,6 +132,9 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
         f"baseline branch at {_short(data.get('baseline_tip'))}; hardware: "
         f"{hardware or 'unknown'}."
     )
+    machines = _texts(data.get("machines"))
+    if machines:
+        lines += ["", "Machines: " + "; ".join(md_text(m) for m in machines) + "."]
     lines += [
         "",
         "### Results",

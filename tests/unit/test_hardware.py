@@ -115,3 +115,23 @@ def test_fingerprint_round_trips_through_json() -> None:
     data = hardware.to_json()
     assert data["throttle_reasons"] == ["sw_power_cap"]
     assert Hardware(**data) == hardware
+
+
+def test_a_gpu_fingerprint_describes_itself_for_the_run_context() -> None:
+    gpu = Hardware(
+        slug="l40s",
+        gpu_name="NVIDIA L40S",
+        gpu_count=1,
+        driver_version="550.54.15",
+        gpu_memory_mib=46068,
+        cpu_name="x",
+        clocks_mhz={"sm": 2100, "memory": 9001, "max_sm": 2520, "max_memory": 9001},
+        throttle_reasons=("hw_thermal_slowdown",),
+    )
+    assert gpu.describe() == (
+        "l40s (1x NVIDIA L40S, driver 550.54.15, 46068 MiB, SM 2100/2520 MHz, "
+        "throttle: hw_thermal_slowdown)"
+    )
+    assert (
+        Hardware(slug="cpu-amd_epyc", cpu_name="AMD EPYC").describe() == "cpu-amd_epyc (AMD EPYC)"
+    )
