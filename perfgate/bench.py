@@ -164,16 +164,7 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
         runtime=runtime_inputs(measurement.runtime_fields),
     )
     return Result(
-        bucket=BucketRef(
-            id=bucket.id,
-            task=bucket.task,
-            backend_key=bucket.backend_key,
-            physics=bucket.physics,
-            render=bucket.render,
-            driver=bucket.driver,
-            tags=bucket.tags,
-            baseline_epoch=bucket.baseline_epoch,
-        ),
+        bucket=BucketRef.of(bucket),
         hardware=settings.hardware,
         source=Source(**ci.source_json()),
         ci=CiInfo(**ci.ci_json()),

@@ -11,7 +11,7 @@ from typing import Any
 
 import jsonschema
 
-from perfgate.config import Direction
+from perfgate.config import Bucket, Direction
 from perfgate.errors import GateMalfunction
 from perfgate.execution import FailurePhase
 from perfgate.hardware import Hardware
@@ -31,6 +31,20 @@ class BucketRef:
     driver: str
     tags: tuple[str, ...]
     baseline_epoch: int
+
+    @classmethod
+    def of(cls, bucket: Bucket) -> BucketRef:
+        """The identity a result records for ``bucket``."""
+        return cls(
+            id=bucket.id,
+            task=bucket.task,
+            backend_key=bucket.backend_key,
+            physics=bucket.physics,
+            render=bucket.render,
+            driver=bucket.driver,
+            tags=bucket.tags,
+            baseline_epoch=bucket.baseline_epoch,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -69,16 +69,7 @@ def make_result(
     return dataclasses.replace(
         result,
         # Built from the Bucket itself, so hostile task names survive unsplit.
-        bucket=BucketRef(
-            id=bucket.id,
-            task=bucket.task,
-            backend_key=bucket.backend_key,
-            physics=bucket.physics,
-            render=bucket.render,
-            driver=bucket.driver,
-            tags=bucket.tags,
-            baseline_epoch=bucket.baseline_epoch,
-        ),
+        bucket=BucketRef.of(bucket),
         source=dataclasses.replace(
             result.source, pr_number=7, head_sha=HEAD_SHA, repository="acme/sim"
         ),
