@@ -8,7 +8,6 @@ fetch-reapply-retry so concurrent publishers lose nothing.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import random
@@ -36,8 +35,6 @@ AUTHOR = {
     "GIT_COMMITTER_EMAIL": "perfgate@users.noreply.github.com",
 }
 _REJECTED = re.compile(r"rejected|non-fast-forward|fetch first|failed to update ref|cannot lock")
-_COMMIT_FIELD = re.compile(rb'"commit":"([0-9a-f]{7,64})"')
-_TIME_FIELD = re.compile(rb'"timestamp":"([^"]*)"')
 # Lines always scanned from the end of a bucket's samples, however early the window fills.
 RECENT_HORIZON = 200
 # A live sample file holding more lines than this is moved, whole, into the bucket's
@@ -354,7 +351,7 @@ class BaselineStore:
         """Each bucket's window (keyed by bucket id) at ``tip``, against merge base ``base``."""
         if tip is None or base is None:
             return {bucket: Window(samples=()) for bucket in keys}
-        distance = ancestry(self.repo, base)
+        distance = {sha.encode(): index for sha, index in ancestry(self.repo, base).items()}
         scans = {bucket: _Scan(key=key, limit=max_samples) for bucket, key in keys.items()}
         for scan in scans.values():
             scan.pending = [scan.key.path]
@@ -372,16 +369,12 @@ class BaselineStore:
                     scan.pending = []
         return {bucket: scan.window(self) for bucket, scan in scans.items()}
 
-    def _parse_line(
-        self, path: str, number: int | Callable[[], int], line: str | bytes
-    ) -> Sample | None:
+    def _parse_line(self, path: str, number: int, line: str | bytes) -> Sample | None:
         try:
             return Sample.from_json(json.loads(line))
         except (ValueError, TypeError, AttributeError) as exc:
-            # Counting lines is only worth it when there is something to report.
-            where = number() if callable(number) else number
             self.warnings.append(
-                f"{self.branch}:{path}:{where}: corrupt baseline line skipped ({exc})"
+                f"{self.branch}:{path}:{number}: corrupt baseline line skipped ({exc})"
             )
             return None
 
@@ -478,8 +471,8 @@ class _Scan:
     limit: int
     pending: list[str] = field(default_factory=list)
     scanned: int = 0
-    ranked: list[tuple[int, bytes, str, int]] = field(default_factory=list)
-    data: dict[str, bytes] = field(default_factory=dict)
+    # (distance, timestamp, file, line number, line) of every eligible line seen.
+    ranked: list[tuple[int, bytes, str, int, bytes]] = field(default_factory=list)
 
     @property
     def wants_more(self) -> bool:
@@ -488,46 +481,55 @@ class _Scan:
         return self.scanned < horizon or len(self.ranked) < self.limit
 
     def feed(
-        self, store: BaselineStore, path: str, data: bytes, distance: Mapping[str, int]
+        self, store: BaselineStore, path: str, data: bytes, distance: Mapping[bytes, int]
     ) -> None:
-        """Rank the lines of one file from its end until the scan has enough."""
-        # Trusted samples are appended as they land, so the nearest commits sit at the end.
-        # Ranking reads commit and timestamp with regular expressions from the canonical
-        # JSON; only the lines that make the window are parsed in full, later.
-        self.data[path] = data
-        first, *others = (needle.encode() for needle in self.key.needles())
-        # A whole file is ranked (a live file is at most SEGMENT_LINES long), so the order
-        # of appends never decides between nearer and farther commits within it.
-        end = len(data.rstrip(b"\r\n"))
-        while end > 0:
-            start = data.rfind(b"\n", 0, end) + 1
-            line, offset = data[start:end], start
-            end, self.scanned = max(start - 1, 0), self.scanned + 1
-            if first not in line:
+        """Rank every line of one file by its commit's distance; parse none of them yet."""
+        # A whole file is ranked (a live file holds at most SEGMENT_LINES), so the order of
+        # appends never decides between nearer and farther commits within it. Commit and
+        # timestamp are sliced out of the canonical JSON; only the lines that make the
+        # window are parsed in full, later.
+        launch, runtime, benchmark, epoch, target = (n.encode() for n in self.key.needles())
+        lines = data.split(b"\n")
+        self.scanned += len(lines)
+        for number, line in enumerate(lines, 1):
+            if launch not in line:
                 continue
-            commit, stamp = _COMMIT_FIELD.search(line), _TIME_FIELD.search(line)
+            commit, stamp = _field(line, b'"commit":"'), _field(line, b'"timestamp":"')
             if commit is None or stamp is None:
-                store._parse_line(path, _line_number(data, offset), line)  # reports it
-            elif commit.group(1).decode() in distance and all(n in line for n in others):
-                self.ranked.append(
-                    (distance[commit.group(1).decode()], stamp.group(1), path, offset)
-                )
+                store._parse_line(path, number, line)  # reports the corrupt line
+                continue
+            where = distance.get(commit)
+            if (
+                where is not None
+                and runtime in line
+                and benchmark in line
+                and epoch in line
+                and target in line
+            ):
+                self.ranked.append((where, stamp, path, number, line))
 
     def window(self, store: BaselineStore) -> Window:
         """Nearest commits first, newest first among equals; parse only what is kept."""
         self.ranked.sort(key=lambda entry: entry[1], reverse=True)
         self.ranked.sort(key=lambda entry: entry[0])
         chosen: list[Sample] = []
-        for _, _, path, offset in self.ranked:
-            data = self.data[path]
-            stop = data.find(b"\n", offset)
-            line = data[offset : stop if stop >= 0 else len(data)]
-            sample = store._parse_line(path, functools.partial(_line_number, data, offset), line)
+        for _, _, path, number, line in self.ranked:
+            sample = store._parse_line(path, number, line)
             if sample is not None and self.key.matches(sample):
                 chosen.append(sample)
                 if len(chosen) == self.limit:
                     break
         return Window(samples=tuple(chosen))
+
+
+def _field(line: bytes, prefix: bytes) -> bytes | None:
+    """The string value after ``prefix`` in a canonical-JSON line, or None."""
+    at = line.find(prefix)
+    if at < 0:
+        return None
+    start = at + len(prefix)
+    end = line.find(b'"', start)
+    return line[start:end] if end >= 0 else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -537,10 +539,6 @@ class AppendOutcome:
     added: int
     already_present: int
     commit: str | None
-
-
-def _line_number(data: bytes, offset: int) -> int:
-    return data.count(b"\n", 0, offset) + 1
 
 
 def resolve(repo: Path, ref: str) -> str | None:

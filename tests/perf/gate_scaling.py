@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -128,23 +129,36 @@ def main() -> int:
     parser.add_argument("--history", type=int, default=2000)
     args = parser.parse_args()
     b, h = args.buckets, args.history
-    grid = [(b // 10, h), (b, h // 20), (b, h // 4), (b, h)]
-    rows = []
+    # The last point goes past the live segment size at a quarter of the buckets, where
+    # the per-bucket cost should stop growing with history altogether.
+    grid = [(b // 10, h), (b, h // 20), (b, h // 4), (b, h), (b // 4, h * 4)]
+    per_bucket: dict[tuple[int, int], float] = {}
     with tempfile.TemporaryDirectory(prefix="perfgate-perf-") as tmp:
         for buckets, history in grid:
             built = time.perf_counter()
             repo, config, results = build(Path(tmp), buckets, history)
             build_s = time.perf_counter() - built
             seconds = min(time_gate(repo, config, results) for _ in range(2))
-            rows.append((buckets, history, seconds))
+            per_bucket[(buckets, history)] = seconds / buckets
             print(f"buckets={buckets:5d} history={history:5d}  gate {seconds:6.2f} s "
                   f"({seconds / buckets * 1000:.2f} ms/bucket; store built in {build_s:.0f} s)",
                   flush=True)  # fmt: skip
-    by = {(bk, hi): s for bk, hi, s in rows}
+            shutil.rmtree(repo)
+    whole = {key: cost * key[0] for key, cost in per_bucket.items()}
+
+    def ratio(
+        table: dict[tuple[int, int], float], top: tuple[int, int], bottom: tuple[int, int]
+    ) -> str:
+        return f"x{table[top] / table[bottom]:.1f}"
+
     print()
-    print(f"x{b // (b // 10)} buckets at history {h}: cost x{by[(b, h)] / by[(b // 10, h)]:.1f}")
-    print(f"x{h // (h // 20)} history at {b} buckets: cost x{by[(b, h)] / by[(b, h // 20)]:.1f}")
-    print(f"x{h // (h // 4)} history at {b} buckets: cost x{by[(b, h)] / by[(b, h // 4)]:.1f}")
+    print(f"x10 buckets at history {h}: whole gate {ratio(whole, (b, h), (b // 10, h))}")
+    print(f"x20 history at {b} buckets: per bucket {ratio(per_bucket, (b, h), (b, h // 20))}")
+    print(f"x4 history at {b} buckets: per bucket {ratio(per_bucket, (b, h), (b, h // 4))}")
+    print(
+        f"x4 history past one segment ({SEGMENT_LINES} lines), at {b // 4} buckets: "
+        f"per bucket {ratio(per_bucket, (b // 4, h * 4), (b, h))} of history {h}"
+    )
     return 0
 
 
