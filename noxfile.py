@@ -29,7 +29,11 @@ def _perfgate(session: nox.Session, verb: str) -> None:
     ``session.run`` turns every failure into nox's exit 1; perfgate's codes (DESIGN.md
     R8: 1 BLOCK, 2 HARD_FAILURE, 3 malfunction, 4 usage) must reach CI unchanged.
     """
-    _install(session)
+    try:
+        _install(session)
+    except nox.command.CommandFailed:
+        # Not being able to install perfgate is the gate malfunctioning, never a verdict.
+        raise SystemExit(3) from None
     python = str(Path(session.bin) / "python")
     session.log(f"python -m perfgate {verb} {' '.join(session.posargs)}")
     code = subprocess.call([python, "-m", "perfgate", verb, *session.posargs])

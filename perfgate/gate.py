@@ -356,7 +356,7 @@ def report_json(report: GateReport) -> dict[str, Any]:
         "base_commit": report.base_commit,
         "baseline_tip": report.baseline_tip,
         "hardware": list(report.hardware),
-        "machines": list(report.machines),
+        "machines": _capped(report.machines, 100),
         "coverage": {
             "expected": list(report.coverage.expected),
             "reported": list(report.coverage.reported),
@@ -365,9 +365,16 @@ def report_json(report: GateReport) -> dict[str, Any]:
             "unexpected": list(report.coverage.unexpected),
         },
         "underfilled": list(report.underfilled),
-        "notes": list(report.notes),
+        "notes": _capped(report.notes, 50),
         "rows": [_row_json(row) for row in report.rows],
     }
+
+
+def _capped(items: Sequence[str], limit: int) -> list[str]:
+    """At most ``limit`` entries, the last saying how many were left out (verdict.json caps)."""
+    if len(items) <= limit:
+        return list(items)
+    return [*items[: limit - 1], f"… and {len(items) - limit + 1} more"]
 
 
 def _row_json(row: Row) -> dict[str, Any]:
@@ -378,8 +385,8 @@ def _row_json(row: Row) -> dict[str, Any]:
         "task": row.bucket.task,
         "backend": row.bucket.backend_key,
         "verdict": row.verdict.label,
-        "reasons": list(row.reasons),
-        "details": list(row.details),
+        "reasons": _capped(row.reasons, 20),
+        "details": _capped(row.details, 20),
         "excused": row.excused,
         "bisect": judgement.bisect.value if judgement else None,
         "value": result.metric.value if result else None,

@@ -72,10 +72,10 @@ class Hardware:
             parts.append(f"driver {self.driver_version}")
         if self.gpu_memory_mib:
             parts.append(f"{self.gpu_memory_mib} MiB")
+        # The maximum, not the live clock: one line per machine, not one per measurement.
         clocks = self.clocks_mhz or {}
-        if clocks.get("sm") is not None:
-            peak = clocks.get("max_sm")
-            parts.append(f"SM {clocks['sm']}{f'/{peak}' if peak is not None else ''} MHz")
+        if clocks.get("max_sm") is not None:
+            parts.append(f"SM max {clocks['max_sm']} MHz")
         if self.throttle_reasons is not None:
             parts.append(f"throttle: {', '.join(self.throttle_reasons) or 'none'}")
         return f"{self.slug} ({', '.join(parts)})"

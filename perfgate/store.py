@@ -364,7 +364,7 @@ class BaselineStore:
                 if scan.wants_more and path == scan.key.path:
                     # Only a bucket whose live file did not fill the window reads its archive.
                     archives = archives if archives is not None else list_archives(self.repo, tip)
-                    scan.pending = archives.get(archive_dir(scan.key.path), [])
+                    scan.pending = list(archives.get(archive_dir(scan.key.path), []))
                 elif not scan.wants_more:
                     scan.pending = []
         return {bucket: scan.window(self) for bucket, scan in scans.items()}

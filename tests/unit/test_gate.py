@@ -215,3 +215,17 @@ def test_the_window_is_read_for_the_artifact_that_is_judged(tmp_path: Path) -> N
     retried = make_result("cartpole/numpy", 50.0, hardware="gpu-slow", run_attempt="2")
     for order in ([first, retried], [retried, first]):
         assert latest_per_bucket(order)["cartpole/numpy"] is retried
+
+
+def test_verdict_json_stays_within_the_schema_caps_however_many_notes(tmp_path: Path) -> None:
+    from perfgate.handoff import validate_verdict
+
+    cfg = config(tmp_path)
+    notes = [f"{cfg.path}:{n}: corrupt baseline line skipped" for n in range(120)]
+    report = build_report(
+        config=cfg, expected=cfg.buckets, results=healthy_all(cfg),
+        windows={b.id: STEADY for b in cfg.buckets}, notes=notes,
+    )  # fmt: skip
+    data = report_json(report)
+    assert len(data["notes"]) == 50 and data["notes"][-1] == "… and 71 more"
+    assert validate_verdict(data) == []

@@ -129,7 +129,7 @@ def test_a_gpu_fingerprint_describes_itself_for_the_run_context() -> None:
         throttle_reasons=("hw_thermal_slowdown",),
     )
     assert gpu.describe() == (
-        "l40s (1x NVIDIA L40S, driver 550.54.15, 46068 MiB, SM 2100/2520 MHz, "
+        "l40s (1x NVIDIA L40S, driver 550.54.15, 46068 MiB, SM max 2520 MHz, "
         "throttle: hw_thermal_slowdown)"
     )
     assert (
