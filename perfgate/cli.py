@@ -5,17 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from perfgate import __version__
 from perfgate.config import DEFAULT_CONFIG, Bucket, Config, load_config
 from perfgate.errors import ExitCode, PerfgateError, UsageError
 
 if TYPE_CHECKING:
+    from perfgate.github import GitHubClient
     from perfgate.publishing import Published
     from perfgate.result import Result
     from perfgate.store import BaselineStore
@@ -259,11 +261,35 @@ def _say_published(published: Published, head_sha: str, pr_number: int | None) -
     )
 
 
+def _flag_rejected_report(client: GitHubClient, payload: dict[str, Any], error: Exception) -> None:
+    """A rejected report still fails the run's commit: never silence where a verdict belongs."""
+    from perfgate.publishing import AGGREGATE_CONTEXT, fit_description
+
+    run = payload.get("workflow_run")
+    head_sha = run.get("head_sha") if isinstance(run, dict) else None
+    if not isinstance(head_sha, str) or not re.fullmatch(r"[0-9a-f]{40}", head_sha):
+        return
+    url = run.get("html_url") if isinstance(run, dict) else None
+    client.create_status(
+        head_sha,
+        state="failure",
+        context=AGGREGATE_CONTEXT,
+        description=fit_description(f"report rejected: {error}", advisory=False),
+        target_url=url if isinstance(url, str) else None,
+    )
+
+
 def cmd_post_report(args: argparse.Namespace) -> int:
     """Trusted workflow_run job: validate a pull request run's report artifact, then post it."""
     from perfgate import context
     from perfgate.github import GitHubClient
-    from perfgate.handoff import confirm_pull_request, load_handoff
+    from perfgate.handoff import (
+        HandoffRejected,
+        confirm_pull_request,
+        load_handoff,
+        require_coverage,
+        trusted_bucket_ids,
+    )
     from perfgate.publishing import publish
 
     run = context.detect(os.environ)
@@ -278,18 +304,19 @@ def cmd_post_report(args: argparse.Namespace) -> int:
         payload = json.loads(Path(event_path).read_text(encoding="utf-8")) if event_path else {}
     except (OSError, json.JSONDecodeError) as exc:
         raise UsageError(f"cannot read the event payload {event_path}: {exc}") from None
-    # The trusted checkout's perfgate.yaml (default-branch code) says which buckets must
-    # appear in the pull request's report.
-    trusted = load_config(args.config).bucket_ids()
-    handoff = load_handoff(
-        args.report_dir,
-        event_name=os.environ.get("GITHUB_EVENT_NAME", ""),
-        payload=payload,
-        repository=run.repository,
-        trusted_buckets=trusted,
-    )
     client = GitHubClient(api_url=run.api_url, repository=run.repository, token=token)
-    confirm_pull_request(client, handoff)
+    try:
+        handoff = load_handoff(
+            args.report_dir,
+            event_name=os.environ.get("GITHUB_EVENT_NAME", ""),
+            payload=payload,
+            repository=run.repository,
+        )
+        base_ref = confirm_pull_request(client, handoff, payload)
+        require_coverage(handoff, trusted_bucket_ids(args.config, base_ref), args.report_dir)
+    except HandoffRejected as exc:
+        _flag_rejected_report(client, payload, exc)
+        raise
     published = publish(
         client,
         handoff.verdict,

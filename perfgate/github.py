@@ -235,6 +235,18 @@ class GitHubClient:
             body["target_url"] = target_url
         self.request("POST", self._repo(f"statuses/{sha}"), body)
 
+    def viewer_login(self) -> str | None:
+        """Who this token writes as, when GitHub says (a person's token); else None.
+
+        Installation tokens (the Actions bot's) may not read ``/user``.
+        """
+        try:
+            user = self.request("GET", "/user")
+        except GitHubError:
+            return None
+        login = user.get("login") if isinstance(user, Mapping) else None
+        return login if isinstance(login, str) else None
+
     def issue_comments(self, number: int) -> list[dict[str, Any]]:
         """Every comment of an issue or pull request, oldest first."""
         return list(self.paginate(self._repo(f"issues/{number}/comments")))

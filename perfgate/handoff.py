@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -20,8 +21,10 @@ from typing import Any
 
 import jsonschema
 
+from perfgate.config import load_config
 from perfgate.context import PULL_REQUEST_EVENTS, RunContext
 from perfgate.errors import ConfigError, UsageError
+from perfgate.git import try_git
 from perfgate.github import GitHubClient
 
 CONTEXT_FILE = "context.json"
@@ -212,10 +215,24 @@ def load_handoff(
     )
 
 
-def confirm_pull_request(client: GitHubClient, handoff: Handoff) -> None:
-    """Fork runs list no pull requests in the event: ask GitHub whose head this commit is."""
-    if handoff.pr_number is None or handoff.pr_confirmed:
-        return
+def confirm_pull_request(
+    client: GitHubClient, handoff: Handoff, payload: Mapping[str, Any]
+) -> str | None:
+    """Make sure the report's pull request is the run's; return that pull request's base branch.
+
+    Fork runs list no pull requests in the event, so GitHub is asked whose head the
+    commit is (and, with it, the base branch).
+    """
+    if handoff.pr_number is None:
+        return None
+    if handoff.pr_confirmed:
+        run = payload.get("workflow_run")
+        for pull in (run.get("pull_requests") or ()) if isinstance(run, Mapping) else ():
+            if isinstance(pull, Mapping) and pull.get("number") == handoff.pr_number:
+                base = pull.get("base")
+                ref = base.get("ref") if isinstance(base, Mapping) else None
+                return ref if isinstance(ref, str) else None
+        return None
     pull = client.pull_request(handoff.pr_number)
     head = pull.get("head") if isinstance(pull, Mapping) else None
     actual = head.get("sha") if isinstance(head, Mapping) else None
@@ -224,3 +241,31 @@ def confirm_pull_request(client: GitHubClient, handoff: Handoff) -> None:
             f"pull request #{handoff.pr_number} has head {actual}, not the triggering run's "
             f"{handoff.head_sha}: the report names another pull request; nothing posted"
         )
+    base = pull.get("base") if isinstance(pull, Mapping) else None
+    ref = base.get("ref") if isinstance(base, Mapping) else None
+    return ref if isinstance(ref, str) else None
+
+
+def trusted_bucket_ids(config: Path, base_ref: str | None) -> tuple[str, ...]:
+    """The buckets a report must cover: the base branch's configuration (protected code).
+
+    Falls back to the trusted checkout's own file when the base branch has none here.
+    """
+    if base_ref:
+        text = try_git("show", f"refs/remotes/origin/{base_ref}:{config.as_posix()}")
+        if text is not None:
+            with tempfile.TemporaryDirectory(prefix="perfgate-base-") as tmp:
+                copy = Path(tmp) / config.name
+                copy.write_text(text + "\n", encoding="utf-8")
+                try:
+                    return load_config(copy).bucket_ids()
+                except ConfigError:
+                    pass  # a broken base configuration: judge by the checkout's instead
+    return load_config(config).bucket_ids()
+
+
+def require_coverage(handoff: Handoff, trusted_buckets: Sequence[str], report_dir: Path) -> None:
+    """Reject a report that leaves out a bucket the trusted configuration expects (R6)."""
+    problems = validate_verdict(handoff.verdict, trusted_buckets)
+    if problems:
+        raise _reject(report_dir / VERDICT_FILE, problems)

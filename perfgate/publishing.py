@@ -138,22 +138,16 @@ def _oldest_first(comments: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(comments, key=lambda c: (str(c.get("created_at", "")), int(c["id"])))
 
 
-def _markers(comments: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Marker comments written by a bot, oldest first.
+ACTIONS_BOT = "github-actions[bot]"  # who GITHUB_TOKEN writes as
 
-    A person's comment that copies the marker is never adopted: editing it would put
-    the verdict under text its author can change later. (Posting with a personal token,
-    the run creates its comment and keeps the oldest of its own author's, below.)
+
+def _markers(comments: Sequence[dict[str, Any]], author: str) -> list[dict[str, Any]]:
+    """Marker comments written by ``author`` (this token's identity), oldest first.
+
+    Anyone else's comment that carries the marker, a person's or another app's, is
+    never adopted: editing it would put the verdict under text its author controls.
     """
-    return _oldest_first(
-        [
-            c
-            for c in comments
-            if _is_marker(c)
-            and isinstance(c.get("user"), Mapping)
-            and c["user"].get("type") == "Bot"
-        ]
-    )
+    return _oldest_first([c for c in comments if _is_marker(c) and _author(c) == author])
 
 
 def upsert_comment(client: GitHubClient, number: int, body: str) -> CommentOutcome:
@@ -165,7 +159,10 @@ def upsert_comment(client: GitHubClient, number: int, body: str) -> CommentOutco
     Only a bot's marker comment is edited in place; a person's copy of the marker is
     neither edited nor deleted.
     """
-    found = _markers(client.issue_comments(number))
+    # A person's token can say who it is; an installation token writes as the Actions bot
+    # (another app's token finds its identity from the comment it creates, below).
+    author = client.viewer_login() or ACTIONS_BOT
+    found = _markers(client.issue_comments(number), author)
     created: dict[str, Any] | None = None
     if not found:
         created = client.create_comment(number, body)

@@ -128,6 +128,16 @@ def _route(state: FakeGitHub, handler: _Handler, method: str) -> None:
     if method != "GET" and access != "write":
         handler.reply(403, {"message": "Resource not accessible by integration"})
         return
+    if url.path == "/user" and method == "GET":
+        # GitHub answers /user for a person's token; an installation token (the Actions
+        # bot's) gets 403.
+        with state.lock:
+            poster = dict(state.poster)
+        if poster.get("type") == "User":
+            handler.reply(200, poster)
+        else:
+            handler.reply(403, {"message": "Resource not accessible by integration"})
+        return
     prefix = f"/repos/{state.repository}/"
     if not url.path.startswith(prefix):
         handler.reply(404, {"message": "Not Found"})

@@ -211,6 +211,7 @@ def test_the_comment_is_created_once_when_absent(github: FakeGitHub) -> None:
     outcome = upsert_comment(client(github), 7, f"{MARKER}\nverdict")
     assert outcome.action == "created"
     assert github.calls() == [
+        ("GET", "/user"),  # 403 for the Actions bot's token: it writes as github-actions[bot]
         ("GET", COMMENTS_PATH),
         ("POST", COMMENTS_PATH),
         ("GET", COMMENTS_PATH),
@@ -249,12 +250,23 @@ def test_a_persons_planted_marker_is_never_adopted(github: FakeGitHub) -> None:
     ]
 
 
-def test_posting_as_a_person_still_keeps_one_comment_across_runs(github: FakeGitHub) -> None:
-    github.poster = dict(HUMAN)  # a personal access token: comments are not a bot's
+def test_posting_as_a_person_edits_their_one_comment_in_place(github: FakeGitHub) -> None:
+    github.poster = dict(HUMAN)  # a personal access token: /user names the author
     first = upsert_comment(client(github), 7, f"{MARKER}\none")
     second = upsert_comment(client(github), 7, f"{MARKER}\ntwo")
-    assert second.comment_id == first.comment_id and second.removed
+    assert (first.action, second.action) == ("created", "updated")
+    assert second.comment_id == first.comment_id and second.removed == ()
+    assert len(github.calls("POST")) == 1 and github.calls("DELETE") == []
     assert [c["body"] for c in github.marker_comments(7, MARKER)] == [f"{MARKER}\ntwo"]
+
+
+def test_another_apps_marker_comment_is_never_adopted(github: FakeGitHub) -> None:
+    other = github.add_comment(
+        7, f"{MARKER}\nnot ours", user={"login": "other[bot]", "type": "Bot"}
+    )
+    outcome = upsert_comment(client(github), 7, f"{MARKER}\nverdict")
+    assert outcome.action == "created" and outcome.comment_id != other["id"]
+    assert github.calls("PATCH") == [] and github.calls("DELETE") == []
 
 
 def test_two_racing_publishers_in_threads_leave_one_comment(github: FakeGitHub) -> None:
@@ -545,7 +557,14 @@ def test_post_report_re_renders_hostile_text_and_never_pastes_summary_md(
     assert "&#60;img src=x onerror=alert(1)&#62;" in body  # shown, as text
 
 
-def test_post_report_rejects_a_report_for_another_commit_and_posts_nothing(
+def rejection_statuses(github: FakeGitHub, sha: str) -> list[dict[str, Any]]:
+    """The only thing a rejected report may post: one failing aggregate status on the run."""
+    posted = [r for r in github.requests if r.method == "POST"]
+    assert [r.path for r in posted] == [f"/repos/acme/sim/statuses/{sha}"]
+    return [r.body for r in posted]
+
+
+def test_post_report_rejects_a_report_for_another_commit_and_flags_the_run(
     tmp_path: Path, github: FakeGitHub
 ) -> None:
     fork_report(tmp_path, github)
@@ -553,7 +572,11 @@ def test_post_report_rejects_a_report_for_another_commit_and_posts_nothing(
     done = perfgate(tmp_path, env, "post-report", "--report-dir", "report")
     assert done.returncode == 4
     assert "is not the triggering run's head commit" in done.stderr
-    assert github.requests == []
+    [status] = rejection_statuses(github, "f" * 40)
+    assert status["state"] == "failure" and status["context"] == "perfgate"
+    assert status["description"].startswith("report rejected:")
+    assert len(status["description"]) <= 140
+    assert github.calls("PATCH") == [] and github.calls("DELETE") == []
 
 
 def test_post_report_rejects_a_pull_request_whose_head_is_another_commit(
@@ -566,4 +589,6 @@ def test_post_report_rejects_a_pull_request_whose_head_is_another_commit(
     )
     assert done.returncode == 4
     assert "names another pull request" in done.stderr
-    assert github.calls() == [("GET", "/repos/acme/sim/pulls/7")]
+    assert github.calls("GET") == [("GET", "/repos/acme/sim/pulls/7")]
+    [status] = rejection_statuses(github, HEAD_SHA)
+    assert status["state"] == "failure"

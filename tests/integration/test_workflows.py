@@ -416,11 +416,16 @@ def test_comment_consumer_posts_a_downloaded_report(tmp_path: Path) -> None:
         "RUNNER_TEMP": str(tmp_path),
         "RUN_CONCLUSION": "success",
         "DOWNLOAD_OUTCOME": "success",
+        "PERFGATE_CONFIG": _comment_post_step()["env"]["PERFGATE_CONFIG"],
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
     }
     result = _bash(_comment_post_step()["run"], tmp_path, env)
     assert result.returncode == 0, result.stderr
-    assert _perfgate_args(tmp_path) == ["post-report", "--report-dir", str(report)]
+    # The rendered config path, as the gate workflow uses it (not a bare default).
+    assert env["PERFGATE_CONFIG"] == "perfgate.yaml"
+    assert _perfgate_args(tmp_path) == [
+        *("post-report", "--report-dir", str(report), "--config", "perfgate.yaml")
+    ]
     assert "::notice" not in result.stdout
 
 
