@@ -149,15 +149,15 @@ def _publishable(results: Sequence[Result]) -> tuple[list[Result], list[str]]:
 def record_samples(
     store: BaselineStore, results: Sequence[Result], trusted_source: str, message: str
 ) -> int:
-    """Append the publishable results to the store; print what was left out and what was added."""
+    """Append the publishable results to the store; print each refusal; return how many."""
     from perfgate.store import sample_from_result
 
-    keep, skipped = _publishable(results)
-    for line in skipped:
-        print(f"perfgate: skipped {line}", file=sys.stderr)
+    keep, refused = _publishable(results)
+    for line in refused:
+        print(f"perfgate: refused {line}", file=sys.stderr)
     if not keep:
         print("perfgate: nothing to record", file=sys.stderr)
-        return 0
+        return len(refused)
     samples = [sample_from_result(r, trusted_source=trusted_source) for r in keep]
     outcome = store.append(samples, message)
     print(
@@ -166,7 +166,7 @@ def record_samples(
         f"{f' at {outcome.commit[:12]}' if outcome.commit else ''}",
         file=sys.stderr,
     )
-    return outcome.added
+    return len(refused)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -179,8 +179,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     buckets = config.select(args.bucket, args.tag)
     settings = BenchSettings(
         checkout=Path.cwd(),
-        work_root=args.work_dir,
-        out_dir=args.out,
+        # Absolute: the benchmark may change directory and must still find its cache.
+        work_root=args.work_dir.resolve(),
+        out_dir=args.out.resolve(),
         hardware=hardware.detect(),
         context=context.detect(os.environ, default_target=config.gate.target_branches[0]),
     )
@@ -358,7 +359,15 @@ def cmd_publish(args: argparse.Namespace) -> int:
     store = open_store(config, local=False)
     if store is None:
         raise UsageError("publish must run inside the repository's git checkout")
-    record_samples(store, results, "protected_branch", f"Append baseline samples from {run.commit}")
+    message = f"Append baseline samples from {run.commit}"
+    refused = record_samples(store, results, "protected_branch", message)
+    if refused:
+        # A failed run is never a baseline; the exit code says so as the gate's would (R8).
+        from perfgate.gate import exit_code_for
+        from perfgate.oracle import Verdict
+
+        print(f"perfgate: {refused} unhealthy result(s) were not published", file=sys.stderr)
+        return exit_code_for(Verdict.HARD_FAILURE, config.gate.mode)
     return ExitCode.OK
 
 
@@ -860,6 +869,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("perfgate: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`perfgate matrix --json | head`): nothing left to say.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return int(ExitCode.OK)
     except Exception:
         # An unexpected crash is the gate malfunctioning (R8: exit 3), never a verdict:
         # Python's own exit 1 would read as BLOCK in blocking mode.

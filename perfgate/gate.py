@@ -81,6 +81,7 @@ class GateReport:
     description: str
     exit_code: int
     min_samples: int
+    max_samples: int = 20
     baseline_tip: str | None = None
     base_commit: str | None = None
     commit: str | None = None
@@ -262,6 +263,7 @@ def build_report(
         description=_description(rows, coverage),
         exit_code=exit_code_for(overall, policy.mode),
         min_samples=policy.baseline.min_samples,
+        max_samples=policy.baseline.max_samples,
         baseline_tip=baseline_tip,
         base_commit=base_commit,
         commit=reported[0].source.commit if reported else None,
@@ -350,6 +352,7 @@ def report_json(report: GateReport) -> dict[str, Any]:
         "exit_code": report.exit_code,
         "mode": report.mode.value,
         "min_samples": report.min_samples,
+        "max_samples": report.max_samples,
         "headlines": list(report.headlines),
         "commit": report.commit,
         "target_branch": report.target_branch,

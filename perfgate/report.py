@@ -192,12 +192,13 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
     notes = _texts(data.get("notes"))
     if notes:
         lines += ["### Notes", ""] + [f"- {md_text(note)}" for note in notes] + [""]
-    min_samples = data.get("min_samples")
+    min_samples, max_samples = data.get("min_samples"), data.get("max_samples")
+    window = f"the {max_samples} nearest" if isinstance(max_samples, int) else "the nearest"
     lines += [
         "### How to read this",
         "",
-        "Each figure is compared with the median of up to the last baseline samples of the same "
-        "experiment on the same hardware"
+        f"Each figure is compared with the median of {window} trusted baseline samples of the "
+        "same experiment on the same hardware"
         + (f" (at least {min_samples} are needed to judge)" if isinstance(min_samples, int) else "")
         + ". Noise is the larger of the median absolute deviation and the bucket's noise floor. "
         "A result past the block line that also dropped by the minimum percentage is a "

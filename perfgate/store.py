@@ -322,7 +322,8 @@ class BaselineStore:
     def refresh(self) -> str | None:
         """Fetch the branch (when remote) and return its tip, or None when it does not exist."""
         if self.remote:
-            fetch_tip(self.repo, self.branch, self.remote)
+            # The remote's answer, never a stale remote-tracking ref of a deleted branch.
+            return fetch_tip(self.repo, self.branch, self.remote)
         return resolve(self.repo, self.ref)
 
     def read(self, paths: Iterable[str], tip: str) -> dict[str, list[Sample]]:

@@ -141,3 +141,21 @@ def test_local_bench_records_and_then_judges_for_real(checkout, tmp_path, monkey
     assert verdict["rows"][0]["baseline"]["samples"] == 5
     assert verdict["rows"][0]["verdict"] in {"PASS", "WARN", "BLOCK"}
     assert "NO_BASELINE" not in verdict["rows"][0]["reasons"]
+
+
+def test_publish_refuses_unhealthy_results_and_says_so_in_its_exit_code(
+    checkout, tmp_path, monkeypatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    from perfgate.execution import FailurePhase
+
+    clone, sha = checkout
+    github_env(monkeypatch, tmp_path, "push", sha)
+    results = artifacts(tmp_path / "r", sha, 100.0, "1")
+    crashed = make_result(
+        "cartpole/python", None, commit=sha, run_id="1", exit_code=1, phase=FailurePhase.RUNTIME
+    )
+    write_result(crashed, results)
+    assert main(["publish", "--results", str(results)]) == 2  # blocking mode: HARD_FAILURE
+    assert "refused cartpole/python: unhealthy run" in capsys.readouterr().err
+    stored = git("show", "origin/perf-baselines:samples/cpu-test/cartpole/numpy.ndjson", cwd=clone)
+    assert len(stored.splitlines()) == 1

@@ -620,3 +620,16 @@ def test_nox_render_sites_match_the_render_module() -> None:
         and any(isinstance(t, ast.Name) and t.id == "RENDER_SITES" for t in node.targets)
     )
     assert ast.literal_eval(value) == render.REPOSITORY_SITES
+
+
+def test_gate_action_exposes_the_step_outputs_perfgate_writes(rendered: Any) -> None:
+    """The gate writes status_state, description and underfilled to $GITHUB_OUTPUT; the
+    action passes each on, so later jobs (a reseed, a notifier) can use them."""
+    _, docs = rendered
+    outputs = docs["actions/gate/action.yml"]["outputs"]
+    for name, key in (
+        ("status-state", "status_state"),
+        ("description", "description"),
+        ("underfilled", "underfilled"),
+    ):
+        assert outputs[name]["value"] == f"${{{{ steps.gate.outputs.{key} }}}}"
