@@ -299,3 +299,15 @@ def test_nearest_commits_win_even_when_farther_samples_were_appended_later(
     found = window(store, shas[4], max_samples=20)
     assert {s.commit for s in found.samples} == {shas[3]}
     assert found.values == (100.0,) * 20
+
+
+def test_a_baseline_branch_deleted_on_the_remote_is_not_read_from_a_stale_ref(
+    origin_and_clone, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    origin, clone, shas = origin_and_clone
+    store_of(clone).append([sample_from_result(result_at(shas[0], 1.0), trusted_source="t")], "s")
+    reader = tmp_path / "reader"
+    git("clone", "-q", str(origin), str(reader))
+    assert store_of(reader).refresh() is not None
+    git("push", "-q", "origin", "--delete", "perf-baselines", cwd=clone)
+    assert store_of(reader).refresh() is None
