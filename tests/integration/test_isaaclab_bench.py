@@ -172,14 +172,19 @@ def test_second_attempt_reports_its_own_figures_not_the_failed_first(
     assert list((tmp_path / "work" / "runs").glob("*/attempt-1/output/*.json")) == []
 
 
-def test_stale_image_crash_is_excused_only_with_version_evidence(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def pin_warp(tmp_path: Path, version: str) -> None:
+    """A checkout whose pyproject.toml pins warp-lang exactly (the stale-image evidence)."""
     checkout = tmp_path / "checkout"
     checkout.mkdir()
     (checkout / "pyproject.toml").write_text(
-        '[project]\nname = "x"\ndependencies = ["warp-lang==1.9.0"]\n', encoding="utf-8"
+        f'[project]\nname = "x"\ndependencies = ["warp-lang=={version}"]\n', encoding="utf-8"
     )
+
+
+def test_stale_image_crash_is_excused_only_with_version_evidence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pin_warp(tmp_path, "1.9.0")
     result = run(tmp_path, monkeypatch, "stale_import")
     assert result.health.phase is FailurePhase.IMPORT
     stale = result.health.stale_image
@@ -195,11 +200,7 @@ def test_stale_image_crash_is_excused_only_with_version_evidence(
 def test_stale_image_is_not_claimed_when_the_pin_matches_the_image(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    checkout = tmp_path / "checkout"
-    checkout.mkdir()
-    (checkout / "pyproject.toml").write_text(
-        '[project]\nname = "x"\ndependencies = ["warp-lang==1.8.1"]\n', encoding="utf-8"
-    )
+    pin_warp(tmp_path, "1.8.1")
     result = run(tmp_path, monkeypatch, "stale_import")
     assert result.health.phase is FailurePhase.IMPORT
     assert result.health.stale_image is None
