@@ -7,6 +7,8 @@ from pathlib import Path
 
 import nox
 
+# nox.project.dependency_groups (PEP 735 groups in pyproject.toml) arrived in 2025.2.9.
+nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.sessions = ["unit", "lint"]

@@ -8,7 +8,7 @@ from invoke import task
 from invoke.context import Context
 from invoke.exceptions import Exit
 
-from perfgate.render import RENDER_TASK, REPOSITORY_SITES
+from perfgate.ci.render import RENDER_TASK, REPOSITORY_SITES
 
 
 def _render(c: Context, check: bool, config: str | None, out: str | None) -> None:

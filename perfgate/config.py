@@ -227,6 +227,23 @@ class Bucket:
         """The bucket id made safe for a file name."""
         return self.id.replace("/", "__")
 
+    def matrix_entry(self) -> dict[str, object]:
+        """The matrix entry other tools (templates, CI) consume for this bucket."""
+        return {
+            "id": self.id,
+            "file_stem": self.file_stem,
+            "task": self.task,
+            "backend": self.backend_key,
+            "physics": self.physics,
+            "render": self.render,
+            "driver": self.driver,
+            "timeout_minutes": self.timeout_minutes,
+            "retries": self.retries,
+            "runner": list(self.runner),
+            "tags": list(self.tags),
+            "paths": list(self.paths),
+        }
+
     def floors_for(self, hardware: str) -> tuple[Floor, ...]:
         """Every floor whose hardware pattern matches ``hardware``."""
         return tuple(

@@ -16,6 +16,11 @@ def on_github() -> bool:
     return os.environ.get("GITHUB_ACTIONS") == "true"
 
 
+def say(message: str) -> None:
+    """A ``perfgate: …`` line on stderr, where the human side of every verb speaks."""
+    print(f"perfgate: {message}", file=sys.stderr)
+
+
 def annotate(level: str, message: str, stream: TextIO | None = None) -> None:
     """A ``::error::``/``::warning::``/``::notice::`` line on GitHub; plain text elsewhere."""
     if on_github():

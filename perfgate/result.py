@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -13,10 +15,76 @@ import jsonschema
 
 from perfgate.config import Bucket, Direction
 from perfgate.errors import GateMalfunction
-from perfgate.execution import FailurePhase
-from perfgate.hardware import Hardware
 
 SCHEMA_VERSION = 1
+
+
+class FailurePhase(StrEnum):
+    """Where a run failed; absent when it did not."""
+
+    CONFIG_MISMATCH = "config_mismatch"
+    OOM = "oom"
+    HANG = "hang"
+    IMPORT = "import"
+    DRIVER = "driver"
+    INIT = "init"
+    RUNTIME = "runtime"
+    OUTPUT = "output"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hardware:
+    """What the benchmark ran on. Only ``slug`` partitions the store; the rest is context."""
+
+    slug: str
+    gpu_name: str | None = None
+    gpu_count: int = 0
+    driver_version: str | None = None
+    gpu_memory_mib: int | None = None
+    compute_capability: str | None = None
+    cpu_name: str = ""
+    # Current and maximum SM and memory clocks; None when nvidia-smi cannot report them.
+    clocks_mhz: Mapping[str, int | None] | None = None
+    # Active clock-limiting reasons at detection time; None when unknown, () when none.
+    throttle_reasons: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        # Artifacts store JSON lists; keep the field a tuple however it was built.
+        if isinstance(self.throttle_reasons, list):
+            object.__setattr__(self, "throttle_reasons", tuple(self.throttle_reasons))
+
+    def describe(self) -> str:
+        """One line for a report's run context: slug, GPU, driver, memory, clocks, throttling."""
+        if self.gpu_name is None:
+            return f"{self.slug} ({self.cpu_name or 'CPU'})"
+        parts = [f"{self.gpu_count}x {self.gpu_name}"]
+        if self.driver_version:
+            parts.append(f"driver {self.driver_version}")
+        if self.gpu_memory_mib:
+            parts.append(f"{self.gpu_memory_mib} MiB")
+        # The maximum, not the live clock: one line per machine, not one per measurement.
+        clocks = self.clocks_mhz or {}
+        if clocks.get("max_sm") is not None:
+            parts.append(f"SM max {clocks['max_sm']} MHz")
+        if self.throttle_reasons is not None:
+            parts.append(f"throttle: {', '.join(self.throttle_reasons) or 'none'}")
+        return f"{self.slug} ({', '.join(parts)})"
+
+    def to_json(self) -> dict[str, Any]:
+        """The fingerprint as stored in a result artifact."""
+        return {
+            "slug": self.slug,
+            "gpu_name": self.gpu_name,
+            "gpu_count": self.gpu_count,
+            "driver_version": self.driver_version,
+            "gpu_memory_mib": self.gpu_memory_mib,
+            "compute_capability": self.compute_capability,
+            "cpu_name": self.cpu_name,
+            "clocks_mhz": dict(self.clocks_mhz) if self.clocks_mhz is not None else None,
+            "throttle_reasons": (
+                list(self.throttle_reasons) if self.throttle_reasons is not None else None
+            ),
+        }
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,11 +6,11 @@ from dataclasses import replace
 from typing import Any
 
 from perfgate.config import Direction
-from perfgate.execution import FailurePhase
-from perfgate.hardware import Hardware
 from perfgate.result import (
     BucketRef,
     CiInfo,
+    FailurePhase,
+    Hardware,
     Health,
     IdentityRecord,
     MetricReading,

@@ -6,9 +6,8 @@ import dataclasses
 from pathlib import Path
 
 from perfgate.config import Bucket, Config, load_config
-from perfgate.execution import FailurePhase
-from perfgate.gate import GateReport, build_report
-from perfgate.result import BucketRef, Result
+from perfgate.judge.gate import GateReport, build_report
+from perfgate.result import BucketRef, FailurePhase, Result
 from tests import factories
 
 HEAD_SHA = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"

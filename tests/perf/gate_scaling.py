@@ -21,11 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from perfgate.config import load_config  # noqa: E402
-from perfgate.gate import evaluate, load_results  # noqa: E402
-from perfgate.report import write_report  # noqa: E402
-from perfgate.result import write_result  # noqa: E402
-from perfgate.store import (  # noqa: E402
+from perfgate.baselines.store import (  # noqa: E402
     SEGMENT_LINES,
     BaselineStore,
     archive_dir,
@@ -33,6 +29,10 @@ from perfgate.store import (  # noqa: E402
     sample_from_result,
     sample_path,
 )
+from perfgate.config import load_config  # noqa: E402
+from perfgate.judge.gate import evaluate, load_results  # noqa: E402
+from perfgate.report.surfaces import write_report  # noqa: E402
+from perfgate.result import write_result  # noqa: E402
 from tests.factories import make_result  # noqa: E402
 
 COMMITS = 200

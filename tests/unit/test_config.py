@@ -12,8 +12,7 @@ from perfgate import cli
 from perfgate.backends import VOCABULARIES
 from perfgate.config import Direction, FloorKind, Metric, Mode, load_config
 from perfgate.errors import ConfigError
-
-REPO = Path(__file__).parents[2]
+from tests.paths import ROOT as REPO
 
 
 def test_demo_config_expands_to_one_bucket_per_task_and_backend() -> None:
@@ -517,7 +516,7 @@ def test_valid_config_reports_its_bucket_count(
 
 def test_demo_vocabulary_matches_the_demo_benchmark() -> None:
     # backends.py repeats the demo's names so validation need not import numpy.
-    from perfgate import demo
+    from perfgate.run import demo
 
     vocabulary = VOCABULARIES["demo"]
     assert vocabulary.tasks == frozenset(demo.TASKS)

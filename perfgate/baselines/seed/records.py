@@ -1,0 +1,107 @@
+"""Seed records: what became of every planned sample, and the summary file that lists them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from perfgate.baselines.seed.plan import PlanEntry, SeedPlan
+
+SUMMARY_SCHEMA_VERSION = 1
+
+
+class RecordStatus(StrEnum):
+    """What happened to one planned sample."""
+
+    RECORDED = "recorded"
+    PRESENT = "present"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SeedRecord:
+    """One planned sample in the summary."""
+
+    commit: str
+    target_branch: str
+    bucket: str
+    hardware: str
+    sample_index: int
+    status: RecordStatus
+    value: float | None = None
+    sample_id: str | None = None
+    launch_hash: str | None = None
+    benchmark_hash: str | None = None
+    runtime_hash: str | None = None
+    baseline_epoch: int | None = None
+    detail: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as written into the summary file."""
+        return {
+            "commit": self.commit,
+            "target_branch": self.target_branch,
+            "bucket": self.bucket,
+            "hardware": self.hardware,
+            "sample_index": self.sample_index,
+            "status": self.status.value,
+            "value": self.value,
+            "sample_id": self.sample_id,
+            "launch_hash": self.launch_hash,
+            "benchmark_hash": self.benchmark_hash,
+            "runtime_hash": self.runtime_hash,
+            "baseline_epoch": self.baseline_epoch,
+            "detail": self.detail,
+        }
+
+
+def summary_json(plan: SeedPlan, records: Sequence[SeedRecord], executed: bool) -> dict[str, Any]:
+    """The summary file: every planned sample and what became of it."""
+    counts = {status.value: 0 for status in RecordStatus}
+    for record in records:
+        counts[record.status.value] += 1
+    return {
+        "schema_version": SUMMARY_SCHEMA_VERSION,
+        "seed_key": plan.seed_key,
+        "hardware": plan.hardware,
+        "executed": executed,
+        "complete": counts[RecordStatus.RECORDED.value] + counts[RecordStatus.PRESENT.value]
+        == sum(len(e.indices) for e in plan.entries),
+        "counts": counts,
+        "notes": list(plan.notes),
+        "records": [r.to_json() for r in records],
+    }
+
+
+def present_records(entry: PlanEntry, hardware: str) -> list[SeedRecord]:
+    """Summary records for the samples of ``entry`` that were already stored."""
+    return [
+        SeedRecord(
+            commit=entry.target.commit,
+            target_branch=entry.target.target_branch,
+            bucket=entry.bucket.id,
+            hardware=hardware,
+            sample_index=index,
+            status=RecordStatus.PRESENT,
+            value=sample.value,
+            sample_id=sample.sample_id,
+            launch_hash=sample.launch_hash,
+            benchmark_hash=sample.benchmark_hash,
+            runtime_hash=sample.runtime_hash,
+            baseline_epoch=sample.baseline_epoch,
+            detail="already on the baseline branch",
+        )
+        for index, sample in sorted(entry.present.items())
+    ]
+
+
+def write_summary(path: Path, data: Mapping[str, Any]) -> None:
+    """Write the summary JSON atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(path.suffix + ".tmp")
+    temporary.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    temporary.replace(path)

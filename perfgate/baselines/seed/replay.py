@@ -1,0 +1,217 @@
+"""Seed replay: each commit in a throwaway worktree, each bucket through the normal bench path.
+
+A bucket's samples at a commit are appended in one store commit once all of them ran, so
+an interrupted seed never leaves a half-written bucket.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import FrameType
+
+from perfgate.baselines.seed.plan import PlanEntry, SeedPlan, SeedTarget
+from perfgate.baselines.seed.records import RecordStatus, SeedRecord, present_records
+from perfgate.baselines.store import BaselineStore, Sample, sample_from_result, seed_sample_id
+from perfgate.context import RunContext
+from perfgate.errors import GitError
+from perfgate.git import git
+from perfgate.result import Hardware, Result, write_result
+from perfgate.run.bench import BenchSettings, run_bucket
+
+TRUSTED_SOURCE = "seed"
+
+
+def _remove_worktree(repo: Path, path: Path) -> None:
+    if path.exists():
+        try:
+            git("worktree", "remove", "--force", "--force", str(path), cwd=repo)
+        except GitError:
+            shutil.rmtree(path, ignore_errors=True)
+    git("worktree", "prune", cwd=repo)
+
+
+@contextmanager
+def replay_checkout(repo: Path, commit: str, root: Path) -> Iterator[Path]:
+    """A throwaway detached worktree of ``commit`` (LFS smudge off, cleaned), always removed."""
+    path = root / commit[:12]
+    # A seed killed outright (SIGKILL) cannot clean up; its leftover goes first.
+    _remove_worktree(repo, path)
+    root.mkdir(parents=True, exist_ok=True)
+    env = {"GIT_LFS_SKIP_SMUDGE": "1"}
+    try:
+        git("worktree", "add", "--detach", "--force", str(path), commit, cwd=repo, env=env)
+        git("clean", "-fdx", cwd=path, env=env)
+        yield path
+    finally:
+        _remove_worktree(repo, path)
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM (a cancelled CI job) like Ctrl-C, so cleanup runs."""
+
+    def raise_interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, raise_interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExecuteSettings:
+    """Where the seed runs and what it writes through."""
+
+    repo: Path
+    store: BaselineStore
+    work_dir: Path
+    hardware: Hardware
+    context: RunContext
+
+
+def _sample_for(
+    result: Result, entry: PlanEntry, index: int, seed_key: str
+) -> tuple[Sample | None, SeedRecord]:
+    record = SeedRecord(
+        commit=entry.target.commit,
+        target_branch=entry.target.target_branch,
+        bucket=entry.bucket.id,
+        hardware=result.hardware.slug,
+        sample_index=index,
+        status=RecordStatus.FAILED,
+        value=result.metric.value,
+        launch_hash=result.identity.launch_hash,
+        benchmark_hash=result.identity.benchmark_hash,
+        runtime_hash=result.identity.runtime_hash,
+        baseline_epoch=result.bucket.baseline_epoch,
+    )
+    value = result.metric.value
+    if not result.health.healthy:
+        phase = result.health.phase.value if result.health.phase else "unknown"
+        why = result.health.config_mismatch or result.health.error or "see the log"
+        return None, replace(
+            record, detail=f"failed ({phase}, exit {result.health.exit_code}): {why}"
+        )
+    if value is None or value <= 0:
+        return None, replace(record, detail="no positive figure")
+    sample_id = seed_sample_id(
+        seed_key=seed_key,
+        commit=entry.target.commit,
+        bucket=entry.bucket.id,
+        hardware=result.hardware.slug,
+        target_branch=entry.target.target_branch,
+        launch_hash=result.identity.launch_hash,
+        benchmark_hash=result.identity.benchmark_hash,
+        runtime_hash=result.identity.runtime_hash,
+        baseline_epoch=result.bucket.baseline_epoch,
+        sample_index=index,
+    )
+    sample = sample_from_result(
+        result, trusted_source=TRUSTED_SOURCE, sample_index=index, sample_id=sample_id
+    )
+    return sample, replace(record, status=RecordStatus.RECORDED, sample_id=sample_id)
+
+
+def _seed_bucket(
+    entry: PlanEntry,
+    *,
+    checkout: Path,
+    context: RunContext,
+    settings: ExecuteSettings,
+    seed_key: str,
+    announce: Callable[[PlanEntry, int], None],
+) -> list[SeedRecord]:
+    """Run the bucket's missing samples at one commit, then append them in one store commit."""
+    samples, records = [], []
+    for index in entry.missing:
+        announce(entry, index)
+        # Each sample index gets its own logs and caches, as each CI attempt does (R10).
+        scratch = (
+            settings.work_dir / entry.target.commit[:12] / entry.target.target_branch
+        ) / f"sample-{index}"
+        result = run_bucket(
+            entry.bucket,
+            BenchSettings(
+                checkout=checkout,
+                work_root=scratch,
+                out_dir=scratch / "results",
+                hardware=settings.hardware,
+                context=context,
+            ),
+        )
+        write_result(result, scratch / "results")
+        sample, record = _sample_for(result, entry, index, seed_key)
+        if sample is not None:
+            samples.append(sample)
+        records.append(record)
+    if samples:
+        settings.store.append(
+            samples,
+            f"Seed {len(samples)} sample(s) of {entry.bucket.id} "
+            f"at {entry.target.commit[:12]} for {entry.target.target_branch}",
+        )
+    return records
+
+
+def execute(
+    plan: SeedPlan,
+    settings: ExecuteSettings,
+    on_record: Callable[[SeedRecord], None],
+    log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+) -> None:
+    """Run every missing sample; append each bucket's samples at a commit in one store commit."""
+    groups: dict[SeedTarget, list[PlanEntry]] = {}
+    for entry in plan.entries:
+        groups.setdefault(entry.target, []).append(entry)
+    counter = iter(range(1, plan.runs + 1))
+
+    def announce(entry: PlanEntry, index: int) -> None:
+        log(
+            f"perfgate: [{next(counter)}/{plan.runs}] {entry.target.commit[:12]} "
+            f"{entry.bucket.id} sample {index}"
+        )
+
+    with terminate_as_interrupt():
+        for target, entries in groups.items():
+            for entry in entries:
+                for record in present_records(entry, plan.hardware):
+                    on_record(record)
+            if not any(e.missing for e in entries):
+                log(f"perfgate: {target.commit[:12]}: every sample already present, not replayed")
+                continue
+            context = replace(
+                settings.context,
+                commit=target.commit,
+                branch=target.branch or target.target_branch,
+                target_branch=target.target_branch,
+                event="seed",
+                pr_number=None,
+                head_sha=None,
+            )
+            worktrees = settings.work_dir / "worktrees"
+            with replay_checkout(settings.repo, target.commit, worktrees) as checkout:
+                for entry in entries:
+                    if not entry.missing:
+                        continue
+                    records = _seed_bucket(
+                        entry,
+                        checkout=checkout,
+                        context=context,
+                        settings=settings,
+                        seed_key=plan.seed_key,
+                        announce=announce,
+                    )
+                    for record in records:
+                        on_record(record)

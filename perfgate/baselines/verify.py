@@ -1,0 +1,209 @@
+"""Which buckets can gate: per bucket, the largest group of stored samples of one fingerprint.
+
+A fingerprint is (target branch, launch, benchmark and runtime hashes, baseline epoch):
+the samples a window could ever hold together. A bucket is READY when its largest
+group reaches the minimum window, WARMING when it has some samples, EMPTY otherwise.
+Only groups of the experiment the config describes now count (same launch and
+benchmark hashes and epoch): samples of an experiment that changed can never gate.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from perfgate.baselines.seed import branch_tip, bucket_hashes
+from perfgate.baselines.store import BaselineStore, Sample, ancestry, sample_path
+from perfgate.config import Bucket
+from perfgate.console import render_table
+from perfgate.errors import UsageError
+
+VERIFY_SCHEMA_VERSION = 1
+
+
+class Readiness(StrEnum):
+    """Whether a bucket's baseline can judge a result."""
+
+    READY = "READY"
+    WARMING = "WARMING"
+    EMPTY = "EMPTY"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fingerprint:
+    """What samples must share to sit in one window."""
+
+    target_branch: str
+    launch_hash: str
+    benchmark_hash: str
+    runtime_hash: str
+    baseline_epoch: int
+
+    @classmethod
+    def of(cls, sample: Sample) -> Fingerprint:
+        """The fingerprint of a stored sample."""
+        return cls(
+            target_branch=sample.target_branch,
+            launch_hash=sample.launch_hash,
+            benchmark_hash=sample.benchmark_hash,
+            runtime_hash=sample.runtime_hash,
+            baseline_epoch=sample.baseline_epoch,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class BucketReadiness:
+    """One bucket's verdict and the counts behind it."""
+
+    bucket: str
+    status: Readiness
+    samples: int
+    min_samples: int
+    fingerprints: int
+    other_samples: int
+    fingerprint: Fingerprint | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The bucket's entry in the JSON report."""
+        fp = self.fingerprint
+        return {
+            "bucket": self.bucket,
+            "status": self.status.value,
+            "samples": self.samples,
+            "min_samples": self.min_samples,
+            "fingerprints": self.fingerprints,
+            "other_samples": self.other_samples,
+            "fingerprint": None
+            if fp is None
+            else {
+                "target_branch": fp.target_branch,
+                "launch_hash": fp.launch_hash,
+                "benchmark_hash": fp.benchmark_hash,
+                "runtime_hash": fp.runtime_hash,
+                "baseline_epoch": fp.baseline_epoch,
+            },
+        }
+
+
+def classify(
+    bucket: Bucket,
+    samples: Iterable[Sample],
+    *,
+    target_branch: str,
+    min_samples: int,
+    ancestors: frozenset[str] | None = None,
+) -> BucketReadiness:
+    """READY / WARMING / EMPTY from the largest single-fingerprint group of the current experiment.
+
+    ``ancestors``, when given, keeps only samples whose commit is on the target branch,
+    as a window would.
+    """
+    launch_hash, benchmark_hash = bucket_hashes(bucket)
+    usable = [
+        s
+        for s in samples
+        if s.target_branch == target_branch and (ancestors is None or s.commit in ancestors)
+    ]
+    groups = Counter(Fingerprint.of(s) for s in usable)
+    current = {
+        fp: n
+        for fp, n in groups.items()
+        if fp.launch_hash == launch_hash
+        and fp.benchmark_hash == benchmark_hash
+        and fp.baseline_epoch == bucket.baseline_epoch
+    }
+    best = max(current.items(), key=lambda item: (item[1], item[0].runtime_hash), default=None)
+    count = best[1] if best else 0
+    if count >= min_samples:
+        status = Readiness.READY
+    elif count > 0:
+        status = Readiness.WARMING
+    else:
+        status = Readiness.EMPTY
+    return BucketReadiness(
+        bucket=bucket.id,
+        status=status,
+        samples=count,
+        min_samples=min_samples,
+        fingerprints=len(groups),
+        other_samples=len(usable) - count,
+        fingerprint=best[0] if best else None,
+    )
+
+
+def readiness_table(rows: Sequence[BucketReadiness]) -> str:
+    """The verification table for a terminal."""
+    return render_table(
+        ["bucket", "status", "samples", "needed", "fingerprints", "other samples"],
+        [
+            [
+                r.bucket,
+                r.status.value,
+                str(r.samples),
+                str(r.min_samples),
+                str(r.fingerprints),
+                str(r.other_samples),
+            ]
+            for r in rows
+        ],
+    )
+
+
+def readiness_json(
+    rows: Sequence[BucketReadiness],
+    *,
+    hardware: str,
+    target_branch: str,
+    baseline_tip: str | None,
+    notes: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The machine-readable verification report."""
+    counts = Counter(r.status.value for r in rows)
+    return {
+        "schema_version": VERIFY_SCHEMA_VERSION,
+        "hardware": hardware,
+        "target_branch": target_branch,
+        "baseline_tip": baseline_tip,
+        "ready": bool(rows) and all(r.status is Readiness.READY for r in rows),
+        "counts": {status.value: counts.get(status.value, 0) for status in Readiness},
+        "notes": list(notes),
+        "buckets": [r.to_json() for r in rows],
+    }
+
+
+def verify_store(
+    store: BaselineStore,
+    buckets: Sequence[Bucket],
+    *,
+    hardware: str,
+    target_branch: str,
+    min_samples: int,
+) -> tuple[list[BucketReadiness], list[str], str | None]:
+    """Each bucket's readiness from the baseline branch, the notes, and the tip read."""
+    notes: list[str] = []
+    try:
+        target_tip: str | None = branch_tip(store.repo, target_branch, store.remote)
+    except UsageError:
+        target_tip = None
+        notes.append(f"{target_branch} is not known here: samples are counted without ancestry")
+    ancestors = frozenset(ancestry(store.repo, target_tip)) if target_tip else None
+    tip = store.refresh()
+    if tip is None:
+        notes.append(f"the baseline branch {store.branch} does not exist yet")
+    paths = {b.id: sample_path(hardware, b.task, b.backend_key) for b in buckets}
+    stored = store.read(paths.values(), tip) if tip else {}
+    rows = [
+        classify(
+            b,
+            stored.get(paths[b.id], []),
+            target_branch=target_branch,
+            min_samples=min_samples,
+            ancestors=ancestors,
+        )
+        for b in buckets
+    ]
+    notes.extend(store.warnings)
+    return rows, notes, tip

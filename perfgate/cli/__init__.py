@@ -1,0 +1,71 @@
+"""`python -m perfgate VERB`: assemble the verbs, dispatch, and turn errors into exits (R8).
+
+Each verb module declares its own arguments beside the code that runs it; this module
+only lists them, in the order `--help` shows, and owns the one place that catches.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+from perfgate import __version__
+from perfgate.cli import (
+    bench,
+    ci,
+    config,
+    gate,
+    image,
+    post_report,
+    publish,
+    reseed,
+    seed,
+    verify,
+)
+from perfgate.cli.common import Handler, Parser
+from perfgate.errors import ExitCode, PerfgateError
+
+# The order of the verb list in ``perfgate --help``.
+VERB_MODULES = (config, bench, gate, post_report, publish, seed, verify, reseed, image, ci)
+
+
+def build_parser() -> Parser:
+    """The argument parser with every verb."""
+    parser = Parser(
+        prog="perfgate",
+        description="Performance-regression gate: run benchmark buckets, judge them "
+        "against a rolling baseline, report one verdict.",
+    )
+    parser.add_argument("--version", action="version", version=f"perfgate {__version__}")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    for module in VERB_MODULES:
+        module.register(verbs)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse, dispatch, and map every PerfgateError to its exit code (DESIGN.md R8)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return int(handler(args))
+    except PerfgateError as exc:
+        print(f"perfgate: error: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        print("perfgate: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`perfgate matrix --json | head`): nothing left to say.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return int(ExitCode.OK)
+    except Exception:
+        # An unexpected crash is the gate malfunctioning (R8: exit 3), never a verdict:
+        # Python's own exit 1 would read as BLOCK in blocking mode.
+        traceback.print_exc()
+        print("perfgate: internal error (exit 3): please report it with the trace above",
+              file=sys.stderr)  # fmt: skip
+        return int(ExitCode.MALFUNCTION)

@@ -1,0 +1,98 @@
+"""Run benchmark buckets and write one result artifact each; locally, also judge them.
+
+In CI each GPU job runs one bucket (`--bucket ID --out DIR`) and the aggregate job
+judges them all with `gate`. On a laptop `bench` judges against the local baseline
+branch and prints the verdict table; `--record` keeps the run's healthy figures there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from perfgate.cli.common import (
+    DEFAULT_RESULTS,
+    DEFAULT_WORK,
+    Verbs,
+    add_config,
+    add_report_dir,
+    add_selection,
+    add_verb,
+)
+from perfgate.config import Config, load_config
+from perfgate.errors import ExitCode, UsageError
+
+
+def register(verbs: Verbs) -> None:
+    """``bench``."""
+    bench = add_verb(
+        verbs,
+        "bench",
+        help="run buckets and write their result artifacts",
+        description=__doc__,
+        handler=run,
+    )
+    add_config(bench)
+    add_selection(bench, "run")
+    bench.add_argument(
+        "--out", type=Path, default=DEFAULT_RESULTS, help="result directory (default: %(default)s)"
+    )
+    bench.add_argument(
+        "--work-dir",
+        type=Path,
+        default=DEFAULT_WORK,
+        help="logs, attempt outputs and caches (default: %(default)s)",
+    )
+    bench.add_argument(
+        "--no-judge",
+        action="store_true",
+        help="only run and write artifacts (CI never judges here)",
+    )
+    bench.add_argument(
+        "--record",
+        action="store_true",
+        help="after judging, keep this run's healthy figures on the local baseline branch",
+    )
+    add_report_dir(bench)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run buckets and write one result artifact each; locally also judge them."""
+    from perfgate import context
+    from perfgate.console import Progress, bench_table, on_github, say
+    from perfgate.run import hardware
+    from perfgate.run.bench import BenchSettings, run_buckets
+
+    config: Config = load_config(args.config)
+    buckets = config.select(args.bucket, args.tag)
+    settings = BenchSettings(
+        checkout=Path.cwd(),
+        # Absolute: the benchmark may change directory and must still find its cache.
+        work_root=args.work_dir.resolve(),
+        out_dir=args.out.resolve(),
+        hardware=hardware.detect(),
+        context=context.detect(os.environ, default_target=config.gate.target_branches[0]),
+    )
+    say(f"{len(buckets)} bucket(s) on {settings.hardware.slug}, results in {settings.out_dir}")
+    progress = Progress(len(buckets))
+    results = run_buckets(buckets, settings, on_start=progress.start, on_done=progress.finish)
+    if args.no_judge or on_github():
+        # In CI the aggregate job judges every bucket at once (nox -s gate).
+        print(bench_table(results))
+        return ExitCode.OK
+    from perfgate.baselines.publish import record_samples
+    from perfgate.baselines.store import open_store
+    from perfgate.judge.gate import evaluate
+    from perfgate.report.surfaces import write_report
+    from perfgate.report.terminal import terminal_table
+
+    store = open_store(config, local=True)
+    report = evaluate(config, buckets, results, store)
+    write_report(report, args.report_dir)
+    print(terminal_table(report))
+    if args.record:
+        if store is None:
+            raise UsageError("--record needs a git repository to hold the baseline branch")
+        record_samples(store, results, "local", "Record local baseline samples")
+    return report.exit_code

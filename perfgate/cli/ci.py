@@ -1,0 +1,125 @@
+"""CI verbs: render workflows and composite actions, and say which buckets a change touches."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from perfgate.cli.common import Verbs, add_config, add_verb
+from perfgate.config import load_config
+from perfgate.errors import ExitCode, UsageError
+
+RENDER_HELP = """Render workflows and composite actions from templates/ by perfgate.yaml.
+
+--check re-renders in memory, prints a unified diff and exits 1 when any generated file
+is stale (the drift check CI runs).
+"""
+AFFECTED_HELP = """List the buckets whose `paths:` globs match a change.
+
+Reads one repository-relative path per line; a bucket without `paths:` is always
+affected. On GitHub it also writes the `run` and `buckets` step outputs.
+"""
+
+
+def register(verbs: Verbs) -> None:
+    """``render`` and ``affected``."""
+    render = add_verb(
+        verbs,
+        "render",
+        help="render workflows and composite actions from templates/",
+        description=RENDER_HELP,
+        handler=run_render,
+    )
+    add_config(render)
+    render.add_argument(
+        "--out",
+        type=Path,
+        default=Path(),
+        help="repository root to render into (default: %(default)s)",
+    )
+    render.add_argument(
+        "--check",
+        action="store_true",
+        help="re-render in memory, print a unified diff and exit 1 when anything is stale",
+    )
+    affected = add_verb(
+        verbs,
+        "affected",
+        help="list the buckets a change touches",
+        description=AFFECTED_HELP,
+        handler=run_affected,
+    )
+    add_config(affected)
+    source = affected.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--changed-files", type=Path, metavar="FILE", help="file with one changed path per line"
+    )
+    source.add_argument("--all", action="store_true", help="select every bucket (forced run)")
+
+
+def _relative(path: Path) -> Path:
+    # Generated headers name the paths; keep them relative so they do not depend on the machine.
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+
+
+def run_render(args: argparse.Namespace) -> int:
+    """Render workflows and composite actions, or (``--check``) diff them against the tree."""
+    from perfgate.ci import render
+    from perfgate.console import say
+
+    config = load_config(_relative(args.config))
+    out = _relative(args.out)
+    site = render.site_for(config, out, self_ci=render.is_perfgate_checkout(out))
+    files = render.render_site(site)
+    if args.check:
+        diffs = render.drift(files, out)
+        for diff in diffs:
+            sys.stdout.write(diff)
+        if diffs:
+            say(
+                f"{len(diffs)} generated file(s) under {out} are stale; "
+                f"run `{render.RENDER_TASK}` (or `{site.command}`) and commit the result"
+            )
+            return ExitCode.BLOCK
+        print(f"perfgate: {len(files)} generated file(s) under {out} are up to date")
+        return ExitCode.OK
+    changed = render.write(files, out)
+    for path in changed:
+        print(f"wrote {path}")
+    print(f"perfgate: {len(files)} file(s) rendered under {out}, {len(changed)} changed")
+    return ExitCode.OK
+
+
+def run_affected(args: argparse.Namespace) -> int:
+    """Say which buckets a change touches; on GitHub also write ``run`` and ``buckets`` outputs."""
+    from perfgate.ci.selection import affected
+    from perfgate.console import say
+
+    config = load_config(args.config)
+    if args.all:
+        selected = config.buckets
+    else:
+        try:
+            changed = args.changed_files.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise UsageError(
+                f"{args.changed_files}: cannot read the changed-files list ({exc.strerror}); "
+                "pass a file with one repository-relative path per line, or --all"
+            ) from None
+        selected = affected(config.buckets, changed)
+    ids = [bucket.id for bucket in selected]
+    for bucket_id in ids:
+        print(bucket_id)
+    say(f"{len(ids)} of {len(config.buckets)} bucket(s) affected")
+    output = os.environ.get("GITHUB_OUTPUT")
+    if output:
+        with Path(output).open("a", encoding="utf-8") as handle:
+            handle.write(f"run={'true' if ids else 'false'}\n")
+            handle.write(f"buckets={json.dumps(ids)}\n")
+    return ExitCode.OK

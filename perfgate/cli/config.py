@@ -1,0 +1,56 @@
+"""Check perfgate.yaml and print the bucket matrix it expands to."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from perfgate.cli.common import Verbs, add_config, add_selection, add_verb
+from perfgate.config import load_config
+from perfgate.errors import ExitCode
+
+
+def register(verbs: Verbs) -> None:
+    """``validate`` and ``matrix``."""
+    validate = add_verb(
+        verbs,
+        "validate",
+        help="check perfgate.yaml",
+        description="Validate perfgate.yaml and say how many buckets it expands to.",
+        handler=run_validate,
+    )
+    add_config(validate)
+    matrix = add_verb(
+        verbs,
+        "matrix",
+        help="print the expanded bucket matrix",
+        description="Print the expanded bucket matrix: a table, or JSON for other tools.",
+        handler=run_matrix,
+    )
+    add_config(matrix)
+    matrix.add_argument("--json", action="store_true", help="print JSON for other tools")
+    add_selection(matrix, "list")
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    """Validate perfgate.yaml and say how many buckets it expands to."""
+    config = load_config(args.config)
+    print(f"{config.path}: ok, {len(config.buckets)} buckets")
+    return ExitCode.OK
+
+
+def run_matrix(args: argparse.Namespace) -> int:
+    """Print the expanded bucket matrix."""
+    config = load_config(args.config)
+    buckets = config.select(args.bucket, args.tag)
+    if args.json:
+        print(json.dumps([b.matrix_entry() for b in buckets], indent=2))
+        return ExitCode.OK
+    from perfgate.console import render_table
+
+    rows = [
+        [b.id, b.driver, f"{b.timeout_minutes:g}m", ",".join(b.runner), ",".join(b.tags)]
+        for b in buckets
+    ]
+    print(render_table(["bucket", "driver", "timeout", "runner", "tags"], rows))
+    return ExitCode.OK

@@ -1,0 +1,87 @@
+"""Judge every result artifact against its baseline window and write the report surfaces.
+
+Writes summary.md, verdict.json and junit.xml into the report directory; on GitHub also
+the step summary and step outputs. With --post, posts commit statuses and the sticky PR
+comment when the token may write, and prints one notice otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from perfgate.cli.common import (
+    Verbs,
+    add_config,
+    add_local_baseline,
+    add_report_dir,
+    add_selection,
+    add_verb,
+)
+from perfgate.config import load_config
+
+
+def register(verbs: Verbs) -> None:
+    """``gate``."""
+    gate = add_verb(
+        verbs,
+        "gate",
+        help="judge result artifacts and write the report",
+        description=__doc__,
+        handler=run,
+    )
+    add_config(gate)
+    gate.add_argument("--results", type=Path, required=True, help="directory of result artifacts")
+    add_report_dir(gate)
+    add_selection(gate, "expect")
+    add_local_baseline(
+        gate, "read the local baseline branch instead of fetching it from the remote"
+    )
+    gate.add_argument(
+        "--post",
+        action="store_true",
+        help="post commit statuses and the sticky PR comment when the token may write; "
+        "otherwise print one notice (the exit code stays the verdict's)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Judge every result artifact against its baseline and write the report surfaces."""
+    from perfgate import context
+    from perfgate.baselines.store import open_store
+    from perfgate.console import annotate, say
+    from perfgate.judge.gate import evaluate, load_results
+    from perfgate.report.surfaces import write_github_surfaces, write_report
+    from perfgate.report.terminal import terminal_table
+    from perfgate.report.verdict import report_json
+
+    config = load_config(args.config)
+    expected = config.select(args.bucket, args.tag)
+    artifacts = load_results(args.results)
+    report = evaluate(
+        config,
+        expected,
+        artifacts.results,
+        open_store(config, local=args.local_baseline),
+        notes=artifacts.unreadable,
+    )
+    paths = write_report(report, args.report_dir)
+    run = context.detect(os.environ, default_target=config.gate.target_branches[0])
+    if run.on_github:
+        from perfgate.github.handoff import write_context
+
+        # Lets the trusted workflow_run job post a fork pull request's verdict (R12).
+        write_context(run, args.report_dir)
+    write_github_surfaces(report)
+    print(terminal_table(report))
+    for note in report.notes:
+        annotate("warning", note)
+    say(f"report in {paths['summary']} and {paths['verdict']}")
+    if args.post:
+        from perfgate.github.post import post_from_run, say_published
+
+        published = post_from_run(report_json(report), run, os.environ.get("GITHUB_TOKEN"))
+        if published is not None:
+            say_published(published, run.head_sha or "", run.pr_number)
+    return report.exit_code

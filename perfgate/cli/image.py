@@ -1,0 +1,115 @@
+"""Choose the CI image for this run, or record an image era (DESIGN.md R11).
+
+The era key hashes the declared container inputs of the checkout. A manifest on the
+baseline branch maps eras to immutable images; a miss falls back to the target branch's
+tag (never the pull request's merge ref), then to a build. --record writes the manifest
+and runs only on pushes to protected branches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from perfgate.cli.common import Verbs, add_config, add_local_baseline, add_verb
+from perfgate.config import load_config
+from perfgate.errors import ExitCode, UsageError
+
+
+def register(verbs: Verbs) -> None:
+    """``resolve-image``."""
+    resolve_image = add_verb(
+        verbs,
+        "resolve-image",
+        help="choose the CI image for this run, or record an image era",
+        description=__doc__,
+        handler=run,
+    )
+    add_config(resolve_image)
+    resolve_image.add_argument(
+        "--checkout",
+        type=Path,
+        default=Path.cwd(),
+        help="the source checkout whose era inputs are hashed (default: the current directory)",
+    )
+    resolve_image.add_argument(
+        "--record",
+        metavar="IMAGE",
+        help="record IMAGE (immutable reference) for this checkout's era; protected pushes only",
+    )
+    add_local_baseline(
+        resolve_image, "read the manifest from the local baseline branch instead of the remote"
+    )
+    resolve_image.add_argument(
+        "--no-build", action="store_true", help="never fall back to image.build"
+    )
+    resolve_image.add_argument(
+        "--target-branch",
+        metavar="BRANCH",
+        help="whose image tag is the fallback (default: this run's target branch; the seed "
+        "workflow passes the branch it seeds)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Choose the CI image (manifest hit, target-branch tag, build), or record an era."""
+    from perfgate import context
+    from perfgate.baselines.store import commit_to_branch, open_store
+    from perfgate.console import say
+    from perfgate.run import image
+
+    config = load_config(args.config)
+    if config.image is None:
+        raise UsageError(f"{config.path} has no 'image' block; add one to resolve CI images")
+    spec = config.image
+    checkout = args.checkout
+    run = context.detect(os.environ, cwd=checkout, default_target=config.gate.target_branches[0])
+    era = image.era_of(spec, checkout)
+    store = open_store(config, local=args.local_baseline)
+    if args.record:
+        protected = ", ".join(config.gate.protected_branches)
+        if run.event != "push" or not config.gate.is_protected(run.branch):
+            raise UsageError(
+                f"refusing to record an image era: the manifest is written only by pushes to "
+                f"protected branches ({protected}); this run is a {run.event!r} event on "
+                f"{run.branch!r}"
+            )
+        if store is None:
+            raise UsageError("--record must run inside the repository's git checkout")
+        commit = commit_to_branch(
+            store.repo,
+            store.branch,
+            store.remote,
+            image.manifest_editor(spec.manifest, era, args.record, run.commit),
+            image.record_message(era, args.record),
+            store.push_retries,
+            # Only the manifest is checked out: the samples on the branch can be large.
+            paths=[spec.manifest],
+        )
+        state = f"recorded at {commit[:12]}" if commit else "already recorded"
+        say(f"era {era.key} -> {args.record} {state} on {store.branch}")
+        return ExitCode.OK
+    manifest = None
+    if store is not None:
+        manifest = image.read_manifest(store.repo, store.refresh(), spec.manifest, store.branch)
+    target_branch = args.target_branch or run.target_branch
+    choice = image.choose(
+        spec,
+        era=era,
+        manifest=manifest,
+        target_branch=target_branch,
+        usable=image.probe_with(spec.probe, checkout) if spec.probe else lambda _: True,
+        build=(
+            image.build_with(spec, target_branch, checkout)
+            if spec.build and not args.no_build
+            else None
+        ),
+    )
+    output_file = os.environ.get("GITHUB_OUTPUT")
+    if output_file:
+        with Path(output_file).open("a", encoding="utf-8") as handle:
+            handle.writelines(f"{key}={value}\n" for key, value in choice.step_outputs().items())
+    print(json.dumps(choice.to_json(), indent=2))
+    return ExitCode.OK

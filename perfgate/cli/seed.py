@@ -1,0 +1,289 @@
+"""Replay historical commits to fill baselines (dry run unless --execute).
+
+Each commit is checked out in a throwaway worktree and each selected bucket runs that
+commit's own benchmark through the normal bench path. The dry run prints the plan (commits
+x buckets x samples, what is already stored) and a bound on runner time; --execute runs
+it and appends the samples. Seeding again with the same --seed-key skips what is stored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from perfgate.cli.common import (
+    DEFAULT_WORK,
+    Verbs,
+    add_local_baseline,
+    add_selection,
+    add_verb,
+)
+from perfgate.config import DEFAULT_CONFIG, Config, load_config
+from perfgate.console import annotate, format_figure, render_table, say
+from perfgate.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from perfgate.baselines.seed import SeedOptions, SeedPlan, SeedRecord
+    from perfgate.baselines.store import BaselineStore
+
+
+def register(verbs: Verbs) -> None:
+    """``seed``."""
+    seed = add_verb(
+        verbs,
+        "seed",
+        help="replay historical commits to fill baselines (dry run unless --execute)",
+        description=__doc__,
+        handler=run,
+    )
+    seed.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="seed every commit with this perfgate.yaml (default: each commit's own, "
+        "and ./perfgate.yaml for the store and the default target)",
+    )
+    source = seed.add_mutually_exclusive_group(required=True)
+    source.add_argument("--branch", metavar="BRANCH", help="replay the newest commits of BRANCH")
+    source.add_argument("--commits", nargs="+", metavar="SHA", help="replay these commits")
+    source.add_argument(
+        "--commit-branch",
+        action="append",
+        default=[],
+        metavar="SHA:BRANCH",
+        help="replay SHA for target BRANCH (repeatable)",
+    )
+    source.add_argument(
+        "--plan", type=Path, metavar="FILE", help="a reseed plan from `perfgate reseed-plan`"
+    )
+    seed.add_argument(
+        "--last", type=int, default=5, metavar="N", help="with --branch: how many commits (5)"
+    )
+    seed.add_argument(
+        "--target",
+        metavar="BRANCH",
+        help="the branch the samples are for (default: --branch, else the first "
+        "target branch of perfgate.yaml)",
+    )
+    add_selection(seed, "seed")
+    seed.add_argument(
+        "--backend", action="append", default=[], metavar="KEY", help="backend key allowlist"
+    )
+    seed.add_argument(
+        "--samples",
+        type=int,
+        metavar="K",
+        help="samples per bucket and commit (default: enough for the commits to fill "
+        "one minimum window together)",
+    )
+    seed.add_argument(
+        "--strict-ancestry",
+        action="store_true",
+        help="reject (exit 4) commits that are not ancestors of the target tip instead of "
+        "dropping them",
+    )
+    seed.add_argument("--execute", action="store_true", help="run the plan and write samples")
+    seed.add_argument(
+        "--seed-key",
+        default="seed",
+        help="names this seeding: the same key skips samples already stored; a new key "
+        "measures the same commits again (default: %(default)s)",
+    )
+    seed.add_argument(
+        "--work-dir",
+        type=Path,
+        default=DEFAULT_WORK / "seed",
+        help="worktrees, logs and results (default: %(default)s)",
+    )
+    seed.add_argument(
+        "--summary",
+        type=Path,
+        default=Path(".perfgate/seed/seed_records.json"),
+        help="the summary of the records (default: %(default)s)",
+    )
+    add_local_baseline(seed, "read and write the local baseline branch only (no fetch, no push)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Replay historical commits and append their samples (dry run unless --execute)."""
+    from perfgate.baselines.seed import SeedOptions, Selection
+    from perfgate.baselines.store import open_store
+
+    current = load_config(args.config or DEFAULT_CONFIG)
+    store = open_store(current, local=args.local_baseline)
+    if store is None:
+        raise UsageError("seed must run inside the repository's git checkout")
+    options = SeedOptions(
+        branch=args.branch,
+        last=args.last,
+        commits=tuple(args.commits or ()),
+        commit_branches=tuple(args.commit_branch),
+        plan=args.plan,
+        target=args.target,
+        selection=Selection(
+            ids=tuple(args.bucket), tags=tuple(args.tag), backends=tuple(args.backend)
+        ),
+        samples=args.samples,
+        strict_ancestry=args.strict_ancestry,
+        execute=args.execute,
+        seed_key=args.seed_key,
+        work_dir=args.work_dir.resolve(),
+        summary=args.summary,
+        config_given=args.config is not None,
+    )
+    return seed_command(options, current, store)
+
+
+def plan_table(plan: SeedPlan) -> str:
+    """Commits x buckets x samples, with what is already stored and the timeout of each."""
+    from perfgate.baselines.seed import format_minutes, runner_minutes
+
+    rows = [
+        [
+            e.target.commit[:12],
+            e.target.target_branch,
+            e.bucket.id,
+            str(len(e.indices)),
+            str(len(e.present)),
+            str(len(e.missing)),
+            f"{e.bucket.timeout_minutes:g}m",
+        ]
+        for e in plan.entries
+    ]
+    table = render_table(
+        ["commit", "target", "bucket", "samples", "present", "to run", "timeout"], rows
+    )
+    plain, retried = runner_minutes(plan.entries)
+    commits = len({(e.target.commit, e.target.target_branch) for e in plan.entries})
+    return (
+        f"{table}\n\n{commits} commit(s), {len(plan.entries)} bucket run(s), {plan.runs} sample "
+        f"run(s) on {plan.hardware} ({plan.present} already present).\n"
+        f"Runner time: at most {format_minutes(plain)} by the buckets' timeouts "
+        f"({format_minutes(retried)} if every run needed its retries)."
+    )
+
+
+def records_table(records: Sequence[SeedRecord]) -> str:
+    """One row per planned sample: what happened to it."""
+    rows = [
+        [
+            r.commit[:12],
+            r.target_branch,
+            r.bucket,
+            str(r.sample_index),
+            r.status.value,
+            format_figure(r.value),
+            r.detail or "",
+        ]
+        for r in records
+    ]
+    return render_table(["commit", "target", "bucket", "index", "status", "figure", "note"], rows)
+
+
+def seed_command(options: SeedOptions, current: Config, store: BaselineStore) -> int:
+    """Plan, print, and with ``execute`` run and summarise."""
+    from perfgate import context
+    from perfgate.baselines.reseed import load_plan, plan_text
+    from perfgate.baselines.seed import (
+        ExecuteSettings,
+        PlanRequest,
+        RecordStatus,
+        build_plan,
+        execute,
+        preflight_ancestry,
+        resolve_targets,
+        summary_json,
+        write_summary,
+    )
+    from perfgate.run import hardware
+
+    repo = store.repo
+    plan_file = load_plan(options.plan) if options.plan else None
+    if plan_file is not None:
+        print(plan_text(plan_file))
+        if not plan_file.buckets:
+            return ExitCode.OK
+        targets = resolve_targets(
+            repo,
+            remote=store.remote,
+            commit_branches=[f"{plan_file.commit}:{plan_file.target_branch}"],
+        )
+    else:
+        targets = resolve_targets(
+            repo,
+            remote=store.remote,
+            branch=options.branch,
+            last=options.last,
+            commits=options.commits,
+            commit_branches=options.commit_branches,
+            # --branch X seeds samples for X unless --target says otherwise; bare
+            # --commits fall back to the first gated branch.
+            target=options.target or (None if options.branch else current.gate.target_branches[0]),
+        )
+    # A reseed plan names the pushed commit of its target: anything else is a mistake.
+    strict = options.strict_ancestry or plan_file is not None
+    targets, dropped = preflight_ancestry(repo, targets, store.remote, strict)
+    for line in dropped:
+        annotate("warning", line)
+    for goal in sorted({t.target_branch for t in targets} - set(current.gate.target_branches)):
+        annotate(
+            "warning",
+            f"samples for {goal} are read only by runs targeting {goal}, which "
+            f"{current.path} does not gate (target_branches: "
+            f"{', '.join(current.gate.target_branches)})",
+        )
+    machine = hardware.detect()
+    if plan_file is not None and plan_file.hardware and machine.slug not in plan_file.hardware:
+        raise UsageError(
+            f"this runner is {machine.slug}, but the reseed plan is for "
+            f"{', '.join(plan_file.hardware)}: its samples would fill another partition. "
+            "Run the seed on a runner of that pool"
+        )
+    selection = options.selection
+    if plan_file is not None:
+        selection = replace(selection, ids=selection.ids + plan_file.bucket_ids)
+    request = PlanRequest(
+        targets=tuple(targets),
+        selection=selection,
+        samples=options.samples,
+        bucket_samples={b.id: b.samples for b in plan_file.buckets} if plan_file else {},
+        seed_key=options.seed_key,
+        hardware=machine.slug,
+        override=current if options.config_given else None,
+        min_samples=current.gate.baseline.min_samples,
+    )
+    plan = build_plan(repo, request, store)
+    print(plan_table(plan))
+    for note in plan.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if not options.execute:
+        print("dry run: nothing was run or written; add --execute to run this plan")
+        return ExitCode.OK
+    records: list[SeedRecord] = []
+    settings = ExecuteSettings(
+        repo=repo,
+        store=store,
+        work_dir=options.work_dir,
+        hardware=machine,
+        context=context.detect(os.environ, cwd=repo),
+    )
+    try:
+        execute(plan, settings, records.append)
+    finally:
+        write_summary(options.summary, summary_json(plan, records, executed=True))
+        print(records_table(records))
+        say(f"seed summary in {options.summary}")
+    failed = [r for r in records if r.status is RecordStatus.FAILED]
+    if failed:
+        annotate(
+            "error",
+            f"{len(failed)} seed run(s) failed; the others were recorded. "
+            f"See {options.summary} and the logs under {options.work_dir}",
+        )
+        return ExitCode.HARD_FAILURE
+    return ExitCode.OK

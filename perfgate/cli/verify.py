@@ -1,0 +1,84 @@
+"""Say per bucket whether its baseline can gate: READY, WARMING (filling) or EMPTY.
+
+Per bucket, the largest group of stored samples of one fingerprint (target branch, the
+three identity hashes, baseline epoch) on this hardware counts; a bucket is READY when
+that group fills a minimum window. --require exits 1 unless every bucket is READY.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from perfgate.cli.common import (
+    Verbs,
+    add_config,
+    add_local_baseline,
+    add_selection,
+    add_verb,
+    repo_top,
+)
+from perfgate.config import load_config
+from perfgate.errors import ExitCode
+
+
+def register(verbs: Verbs) -> None:
+    """``verify-baselines``."""
+    verify = add_verb(
+        verbs,
+        "verify-baselines",
+        help="say per bucket whether its baseline can gate",
+        description=__doc__,
+        handler=run,
+    )
+    add_config(verify)
+    verify.add_argument("--hardware", metavar="SLUG", help="default: this machine's")
+    verify.add_argument(
+        "--target", metavar="BRANCH", help="default: the first target branch of perfgate.yaml"
+    )
+    add_selection(verify, "verify")
+    verify.add_argument("--json", type=Path, metavar="PATH", help="also write the report here")
+    verify.add_argument(
+        "--require", action="store_true", help="exit 1 unless every bucket is READY"
+    )
+    add_local_baseline(verify, "read the local baseline branch")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Say per bucket whether its baseline can gate (READY), is filling (WARMING) or EMPTY."""
+    from perfgate.baselines.store import open_store
+    from perfgate.baselines.verify import Readiness, readiness_json, readiness_table, verify_store
+    from perfgate.console import say
+    from perfgate.run import hardware
+
+    repo_top()
+    config = load_config(args.config)
+    buckets = config.select(args.bucket, args.tag)
+    store = open_store(config, local=args.local_baseline)
+    assert store is not None  # repo_top found the repository
+    slug = args.hardware or hardware.detect().slug
+    target = args.target or config.gate.target_branches[0]
+    rows, notes, tip = verify_store(
+        store,
+        buckets,
+        hardware=slug,
+        target_branch=target,
+        min_samples=config.gate.baseline.min_samples,
+    )
+    print(f"baselines on {store.branch} for {target} on {slug}:")
+    print(readiness_table(rows))
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    report = readiness_json(
+        rows, hardware=slug, target_branch=target, baseline_tip=tip, notes=notes
+    )
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if args.require and not report["ready"]:
+        waiting = [r.bucket for r in rows if r.status is not Readiness.READY]
+        say(f"not every bucket can gate yet: {', '.join(waiting)}")
+        return ExitCode.BLOCK
+    return ExitCode.OK

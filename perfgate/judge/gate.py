@@ -1,0 +1,341 @@
+"""Results + expected buckets + baseline windows -> one GateReport (R5, R6, R8).
+
+Every surface (summary.md, verdict.json, JUnit, statuses, the PR comment) renders
+this one object, so no two surfaces can disagree.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
+from perfgate.config import Bucket, Config, Mode
+from perfgate.errors import ExitCode, GateMalfunction
+from perfgate.judge.oracle import Judgement, Reason, Verdict, judge
+from perfgate.result import Result, read_result
+
+
+@dataclass(frozen=True, kw_only=True)
+class Row:
+    """One expected bucket: its verdict and, when it reported, the result and judgement."""
+
+    bucket: Bucket
+    verdict: Verdict
+    result: Result | None
+    judgement: Judgement | None
+
+    @property
+    def reported(self) -> bool:
+        """True when an artifact arrived for this bucket."""
+        return self.result is not None
+
+    @property
+    def excused(self) -> bool:
+        """A crash with evidence of a stale CI image (R7): still reported, never a pass."""
+        return self.judgement is not None and Reason.STALE_IMAGE in self.judgement.reasons
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Reason codes for this row."""
+        if self.judgement is None:
+            return (Reason.NOT_REPORTED.value,)
+        return tuple(r.value for r in self.judgement.reasons)
+
+    @property
+    def details(self) -> tuple[str, ...]:
+        """Human-readable reasons."""
+        if self.judgement is None:
+            return ("no result artifact arrived for this bucket",)
+        return tuple(s.detail for s in self.judgement.signals)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Coverage:
+    """Which expected buckets reported (R6)."""
+
+    expected: tuple[str, ...]
+    reported: tuple[str, ...]
+    missing: tuple[str, ...]
+    duplicates: tuple[str, ...]
+    unexpected: tuple[str, ...]
+
+    @property
+    def complete(self) -> bool:
+        """True when every expected bucket reported."""
+        return not self.missing
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateReport:
+    """The whole verdict of one gate run."""
+
+    mode: Mode
+    rows: tuple[Row, ...]
+    coverage: Coverage
+    overall: Verdict
+    headlines: tuple[str, ...]
+    description: str
+    exit_code: int
+    min_samples: int
+    max_samples: int = 20
+    baseline_tip: str | None = None
+    base_commit: str | None = None
+    commit: str | None = None
+    target_branch: str | None = None
+    hardware: tuple[str, ...] = ()
+    # One line per machine fingerprint seen: GPU, driver, clocks, throttling (run context).
+    machines: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def status_state(self) -> str:
+        """GitHub commit status state: success for PASS/WARN, failure otherwise."""
+        return "success" if self.overall.severity <= Verdict.WARN.severity else "failure"
+
+    @property
+    def underfilled(self) -> tuple[str, ...]:
+        """Buckets that measured a figure but whose window is under the minimum (reseed plan)."""
+        return tuple(
+            row.bucket.id
+            for row in self.rows
+            if row.judgement is not None
+            and row.judgement.reasons
+            and {Reason.NO_BASELINE, Reason.INSUFFICIENT_WINDOW} & set(row.judgement.reasons)
+        )
+
+    def count(self, verdict: Verdict) -> int:
+        """How many rows have ``verdict``."""
+        return sum(1 for row in self.rows if row.verdict is verdict)
+
+
+def latest_per_bucket(results: Sequence[Result]) -> dict[str, Result]:
+    """One result per bucket: of several artifacts, the latest attempt's counts."""
+
+    def order(result: Result) -> tuple[int, str]:
+        attempt = result.ci.run_attempt or "0"
+        return (int(attempt) if attempt.isdigit() else 0, result.timings.finished_at)
+
+    latest: dict[str, Result] = {}
+    for result in results:
+        known = latest.get(result.bucket.id)
+        if known is None or order(result) > order(known):
+            latest[result.bucket.id] = result
+    return latest
+
+
+def _blocking_signal(row: Row) -> str:
+    """What made a BLOCK row block: each crossed floor, and the change against the window."""
+    judgement = row.judgement
+    reasons = []
+    for signal in judgement.signals if judgement else ():
+        if signal.verdict is not Verdict.BLOCK:
+            continue
+        if signal.reason is Reason.FLOOR_CROSSED:
+            reasons.append(signal.detail)
+        elif judgement is not None and judgement.stats is not None:
+            reasons.append(f"{judgement.stats.change_pct:+.1f}%")
+    return " ".join([row.bucket.id, *reasons])
+
+
+def _description(rows: Sequence[Row], coverage: Coverage) -> str:
+    """Names every blocking-level signal: all counts first (they survive truncation), then names."""
+    failed = [r.bucket.id for r in rows if r.reported and r.verdict is Verdict.HARD_FAILURE
+              and not r.excused]  # fmt: skip
+    stale = [r.bucket.id for r in rows if r.excused]
+    blocked = [_blocking_signal(r) for r in rows if r.verdict is Verdict.BLOCK]
+    categories = [
+        ("failed to run", "failed", failed),
+        ("did not report", "missing", list(coverage.missing)),
+        ("stale CI image", "stale image", stale),
+        ("regression(s)", "regressed", blocked),
+    ]
+    present = [(label, short, names) for label, short, names in categories if names]
+    if present:
+        head = ", ".join(f"{len(names)} {label}" for label, _, names in present)
+        tail = "; ".join(f"{short}: {', '.join(names)}" for _, short, names in present)
+        return f"{head} — {tail}"
+    warned = sum(1 for r in rows if r.verdict is Verdict.WARN)
+    if warned:
+        return f"no confirmed regression; {warned} of {len(rows)} need attention"
+    return f"all {len(rows)} buckets within noise"
+
+
+def _headlines(rows: Sequence[Row], coverage: Coverage) -> tuple[str, ...]:
+    """The worst condition first, then every other blocking-level one (never a lone all-clear)."""
+    lines = []
+    if any(r.reported and r.verdict is Verdict.HARD_FAILURE and not r.excused for r in rows):
+        lines.append("❌ One or more benchmarks failed before producing usable performance data")
+    if coverage.missing:
+        lines.append(
+            f"❌ Only {len(coverage.reported)} of {len(coverage.expected)} benchmark buckets "
+            "reported — coverage is incomplete"
+        )
+    if any(r.excused for r in rows):
+        lines.append(
+            "⚠️ The CI image is stale for this change, so some buckets could not be measured"
+        )
+    if any(r.verdict is Verdict.BLOCK for r in rows):
+        lines.append("🚫 One or more blocking-level performance regressions were detected")
+    if not lines and any(r.verdict is Verdict.WARN for r in rows):
+        lines.append("⚠️ No confirmed regression, but one or more results need attention")
+    if not lines:
+        lines.append("✅ No meaningful performance regressions detected")
+    return tuple(lines)
+
+
+def exit_code_for(overall: Verdict, mode: Mode) -> int:
+    """R8: advisory exits 0; blocking exits 1 on BLOCK and 2 on HARD_FAILURE."""
+    if mode is Mode.ADVISORY:
+        return ExitCode.OK
+    if overall is Verdict.HARD_FAILURE:
+        return ExitCode.HARD_FAILURE
+    if overall is Verdict.BLOCK:
+        return ExitCode.BLOCK
+    return ExitCode.OK
+
+
+def build_report(
+    *,
+    config: Config,
+    expected: Sequence[Bucket],
+    results: Sequence[Result],
+    windows: Mapping[str, Sequence[float]],
+    notes: Sequence[str] = (),
+    baseline_tip: str | None = None,
+    base_commit: str | None = None,
+) -> GateReport:
+    """Judge every expected bucket; pure, so every rule is testable without I/O."""
+    by_bucket = latest_per_bucket(results)
+    counts = Counter(result.bucket.id for result in results)
+    expected_ids = tuple(b.id for b in expected)
+    policy = config.gate
+    rows = []
+    for bucket in expected:
+        result = by_bucket.get(bucket.id)
+        if result is None:
+            rows.append(
+                Row(bucket=bucket, verdict=Verdict.HARD_FAILURE, result=None, judgement=None)
+            )
+            continue
+        hardware = result.hardware.slug
+        judgement = judge(
+            result,
+            windows.get(bucket.id, ()),
+            floors=bucket.floors_for(hardware),
+            noise_floor_pct=bucket.noise_floor_for(hardware, policy.oracle.noise_floor_pct),
+            policy=policy.oracle,
+            min_samples=policy.baseline.min_samples,
+        )
+        rows.append(
+            Row(bucket=bucket, verdict=judgement.verdict, result=result, judgement=judgement)
+        )
+    coverage = Coverage(
+        expected=expected_ids,
+        reported=tuple(b for b in expected_ids if b in by_bucket),
+        missing=tuple(b for b in expected_ids if b not in by_bucket),
+        duplicates=tuple(b for b, n in counts.items() if n > 1 and b in expected_ids),
+        unexpected=tuple(sorted(b for b in by_bucket if b not in expected_ids)),
+    )
+    all_notes = list(notes)
+    if coverage.unexpected:
+        all_notes.append(
+            f"ignored artifacts for buckets not expected by {config.path}: "
+            + ", ".join(coverage.unexpected)
+        )
+    if coverage.duplicates:
+        all_notes.append(
+            "several artifacts for "
+            + ", ".join(coverage.duplicates)
+            + "; the latest attempt counts"
+        )
+    overall = max((row.verdict for row in rows), key=lambda v: v.severity)
+    reported = [r.result for r in rows if r.result is not None]
+    return GateReport(
+        mode=policy.mode,
+        rows=tuple(rows),
+        coverage=coverage,
+        overall=overall,
+        headlines=_headlines(rows, coverage),
+        description=_description(rows, coverage),
+        exit_code=exit_code_for(overall, policy.mode),
+        min_samples=policy.baseline.min_samples,
+        max_samples=policy.baseline.max_samples,
+        baseline_tip=baseline_tip,
+        base_commit=base_commit,
+        commit=reported[0].source.commit if reported else None,
+        target_branch=reported[0].source.target_branch if reported else None,
+        hardware=tuple(sorted({r.hardware.slug for r in reported})),
+        machines=tuple(sorted({r.hardware.describe() for r in reported})),
+        notes=tuple(all_notes),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Artifacts:
+    """The result artifacts found, and each file that could not be read as one."""
+
+    results: tuple[Result, ...]
+    unreadable: tuple[str, ...]
+
+
+def load_results(results_dir: Path) -> Artifacts:
+    """Every result artifact under ``results_dir`` (searched recursively, as artifacts nest).
+
+    An unreadable file is named, and its bucket counts as not reported; only when nothing
+    at all can be read is the gate unable to run (R8).
+    """
+    if not results_dir.is_dir():
+        raise GateMalfunction(
+            f"results directory {results_dir} does not exist; did the bench jobs upload artifacts?"
+        )
+    paths = sorted(results_dir.rglob("*.json"))
+    results, unreadable = [], []
+    for path in paths:
+        try:
+            results.append(read_result(path))
+        except GateMalfunction as exc:
+            unreadable.append(f"unreadable result artifact skipped: {exc}")
+    if not results:
+        detail = f" ({len(unreadable)} unreadable)" if unreadable else ""
+        raise GateMalfunction(
+            f"no readable result artifacts in {results_dir}{detail}: the benchmarks did not "
+            "run, so there is nothing to judge"
+        )
+    return Artifacts(results=tuple(results), unreadable=tuple(unreadable))
+
+
+def evaluate(
+    config: Config,
+    expected: Sequence[Bucket],
+    results: Sequence[Result],
+    store: BaselineStore | None,
+    notes: Sequence[str] = (),
+) -> GateReport:
+    """Read the window of each bucket's judged result from the store, then build the report."""
+    keys = {bucket: WindowKey.for_result(r) for bucket, r in latest_per_bucket(results).items()}
+    windows: dict[str, Sequence[float]] = {}
+    tip = base = None
+    notes = list(notes)
+    if store is None:
+        notes.append("no baseline store here (not a git repository): every bucket has no baseline")
+    else:
+        target = next((r.source.target_branch for r in results if r.source.target_branch), None)
+        base = merge_base(store.repo, target, store.remote)
+        tip = store.refresh()
+        found = store.windows(
+            keys, tip=tip, base=base, max_samples=config.gate.baseline.max_samples
+        )
+        windows = {bucket: window.values for bucket, window in found.items()}
+        notes.extend(store.warnings)
+    return build_report(
+        config=config,
+        expected=expected,
+        results=results,
+        windows=windows,
+        notes=notes,
+        baseline_tip=tip,
+        base_commit=base,
+    )

@@ -1,0 +1,1 @@
+"""Report: every surface a GateReport renders (summary.md, verdict.json, JUnit, terminal)."""

@@ -1,0 +1,96 @@
+"""junit.xml: one test case per expected bucket, so native test reporting shows the verdict."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from perfgate.judge.gate import GateReport, Row
+from perfgate.judge.oracle import Verdict
+
+# XML 1.0 forbids most control characters; a log tail can carry any of them.
+_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _clean(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", text)
+
+
+def _case(row: Row) -> ET.Element:
+    case = ET.Element(
+        "testcase",
+        {
+            "classname": f"perfgate.{_clean(row.bucket.task)}",
+            "name": _clean(row.bucket.id),
+            "time": f"{row.result.timings.wall_s:.3f}" if row.result else "0",
+        },
+    )
+    details = _clean("\n".join(row.details))
+    if not row.reported:
+        ET.SubElement(case, "skipped", {"message": "no result artifact arrived for this bucket"})
+    elif row.verdict in (Verdict.BLOCK, Verdict.HARD_FAILURE):
+        summary = row.details[0] if row.details else row.verdict.label
+        failure = ET.SubElement(
+            case, "failure", {"type": row.verdict.label, "message": _clean(summary)}
+        )
+        failure.text = details
+        if row.result is not None and row.result.log_tail:
+            ET.SubElement(case, "system-err").text = _clean(row.result.log_tail)
+    elif details:
+        ET.SubElement(case, "system-out").text = f"{row.verdict.label}: {details}"
+    return case
+
+
+def _coverage_case(missing: tuple[str, ...]) -> ET.Element:
+    # A skipped case alone would let a test reporter show green over a partial run (R6).
+    case = ET.Element(
+        "testcase", {"classname": "perfgate", "name": "coverage: every expected bucket reported"}
+    )
+    failure = ET.SubElement(
+        case,
+        "failure",
+        {"type": "NOT_REPORTED", "message": f"{len(missing)} bucket(s) did not report"},
+    )
+    failure.text = _clean("\n".join(missing))
+    return case
+
+
+def junit_tree(report: GateReport) -> ET.ElementTree[ET.Element]:
+    """The report as JUnit: BLOCK and HARD_FAILURE fail; a missing bucket skips, coverage fails."""
+    missing = report.coverage.missing
+    failures = sum(
+        1 for r in report.rows if r.reported and r.verdict in (Verdict.BLOCK, Verdict.HARD_FAILURE)
+    ) + (1 if missing else 0)
+    skipped = sum(1 for r in report.rows if not r.reported)
+    suites = ET.Element("testsuites", {"name": "perfgate"})
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        {
+            "name": "perfgate",
+            "tests": str(len(report.rows) + (1 if missing else 0)),
+            "failures": str(failures),
+            "errors": "0",
+            "skipped": str(skipped),
+        },
+    )
+    properties = ET.SubElement(suite, "properties")
+    for name, value in (
+        ("overall_verdict", report.overall.label),
+        ("status_state", report.status_state),
+        ("mode", report.mode.value),
+        ("description", report.description),
+    ):
+        ET.SubElement(properties, "property", {"name": name, "value": _clean(value)})
+    suite.extend(_case(row) for row in report.rows)
+    if missing:
+        suite.append(_coverage_case(missing))
+    ET.indent(suites)
+    return ET.ElementTree(suites)
+
+
+def write_junit(report: GateReport, path: Path) -> Path:
+    """Write junit.xml (UTF-8, with an XML declaration)."""
+    junit_tree(report).write(path, encoding="utf-8", xml_declaration=True)
+    return path

@@ -1,0 +1,207 @@
+"""summary.md: the job summary and PR comment body, rendered from verdict.json alone."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from perfgate.config import Mode
+from perfgate.console import format_figure
+from perfgate.judge.gate import GateReport, Row
+from perfgate.judge.oracle import Verdict
+from perfgate.report.verdict import report_json
+
+VERDICT_ICONS = {
+    Verdict.PASS: "✅ pass",
+    Verdict.WARN: "⚠️ warn",
+    Verdict.BLOCK: "🚫 regression",
+    Verdict.HARD_FAILURE: "❌ failed",
+}
+
+
+# One pass, so an escape is never escaped again; ``@`` gets a zero-width space so no
+# mention or team ping survives (GitHub resolves mentions after decoding entities).
+_INERT = {ord(char): f"&#{ord(char)};" for char in "\\`*_[]|#~!<>\"'"}
+_INERT[ord("&")] = "&amp;"
+_INERT[ord("@")] = "@&#8203;"
+_AUTOLINK = re.compile(r"(?i)(://|\bwww\.)")
+
+
+def md_text(text: str) -> str:
+    """Make untrusted text inert inside a markdown table cell (no markup, links, HTML, mentions)."""
+    inert = " ".join(text.split()).translate(_INERT)
+    return _AUTOLINK.sub(lambda m: f"{m.group(1)[0]}&#8203;{m.group(1)[1:]}", inert)
+
+
+def _short(sha: object) -> str:
+    return f"`{md_text(sha[:12])}`" if isinstance(sha, str) and sha else "unknown"
+
+
+def _meaning(*, reported: bool, excused: bool, verdict: Verdict) -> str:
+    if not reported:
+        return "did not report: no figure, so no verdict can be trusted"
+    if excused:
+        return "could not run on this CI image (stale image, with evidence)"
+    meanings = {
+        Verdict.PASS: "within the noise of its baseline",
+        Verdict.WARN: "could not tell, or a possible regression: read the reasons",
+        Verdict.BLOCK: "slower than its baseline beyond noise and the minimum drop",
+        Verdict.HARD_FAILURE: "the benchmark did not produce a usable figure",
+    }
+    return meanings[verdict]
+
+
+def _change_text(change_pct: float | None) -> str:
+    return f"{change_pct:+.1f}%" if change_pct is not None else "—"
+
+
+def change_cell(row: Row) -> str:
+    """A row's change against its baseline median, or a dash."""
+    stats = row.judgement.stats if row.judgement else None
+    return _change_text(stats.change_pct if stats else None)
+
+
+def _number(value: object) -> float | None:
+    """A figure from verdict.json; anything that is not a number renders as absent."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _texts(value: object) -> list[str]:
+    return [str(item) for item in value] if isinstance(value, list) else []
+
+
+def _verdict(label: object) -> Verdict:
+    """A verdict label from verdict.json; an unknown one is the most severe."""
+    return (
+        Verdict[label]
+        if isinstance(label, str) and label in Verdict.__members__
+        else (Verdict.HARD_FAILURE)
+    )
+
+
+def summary_markdown(report: GateReport) -> str:
+    """The job summary and PR comment body."""
+    return summary_from_verdict(report_json(report))
+
+
+def summary_from_verdict(data: Mapping[str, Any]) -> str:
+    """The summary rendered from verdict.json alone, every string in it treated as untrusted.
+
+    The fork hand-off re-renders a pull request's verdict.json with this, so it never
+    trusts markup that came from the pull request's run.
+    """
+    coverage = _mapping(data.get("coverage"))
+    missing = _texts(coverage.get("missing"))
+    rows = [row for row in data.get("rows") or [] if isinstance(row, Mapping)]
+    verdicts = [_verdict(row.get("verdict")) for row in rows]
+    reported = [str(row.get("bucket")) not in missing for row in rows]
+    failures = sum(
+        1 for v, r in zip(verdicts, reported, strict=True) if r and v is Verdict.HARD_FAILURE
+    )
+    counts = (
+        f"✅ {verdicts.count(Verdict.PASS)} passed · ⚠️ {verdicts.count(Verdict.WARN)} "
+        f"warning(s) · 🚫 {verdicts.count(Verdict.BLOCK)} regression(s) · "
+        f"❌ {failures} failure(s)"
+    )
+    if missing:
+        counts += f" · ❔ {len(missing)} did not report ({', '.join(md_text(b) for b in missing)})"
+    if data.get("mode") == Mode.BLOCKING.value:
+        mode = "**Blocking mode:** a regression exits 1 and a failed benchmark exits 2."
+    else:
+        mode = (
+            "**Advisory mode:** the job's exit code does not fail on a regression or a failed "
+            "benchmark; the commit status and this report carry the verdict."
+        )
+    lines = ["## perfgate results", "", "### Overall result", ""]
+    lines += [f"**{md_text(headline)}**  " for headline in _texts(data.get("headlines"))]
+    lines += ["", counts, "", mode, "", "### Run context", ""]
+    target = md_text(str(data.get("target_branch") or "unknown"))
+    hardware = ", ".join(md_text(h) for h in _texts(data.get("hardware")))
+    lines.append(
+        f"Commit {_short(data.get('commit'))} judged against `{target}` "
+        f"(merge base {_short(data.get('base_commit'))}), "
+        f"baseline branch at {_short(data.get('baseline_tip'))}; hardware: "
+        f"{hardware or 'unknown'}."
+    )
+    machines = _texts(data.get("machines"))
+    if machines:
+        lines += ["", "Machines: " + "; ".join(md_text(m) for m in machines) + "."]
+    lines += [
+        "",
+        "### Results",
+        "",
+        "| Bucket | Result | Figure | Baseline median | Change | Samples | What it means |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    technical = []
+    for row, verdict, was_reported in zip(rows, verdicts, reported, strict=True):
+        stats = _mapping(row.get("baseline"))
+        samples = stats.get("samples")
+        bucket = md_text(str(row.get("bucket")))
+        meaning = _meaning(
+            reported=was_reported, excused=row.get("excused") is True, verdict=verdict
+        )
+        lines.append(
+            f"| {bucket} | {VERDICT_ICONS[verdict]} | {format_figure(_number(row.get('value')))} | "
+            f"{format_figure(_number(stats.get('median')))} | "
+            f"{_change_text(_number(stats.get('change_pct')))} | "
+            f"{samples if isinstance(samples, int) and not isinstance(samples, bool) else 0} | "
+            f"{meaning} |"
+        )
+        attempts = row.get("attempts")
+        technical.append(
+            "| "
+            + " | ".join(
+                [
+                    bucket,
+                    verdict.label,
+                    md_text("; ".join(_texts(row.get("details")))),
+                    format_figure(_number(stats.get("mad"))),
+                    format_figure(_number(stats.get("noise"))),
+                    format_figure(_number(stats.get("warn_line"))),
+                    format_figure(_number(stats.get("block_line"))),
+                    md_text(str(row["phase"])) if row.get("phase") else "—",
+                    str(attempts) if isinstance(attempts, int) else "—",
+                    md_text(str(row["hardware"])) if row.get("hardware") else "—",
+                    md_text(str(row["bisect"])) if was_reported and row.get("bisect") else "—",
+                ]
+            )
+            + " |"
+        )
+    lines += [
+        "",
+        "<details><summary>Technical details</summary>",
+        "",
+        "| Bucket | Verdict | Reasons | MAD | Noise | Warn line | Block line | Phase | Attempts "
+        "| Hardware | Bisect |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+        *technical,
+        "",
+        "</details>",
+        "",
+    ]
+    notes = _texts(data.get("notes"))
+    if notes:
+        lines += ["### Notes", ""] + [f"- {md_text(note)}" for note in notes] + [""]
+    min_samples, max_samples = data.get("min_samples"), data.get("max_samples")
+    window = f"the {max_samples} nearest" if isinstance(max_samples, int) else "the nearest"
+    lines += [
+        "### How to read this",
+        "",
+        f"Each figure is compared with the median of {window} trusted baseline samples of the "
+        "same experiment on the same hardware"
+        + (f" (at least {min_samples} are needed to judge)" if isinstance(min_samples, int) else "")
+        + ". Noise is the larger of the median absolute deviation and the bucket's noise floor. "
+        "A result past the block line that also dropped by the minimum percentage is a "
+        "regression; past the warn line it needs attention. No baseline, too few samples, "
+        "a retried run or a bucket that did not report never count as a pass.",
+        "",
+    ]
+    return "\n".join(lines)

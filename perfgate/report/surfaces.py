@@ -1,0 +1,43 @@
+"""Write a GateReport's surfaces: report files, and GitHub's step summary and outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from perfgate.judge.gate import GateReport
+from perfgate.report.junit import write_junit
+from perfgate.report.summary import summary_markdown
+from perfgate.report.verdict import report_json
+
+
+def write_report(report: GateReport, report_dir: Path) -> dict[str, Path]:
+    """Write summary.md, verdict.json and junit.xml into ``report_dir``."""
+    report_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"summary": report_dir / "summary.md", "verdict": report_dir / "verdict.json"}
+    paths["summary"].write_text(summary_markdown(report), encoding="utf-8")
+    paths["verdict"].write_text(json.dumps(report_json(report), indent=2) + "\n", encoding="utf-8")
+    paths["junit"] = write_junit(report, report_dir / "junit.xml")
+    return paths
+
+
+def write_github_surfaces(report: GateReport, env: Mapping[str, str] = os.environ) -> None:
+    """Append the summary to $GITHUB_STEP_SUMMARY and the verdict to $GITHUB_OUTPUT."""
+    summary_file = env.get("GITHUB_STEP_SUMMARY")
+    if summary_file:
+        with Path(summary_file).open("a", encoding="utf-8") as handle:
+            handle.write(summary_markdown(report) + "\n")
+    output_file = env.get("GITHUB_OUTPUT")
+    if output_file:
+        outputs = {
+            "overall_verdict": report.overall.label,
+            "status_state": report.status_state,
+            "description": report.description,
+            "exit_code": str(report.exit_code),
+            "underfilled": json.dumps(list(report.underfilled)),
+        }
+        with Path(output_file).open("a", encoding="utf-8") as handle:
+            for key, value in outputs.items():
+                handle.write(f"{key}={' '.join(value.split())}\n")

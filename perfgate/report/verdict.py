@@ -1,0 +1,78 @@
+"""verdict.json: the machine-readable GateReport (DESIGN.md "Interfaces")."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from perfgate.judge.gate import GateReport, Row
+
+
+def report_json(report: GateReport) -> dict[str, Any]:
+    """verdict.json: the machine-readable report (DESIGN.md "Interfaces")."""
+    return {
+        "schema_version": 1,
+        "overall_verdict": report.overall.label,
+        "status_state": report.status_state,
+        "description": report.description,
+        "exit_code": report.exit_code,
+        "mode": report.mode.value,
+        "min_samples": report.min_samples,
+        "max_samples": report.max_samples,
+        "headlines": list(report.headlines),
+        "commit": report.commit,
+        "target_branch": report.target_branch,
+        "base_commit": report.base_commit,
+        "baseline_tip": report.baseline_tip,
+        "hardware": list(report.hardware),
+        "machines": _capped(report.machines, 100),
+        "coverage": {
+            "expected": list(report.coverage.expected),
+            "reported": list(report.coverage.reported),
+            "missing": list(report.coverage.missing),
+            "duplicates": list(report.coverage.duplicates),
+            "unexpected": list(report.coverage.unexpected),
+        },
+        "underfilled": list(report.underfilled),
+        "notes": _capped(report.notes, 50),
+        "rows": [_row_json(row) for row in report.rows],
+    }
+
+
+def _capped(items: Sequence[str], limit: int) -> list[str]:
+    """At most ``limit`` entries, the last saying how many were left out (verdict.json caps)."""
+    if len(items) <= limit:
+        return list(items)
+    return [*items[: limit - 1], f"… and {len(items) - limit + 1} more"]
+
+
+def _row_json(row: Row) -> dict[str, Any]:
+    judgement, result = row.judgement, row.result
+    stats = judgement.stats if judgement else None
+    return {
+        "bucket": row.bucket.id,
+        "task": row.bucket.task,
+        "backend": row.bucket.backend_key,
+        "verdict": row.verdict.label,
+        "reasons": _capped(row.reasons, 20),
+        "details": _capped(row.details, 20),
+        "excused": row.excused,
+        "bisect": judgement.bisect.value if judgement else None,
+        "value": result.metric.value if result else None,
+        "unit": result.metric.unit if result else None,
+        "direction": result.metric.direction.value if result else None,
+        "hardware": result.hardware.slug if result else None,
+        "phase": result.health.phase.value if result and result.health.phase else None,
+        "attempts": result.health.attempts if result else None,
+        "baseline": None
+        if stats is None
+        else {
+            "samples": stats.size,
+            "median": stats.median,
+            "mad": stats.mad,
+            "noise": stats.noise,
+            "warn_line": stats.warn_line,
+            "block_line": stats.block_line,
+            "change_pct": stats.change_pct,
+        },
+    }

@@ -1,0 +1,232 @@
+"""Run buckets: driver -> execution -> Result artifact (one bucket, one artifact)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from perfgate import __version__
+from perfgate.config import Bucket
+from perfgate.context import RunContext
+from perfgate.identity import BENCHMARK_CONTRACT_VERSION, Identity, runtime_inputs
+from perfgate.result import (
+    AttemptTiming,
+    BucketRef,
+    CiInfo,
+    FailurePhase,
+    Hardware,
+    Health,
+    IdentityRecord,
+    MetricReading,
+    Result,
+    Source,
+    Timings,
+    write_result,
+)
+from perfgate.run import container, staleness
+from perfgate.run.drivers import Measurement, get_driver
+from perfgate.run.execution import AttemptDirs, Invocation, ProcessOutcome, run_with_retry
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchSettings:
+    """Where a bench run works and what it runs on."""
+
+    checkout: Path
+    work_root: Path
+    out_dir: Path
+    hardware: Hardware
+    context: RunContext
+
+
+def launch_identity(bucket: Bucket) -> dict[str, object]:
+    """Everything that changes the experiment (hashed into ``launch_hash``)."""
+    return {
+        "task": bucket.task,
+        "backend_key": bucket.backend_key,
+        "physics": bucket.physics,
+        "render": bucket.render,
+        "driver": bucket.driver,
+        "num_envs": bucket.num_envs,
+        "steps": bucket.steps,
+        "warmup_steps": bucket.warmup_steps,
+        "seed": bucket.seed,
+        **get_driver(bucket.driver).launch_inputs(bucket),
+    }
+
+
+def benchmark_identity(bucket: Bucket) -> dict[str, object]:
+    """The measurement contract (hashed into ``benchmark_hash``)."""
+    driver = get_driver(bucket.driver)
+    return {
+        "benchmark_contract_version": BENCHMARK_CONTRACT_VERSION,
+        "warmup_steps": bucket.warmup_steps,
+        "steps": bucket.steps,
+        "metric_path": bucket.metric.path,
+        "direction": bucket.metric.direction.value,
+        "driver": driver.name,
+        "driver_version": driver.version,
+    }
+
+
+# Crashes whose log may show a stale image (R7); a hang, an OOM or a mismatch cannot.
+CRASH_PHASES = frozenset(
+    {FailurePhase.IMPORT, FailurePhase.DRIVER, FailurePhase.INIT, FailurePhase.RUNTIME}
+)
+
+
+def _pin_files(bucket: Bucket) -> tuple[str, ...]:
+    declared = bucket.isaaclab.pin_files if bucket.isaaclab else None
+    return declared if declared is not None else staleness.DEFAULT_PIN_FILES
+
+
+def _container_wrap(
+    bucket: Bucket, settings: BenchSettings, run_key: str
+) -> Callable[[Invocation, AttemptDirs], Invocation] | None:
+    """The bucket's ``docker run`` wrapper, or None when it runs on the host."""
+    spec = bucket.container
+    if spec is None:
+        return None
+    image = container.image_for(spec, os.environ, f"bucket {bucket.id}")
+    user = container.user_arg(spec)
+
+    def wrap(invocation: Invocation, dirs: AttemptDirs) -> Invocation:
+        name = container.container_name(
+            run_key, str(os.getpid()), bucket.file_stem, str(dirs.number)
+        )
+        return container.wrap(
+            invocation,
+            spec=spec,
+            image=image,
+            checkout=settings.checkout,
+            dirs=dirs,
+            user=user,
+            name=name,
+        )
+
+    return wrap
+
+
+def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
+    """Run one bucket with retry and return its Result (not yet written)."""
+    driver = get_driver(bucket.driver)
+    ci = settings.context
+    run_key = f"{ci.run_id or 'local'}-{ci.run_attempt or '1'}"
+    work_dir = settings.work_root / "runs" / bucket.file_stem
+    started_at, started = datetime.now(UTC), time.monotonic()
+    invocations: dict[int, Invocation] = {}
+
+    def plan(dirs: AttemptDirs) -> Invocation:
+        invocations[dirs.number] = driver.invocation(bucket, dirs, settings.checkout)
+        return invocations[dirs.number]
+
+    def read(dirs: AttemptDirs, outcome: ProcessOutcome) -> Measurement:
+        return _require_metric(bucket, driver.read(bucket, dirs, invocations[dirs.number]))
+
+    records = run_with_retry(
+        plan=plan,
+        read=read,
+        succeeded=lambda outcome, m: outcome.phase is None and m.error is None,
+        retries=bucket.retries,
+        timeout_s=bucket.timeout_minutes * 60,
+        markers=driver.markers(bucket),
+        work_dir=work_dir,
+        cache_root=settings.work_root / "cache" / run_key / bucket.file_stem,
+        wrap=_container_wrap(bucket, settings, run_key),
+    )
+    final = records[-1]
+    measurement, outcome = final.reading, final.outcome
+    phase = outcome.phase
+    if phase is None and measurement.config_mismatch:
+        phase = FailurePhase.CONFIG_MISMATCH
+    elif phase is None and measurement.error:
+        phase = FailurePhase.OUTPUT
+    stale_image = None
+    if phase in CRASH_PHASES:
+        log_path = work_dir / f"attempt-{final.number}" / "log.txt"
+        stale_image = staleness.assess(
+            log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else "",
+            measurement.versions,
+            settings.checkout,
+            _pin_files(bucket),
+        )
+    identity = Identity(
+        launch=launch_identity(bucket),
+        benchmark=benchmark_identity(bucket),
+        runtime=runtime_inputs(measurement.runtime_fields),
+    )
+    return Result(
+        bucket=BucketRef.of(bucket),
+        hardware=settings.hardware,
+        source=Source(**ci.source_json()),
+        ci=CiInfo(**ci.ci_json()),
+        identity=IdentityRecord(**identity.to_json()),
+        metric=MetricReading(
+            path=bucket.metric.path,
+            direction=bucket.metric.direction,
+            unit=bucket.metric.unit,
+            value=measurement.stats.value,
+            std=measurement.stats.std,
+            min=measurement.stats.min,
+            max=measurement.stats.max,
+        ),
+        health=Health(
+            exit_code=outcome.exit_code,
+            phase=phase,
+            timed_out=outcome.timed_out,
+            attempts=len(records),
+            retried=len(records) > 1,
+            config_mismatch=measurement.config_mismatch,
+            error=measurement.error,
+            stale_image=stale_image,
+        ),
+        timings=Timings(
+            started_at=started_at.isoformat(),
+            finished_at=datetime.now(UTC).isoformat(),
+            wall_s=time.monotonic() - started,
+            attempts=tuple(
+                AttemptTiming(
+                    number=r.number,
+                    exit_code=r.outcome.exit_code,
+                    phase=r.outcome.phase,
+                    timed_out=r.outcome.timed_out,
+                    wall_s=r.outcome.wall_s,
+                )
+                for r in records
+            ),
+        ),
+        log_tail=outcome.log_tail,
+        perfgate_version=__version__,
+    )
+
+
+def _require_metric(bucket: Bucket, measurement: Measurement) -> Measurement:
+    """An output without a finite number at the metric path is an unreadable output (R3)."""
+    if measurement.error is not None or measurement.stats.value is not None:
+        return measurement
+    where = measurement.output_file or "the output"
+    return replace(
+        measurement,
+        error=f"metric {bucket.metric.path!r} is missing or not a finite number in {where}",
+    )
+
+
+def run_buckets(
+    buckets: Iterable[Bucket],
+    settings: BenchSettings,
+    on_start: Callable[[Bucket], None] = lambda bucket: None,
+    on_done: Callable[[Result], None] = lambda result: None,
+) -> list[Result]:
+    """Run each bucket in turn, writing its artifact into ``settings.out_dir`` as it finishes."""
+    results = []
+    for bucket in buckets:
+        on_start(bucket)
+        result = run_bucket(bucket, settings)
+        write_result(result, settings.out_dir)
+        on_done(result)
+        results.append(result)
+    return results

@@ -1,0 +1,227 @@
+"""The built-in CPU demo benchmark: a real simulation stepped with random actions.
+
+Run as ``python -m perfgate.run.demo --task cartpole --physics numpy ...``. It steps
+``num_envs`` environments for ``warmup_steps + steps`` steps, times the measured
+steps only, and writes a RuntimeBundle-shaped JSON file (the same shape the Isaac
+Lab benchmark writes), so one reading path serves both drivers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perfgate.run.hardware import cpu_name
+
+INIT_DONE = "perfgate-demo: environments ready"
+STEPPING = "perfgate-demo: stepping"
+BUNDLE_SCHEMA_VERSION = "1.2"
+
+# Cart-pole constants (the classic control formulation), explicit Euler at 50 Hz.
+GRAVITY, CART_MASS, POLE_MASS, POLE_HALF_LENGTH, FORCE, DT = 9.8, 1.0, 0.1, 0.5, 10.0, 0.02
+TOTAL_MASS = CART_MASS + POLE_MASS
+POLE_MASS_LENGTH = POLE_MASS * POLE_HALF_LENGTH
+# Pendulum constants (torque-limited swing-up), semi-implicit Euler.
+PENDULUM_G, PENDULUM_M, PENDULUM_L, MAX_TORQUE, MAX_SPEED = 10.0, 1.0, 1.0, 2.0, 8.0
+
+Stepper = Callable[[np.ndarray], None]
+
+
+def cartpole_numpy(rng: np.random.Generator, num_envs: int) -> tuple[np.ndarray, Stepper]:
+    """Vectorised cart-pole: one array operation per physics term for all envs."""
+    state = rng.uniform(-0.05, 0.05, size=(4, num_envs))
+
+    def step(actions: np.ndarray) -> None:
+        x, x_dot, theta, theta_dot = state
+        force = np.where(actions > 0.5, FORCE, -FORCE)
+        cos, sin = np.cos(theta), np.sin(theta)
+        temp = (force + POLE_MASS_LENGTH * theta_dot**2 * sin) / TOTAL_MASS
+        theta_acc = (GRAVITY * sin - cos * temp) / (
+            POLE_HALF_LENGTH * (4.0 / 3.0 - POLE_MASS * cos**2 / TOTAL_MASS)
+        )
+        x_acc = temp - POLE_MASS_LENGTH * theta_acc * cos / TOTAL_MASS
+        state[0] = x + DT * x_dot
+        state[1] = x_dot + DT * x_acc
+        state[2] = theta + DT * theta_dot
+        state[3] = theta_dot + DT * theta_acc
+        done = (np.abs(state[0]) > 2.4) | (np.abs(state[2]) > 0.2095)
+        state[:, done] = rng.uniform(-0.05, 0.05, size=(4, int(done.sum())))
+
+    return state, step
+
+
+def cartpole_python(rng: np.random.Generator, num_envs: int) -> tuple[np.ndarray, Stepper]:
+    """The same cart-pole, one environment at a time in a plain Python loop."""
+    state = rng.uniform(-0.05, 0.05, size=(4, num_envs))
+    rows = [list(map(float, state[:, i])) for i in range(num_envs)]
+
+    def step(actions: np.ndarray) -> None:
+        for i, action in enumerate(actions.tolist()):
+            x, x_dot, theta, theta_dot = rows[i]
+            force = FORCE if action > 0.5 else -FORCE
+            cos, sin = math.cos(theta), math.sin(theta)
+            temp = (force + POLE_MASS_LENGTH * theta_dot * theta_dot * sin) / TOTAL_MASS
+            theta_acc = (GRAVITY * sin - cos * temp) / (
+                POLE_HALF_LENGTH * (4.0 / 3.0 - POLE_MASS * cos * cos / TOTAL_MASS)
+            )
+            x_acc = temp - POLE_MASS_LENGTH * theta_acc * cos / TOTAL_MASS
+            row = [
+                x + DT * x_dot,
+                x_dot + DT * x_acc,
+                theta + DT * theta_dot,
+                theta_dot + DT * theta_acc,
+            ]
+            if abs(row[0]) > 2.4 or abs(row[2]) > 0.2095:
+                row = [float(v) for v in rng.uniform(-0.05, 0.05, size=4)]
+            rows[i] = row
+
+    return state, step
+
+
+def pendulum_numpy(rng: np.random.Generator, num_envs: int) -> tuple[np.ndarray, Stepper]:
+    """Vectorised torque-limited pendulum."""
+    state = np.stack([rng.uniform(-math.pi, math.pi, num_envs), rng.uniform(-1, 1, num_envs)])
+
+    def step(actions: np.ndarray) -> None:
+        torque = (actions * 2.0 - 1.0) * MAX_TORQUE
+        theta, theta_dot = state
+        acc = (
+            3 * PENDULUM_G / (2 * PENDULUM_L) * np.sin(theta)
+            + 3.0 / (PENDULUM_M * PENDULUM_L**2) * torque
+        )
+        state[1] = np.clip(theta_dot + acc * DT, -MAX_SPEED, MAX_SPEED)
+        state[0] = (theta + state[1] * DT + math.pi) % (2 * math.pi) - math.pi
+
+    return state, step
+
+
+def pendulum_python(rng: np.random.Generator, num_envs: int) -> tuple[np.ndarray, Stepper]:
+    """The same pendulum in a plain Python loop."""
+    state = np.stack([rng.uniform(-math.pi, math.pi, num_envs), rng.uniform(-1, 1, num_envs)])
+    rows = [[float(state[0, i]), float(state[1, i])] for i in range(num_envs)]
+
+    def step(actions: np.ndarray) -> None:
+        for i, action in enumerate(actions.tolist()):
+            theta, theta_dot = rows[i]
+            torque = (action * 2.0 - 1.0) * MAX_TORQUE
+            acc = (
+                3 * PENDULUM_G / (2 * PENDULUM_L) * math.sin(theta)
+                + 3.0 / (PENDULUM_M * PENDULUM_L**2) * torque
+            )
+            theta_dot = min(max(theta_dot + acc * DT, -MAX_SPEED), MAX_SPEED)
+            theta = (theta + theta_dot * DT + math.pi) % (2 * math.pi) - math.pi
+            rows[i] = [theta, theta_dot]
+
+    return state, step
+
+
+TASKS: dict[str, dict[str, Callable[[np.random.Generator, int], tuple[np.ndarray, Stepper]]]] = {
+    "cartpole": {"numpy": cartpole_numpy, "python": cartpole_python},
+    "pendulum": {"numpy": pendulum_numpy, "python": pendulum_python},
+}
+
+
+def run(
+    task: str, physics: str, num_envs: int, steps: int, warmup_steps: int, seed: int
+) -> dict[str, Any]:
+    """Step the environments and return the RuntimeBundle-shaped result."""
+    start = datetime.now(UTC)
+    rng = np.random.default_rng(seed)
+    _, step = TASKS[task][physics](rng, num_envs)
+    print(INIT_DONE, flush=True)
+    print(STEPPING, flush=True)
+    step_times: list[float] = []
+    for index in range(warmup_steps + steps):
+        actions = rng.random(num_envs)
+        began = time.perf_counter()
+        step(actions)
+        elapsed = time.perf_counter() - began
+        if index >= warmup_steps:
+            step_times.append(elapsed)
+    times = np.asarray(step_times)
+    per_step_fps = num_envs / np.maximum(times, 1e-12)
+    # The headline is total work over total time, as Isaac Lab's total_fps aggregates it.
+    total_fps = num_envs * len(times) / float(times.sum())
+    end = datetime.now(UTC)
+    return {
+        "schema_version": BUNDLE_SCHEMA_VERSION,
+        "run": {
+            "run_id": f"demo-{task}-{physics}-{seed}",
+            "framework": "perfgate-demo",
+            "task": task,
+            "seed": seed,
+            "num_envs": num_envs,
+            "config": {"physics_backend": physics, "rendering_backend": "none", "presets": []},
+            "start_time_utc": start.isoformat(),
+            "end_time_utc": end.isoformat(),
+            "duration_s": (end - start).total_seconds(),
+            "status": "completed",
+        },
+        "versions": {
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+        },
+        "hardware": {
+            "hostname": platform.node(),
+            "gpu_devices": [],
+            "cpu_name": cpu_name(),
+            "cpu_count": os.cpu_count(),
+        },
+        "runtime": {
+            "iterations_completed": len(times),
+            "steps_per_iteration": num_envs,
+            "total_wall_time_s": float(times.sum()),
+            "iteration_time_s": _mean_std(times),
+            "total_fps": {
+                "mean": total_fps,
+                "std": float(per_step_fps.std()),
+                "peak": float(per_step_fps.max()),
+                "min": float(per_step_fps.min()),
+            },
+            "environment_step_timing": {
+                "environment_step_fps": _mean_std(per_step_fps),
+                "measurement_mode": "host_return",
+            },
+        },
+        "resources": {},
+        "extra": {"num_steps": steps, "warmup_steps": warmup_steps},
+    }
+
+
+def _mean_std(values: np.ndarray) -> dict[str, float]:
+    return {"mean": float(values.mean()), "std": float(values.std()), "peak": float(values.max())}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point of the demo benchmark."""
+    parser = argparse.ArgumentParser(prog="python -m perfgate.run.demo", description=__doc__)
+    parser.add_argument("--task", required=True, choices=sorted(TASKS))
+    parser.add_argument("--physics", required=True, choices=["numpy", "python"])
+    parser.add_argument("--num-envs", type=int, required=True)
+    parser.add_argument("--steps", type=int, required=True)
+    parser.add_argument("--warmup-steps", type=int, required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output-path", type=Path, required=True)
+    args = parser.parse_args(argv)
+    bundle = run(args.task, args.physics, args.num_envs, args.steps, args.warmup_steps, args.seed)
+    args.output_path.mkdir(parents=True, exist_ok=True)
+    out = args.output_path / f"benchmark_runtime_{args.task}.json"
+    out.write_text(json.dumps(bundle, indent=2) + "\n", encoding="utf-8")
+    fps = bundle["runtime"]["total_fps"]["mean"]
+    print(f"perfgate-demo: {args.task}/{args.physics} {fps:,.0f} env-steps/s -> {out}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""What a driver is: how a bucket's benchmark is launched and how its output is read."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from perfgate.config import Bucket, PhaseMarkers
+from perfgate.run.bundle import MetricStats
+from perfgate.run.execution import AttemptDirs, Invocation
+
+
+@dataclass(frozen=True, kw_only=True)
+class Measurement:
+    """What a driver read from one attempt's output."""
+
+    stats: MetricStats
+    runtime_fields: Mapping[str, Any] = field(default_factory=dict)
+    # Every software version the output reports (hashed or not): stale-image evidence (R7).
+    versions: Mapping[str, str] = field(default_factory=dict)
+    config_mismatch: str | None = None
+    error: str | None = None
+    output_file: Path | None = None
+
+    @property
+    def usable(self) -> bool:
+        """True when the output was read and echoed the requested launch."""
+        return self.error is None and self.config_mismatch is None
+
+
+class Driver(Protocol):
+    """A way to run one bucket's benchmark. A new driver is one module implementing this."""
+
+    name: str
+    version: str
+
+    def markers(self, bucket: Bucket) -> PhaseMarkers:
+        """Log markers that tell the failure phase."""
+        ...
+
+    def launch_inputs(self, bucket: Bucket) -> dict[str, Any]:
+        """Driver-specific launch settings that change the experiment (hashed, R2)."""
+        ...
+
+    def invocation(self, bucket: Bucket, dirs: AttemptDirs, checkout: Path) -> Invocation:
+        """The command for one attempt, writing into ``dirs.output_dir``."""
+        ...
+
+    def read(self, bucket: Bucket, dirs: AttemptDirs, invocation: Invocation) -> Measurement:
+        """Read the attempt's output."""
+        ...

@@ -1,0 +1,99 @@
+"""The ``demo`` driver: the built-in numpy benchmark, run as a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import perfgate
+from perfgate.config import Bucket, PhaseMarkers
+from perfgate.run import demo
+from perfgate.run.bundle import OutputError, launch_mismatches, load_json, metric_stats
+from perfgate.run.drivers.base import Measurement
+from perfgate.run.execution import AttemptDirs, Invocation
+
+# Where a perfgate tree keeps its demo benchmark, newest layout first: replayed commits
+# from before the stage folders hold it at perfgate/demo.py.
+DEMO_MODULES = ("perfgate.run.demo", "perfgate.demo")
+
+
+def _demo_source(checkout: Path) -> tuple[str, dict[str, str]]:
+    """The demo module to run and the PYTHONPATH that finds it.
+
+    perfgate gates itself with the demo, so a change (or a replayed commit) must be
+    measured with its own benchmark code; any other checkout gets this perfgate's demo.
+    """
+    for module in DEMO_MODULES:
+        if (checkout / (module.replace(".", "/") + ".py")).is_file():
+            root, chosen = str(checkout), module
+            break
+    else:
+        root, chosen = str(Path(perfgate.__file__).resolve().parent.parent), DEMO_MODULES[0]
+    inherited = os.environ.get("PYTHONPATH")
+    return chosen, {"PYTHONPATH": os.pathsep.join([root, inherited]) if inherited else root}
+
+
+class DemoDriver:
+    """Runs the demo benchmark module and reads its RuntimeBundle."""
+
+    name = "demo"
+    version = "1"
+
+    def markers(self, bucket: Bucket) -> PhaseMarkers:
+        """The demo prints when its environments are ready and when stepping starts."""
+        return PhaseMarkers(init_done=demo.INIT_DONE, stepping=demo.STEPPING)
+
+    def launch_inputs(self, bucket: Bucket) -> dict[str, Any]:
+        """Nothing beyond the common launch settings changes the demo experiment."""
+        return {}
+
+    def invocation(self, bucket: Bucket, dirs: AttemptDirs, checkout: Path) -> Invocation:
+        """``python -m perfgate.run.demo`` (the checkout's own) with the bucket's settings."""
+        module, env = _demo_source(checkout)
+        argv = (
+            sys.executable, "-m", module,
+            "--task", bucket.task,
+            "--physics", bucket.physics,
+            "--num-envs", str(bucket.num_envs),
+            "--steps", str(bucket.steps),
+            "--warmup-steps", str(bucket.warmup_steps),
+            "--seed", str(bucket.seed),
+            "--output-path", str(dirs.output_dir),
+        )  # fmt: skip
+        return Invocation(
+            argv=argv,
+            cwd=checkout,
+            env=env,
+            outputs=(str(dirs.output_dir),),
+        )
+
+    def read(self, bucket: Bucket, dirs: AttemptDirs, invocation: Invocation) -> Measurement:
+        """Read the bundle, check the launch echo, take the metric and the versions."""
+        path = dirs.output_dir / f"benchmark_runtime_{bucket.task}.json"
+        try:
+            bundle = load_json(path)
+        except OutputError as exc:
+            return Measurement(stats=metric_stats({}, bucket.metric.path), error=str(exc))
+        mismatches = launch_mismatches(
+            bundle,
+            {
+                "run.task": bucket.task,
+                "run.num_envs": bucket.num_envs,
+                "run.seed": bucket.seed,
+                "run.config.physics_backend": bucket.physics,
+                "extra.num_steps": bucket.steps,
+                "extra.warmup_steps": bucket.warmup_steps,
+            },
+        )
+        return Measurement(
+            stats=metric_stats(bundle, bucket.metric.path),
+            runtime_fields={
+                "versions.python": bundle.get("versions", {}).get("python"),
+                "versions.numpy": bundle.get("versions", {}).get("numpy"),
+                "hardware.cpu_name": bundle.get("hardware", {}).get("cpu_name"),
+            },
+            config_mismatch="; ".join(mismatches) or None,
+            output_file=path,
+        )

@@ -1,0 +1,315 @@
+"""Which CI image a run uses (DESIGN.md R11).
+
+The era key hashes the declared container inputs of the checkout: selected ``KEY=VALUE``
+entries of an env file (such as ``docker/.env.base``), hashes of named files, and package
+pins. A manifest on the baseline branch (``image_era_manifest.json``) maps each era to an
+immutable image. On a miss the image is the tag of the run's *target* branch (a pull
+request's base, a merge group's base, a push's own branch; never the synthetic PR merge
+ref), then, when that tag cannot be used, the optional build. Recording an era is a
+trusted write, allowed only to pushes to protected branches, like publishing baselines.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import re
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from perfgate.config import ImageSpec
+from perfgate.errors import ConfigError, GateMalfunction, GitError
+from perfgate.git import git
+from perfgate.identity import stable_hash
+from perfgate.run.staleness import required_pin
+
+ERA_VERSION = 1
+MANIFEST_SCHEMA_VERSION = 1
+
+
+class ImageSource(StrEnum):
+    """Where the chosen image came from."""
+
+    MANIFEST = "manifest"
+    TAG = "tag"
+    BUILD = "build"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Era:
+    """The era key and the declared inputs it hashes."""
+
+    key: str
+    contract: Mapping[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageChoice:
+    """The image a run uses and why."""
+
+    image: str
+    matched: bool
+    era: Era
+    source: ImageSource
+    target_branch: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``perfgate resolve-image`` prints."""
+        return {
+            "era_key": self.era.key,
+            "image_era_version": ERA_VERSION,
+            "image": self.image,
+            "matched": self.matched,
+            "source": self.source.value,
+            "target_branch": self.target_branch,
+        }
+
+    def step_outputs(self) -> dict[str, str]:
+        """``$GITHUB_OUTPUT`` entries for the workflow."""
+        return {
+            "image": self.image,
+            "matched": "true" if self.matched else "false",
+            "era_key": self.era.key,
+            "source": self.source.value,
+        }
+
+
+def parse_env_file(text: str) -> dict[str, str]:
+    """``KEY=VALUE`` lines; comments, blanks and ``export`` prefixes skipped, quotes stripped."""
+    values = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.removeprefix("export ").partition("=")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        values[key.strip()] = value
+    return values
+
+
+def era_of(spec: ImageSpec, checkout: Path) -> Era:
+    """Hash the declared inputs; any input that cannot be read raises ConfigError naming it."""
+    fields: dict[str, str] = {}
+    if spec.env_file is not None:
+        path = checkout / spec.env_file
+        try:
+            values = parse_env_file(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(
+                f"{path}: cannot read the image era inputs ({exc.strerror}); "
+                "fix image.env_file in perfgate.yaml"
+            ) from None
+        for key in spec.env_keys:
+            if key not in values:
+                raise ConfigError(
+                    f"{path}: has no {key}=...; the image era key needs it "
+                    "(fix image.env_keys in perfgate.yaml or the file)"
+                )
+            # Plain keys, so env-only eras hash exactly like the reference gate's.
+            fields[key] = values[key]
+    for name in spec.files:
+        path = checkout / name
+        try:
+            fields[f"file:{name}"] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError as exc:
+            raise ConfigError(
+                f"{path}: cannot hash it for the image era key ({exc.strerror}); "
+                "fix image.files in perfgate.yaml"
+            ) from None
+    for pin in spec.pins:
+        fields[f"pin:{pin.package}"] = required_pin(checkout, pin.file, pin.package)
+    contract = {"image_era_version": ERA_VERSION, "fields": fields}
+    return Era(key=stable_hash(contract), contract=contract)
+
+
+def parse_manifest(text: str, where: str) -> dict[str, Any]:
+    """The manifest document; a malformed one raises GateMalfunction naming ``where``."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise GateMalfunction(f"{where}: not valid JSON: {exc}") from None
+    eras = data.get("eras") if isinstance(data, dict) else None
+    if not isinstance(eras, dict) or not all(
+        isinstance(entry, dict) and isinstance(entry.get("image"), str) for entry in eras.values()
+    ):
+        raise GateMalfunction(
+            f"{where}: expected {{'eras': {{<era key>: {{'image': <ref>}}}}}}; fix the manifest"
+        )
+    result: dict[str, Any] = data
+    return result
+
+
+def read_manifest(repo: Path, tip: str | None, path: str, branch: str) -> dict[str, Any] | None:
+    """The manifest at ``tip`` of the baseline branch, straight from git objects; None if absent."""
+    if tip is None:
+        return None
+    try:
+        text = git("show", f"{tip}:{path}", cwd=repo)
+    except GitError as exc:
+        if "does not exist" in exc.stderr or "exists on disk, but not in" in exc.stderr:
+            return None
+        raise GateMalfunction(f"cannot read {path} from {branch!r}: {exc}") from None
+    return parse_manifest(text, f"{branch}:{path}")
+
+
+def _fill(template: str, values: Mapping[str, str], where: str) -> str:
+    try:
+        return template.format(**values)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ConfigError(
+            f"perfgate.yaml: {where}: placeholder {exc} is unknown; "
+            f"use {', '.join('{' + k + '}' for k in values)}"
+        ) from None
+
+
+def branch_values(target_branch: str, era: Era) -> dict[str, str]:
+    """Placeholders for tag and build templates."""
+    return {
+        "branch": target_branch,
+        "branch_slug": re.sub(r"[^A-Za-z0-9_.-]+", "-", target_branch).strip("-"),
+        "branch_leaf": target_branch.rsplit("/", 1)[-1],
+        "era_key": era.key,
+        "era_short": era.key[:12],
+    }
+
+
+def tag_for(spec: ImageSpec, target_branch: str | None, era: Era) -> str | None:
+    """The target branch's image tag: the first matching pattern of ``image.tags``."""
+    if not target_branch:
+        return None
+    for pattern, template in spec.tags.items():
+        if fnmatch.fnmatchcase(target_branch, pattern):
+            return _fill(template, branch_values(target_branch, era), f"image.tags[{pattern!r}]")
+    return None
+
+
+def choose(
+    spec: ImageSpec,
+    *,
+    era: Era,
+    manifest: Mapping[str, Any] | None,
+    target_branch: str | None,
+    usable: Callable[[str], bool],
+    build: Callable[[Era], str] | None,
+) -> ImageChoice:
+    """Manifest hit, else the target branch's tag (when ``usable``), else ``build``."""
+    entry = (manifest or {}).get("eras", {}).get(era.key)
+    if entry is not None:
+        return ImageChoice(
+            image=entry["image"],
+            matched=True,
+            era=era,
+            source=ImageSource.MANIFEST,
+            target_branch=target_branch,
+        )
+    tag = tag_for(spec, target_branch, era)
+    if tag is not None and usable(tag):
+        return ImageChoice(
+            image=tag, matched=False, era=era, source=ImageSource.TAG, target_branch=target_branch
+        )
+    if build is not None:
+        return ImageChoice(
+            image=build(era),
+            matched=False,
+            era=era,
+            source=ImageSource.BUILD,
+            target_branch=target_branch,
+        )
+    if tag is None:
+        raise ConfigError(
+            f"perfgate.yaml: image: era {era.key} is not in the manifest and no image.tags "
+            f"pattern matches the target branch {target_branch!r}; add a pattern or a build"
+        )
+    raise GateMalfunction(
+        f"image {tag} (target branch {target_branch!r}) is not available and no image.build "
+        "is configured; publish the tag or configure a build"
+    )
+
+
+def probe_with(argv: Sequence[str], cwd: Path) -> Callable[[str], bool]:
+    """A check that an image exists (e.g. ``docker manifest inspect {image}``): exit 0 = yes."""
+
+    def usable(image: str) -> bool:
+        command = [arg.replace("{image}", image) for arg in argv]
+        try:
+            return (
+                subprocess.run(command, cwd=cwd, capture_output=True, check=False).returncode == 0
+            )
+        except OSError:
+            return False
+
+    return usable
+
+
+def build_with(spec: ImageSpec, target_branch: str | None, cwd: Path) -> Callable[[Era], str]:
+    """Run ``image.build.argv`` and return the image reference it produced."""
+    if spec.build is None:
+        raise ConfigError("perfgate.yaml: image.build is not configured")
+    build = spec.build
+
+    def run(era: Era) -> str:
+        values = branch_values(target_branch or "", era)
+        image = _fill(build.image, values, "image.build.image")
+        argv = [_fill(arg, {**values, "image": image}, "image.build.argv") for arg in build.argv]
+        completed = subprocess.run(argv, cwd=cwd, check=False)
+        if completed.returncode != 0:
+            raise GateMalfunction(
+                f"image build {' '.join(argv)} failed (exit {completed.returncode})"
+            )
+        return image
+
+    return run
+
+
+def with_era(
+    manifest: Mapping[str, Any] | None, era: Era, image: str, commit: str | None
+) -> dict[str, Any]:
+    """The manifest with ``era`` recorded; an era already mapped elsewhere is never rewritten."""
+    document: dict[str, Any] = dict(manifest or {})
+    document["schema_version"] = MANIFEST_SCHEMA_VERSION
+    eras = dict(document.get("eras", {}))
+    current = eras.get(era.key)
+    if current is not None and current["image"] != image:
+        raise GateMalfunction(
+            f"era {era.key} is already recorded as {current['image']}; eras are immutable, so a "
+            f"new image ({image}) needs new era inputs"
+        )
+    if current is None:
+        eras[era.key] = {
+            "image": image,
+            "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "commit": commit,
+            "inputs": dict(era.contract["fields"]),
+        }
+    document["eras"] = dict(sorted(eras.items()))
+    return document
+
+
+def manifest_editor(path: str, era: Era, image: str, commit: str | None) -> Callable[[Path], bool]:
+    """An ``apply`` for store.commit_to_branch: add the era to the manifest in a work tree."""
+
+    def apply(tree: Path) -> bool:
+        file = tree / path
+        before = file.read_text(encoding="utf-8") if file.is_file() else None
+        current = parse_manifest(before, path) if before is not None else None
+        after = json.dumps(with_era(current, era, image, commit), indent=2, sort_keys=True) + "\n"
+        if current is not None and era.key in current["eras"]:
+            return False
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(after, encoding="utf-8")
+        return True
+
+    return apply
+
+
+def record_message(era: Era, image: str) -> str:
+    """Commit message of an era record."""
+    return f"[image_era] Record {era.key[:12]} -> {image}"

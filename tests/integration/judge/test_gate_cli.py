@@ -1,0 +1,161 @@
+"""gate and publish end to end: real git repositories, artifacts on disk, the CLI's exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perfgate.cli import main
+from perfgate.git import git
+from perfgate.result import write_result
+from tests.factories import make_result
+
+pytestmark = pytest.mark.integration
+
+IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
+CONFIG = """
+version: 1
+gate: {mode: blocking, protected_branches: [main]}
+buckets:
+  - task: cartpole
+    backends: [{physics: numpy}]
+"""
+
+
+@pytest.fixture
+def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """A clone of a bare origin with one commit on main; the working directory is the clone."""
+    origin = tmp_path / "origin.git"
+    git("init", "-q", "--bare", "-b", "main", str(origin))
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(origin), str(clone))
+    (clone / "perfgate.yaml").write_text(CONFIG, encoding="utf-8")
+    git("add", "perfgate.yaml", cwd=clone)
+    git("commit", "-q", "-m", "init", cwd=clone, env=IDENTITY)
+    git("push", "-q", "origin", "HEAD:main", cwd=clone)
+    monkeypatch.chdir(clone)
+    for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"):
+        monkeypatch.delenv(name, raising=False)
+    return clone, git("rev-parse", "HEAD", cwd=clone).strip()
+
+
+def github_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, event: str, sha: str) -> None:
+    """GitHub's standard environment for a push to main or a pull request into main."""
+    payload = tmp_path / f"{event}.json"
+    if event == "pull_request":
+        payload.write_text(json.dumps({"pull_request": {"number": 7, "head": {"sha": sha}}}))
+        monkeypatch.setenv("GITHUB_BASE_REF", "main")
+        monkeypatch.setenv("GITHUB_HEAD_REF", "feature")
+        monkeypatch.setenv("GITHUB_REF", "refs/pull/7/merge")
+    else:
+        payload.write_text(json.dumps({}))
+        monkeypatch.setenv("GITHUB_REF", "refs/heads/main")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_EVENT_NAME", event)
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(payload))
+    monkeypatch.setenv("GITHUB_SHA", sha)
+    monkeypatch.setenv("GITHUB_REPOSITORY", "org/repo")
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "output.txt"))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.txt"))
+
+
+def artifacts(directory: Path, sha: str, value: float, run: str, event: str = "push") -> Path:
+    write_result(
+        make_result("cartpole/numpy", value, commit=sha, run_id=run, event=event), directory
+    )
+    return directory
+
+
+def test_publish_refuses_a_pull_request_and_writes_nothing(checkout, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    clone, sha = checkout
+    github_env(monkeypatch, tmp_path, "pull_request", sha)
+    results = artifacts(tmp_path / "r", sha, 100.0, "1", event="pull_request")
+    assert main(["publish", "--results", str(results)]) == 4
+    assert git("ls-remote", "origin", "perf-baselines", cwd=clone) == ""
+
+
+def test_publish_refuses_artifacts_from_a_pull_request_even_on_a_push(
+    checkout, tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    clone, sha = checkout
+    github_env(monkeypatch, tmp_path, "push", sha)
+    results = artifacts(tmp_path / "r", sha, 100.0, "1", event="pull_request")
+    assert main(["publish", "--results", str(results)]) == 4
+    assert git("ls-remote", "origin", "perf-baselines", cwd=clone) == ""
+
+
+def test_published_baselines_judge_the_next_run(checkout, tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    clone, sha = checkout
+    github_env(monkeypatch, tmp_path, "push", sha)
+    for run, value in enumerate([100.0, 101.0, 99.0, 100.0, 100.5]):
+        results = artifacts(tmp_path / f"r{run}", sha, value, str(run))
+        assert main(["publish", "--results", str(results)]) == 0
+    assert main(["publish", "--results", str(tmp_path / "r0")]) == 0  # retried: no duplicate
+    stored = git("show", "origin/perf-baselines:samples/cpu-test/cartpole/numpy.ndjson", cwd=clone)
+    assert len(stored.splitlines()) == 5
+
+    github_env(monkeypatch, tmp_path, "pull_request", sha)
+    fine = artifacts(tmp_path / "fine", sha, 100.2, "10", event="pull_request")
+    assert main(["gate", "--results", str(fine), "--report-dir", str(tmp_path / "rep1")]) == 0
+    verdict = json.loads((tmp_path / "rep1" / "verdict.json").read_text())
+    assert verdict["overall_verdict"] == "PASS"
+    assert verdict["rows"][0]["baseline"]["samples"] == 5
+
+    slow = artifacts(tmp_path / "slow", sha, 80.0, "11", event="pull_request")
+    assert main(["gate", "--results", str(slow), "--report-dir", str(tmp_path / "rep2")]) == 1
+    verdict = json.loads((tmp_path / "rep2" / "verdict.json").read_text())
+    assert verdict["overall_verdict"] == "BLOCK"
+    assert verdict["status_state"] == "failure"
+    outputs = (tmp_path / "output.txt").read_text()
+    assert "overall_verdict=BLOCK" in outputs
+    assert "regression" in (tmp_path / "summary.txt").read_text()
+
+
+def test_an_unreadable_baseline_branch_is_a_malfunction(checkout, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    clone, sha = checkout
+    git("remote", "set-url", "origin", str(tmp_path / "gone.git"), cwd=clone)
+    results = artifacts(tmp_path / "r", sha, 100.0, "1")
+    assert main(["gate", "--results", str(results), "--report-dir", str(tmp_path / "rep")]) == 3
+
+
+def test_no_artifacts_is_a_malfunction_in_any_mode(checkout, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "empty").mkdir()
+    assert main(["gate", "--results", str(tmp_path / "empty")]) == 3
+
+
+def test_local_bench_records_and_then_judges_for_real(checkout, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    clone, _ = checkout
+    (clone / "perfgate.yaml").write_text(
+        CONFIG.replace("blocking", "advisory")
+        + "defaults: {num_envs: 64, steps: 50, warmup_steps: 5}\n"
+    )
+    args = ["bench", "--out", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work"),
+            "--report-dir", str(tmp_path / "rep")]  # fmt: skip
+    for _ in range(5):
+        assert main([*args, "--record"]) == 0
+    assert main(args) == 0
+    verdict = json.loads((tmp_path / "rep" / "verdict.json").read_text())
+    assert verdict["rows"][0]["baseline"]["samples"] == 5
+    assert verdict["rows"][0]["verdict"] in {"PASS", "WARN", "BLOCK"}
+    assert "NO_BASELINE" not in verdict["rows"][0]["reasons"]
+
+
+def test_publish_refuses_unhealthy_results_and_says_so_in_its_exit_code(
+    checkout, tmp_path, monkeypatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    from perfgate.result import FailurePhase
+
+    clone, sha = checkout
+    github_env(monkeypatch, tmp_path, "push", sha)
+    results = artifacts(tmp_path / "r", sha, 100.0, "1")
+    crashed = make_result(
+        "cartpole/python", None, commit=sha, run_id="1", exit_code=1, phase=FailurePhase.RUNTIME
+    )
+    write_result(crashed, results)
+    assert main(["publish", "--results", str(results)]) == 2  # blocking mode: HARD_FAILURE
+    assert "refused cartpole/python: unhealthy run" in capsys.readouterr().err
+    stored = git("show", "origin/perf-baselines:samples/cpu-test/cartpole/numpy.ndjson", cwd=clone)
+    assert len(stored.splitlines()) == 1

@@ -1,0 +1,337 @@
+"""Bench end to end with real subprocesses: the command driver, execution, the artifact."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from perfgate import cli
+from perfgate.config import Bucket, load_config
+from perfgate.context import RunContext
+from perfgate.errors import ConfigError
+from perfgate.result import (
+    FailurePhase,
+    Hardware,
+    Result,
+    read_result,
+    validate_result,
+    write_result,
+)
+from perfgate.run.bench import BenchSettings, run_bucket
+from perfgate.run.execution import LOG_TAIL_BYTES
+from tests.paths import FIXTURES
+
+pytestmark = pytest.mark.integration
+
+FAKE = FIXTURES / "fake_benchmark.py"
+READY, STEPPING = "fake-bench: ready", "fake-bench: stepping"
+HARDWARE = Hardware(slug="cpu-test", cpu_name="Test CPU")
+CONTEXT = RunContext(
+    commit="0123456789abcdef0123456789abcdef01234567",
+    branch="feature",
+    target_branch="main",
+    event="local",
+    run_id="4242",
+    run_attempt="3",
+)
+
+
+def fake_bucket(
+    tmp_path: Path,
+    mode: str,
+    *,
+    retries: int = 0,
+    timeout_minutes: float = 1.0,
+    output: str = "out/result.json",
+    writes_to: str | None = None,
+) -> Bucket:
+    """A command-driver bucket that runs fake_benchmark.py in ``mode`` from perfgate.yaml."""
+    document: dict[str, Any] = {
+        "version": 1,
+        "defaults": {
+            "driver": "command",
+            "retries": retries,
+            "timeout_minutes": timeout_minutes,
+            "metric": {"path": "results.throughput.mean", "direction": "higher", "unit": "it/s"},
+        },
+        "buckets": [
+            {
+                "task": "fake",
+                "backends": [{"physics": "cpu"}],
+                "command": {
+                    "argv": [
+                        sys.executable,
+                        str(FAKE),
+                        mode,
+                        writes_to or output,
+                        str(tmp_path / "state"),
+                    ],
+                    "output": output,
+                    "markers": {"init_done": READY, "stepping": STEPPING},
+                },
+            }
+        ],
+    }
+    path = tmp_path / "perfgate.yaml"
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    (bucket,) = load_config(path).buckets
+    return bucket
+
+
+def run(tmp_path: Path, bucket: Bucket) -> Result:
+    """Run the bucket with the tmp dir as checkout and return its result."""
+    settings = BenchSettings(
+        checkout=tmp_path,
+        work_root=tmp_path / "work",
+        out_dir=tmp_path / "results",
+        hardware=HARDWARE,
+        context=CONTEXT,
+    )
+    return run_bucket(bucket, settings)
+
+
+def artifact(result: Result, out_dir: Path) -> dict[str, Any]:
+    """Write the artifact, check it against the shipped schema and that it reads back."""
+    path = write_result(result, out_dir)
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    assert validate_result(data) == []
+    assert read_result(path) == result
+    return data
+
+
+def test_success_reports_the_figure_its_spread_and_a_healthy_run(tmp_path: Path) -> None:
+    result = run(tmp_path, fake_bucket(tmp_path, "ok"))
+    data = artifact(result, tmp_path / "results")
+    assert data["metric"] == {
+        "path": "results.throughput.mean",
+        "direction": "higher",
+        "unit": "it/s",
+        "value": 1234.5,
+        "std": 1.5,
+        "min": 1231.5,
+        "max": 1237.5,
+    }
+    assert data["health"]["exit_code"] == 0
+    assert data["health"]["phase"] is None
+    assert (data["health"]["attempts"], data["health"]["retried"]) == (1, False)
+    assert data["bucket"]["id"] == "fake/cpu"
+    assert data["source"]["commit"] == CONTEXT.commit
+    assert data["source"]["target_branch"] == "main"
+    assert data["ci"]["run_id"] == "4242"
+    assert STEPPING in data["log_tail"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "phase", "exit_code"),
+    [
+        ("import_crash", FailurePhase.IMPORT, 1),
+        ("init_crash", FailurePhase.INIT, 1),
+        ("runtime_crash", FailurePhase.RUNTIME, 1),
+        ("oom", FailurePhase.OOM, 137),
+    ],
+)
+def test_a_crash_is_classified_by_how_far_the_run_got(
+    tmp_path: Path, mode: str, phase: FailurePhase, exit_code: int
+) -> None:
+    result = run(tmp_path, fake_bucket(tmp_path, mode, retries=1))
+    data = artifact(result, tmp_path / "results")
+    assert result.health.phase is phase
+    assert result.health.exit_code == exit_code
+    assert result.metric.value is None
+    # Failed runs are retried once, and both attempts are on record.
+    assert (result.health.attempts, result.health.retried) == (2, True)
+    assert [a["phase"] for a in data["timings"]["attempts"]] == [phase.value, phase.value]
+
+
+def test_import_crash_keeps_the_traceback_in_the_log_tail(tmp_path: Path) -> None:
+    result = run(tmp_path, fake_bucket(tmp_path, "import_crash"))
+    assert "ModuleNotFoundError" in result.log_tail
+    assert "perfgate_fixture_module_that_does_not_exist" in result.log_tail
+
+
+def _running(pid: int) -> bool:
+    # A killed orphan may linger as a zombie when PID 1 does not reap; that is dead too.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
+def _alive(pid: int) -> bool:
+    """True when ``pid`` is still running a while after SIGKILL was sent (delivery is async)."""
+    for _ in range(100):
+        if not _running(pid):
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_hang_past_the_timeout_is_killed_with_its_children(tmp_path: Path) -> None:
+    result = run(tmp_path, fake_bucket(tmp_path, "hang", timeout_minutes=0.02))
+    artifact(result, tmp_path / "results")
+    assert result.health.phase is FailurePhase.HANG
+    assert result.health.timed_out is True
+    assert result.metric.value is None
+    assert "timeout" in result.log_tail
+    grandchild = int((tmp_path / "state" / "grandchild.pid").read_text())
+    assert not _alive(grandchild), "a child of the hung benchmark survived the timeout"
+
+
+def test_a_background_child_does_not_outlive_a_successful_run(tmp_path: Path) -> None:
+    result = run(tmp_path, fake_bucket(tmp_path, "straggler"))
+    assert result.health.healthy
+    assert result.metric.value == 7.0
+    grandchild = int((tmp_path / "state" / "grandchild.pid").read_text())
+    assert not _alive(grandchild), "a straggler could write into the next attempt's outputs"
+
+
+def test_invalid_json_output_is_an_output_failure(tmp_path: Path) -> None:
+    result = run(tmp_path, fake_bucket(tmp_path, "invalid_json", retries=1))
+    artifact(result, tmp_path / "results")
+    assert result.health.exit_code == 0
+    assert result.health.phase is FailurePhase.OUTPUT
+    assert result.health.error is not None and "not valid JSON" in result.health.error
+    assert result.metric.value is None
+    # An unreadable output is a failed attempt, so it was retried.
+    assert result.health.attempts == 2
+
+
+def test_missing_metric_is_an_output_failure_naming_the_path(tmp_path: Path) -> None:
+    result = run(tmp_path, fake_bucket(tmp_path, "missing_metric"))
+    artifact(result, tmp_path / "results")
+    assert result.health.phase is FailurePhase.OUTPUT
+    assert result.health.error is not None
+    assert "results.throughput.mean" in result.health.error
+    assert result.metric.value is None
+    assert not result.health.healthy
+
+
+def test_no_output_file_at_all_is_an_output_failure(tmp_path: Path) -> None:
+    # The program writes where its argv says; the bucket reads a path nothing writes.
+    bucket = fake_bucket(tmp_path, "ok", output="out/never-written.json", writes_to="out/x.json")
+    result = run(tmp_path, bucket)
+    artifact(result, tmp_path / "results")
+    assert result.health.exit_code == 0
+    assert result.health.phase is FailurePhase.OUTPUT
+    assert result.health.error is not None and "never-written.json" in result.health.error
+
+
+@pytest.mark.parametrize(("mode", "value"), [("zero_metric", 0.0), ("negative_metric", -5.0)])
+def test_non_positive_metric_is_recorded_as_is_for_the_oracle(
+    tmp_path: Path, mode: str, value: float
+) -> None:
+    result = run(tmp_path, fake_bucket(tmp_path, mode))
+    artifact(result, tmp_path / "results")
+    assert result.metric.value == value
+    assert result.health.exit_code == 0
+
+
+def test_retry_never_reports_the_stale_output_of_the_failed_attempt(tmp_path: Path) -> None:
+    result = run(tmp_path, fake_bucket(tmp_path, "stale_then_nothing", retries=1))
+    artifact(result, tmp_path / "results")
+    assert result.health.attempts == 2
+    assert result.metric.value is None, "the retry reported attempt 1's figure"
+    assert result.health.phase is FailurePhase.OUTPUT
+    assert not (tmp_path / "out" / "result.json").exists()
+
+
+def test_retry_reports_its_own_new_figure(tmp_path: Path) -> None:
+    result = run(tmp_path, fake_bucket(tmp_path, "stale_then_new", retries=1))
+    artifact(result, tmp_path / "results")
+    assert result.metric.value == 111.0
+    assert result.health.healthy
+    assert (result.health.attempts, result.health.retried) == (2, True)
+    assert [a.exit_code for a in result.timings.attempts] == [1, 0]
+
+
+def test_stale_output_under_a_glob_is_removed_before_the_retry(tmp_path: Path) -> None:
+    bucket = fake_bucket(tmp_path, "stale_then_nothing", retries=1, output="out/*.json")
+    # argv writes to the literal path "out/*.json", which the glob matches.
+    result = run(tmp_path, bucket)
+    assert result.metric.value is None
+    assert result.health.phase is FailurePhase.OUTPUT
+
+
+@pytest.mark.parametrize("output", [".", "..", "./"])
+def test_an_output_naming_the_checkout_itself_is_refused_not_deleted(
+    tmp_path: Path, output: str
+) -> None:
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    keep = checkout / "keep.txt"
+    keep.write_text("precious", encoding="utf-8")
+    bucket = fake_bucket(tmp_path, "ok", output=output, writes_to="out/result.json")
+    with pytest.raises(ConfigError, match="matches the working directory"):
+        run(checkout, bucket)
+    assert keep.read_text(encoding="utf-8") == "precious"
+
+
+def test_each_attempt_gets_its_own_exported_cache_dir(tmp_path: Path) -> None:
+    result = run(tmp_path, fake_bucket(tmp_path, "record_env", retries=1))
+    artifact(result, tmp_path / "results")
+    assert result.metric.value == 500.0
+    seen = [
+        json.loads(line)
+        for line in (tmp_path / "state" / "env.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    assert len(seen) == 2
+    caches = [Path(env["PERFGATE_CACHE_DIR"]) for env in seen]
+    assert caches[0] != caches[1]
+    for number, (cache, env) in enumerate(zip(caches, seen, strict=True), start=1):
+        # Derived from run id, run attempt, bucket and attempt (R10).
+        assert cache.name == f"attempt-{number}"
+        assert "4242-3" in cache.parts
+        assert "fake__cpu" in cache.parts
+        assert Path(env["WARP_CACHE_PATH"]).is_relative_to(cache)
+
+
+def test_log_tail_is_bounded_and_keeps_the_end(tmp_path: Path) -> None:
+    result = run(tmp_path, fake_bucket(tmp_path, "noisy"))
+    artifact(result, tmp_path / "results")
+    assert result.metric.value == 42.0
+    assert len(result.log_tail.encode()) <= LOG_TAIL_BYTES + len("…".encode())
+    assert result.log_tail.rstrip().endswith("fake-bench: last line")
+    assert "log line 00000" not in result.log_tail
+    # The whole log is kept on disk for whoever needs more than the tail.
+    full_log = tmp_path / "work" / "runs" / "fake__cpu" / "attempt-1" / "log.txt"
+    assert "log line 00000" in full_log.read_text(encoding="utf-8")
+
+
+def test_demo_bucket_end_to_end_through_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Outside GitHub, so the context comes from (absent) local git.
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "perfgate.yaml"
+    config.write_text(
+        "version: 1\n"
+        "defaults: {num_envs: 64, steps: 20, warmup_steps: 2, timeout_minutes: 1}\n"
+        "buckets:\n"
+        "  - task: cartpole\n"
+        "    backends: [{physics: numpy}, {physics: python}]\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "results"
+    code = cli.main(
+        ["bench", "--config", str(config), "--bucket", "cartpole/numpy", "--out", str(out)]
+    )
+    assert code == 0
+    assert [p.name for p in out.iterdir()] == ["cartpole__numpy.json"]
+    data = json.loads((out / "cartpole__numpy.json").read_text(encoding="utf-8"))
+    assert validate_result(data) == []
+    assert data["health"]["phase"] is None and data["health"]["exit_code"] == 0
+    assert data["health"]["config_mismatch"] is None
+    assert data["metric"]["value"] > 0
+    assert data["metric"]["std"] is not None and data["metric"]["max"] >= data["metric"]["min"]
+    assert data["identity"]["launch"]["num_envs"] == 64
+    assert data["identity"]["runtime"]["fields"]["versions.numpy"]
+    assert data["source"]["event"] == "local"
+    assert "cartpole/numpy" in capsys.readouterr().out

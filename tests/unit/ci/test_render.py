@@ -1,0 +1,636 @@
+"""Wiring tests over the rendered workflows and composite actions (DESIGN.md R12, R13).
+
+They parse the YAML that ``python -m perfgate render`` produces for this
+repository's demo matrix and for the Isaac Lab example, and assert each security
+and correctness rule on the structure, not on the template text.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import math
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pytest
+import yaml
+
+from perfgate import __version__
+from perfgate.ci import render
+from perfgate.ci.selection import affected, matches
+from perfgate.config import Config, ImageSpec, load_config
+from perfgate.errors import ConfigError, UsageError
+from tests.paths import ROOT
+
+SHA_PIN = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
+WRITE_SCOPES = {
+    # workflow -> job -> the only scopes that may be write
+    "perfgate.yml": {
+        "config": {},
+        "bench": {},
+        # Pull requests run their own code in `gate`: it never holds a write scope (R12).
+        "gate": {},
+        "gate-trusted": {"statuses": "write"},
+        "publish": {"contents": "write"},
+    },
+    "perfgate-comment.yml": {"comment": {"pull-requests": "write", "statuses": "write"}},
+    "perfgate-seed.yml": {"plan": {}, "seed": {"contents": "write"}},
+    "ci.yml": {"unit": {}, "lint": {}, "drift": {}},
+}
+
+
+def _site(config_rel: str, out_rel: str) -> render.Site:
+    config = load_config(ROOT / config_rel)
+    return render.Site(
+        config=dataclasses.replace(config, path=Path(config_rel)),
+        out=Path(out_rel),
+        config_ref="perfgate.yaml",
+        self_ci=out_rel == ".",
+    )
+
+
+SITES = {
+    "demo": _site("perfgate.yaml", "."),
+    "isaaclab": _site("examples/isaaclab/perfgate.yaml", "examples/isaaclab"),
+}
+
+
+def _parsed(site: render.Site) -> dict[str, Any]:
+    return {
+        str(file.path): yaml.safe_load(file.text)
+        for file in render.render_site(site)
+        if file.path.suffix in (".yml", ".yaml")
+    }
+
+
+@pytest.fixture(scope="module", params=sorted(SITES))
+def rendered(request: pytest.FixtureRequest) -> tuple[render.Site, dict[str, Any]]:
+    site = SITES[request.param]
+    return site, _parsed(site)
+
+
+def _workflows(docs: dict[str, Any]) -> dict[str, Any]:
+    return {
+        PurePosixPath(path).name: doc
+        for path, doc in docs.items()
+        if path.startswith(".github/workflows/")
+    }
+
+
+def _on(workflow: dict[str, Any]) -> dict[str, Any]:
+    # PyYAML reads the bare key `on` as the boolean True (YAML 1.1).
+    trigger: dict[str, Any] = workflow.get("on", workflow.get(True))
+    return trigger
+
+
+def _steps(docs: dict[str, Any]) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = []
+    for path, doc in docs.items():
+        if path.startswith(".github/workflows/"):
+            for job in doc["jobs"].values():
+                steps += job.get("steps", [])
+        elif path.startswith("actions/"):
+            steps += doc["runs"]["steps"]
+    return steps
+
+
+def test_committed_files_match_a_fresh_render() -> None:
+    """The drift check: every committed generated file equals its in-memory render."""
+    for config_rel, out_rel in render.REPOSITORY_SITES:
+        site = render.site_for(load_config(ROOT / config_rel), ROOT / out_rel)
+        site = dataclasses.replace(
+            site,
+            config=dataclasses.replace(site.config, path=Path(config_rel)),
+            out=Path(out_rel),
+            self_ci=render.is_perfgate_checkout(ROOT / out_rel),
+        )
+        assert render.drift(render.render_site(site), ROOT / out_rel) == [], (
+            "generated files are stale; run `invoke render-workflows`"
+        )
+
+
+def test_every_generated_file_has_a_header_naming_template_and_command(rendered: Any) -> None:
+    """R13: the first lines name the template (which exists) and the regenerate command."""
+    site, _ = rendered
+    for file in render.render_site(site):
+        first, second = file.text.splitlines()[:2]
+        assert first.startswith(render.GENERATED_MARKER)
+        template = re.search(r"templates/(\S+);", first)
+        assert template and (render.TEMPLATES_DIR / template.group(1)).is_file()
+        assert "invoke render-workflows" in second
+        assert site.command in second
+
+
+def test_every_job_has_minimal_explicit_permissions(rendered: Any) -> None:
+    """R12: contents: read by default; each write scope only on the one job that needs it."""
+    _, docs = rendered
+    for name, workflow in _workflows(docs).items():
+        assert workflow["permissions"] == {"contents": "read"}, name
+        expected = WRITE_SCOPES[name]
+        assert set(workflow["jobs"]) == set(expected), name
+        for job_id, job in workflow["jobs"].items():
+            writes = {k: v for k, v in job["permissions"].items() if v == "write"}
+            assert writes == expected[job_id], f"{name}:{job_id}"
+
+
+def test_no_secret_is_inherited_and_none_is_read(rendered: Any) -> None:
+    """R12: secrets by name only; these workflows need none beyond the job token."""
+    _, docs = rendered
+    for path, doc in docs.items():
+        text = yaml.safe_dump(doc)
+        assert "inherit" not in text, path
+        assert "secrets." not in text, path
+
+
+def test_no_expression_is_expanded_inside_a_shell_script(rendered: Any) -> None:
+    """R12: every ${{ }} reaches the shell through env:, never spliced into run:."""
+    _, docs = rendered
+    runs = [step["run"] for step in _steps(docs) if "run" in step]
+    assert runs
+    for script in runs:
+        assert "${{" not in script, script
+
+
+def test_every_third_party_action_is_pinned_by_commit_sha(rendered: Any) -> None:
+    """R12: uses: is a 40-hex SHA, or this repository's own action at the running commit."""
+    _, docs = rendered
+    uses = [step["uses"] for step in _steps(docs) if "uses" in step]
+    assert uses
+    for ref in uses:
+        assert ref.startswith("$/actions/") or SHA_PIN.match(ref), ref
+    for path, file_text in ((f.path, f.text) for f in render.render_site(SITES["demo"])):
+        for line in file_text.splitlines():
+            if "uses:" in line and "@" in line:
+                assert re.search(r"@[0-9a-f]{40} # v\d+\.\d+\.\d+$", line), (path, line)
+
+
+def test_every_checkout_drops_its_credentials(rendered: Any) -> None:
+    """R12: persist-credentials: false, so later steps cannot reuse the token via git."""
+    _, docs = rendered
+    checkouts = [s for s in _steps(docs) if s.get("uses", "").startswith("actions/checkout@")]
+    assert checkouts
+    for step in checkouts:
+        assert step["with"]["persist-credentials"] is False
+
+
+def test_bench_matrix_equals_the_config_buckets(rendered: Any) -> None:
+    """The matrix has one row per bucket: id, runner labels, timeout over every attempt."""
+    site, docs = rendered
+    bench = docs[".github/workflows/perfgate.yml"]["jobs"]["bench"]
+    rows = bench["strategy"]["matrix"]["include"]
+    assert [row["bucket"] for row in rows] == list(site.config.bucket_ids())
+    for row, bucket in zip(rows, site.config.buckets, strict=True):
+        assert row["runner"] == list(bucket.runner)
+        attempts = bucket.retries + 1
+        assert row["timeout"] == max(30, math.ceil(attempts * bucket.timeout_minutes) + 15)
+        assert row["artifact"] == f"perfgate-result-{bucket.file_stem}"
+    assert bench["runs-on"] == "${{ matrix.runner }}"
+    assert bench["timeout-minutes"] == "${{ matrix.timeout }}"
+    assert bench["strategy"]["fail-fast"] is False
+
+
+def test_isaaclab_example_has_the_nine_l40s_buckets() -> None:
+    """examples/isaaclab: the reference gate's nine buckets on self-hosted L40S runners."""
+    config = SITES["isaaclab"].config
+    assert len(config.buckets) == 9
+    assert {b.driver for b in config.buckets} == {"isaaclab"}
+    assert {b.runner for b in config.buckets} == {("self-hosted", "gpu-l40s")}
+    newton_touching = [b.id for b in config.buckets if "newton" in b.backend_key]
+    assert len(newton_touching) == 5
+    g1 = next(b for b in config.buckets if b.id == "Isaac-Velocity-Flat-G1/newton")
+    assert g1.noise_floor_for("l40s", 0.0) == 2.06
+    cartpole = next(b for b in config.buckets if b.id == "Isaac-Cartpole-Direct/physx")
+    assert [f.value for f in cartpole.floors_for("l40s")] == [100.0]
+    timeouts = {
+        b.id: render.job_timeout_minutes(b) for b in config.buckets if b.task.startswith("Isaac-Re")
+    }
+    assert set(timeouts.values()) == {55}  # 20 min, one retry: 2 x 20 + 15
+
+
+def test_isaaclab_example_benches_its_checkout_in_the_resolved_image() -> None:
+    """The example runs the PR checkout inside the CI image, never the runner's own isaaclab."""
+    site = SITES["isaaclab"]
+    config = site.config
+    for bucket in config.buckets:
+        assert bucket.container is not None, bucket.id
+        # The checkout replaces the image's editable Isaac Lab install.
+        assert bucket.container.checkout_mount == "/workspace/isaaclab"
+        assert bucket.container.image is None  # always the one resolve-image chose
+    assert config.image is not None
+    assert config.image.env_file == "docker/.env.base"
+    assert config.image.env_keys == ("ISAACSIM_BASE_IMAGE", "ISAACSIM_VERSION")
+    assert set(config.image.tags) == {"main", "develop", "release/*"}
+    steps = _bench_steps(site)
+    uses = [s.get("uses") for s in steps]
+    assert uses.index("$/actions/resolve-image") < uses.index("$/actions/bench")
+
+
+def test_isaaclab_example_installs_pinned_perfgate_not_the_checkout() -> None:
+    """Isaac Lab's root is the project under test: setup installs a pinned perfgate."""
+    demo, example = _parsed(SITES["demo"]), _parsed(SITES["isaaclab"])
+    source = example["actions/setup/action.yml"]["inputs"]["perfgate-source"]["default"]
+    assert source == SITES["isaaclab"].config.perfgate_source == "perfgate==0.1.0"
+    assert demo["actions/setup/action.yml"]["inputs"]["perfgate-source"]["default"] == "."
+    install = example["actions/setup/action.yml"]["runs"]["steps"][-1]
+    assert install["env"] == {"PERFGATE_SOURCE": "${{ inputs.perfgate-source }}"}
+    assert '"$PERFGATE_SOURCE"' in install["run"] and " . " not in install["run"] + " "
+    default = dataclasses.replace(
+        SITES["isaaclab"],
+        config=dataclasses.replace(SITES["isaaclab"].config, perfgate_source=None),
+    )
+    assert render.perfgate_source(default) == f"perfgate=={__version__}"
+
+
+def test_actions_call_perfgates_sessions_here_and_the_package_elsewhere(rendered: Any) -> None:
+    """In perfgate's tree the actions run its Nox sessions, as a developer does locally;
+    another repository has no perfgate noxfile, so they run `python -m perfgate VERB`."""
+    site, docs = rendered
+    verbs = {
+        "bench": "bench",
+        "gate": "gate",
+        "publish-baseline": "publish",
+        "resolve-image": "resolve-image",
+        "seed": "seed",
+    }
+    for action, verb in verbs.items():
+        scripts = [s["run"] for s in docs[f"actions/{action}/action.yml"]["runs"]["steps"]
+                   if "run" in s]  # fmt: skip
+        call = f"python -m nox -s {verb} -- " if site.self_ci else f"python -m perfgate {verb} "
+        assert any(call in s for s in scripts), action
+        if not site.self_ci:
+            assert not any("nox" in s for s in scripts), action
+
+
+def test_publish_runs_only_on_pushes_to_protected_branches(rendered: Any) -> None:
+    """R9: the only job with contents: write runs for protected pushes, after the gate."""
+    site, docs = rendered
+    workflow = docs[".github/workflows/perfgate.yml"]
+    publish = workflow["jobs"]["publish"]
+    condition = publish["if"]
+    assert "github.event_name == 'push'" in condition
+    assert render.branch_condition(site.config.gate.protected_branches) in condition
+    assert _on(workflow)["push"]["branches"] == list(site.config.gate.protected_branches)
+    publish_steps = [s for s in publish["steps"] if s.get("uses") == "$/actions/publish-baseline"]
+    assert len(publish_steps) == 1
+
+
+def test_gate_survives_failed_buckets_but_not_cancellation(rendered: Any) -> None:
+    """The gate judges after a failed bench job (a missing bucket is named) but a cancelled,
+    superseded run neither judges nor publishes: !cancelled(), never always()."""
+    _, docs = rendered
+    workflow = docs[".github/workflows/perfgate.yml"]
+    for job_id in ("gate", "gate-trusted", "publish"):
+        assert workflow["jobs"][job_id]["if"].startswith("!cancelled() && "), job_id
+    assert "always()" not in yaml.safe_dump(workflow)
+    assert workflow["jobs"]["gate"]["needs"] == ["config", "bench"]
+    assert workflow["jobs"]["gate-trusted"]["needs"] == ["config", "bench"]
+    assert workflow["jobs"]["publish"]["needs"] == ["config", "bench", "gate-trusted"]
+    action = docs["actions/gate/action.yml"]
+    script = next(s["run"] for s in action["runs"]["steps"] if "run" in s)
+    assert 'gate -- --results "$PERFGATE_RESULTS" --report-dir "$PERFGATE_REPORT"' in script or (
+        'perfgate gate --results "$PERFGATE_RESULTS" --report-dir "$PERFGATE_REPORT"' in script
+    )
+
+
+def test_pull_request_gate_is_read_only_and_only_trusted_events_post(rendered: Any) -> None:
+    """R12: PR code never gets a write token. `gate` (every event but push and merge_group)
+    is read-only and does not post; `gate-trusted` posts, for push and merge_group only."""
+    _, docs = rendered
+    jobs = docs[".github/workflows/perfgate.yml"]["jobs"]
+    trusted = "(github.event_name == 'push' || github.event_name == 'merge_group')"
+    gate, posting = jobs["gate"], jobs["gate-trusted"]
+    assert gate["if"].endswith(f"&& !{trusted}")
+    assert posting["if"].endswith(f"&& {trusted}")
+    assert gate["permissions"] == {"contents": "read"}
+    assert posting["permissions"] == {"contents": "read", "statuses": "write"}
+    judge = {job_id: next(s for s in jobs[job_id]["steps"] if s.get("uses") == "$/actions/gate")
+             for job_id in ("gate", "gate-trusted")}  # fmt: skip
+    assert judge["gate"]["with"]["post"] == "false"
+    assert judge["gate-trusted"]["with"]["post"] == "true"
+    # The action never posts unless told to.
+    assert docs["actions/gate/action.yml"]["inputs"]["post"]["default"] == "false"
+    # The report the comment workflow posts is uploaded whatever the verdict.
+    upload = next(s for s in docs["actions/gate/action.yml"]["runs"]["steps"]
+                  if "upload-artifact" in s.get("uses", ""))  # fmt: skip
+    assert upload["if"] == "always()" and upload["with"]["name"] == render.REPORT_ARTIFACT
+
+
+def test_jobs_reading_the_baseline_branch_fetch_full_history(rendered: Any) -> None:
+    """Ancestry and merge-base need every commit and origin/<target>: fetch-depth 0 (with
+    actions/checkout that fetches +refs/heads/*:refs/remotes/origin/*)."""
+    site, docs = rendered
+    workflows = _workflows(docs)
+    full = [
+        workflows["perfgate.yml"]["jobs"]["gate"],
+        workflows["perfgate.yml"]["jobs"]["gate-trusted"],
+        workflows["perfgate.yml"]["jobs"]["publish"],
+        *workflows["perfgate-seed.yml"]["jobs"].values(),
+    ]
+    if site.config.image is not None:  # resolve-image reads the manifest on the baseline branch
+        full.append(workflows["perfgate.yml"]["jobs"]["bench"])
+    for job in full:
+        checkout = next(s for s in job["steps"] if "actions/checkout@" in s.get("uses", ""))
+        assert checkout["with"]["fetch-depth"] == 0, job["name"]
+    # Every step that fetches or pushes the baseline branch carries the job token for git.
+    for action in ("gate", "publish-baseline", "resolve-image", "seed"):
+        script = next(s["run"] for s in docs[f"actions/{action}/action.yml"]["runs"]["steps"]
+                      if "run" in s)  # fmt: skip
+        assert "export GIT_CONFIG_COUNT=1" in script, action
+        call = "python -m nox -s" if site.self_ci else "python -m perfgate"
+        assert script.index("GIT_CONFIG_COUNT") < script.index(call), action
+
+
+def test_triggers_concurrency_and_draft_skip(rendered: Any) -> None:
+    """Drafts skipped with ready_for_review subscribed; PRs cancel, pushes keyed by commit."""
+    site, docs = rendered
+    workflow = docs[".github/workflows/perfgate.yml"]
+    on = _on(workflow)
+    assert {"opened", "synchronize", "reopened", "ready_for_review"} <= set(
+        on["pull_request"]["types"]
+    )
+    assert on["pull_request"]["branches"] == list(site.config.gate.target_branches)
+    assert "merge_group" in on and "workflow_dispatch" in on
+    group = workflow["concurrency"]["group"]
+    assert "format('pr-{0}', github.event.pull_request.number)" in group
+    assert group.endswith("|| github.sha }}")
+    assert workflow["concurrency"]["cancel-in-progress"] == (
+        "${{ github.event_name == 'pull_request' }}"
+    )
+    jobs = workflow["jobs"]
+    assert jobs["config"]["if"] == (
+        "github.event_name != 'pull_request' || (!github.event.pull_request.draft && "
+        "(github.event.action != 'labeled' || github.event.label.name == 'perf-gate'))"
+    )
+    for job_id, job in jobs.items():
+        if job_id != "config":
+            assert "config" in ([job["needs"]] if isinstance(job["needs"], str) else job["needs"])
+            assert "needs.config.outputs.run == 'true'" in job["if"]
+
+
+def test_image_follows_the_target_branch_never_the_merge_ref(rendered: Any) -> None:
+    """R11: the target branch comes from base_ref / the merge group's base / the pushed ref."""
+    _, docs = rendered
+    config = docs[".github/workflows/perfgate.yml"]["jobs"]["config"]
+    target = next(s for s in config["steps"] if s.get("id") == "target")
+    assert target["env"] == {
+        "PR_BASE_REF": "${{ github.base_ref }}",
+        "MERGE_GROUP_BASE_REF": "${{ github.event.merge_group.base_ref }}",
+        "PUSHED_REF_NAME": "${{ github.ref_name }}",
+    }
+    assert config["outputs"]["target-branch"] == "${{ steps.target.outputs.target-branch }}"
+    text = yaml.safe_dump(docs[".github/workflows/perfgate.yml"])
+    assert "github.ref }}" not in text and "head_ref" not in text
+
+
+def _bench_steps(site: render.Site) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = _parsed(site)[".github/workflows/perfgate.yml"]["jobs"]["bench"][
+        "steps"
+    ]
+    return steps
+
+
+def test_image_is_resolved_on_the_bench_runner_when_configured() -> None:
+    """R11: with an image block each bench job resolves its image for the target branch."""
+    demo = SITES["demo"]
+    without = _bench_steps(demo)
+    assert not any(s.get("uses") == "$/actions/resolve-image" for s in without)
+    assert "image" not in next(s for s in without if s.get("uses") == "$/actions/bench")["with"]
+    spec = ImageSpec(env_file="docker/.env.base", env_keys=("ISAACSIM_VERSION",))
+    steps = _bench_steps(
+        dataclasses.replace(demo, config=dataclasses.replace(demo.config, image=spec))
+    )
+    resolve = [s for s in steps if s.get("uses") == "$/actions/resolve-image"]
+    bench = next(s for s in steps if s.get("uses") == "$/actions/bench")
+    assert len(resolve) == 1 and steps.index(resolve[0]) < steps.index(bench)
+    assert resolve[0]["with"]["target-branch"] == "${{ needs.config.outputs.target-branch }}"
+    assert bench["with"]["image"] == "${{ steps.image.outputs.image }}"
+
+
+def test_comment_consumer_never_checks_out_or_runs_the_pr_head(rendered: Any) -> None:
+    """R12: workflow_run consumer: default-branch code, the report artifact as data only;
+    it posts for every pull request, same repository and fork alike."""
+    _, docs = rendered
+    workflow = docs[".github/workflows/perfgate-comment.yml"]
+    assert set(_on(workflow)) == {"workflow_run"}
+    gate_name = docs[".github/workflows/perfgate.yml"]["name"]
+    assert _on(workflow)["workflow_run"]["workflows"] == [gate_name]
+    job = workflow["jobs"]["comment"]
+    assert job["if"] == "github.event.workflow_run.event == 'pull_request'"
+    for step in job["steps"]:
+        assert "ref" not in step.get("with", {}), step
+        assert "repository" not in step.get("with", {}), step
+    steps_text = yaml.safe_dump(job["steps"])
+    assert "head_sha" not in steps_text and "head_branch" not in steps_text
+    assert "pull_request_target" not in yaml.safe_dump(workflow)
+    download = next(s for s in job["steps"] if "download-artifact" in s.get("uses", ""))
+    assert download["with"]["name"] == render.REPORT_ARTIFACT
+    assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
+    post = next(s for s in job["steps"] if "run" in s)
+    assert 'python -m perfgate post-report --report-dir "$report"' in post["run"]
+
+
+def test_comment_consumer_stays_green_without_a_report(rendered: Any) -> None:
+    """A cancelled or skipped run, or one that uploaded no report, gives a notice, not a red job."""
+    _, docs = rendered
+    job = docs[".github/workflows/perfgate-comment.yml"]["jobs"]["comment"]
+    download = next(s for s in job["steps"] if "download-artifact" in s.get("uses", ""))
+    assert download["id"] == "download"
+    assert download["continue-on-error"] is True
+    assert download["if"] == (
+        "github.event.workflow_run.conclusion == 'success' || "
+        "github.event.workflow_run.conclusion == 'failure'"
+    )
+    for step in job["steps"]:
+        if step is not download and "uses" in step:
+            assert step["if"] == "steps.download.outcome == 'success'", step["name"]
+    post = next(s for s in job["steps"] if "run" in s)
+    assert "if" not in post  # it always runs: it posts, or it says why not
+    assert post["env"]["DOWNLOAD_OUTCOME"] == "${{ steps.download.outcome }}"
+    assert post["env"]["RUN_CONCLUSION"] == "${{ github.event.workflow_run.conclusion }}"
+    assert "::notice" in post["run"]
+
+
+def test_seed_workflow_passes_every_input_through_and_dry_runs_by_default(rendered: Any) -> None:
+    """Seed inputs reach the action verbatim (no `|| default`); the write job is not a dry run."""
+    _, docs = rendered
+    workflow = docs[".github/workflows/perfgate-seed.yml"]
+    inputs = _on(workflow)["workflow_dispatch"]["inputs"]
+    assert inputs["dry-run"]["default"] is True
+    assert inputs["target"]["default"] == ""  # empty: perfgate seed's own default
+    action_inputs = docs["actions/seed/action.yml"]["inputs"]
+    for job in workflow["jobs"].values():
+        seed = next(s for s in job["steps"] if s.get("uses") == "$/actions/seed")
+        for name in inputs:
+            assert seed["with"][name] == f"${{{{ inputs.{name} }}}}"
+            assert name in action_inputs
+        assert "||" not in yaml.safe_dump(seed)
+    assert workflow["jobs"]["plan"]["if"] == "inputs.dry-run"
+    assert workflow["jobs"]["seed"]["if"] == "${{ !inputs.dry-run }}"
+
+
+def test_seed_resolves_the_image_first_when_configured(rendered: Any) -> None:
+    """R11: the seeding job benchmarks, so with an image block it resolves the image for the
+    samples' target branch and seeds in it; the dry run resolves (and builds) nothing."""
+    site, docs = rendered
+    jobs = docs[".github/workflows/perfgate-seed.yml"]["jobs"]
+    assert not any(s.get("uses") == "$/actions/resolve-image" for s in jobs["plan"]["steps"])
+    steps = jobs["seed"]["steps"]
+    uses = [s.get("uses") for s in steps]
+    seed = steps[uses.index("$/actions/seed")]
+    if site.config.image is None:
+        assert "$/actions/resolve-image" not in uses and "image" not in seed["with"]
+        return
+    resolve = steps[uses.index("$/actions/resolve-image")]
+    assert uses.index("$/actions/resolve-image") < uses.index("$/actions/seed")
+    first = site.config.gate.target_branches[0]
+    assert resolve["with"]["target-branch"] == (
+        f"${{{{ inputs.target || inputs.branch || '{first}' }}}}"
+    )
+    assert seed["with"]["image"] == "${{ steps.image.outputs.image }}"
+
+
+def test_action_inputs_are_kebab_case_and_reach_shell_through_env(rendered: Any) -> None:
+    """Composite action inputs are kebab-case; scripts read them only from env."""
+    _, docs = rendered
+    for path, doc in docs.items():
+        if not path.startswith("actions/"):
+            continue
+        for name in doc.get("inputs", {}):
+            assert re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", name), (path, name)
+        for step in doc["runs"]["steps"]:
+            if "run" in step:
+                assert step["shell"] == "bash"
+
+
+def test_hostile_bucket_values_cannot_inject_into_yaml_or_shell() -> None:
+    """A task name with quotes, ${{ and newlines stays one inert string in the matrix."""
+    hostile = "x\"\n  evil: 1\n${{ secrets.TOKEN }}'; rm -rf / #"
+    demo = SITES["demo"]
+    bucket = dataclasses.replace(demo.config.buckets[0], task=hostile, runner=("a${{ 1 }}", "b\n"))
+    config = dataclasses.replace(demo.config, buckets=(bucket, *demo.config.buckets[1:]))
+    site = dataclasses.replace(demo, config=config, config_ref='p"\n${{ github.token }}')
+    docs = _parsed(site)
+    normal = _parsed(demo)
+    workflow = docs[".github/workflows/perfgate.yml"]
+    assert set(workflow) == set(normal[".github/workflows/perfgate.yml"])
+    assert set(workflow["jobs"]) == set(normal[".github/workflows/perfgate.yml"]["jobs"])
+    row = workflow["jobs"]["bench"]["strategy"]["matrix"]["include"][0]
+    assert set(row) == {"bucket", "artifact", "runner", "timeout"}
+    # GitHub evaluates ${{ }} in any string: every expression left in a value is the
+    # escape ${{ '${{' }}, which evaluates to the literal text.
+    for value in (row["bucket"], *row["runner"], workflow["env"]["PERFGATE_CONFIG"]):
+        assert all(e == "${{ '${{' }}" for e in re.findall(r"\$\{\{.*?\}\}", value)), value
+    unescaped = row["bucket"].replace("${{ '${{' }}", "${{")
+    assert unescaped == f"{hostile}/{bucket.backend_key}"
+    assert re.fullmatch(r"perfgate-result-[A-Za-z0-9._-]+", row["artifact"])
+    for step in _steps(docs):
+        assert "secrets.TOKEN" not in step.get("run", "")
+        assert "${{" not in step.get("run", "")
+
+
+def test_yaml_value_quotes_everything_and_refuses_unknown_objects() -> None:
+    """Printed values are JSON scalars (valid YAML); only Raw text passes verbatim."""
+    assert render.yaml_value("a: b") == '"a: b"'
+    assert render.yaml_value(["x", 1, True]) == '["x", 1, true]'
+    assert render.yaml_value(render.Raw("plain: yes")) == "plain: yes"
+    assert yaml.safe_load(render.yaml_value("${{ x }}")) == "${{ '${{' }} x }}"
+    with pytest.raises(TypeError):
+        render.yaml_value(Path("x"))
+
+
+def test_undefined_template_variables_fail_loudly(tmp_path: Path) -> None:
+    """StrictUndefined: a typo in a template is an error, not an empty string."""
+    (tmp_path / "t.j2").write_text("a: << missing >>\n")
+    with pytest.raises(Exception, match="missing"):
+        render.environment(tmp_path).get_template("t.j2").render({})
+    with pytest.raises(UsageError):
+        render.environment(tmp_path / "absent")
+
+
+def test_job_timeout_covers_every_attempt_plus_margin_at_least_30() -> None:
+    """Per-bucket job timeout-minutes = max(30, ceil((retries + 1) * timeout) + 15)."""
+    bucket = SITES["demo"].config.buckets[0]
+    cases = [(2, 0, 30), (15, 0, 30), (20, 0, 35), (12.5, 0, 30), (40.2, 0, 56)]
+    cases += [(10, 1, 35), (20, 1, 55), (12.5, 2, 53), (5, 1, 30)]
+    for minutes, retries, expected in cases:
+        changed = dataclasses.replace(bucket, timeout_minutes=minutes, retries=retries)
+        assert render.job_timeout_minutes(changed) == expected, (minutes, retries)
+
+
+def test_branch_condition_renders_exact_and_prefix_patterns() -> None:
+    """Protected branch patterns become GitHub expressions; unsupported globs are refused."""
+    assert render.branch_condition(["main", "release/**"]) == (
+        "github.ref == 'refs/heads/main' || startsWith(github.ref, 'refs/heads/release/')"
+    )
+    assert render.branch_condition(["it's"]) == "github.ref == 'refs/heads/it''s'"
+    with pytest.raises(ConfigError, match="release/\\*/x"):
+        render.branch_condition(["release/*/x"])
+
+
+def test_drift_reports_edits_and_stale_generated_files(tmp_path: Path) -> None:
+    """drift() diffs an edited file and names a generated file no longer rendered."""
+    files = render.render_site(SITES["demo"])
+    render.write(files, tmp_path)
+    assert render.drift(files, tmp_path) == []
+    target = tmp_path / ".github/workflows/perfgate.yml"
+    target.write_text(target.read_text().replace("timeout: 30", "timeout: 31", 1))
+    stale = tmp_path / "actions/old/action.yml"
+    stale.parent.mkdir(parents=True)
+    stale.write_text(f"{render.GENERATED_MARKER} templates/x; do not edit\n")
+    handwritten = tmp_path / ".github/workflows/mine.yml"
+    handwritten.write_text("name: mine\n")
+    diffs = render.drift(files, tmp_path)
+    assert len(diffs) == 2
+    assert "-            timeout: 31" in diffs[0] and "+            timeout: 30" in diffs[0]
+    assert "no longer rendered" in diffs[1]
+    render.write(files, tmp_path)
+    assert not stale.exists() and handwritten.exists()
+    assert render.drift(files, tmp_path) == []
+
+
+def test_site_for_requires_the_config_inside_the_output_tree(tmp_path: Path) -> None:
+    """Workflows run from the rendered root, so the config must live under it."""
+    config: Config = SITES["demo"].config
+    with pytest.raises(UsageError, match="is not inside"):
+        render.site_for(dataclasses.replace(config, path=tmp_path / "a.yaml"), tmp_path / "b")
+
+
+def test_path_selection_uses_github_glob_semantics() -> None:
+    """'*' stays in a directory, '**' crosses them, a bucket without paths always runs."""
+    assert matches("source/a/b.py", "source/**")
+    assert matches("pyproject.toml", "pyproject.toml")
+    assert matches("docs/x.md", "docs/")
+    assert not matches("source/a/b.py", "source/*")
+    assert matches("a/b/c.py", "**/*.py")
+    config = SITES["isaaclab"].config
+    assert affected(config.buckets, ["README.md"]) == ()
+    assert len(affected(config.buckets, ["source/isaaclab/x.py"])) == 9
+    demo = SITES["demo"].config
+    assert affected(demo.buckets, []) == demo.buckets
+
+
+def test_nox_render_sites_match_the_render_module() -> None:
+    """noxfile.py cannot import perfgate, so its copy of the site list is checked here."""
+    tree = ast.parse((ROOT / "noxfile.py").read_text())
+    value = next(
+        node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "RENDER_SITES" for t in node.targets)
+    )
+    assert ast.literal_eval(value) == render.REPOSITORY_SITES
+
+
+def test_gate_action_exposes_the_step_outputs_perfgate_writes(rendered: Any) -> None:
+    """The gate writes status_state, description and underfilled to $GITHUB_OUTPUT; the
+    action passes each on, so later jobs (a reseed, a notifier) can use them."""
+    _, docs = rendered
+    outputs = docs["actions/gate/action.yml"]["outputs"]
+    for name, key in (
+        ("status-state", "status_state"),
+        ("description", "description"),
+        ("underfilled", "underfilled"),
+    ):
+        assert outputs[name]["value"] == f"${{{{ steps.gate.outputs.{key} }}}}"

@@ -1,0 +1,108 @@
+"""Pure parts of the GitHub surfaces: status plans, descriptions, the comment body, escaping."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from perfgate.github.post import MARKER, comment_body, fit_description, footer, plan_statuses
+from perfgate.report.summary import md_text, summary_markdown
+from perfgate.report.verdict import report_json
+from tests.github_support import HEAD_SHA, HOSTILE, mixed_report, passing_report
+
+RUN_URL = "https://github.com/acme/sim/actions/runs/99"
+ALLOWED_TAGS = {"<details>", "<summary>", "</summary>", "</details>", MARKER}
+
+
+def test_description_fits_githubs_limit_and_keeps_the_advisory_suffix() -> None:
+    long = "regression " * 40
+    fitted = fit_description(long, advisory=True)
+    assert len(fitted) == 140
+    assert fitted.endswith("… (advisory)")
+    assert fit_description("all clear", advisory=False) == "all clear"
+    assert fit_description("line one\nline two", advisory=True) == "line one line two (advisory)"
+
+
+def test_statuses_aggregate_first_then_one_per_bucket_with_their_states(tmp_path: Path) -> None:
+    verdict = report_json(mixed_report(tmp_path))
+    statuses = plan_statuses(verdict, RUN_URL)
+    assert [(s.context, s.state) for s in statuses] == [
+        ("perfgate", "failure"),
+        ("perfgate (cartpole/numpy)", "success"),
+        ("perfgate (cartpole/python)", "failure"),
+        ("perfgate (pendulum/numpy)", "failure"),
+        ("perfgate (pendulum/python)", "failure"),
+    ]
+    assert all(len(s.description) <= 140 for s in statuses)
+    assert all(s.description.endswith(" (advisory)") for s in statuses)
+    assert all(s.target_url == RUN_URL for s in statuses)
+    assert statuses[0].description.startswith("HARD_FAILURE: ")
+    assert statuses[4].description == "HARD_FAILURE: did not report (advisory)"
+
+
+def test_warn_is_success_and_blocking_mode_has_no_advisory_suffix(tmp_path: Path) -> None:
+    verdict = report_json(passing_report(tmp_path, mode="blocking"))
+    verdict["rows"][1]["verdict"] = "WARN"
+    statuses = plan_statuses(verdict, None)
+    assert {s.state for s in statuses} == {"success"}
+    assert not any("(advisory)" in s.description for s in statuses)
+    assert statuses[0].target_url is None
+
+
+def test_comment_is_marker_summary_and_footer(tmp_path: Path) -> None:
+    report = mixed_report(tmp_path)
+    body = comment_body(report_json(report), head_sha=HEAD_SHA, run_url=RUN_URL)
+    assert body.startswith(MARKER + "\n" + summary_markdown(report))
+    assert body.endswith(f"\n_Updated for {HEAD_SHA[:8]} · [run]({RUN_URL})_\n")
+
+
+def test_footer_leaves_out_a_link_that_is_not_a_plain_url() -> None:
+    assert footer(HEAD_SHA, "javascript:alert(1)") == f"_Updated for {HEAD_SHA[:8]}_"
+    assert footer(HEAD_SHA, "https://x/y) [evil](https://z") == f"_Updated for {HEAD_SHA[:8]}_"
+    assert footer("not-a-sha", None) == "_Updated for unknown commit_"
+
+
+def _before_footer(body: str) -> str:
+    return body.rsplit("\n_Updated for", 1)[0]
+
+
+def test_hostile_bucket_name_log_tail_and_notes_render_inert(tmp_path: Path) -> None:
+    verdict = report_json(mixed_report(tmp_path, hostile=True))
+    body = _before_footer(comment_body(verdict, head_sha=HEAD_SHA, run_url=RUN_URL))
+    assert HOSTILE.split()[0] in verdict["rows"][2]["bucket"]  # the hostile text is present
+    # No HTML but perfgate's own <details> block and the marker.
+    assert set(re.findall(r"<[^>\n]*>", body)) <= ALLOWED_TAGS
+    assert body.count(MARKER) == 1
+    assert body.count("<details>") == body.count("</details>") == 1
+    # No mention or team ping, no link, no code span or fence from the text.
+    assert not re.search(r"@[A-Za-z0-9]", body)
+    assert "](" not in body
+    assert "```" not in body
+    # The newline in the text did not start a heading of its own.
+    assert not any(line.startswith("## injected") for line in body.splitlines())
+    # Every table row still has exactly its columns: no cell was split by a "|".
+    for line in body.splitlines():
+        if line.startswith("| ") and "Bucket" not in line:
+            assert line.count("|") in (8, 12), line
+
+
+def test_md_text_escapes_once_and_breaks_mentions_and_autolinks() -> None:
+    assert md_text("cartpole/numpy (+1.0% vs median 1,000)") == (
+        "cartpole/numpy (+1.0% vs median 1,000)"
+    )
+    assert md_text("[x]") == "&#91;x&#93;"
+    assert md_text("a & 'b'") == "a &amp; &#39;b&#39;"
+    assert md_text("@org/team") == "@&#8203;org/team"
+    assert md_text("see https://evil.example") == "see https:&#8203;//evil.example"
+    assert md_text("a\n## b") == "a &#35;&#35; b"
+
+
+def test_a_huge_report_is_cut_to_fit_githubs_comment_limit(tmp_path: Path) -> None:
+    verdict = report_json(mixed_report(tmp_path))
+    row = verdict["rows"][2]
+    verdict["rows"] = [{**row, "details": ["x" * 3000]} for _ in range(60)]
+    body = comment_body(verdict, head_sha=HEAD_SHA, run_url=RUN_URL)
+    assert len(body) < 65536
+    assert body.count("<details>") == body.count("</details>") == 1
+    assert "_Truncated: the full report is in the job summary and its artifact._" in body
+    assert body.endswith(f"[run]({RUN_URL})_\n")

@@ -1,0 +1,88 @@
+"""The package tree reads as the flow (DESIGN.md layout): no import runs back up it.
+
+run -> judge -> report -> github, with baselines beside judge; ci reads only the config;
+the shared vocabulary at the top imports no stage; cli may import anything. Every import
+is read, including those inside functions and under TYPE_CHECKING.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.paths import ROOT
+
+PACKAGE = ROOT / "perfgate"
+SHARED = "shared"
+# What each stage may import besides itself and the shared vocabulary.
+EARLIER: dict[str, set[str]] = {
+    SHARED: set(),
+    "run": set(),
+    "judge": {"run", "baselines"},
+    "baselines": {"run", "judge"},
+    "report": {"run", "judge", "baselines"},
+    "github": {"run", "judge", "baselines", "report"},
+    "ci": set(),
+    "cli": {"run", "judge", "baselines", "report", "github", "ci"},
+}
+
+
+def _stage(module: str) -> str:
+    """``perfgate.judge.gate`` -> ``judge``; a top-level module is shared vocabulary."""
+    parts = module.split(".")
+    if module == "perfgate.__main__":
+        return "cli"  # the entry point is the command line's
+    if len(parts) > 2 or (len(parts) == 2 and (PACKAGE / parts[1]).is_dir()):
+        return parts[1]
+    return SHARED
+
+
+def _module_name(path: Path) -> str:
+    relative = path.relative_to(ROOT).with_suffix("")
+    parts = relative.parts[:-1] if relative.name == "__init__" else relative.parts
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """Every perfgate module (or package attribute) that ``path`` imports, with its line."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("perfgate")]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "perfgate":
+                found += [(node.lineno, f"perfgate.{a.name}") for a in node.names]
+            elif node.module.startswith("perfgate."):
+                found.append((node.lineno, node.module))
+    return found
+
+
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_stage_folder_is_known() -> None:
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders == set(EARLIER) - {SHARED}
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_import_runs_back_up_the_flow(path: Path) -> None:
+    stage = _stage(_module_name(path))
+    allowed = {SHARED, stage} | EARLIER[stage]
+    late = [
+        f"line {line}: {name} ({_stage(name)})"
+        for line, name in _imports(path)
+        if name != "perfgate" and _stage(name) not in allowed
+    ]
+    assert not late, f"{path.relative_to(ROOT)} ({stage}) imports later stages: {late}"
+
+
+def test_the_rule_catches_a_backward_import(tmp_path: Path) -> None:
+    # The check itself must be able to fail: a run/ module importing judge/ is caught.
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    from perfgate.judge.oracle import judge\n")
+    names = [name for _, name in _imports(bad)]
+    assert names == ["perfgate.judge.oracle"]
+    assert _stage(names[0]) not in {SHARED, "run"} | EARLIER["run"]
