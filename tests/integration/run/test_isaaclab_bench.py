@@ -171,6 +171,25 @@ def test_physx_is_pinned_so_a_newton_default_cannot_slip_in(tmp_path: Path) -> N
     assert "[ISAACLAB] KitLauncher initialization complete" in log_of(tmp_path)
 
 
+@pytest.mark.parametrize("backend", ["physx_newton_renderer", "newton_newton_renderer"])
+def test_newton_renderer_buckets_render_with_newton_on_the_requested_physics(
+    tmp_path: Path, backend: str
+) -> None:
+    # `presets=newton` would select Newton *physics* (the deprecated alias of newton_mjwarp).
+    body = (
+        f"  - task: {CAMERA}\n    backends:\n"
+        "      - {physics: physx, render: newton_renderer}\n"
+        "      - {physics: newton, render: newton_renderer}\n"
+    )
+    result = bench(tmp_path, f"{CAMERA}/{backend}", body=body)
+    assert result.health.healthy, result.health
+    config = bundle_of(tmp_path)["run"]["config"]  # type: ignore[index]
+    assert config["rendering_backend"] == "newton"
+    assert config["physics_backend"] == (
+        "physx" if backend.startswith("physx") else "newton_mjwarp"
+    )
+
+
 @pytest.mark.parametrize(
     ("bucket_id", "mode", "phase"),
     [
