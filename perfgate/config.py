@@ -704,11 +704,9 @@ def _check_task_aliases(document: YamlDocument, data: Mapping[str, Any]) -> None
         for position, alias in enumerate(aliases):
             here = ("buckets", index, "isaaclab", "task_aliases", position)
             if alias in tasks:
-                owner = (
-                    "this entry's own task"
-                    if alias == entry["task"]
-                    else (f"the task of buckets[{tasks[alias]}]")
-                )
+                owner = f"the task of buckets[{tasks[alias]}]"
+                if alias == entry["task"]:
+                    owner = "this entry's own task"
                 _fail(document, here, f"{alias!r} is {owner}; an alias is another id of this task")
             if claimed.setdefault(alias, entry["task"]) != entry["task"]:
                 _fail(

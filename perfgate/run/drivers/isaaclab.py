@@ -121,12 +121,13 @@ RUNTIME_BY_RENDER: Mapping[str, tuple[str, ...]] = {
 }
 
 _TASK_ID = re.compile(r"""\bid\s*=\s*["']([A-Za-z0-9][A-Za-z0-9._-]*)["']""")
+# The names a checkout is searched for: every spelling but a backend's last (the fallback).
 _PROBED = sorted(
     {
         spelling
         for table in (PHYSICS_SPELLINGS, RENDER_SPELLINGS)
         for spellings in table.values()
-        for spelling in spellings
+        for spelling in spellings[:-1]
         if spelling is not None
     }
 )
@@ -182,8 +183,11 @@ def scan_sources(checkout: Path) -> Sources | None:
     preset_names: set[str] = set()
     for path in root.rglob("*.py"):
         text = path.read_text(encoding="utf-8", errors="replace")
-        task_ids.update(_TASK_ID.findall(text))
-        preset_names.update(_PRESET_FIELD.findall(text))
+        # Plain substring tests first: most files hold neither, and they are ten times faster.
+        if "register(" in text:
+            task_ids.update(_TASK_ID.findall(text))
+        if any(name in text for name in _PROBED):
+            preset_names.update(_PRESET_FIELD.findall(text))
     return Sources(task_ids=frozenset(task_ids), preset_names=frozenset(preset_names))
 
 
