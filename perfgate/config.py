@@ -129,9 +129,12 @@ class CommandSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class IsaacLabSpec:
-    """How the ``isaaclab`` driver launches ``isaaclab benchmark runtime``."""
+    """How the ``isaaclab`` driver launches Isaac Lab's runtime benchmark."""
 
-    executable: tuple[str, ...] = ("isaaclab",)
+    # None: ./isaaclab.sh when the checkout has it, else the `isaaclab` console script.
+    executable: tuple[str, ...] | None = None
+    # The other ids the bucket's task has had; the one the checkout registers is run.
+    task_aliases: tuple[str, ...] = ()
     extra_args: tuple[str, ...] = ()
     # None: derive the Hydra presets from the backend; a tuple replaces them.
     presets: tuple[str, ...] | None = None
@@ -337,6 +340,7 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
         )
     _check_schema(document)
     data = document.data
+    _check_task_aliases(document, data)
     gate = _gate_policy(data.get("gate", {}))
     defaults = {**_DEFAULT_SETTINGS, **data.get("defaults", {})}
     buckets: list[Bucket] = []
@@ -676,12 +680,40 @@ def _argv(value: str | list[str]) -> tuple[str, ...]:
 def _isaaclab_spec(raw: Mapping[str, Any] | None) -> IsaacLabSpec:
     raw = raw or {}
     return IsaacLabSpec(
-        executable=_argv(raw.get("executable", list(IsaacLabSpec.executable))),
+        executable=_argv(raw["executable"]) if "executable" in raw else None,
+        task_aliases=tuple(raw.get("task_aliases", ())),
         extra_args=tuple(raw.get("extra_args", ())),
         presets=tuple(raw["presets"]) if "presets" in raw else None,
         markers=None if "markers" not in raw else phase_markers(raw["markers"], PhaseMarkers()),
         pin_files=tuple(raw["pin_files"]) if "pin_files" in raw else None,
     )
+
+
+def _check_task_aliases(document: YamlDocument, data: Mapping[str, Any]) -> None:
+    """A task's aliases are its own other ids: per bucket entry, never another entry's task."""
+    if "task_aliases" in data.get("defaults", {}).get("isaaclab", {}):
+        _fail(
+            document,
+            ("defaults", "isaaclab", "task_aliases"),
+            "task aliases are one task's other ids; declare them on that task's bucket entry",
+        )
+    tasks = {entry["task"]: index for index, entry in enumerate(data["buckets"])}
+    claimed: dict[str, str] = {}
+    for index, entry in enumerate(data["buckets"]):
+        aliases = entry.get("isaaclab", {}).get("task_aliases", [])
+        for position, alias in enumerate(aliases):
+            here = ("buckets", index, "isaaclab", "task_aliases", position)
+            if alias in tasks:
+                owner = f"the task of buckets[{tasks[alias]}]"
+                if alias == entry["task"]:
+                    owner = "this entry's own task"
+                _fail(document, here, f"{alias!r} is {owner}; an alias is another id of this task")
+            if claimed.setdefault(alias, entry["task"]) != entry["task"]:
+                _fail(
+                    document,
+                    here,
+                    f"{alias!r} is already an alias of {claimed[alias]!r}; an id names one task",
+                )
 
 
 def _container_spec(raw: Mapping[str, Any] | None) -> ContainerSpec | None:

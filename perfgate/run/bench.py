@@ -28,8 +28,15 @@ from perfgate.result import (
     write_result,
 )
 from perfgate.run import container, staleness
-from perfgate.run.drivers import Measurement, get_driver
-from perfgate.run.execution import AttemptDirs, Invocation, ProcessOutcome, run_with_retry
+from perfgate.run.bundle import MetricStats
+from perfgate.run.drivers import CheckoutUnsupported, Measurement, get_driver
+from perfgate.run.execution import (
+    AttemptDirs,
+    AttemptRecord,
+    Invocation,
+    ProcessOutcome,
+    run_with_retry,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,17 +134,21 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
     def read(dirs: AttemptDirs, outcome: ProcessOutcome) -> Measurement:
         return _require_metric(bucket, driver.read(bucket, dirs, invocations[dirs.number]))
 
-    records = run_with_retry(
-        plan=plan,
-        read=read,
-        succeeded=lambda outcome, m: outcome.phase is None and m.error is None,
-        retries=bucket.retries,
-        timeout_s=bucket.timeout_minutes * 60,
-        markers=driver.markers(bucket),
-        work_dir=work_dir,
-        cache_root=settings.work_root / "cache" / run_key / bucket.file_stem,
-        wrap=_container_wrap(bucket, settings, run_key),
-    )
+    cache_root = settings.work_root / "cache" / run_key / bucket.file_stem
+    try:
+        records = run_with_retry(
+            plan=plan,
+            read=read,
+            succeeded=lambda outcome, m: outcome.phase is None and m.error is None,
+            retries=bucket.retries,
+            timeout_s=bucket.timeout_minutes * 60,
+            markers=driver.markers(bucket),
+            work_dir=work_dir,
+            cache_root=cache_root,
+            wrap=_container_wrap(bucket, settings, run_key),
+        )
+    except CheckoutUnsupported as exc:
+        records = [_unsupported(str(exc), cache_root)]
     final = records[-1]
     measurement, outcome = final.reading, final.outcome
     phase = outcome.phase
@@ -173,6 +184,7 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
             std=measurement.stats.std,
             min=measurement.stats.min,
             max=measurement.stats.max,
+            figures=dict(measurement.figures),
         ),
         health=Health(
             exit_code=outcome.exit_code,
@@ -201,6 +213,22 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
         ),
         log_tail=outcome.log_tail,
         perfgate_version=__version__,
+    )
+
+
+def _unsupported(message: str, cache_dir: Path) -> AttemptRecord[Measurement]:
+    """The attempt that never launched: the checkout cannot load the benchmark (``import``)."""
+    return AttemptRecord(
+        number=1,
+        outcome=ProcessOutcome(
+            exit_code=None,
+            timed_out=False,
+            wall_s=0.0,
+            log_tail=f"perfgate: {message}\n",
+            phase=FailurePhase.IMPORT,
+        ),
+        reading=Measurement(stats=MetricStats(value=None), error=message),
+        cache_dir=cache_dir,
     )
 
 
