@@ -300,6 +300,17 @@ def test_bootstrap_records_the_measured_image_without_reseeding_ready_buckets(
         {"id": "pendulum/python", "have": 0, "samples": 3},
     ]
 
+    # The era workflow's verify job (hosted: no hardware of its own) sees the same.
+    report = repo.tmp / "verify.json"
+    flags = ["verify-baselines", "--all-hardware", "--json", str(report)]
+    assert main([*flags, "--newest-runtime"]) == 0
+    newest = {b["bucket"]: b["status"] for b in json.loads(report.read_text())["buckets"]}
+    assert newest == {"cartpole/numpy": "READY", "cartpole/python": "WARMING",
+                      "pendulum/numpy": "WARMING", "pendulum/python": "EMPTY"}  # fmt: skip
+    assert main(flags) == 0  # the largest group: the old image's window
+    largest = {b["bucket"]: b["status"] for b in json.loads(report.read_text())["buckets"]}
+    assert largest["pendulum/numpy"] == "READY"
+
     # The bootstrapped era is now known: the next push does nothing.
     assert main(["roll-era", "--execute", "--out", str(plan_path)]) == 0
     assert json.loads(plan_path.read_text())["buckets"] == []
