@@ -7,7 +7,7 @@ branch:
 - no manifest yet (bootstrap): the era is recorded against the image the baselines on the
   branch were measured with (the target branch's tag, pinned to its digest where the
   registry tells it), and only buckets without a READY window of that runtime are
-  reseeded, so a first push never rebuilds and reseeds everything by surprise;
+  reseeded: a first push never builds, and never reseeds a bucket that can gate;
 - new: the configured build runs, every ref is tagged and pushed, the first ref (pinned to
   its digest) is recorded, and every bucket is reseeded at the pushed commit, because a
   new runtime resets every bucket's identity.

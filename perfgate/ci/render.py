@@ -444,8 +444,10 @@ def era_workflow_context(site: Site) -> dict[str, Any]:
         **_common(site),
         "protected_branches": list(config.gate.protected_branches),
         "roll": {
+            # Without image.roll the job never builds: it records a bootstrap or says
+            # the era is known (a new era fails there, naming image.roll).
             "runner": list(roll.runner) if roll else HOSTED_RUNNER,
-            "timeout": roll.timeout_minutes if roll else 60,
+            "timeout": roll.timeout_minutes if roll else 30,
             # Names match ^[A-Za-z_][A-Za-z0-9_]*$ (schema): safe inside the expression.
             "secrets": [
                 (name, Raw(json.dumps(f"${{{{ secrets.{name} }}}}")))

@@ -170,7 +170,11 @@ def plan_report(plan: RollPlan, config: Config, baseline_branch: str, bootstrap:
             f"{str(recorded.get('commit'))[:12]}): nothing to build, push, record or seed"
         )
         return "\n".join(lines)
-    digest = "pinned to its registry digest" if spec.digest else "as tagged (no image.digest)"
+    digest = (
+        "pinned to its registry digest where the registry tells it"
+        if spec.digest
+        else "as tagged (no image.digest)"
+    )
     if plan.action is RollAction.BOOTSTRAP:
         lines.append(
             f"bootstrap: record this era as {plan.image}, the image the baselines on "

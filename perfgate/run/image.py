@@ -299,7 +299,7 @@ def with_era(
             raise EraConflict(
                 f"era {era.key} is already recorded as {current['image']}; a manifest entry "
                 f"is immutable, so {image} is refused. New image inputs make a new era; to "
-                "replace this one, roll it again with --force REASON"
+                "replace this one, pass --force REASON (roll-era, or resolve-image --record)"
             )
     else:
         entry: dict[str, Any] = {
@@ -311,8 +311,8 @@ def with_era(
         }
         if current is not None:
             entry["forced"] = force
-            earlier = [{k: v for k, v in current.items() if k != "replaced"}]
-            entry["replaced"] = [*current.get("replaced", []), *earlier]
+            earlier = {k: v for k, v in current.items() if k != "replaced"}
+            entry["replaced"] = [*current.get("replaced", []), earlier]
         eras[era.key] = entry
     document["eras"] = dict(sorted(eras.items()))
     return document
