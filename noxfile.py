@@ -79,6 +79,12 @@ def resolve_image(session: nox.Session) -> None:
     _perfgate(session, "resolve-image")
 
 
+@nox.session(name="roll-era", tags=["run"])
+def roll_era(session: nox.Session) -> None:
+    """Build and record a new image era, then plan its reseed (dry run unless --execute)."""
+    _perfgate(session, "roll-era")
+
+
 @nox.session(tags=["perf"])
 def perf(session: nox.Session) -> None:
     """Measure how the gate's cost grows with buckets and with history length."""

@@ -6,6 +6,7 @@ import fnmatch
 import json
 import re
 import reprlib
+import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -176,6 +177,32 @@ class ImageBuild:
     image: str
 
 
+#: Placeholders of the era roll's templates: the pushed commit, its branch and the era.
+ROLL_PLACEHOLDERS = frozenset(
+    {"branch", "branch_slug", "branch_leaf", "era_key", "era_short", "sha", "sha7"}
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageRoll:
+    """How ``perfgate roll-era`` builds and publishes a new era's image (R11).
+
+    The build produces ``build.image``; each of ``refs`` is tagged from it (``tag``) and
+    pushed (``push``); the first ref, resolved to its digest where possible, is recorded.
+    """
+
+    build: ImageBuild
+    refs: tuple[str, ...]
+    tag: tuple[str, ...] = ("docker", "tag", "{image}", "{ref}")
+    push: tuple[str, ...] = ("docker", "push", "{ref}")
+    # Runs first, with the registry secrets in its environment (never on its command line).
+    login: tuple[str, ...] | None = None
+    # Repository secrets the rendered roll job passes to the roll step, by name (R12).
+    secrets: tuple[str, ...] = ()
+    runner: tuple[str, ...] = ("ubuntu-latest",)
+    timeout_minutes: int = 120
+
+
 @dataclass(frozen=True, kw_only=True)
 class ImageSpec:
     """The top-level ``image`` block: era key inputs, manifest, fallbacks (R11)."""
@@ -188,6 +215,9 @@ class ImageSpec:
     tags: Mapping[str, str] = field(default_factory=dict)
     probe: tuple[str, ...] | None = None
     build: ImageBuild | None = None
+    # Prints the digest of ``{image}`` in a registry; None: images are recorded as tagged.
+    digest: tuple[str, ...] | None = ("docker", "buildx", "imagetools", "inspect", "{image}")
+    roll: ImageRoll | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -741,6 +771,7 @@ def _image_spec(document: YamlDocument, raw: Mapping[str, Any]) -> ImageSpec:
             "the era key needs inputs: set env_file with env_keys, files, or pins",
         )
     build = raw.get("build")
+    digest = _argv(raw["digest"]) if "digest" in raw else ImageSpec.digest
     return ImageSpec(
         env_file=raw.get("env_file"),
         env_keys=tuple(raw.get("env_keys", ())),
@@ -750,4 +781,61 @@ def _image_spec(document: YamlDocument, raw: Mapping[str, Any]) -> ImageSpec:
         tags=dict(raw["tags"]),
         probe=_argv(raw["probe"]) if "probe" in raw else None,
         build=ImageBuild(argv=tuple(build["argv"]), image=build["image"]) if build else None,
+        digest=digest or None,
+        roll=_image_roll(document, raw["roll"]) if "roll" in raw else None,
     )
+
+
+def _image_roll(document: YamlDocument, raw: Mapping[str, Any]) -> ImageRoll:
+    where: KeyPath = ("image", "roll")
+    templates: list[tuple[KeyPath, str, frozenset[str]]] = [
+        ((*where, "build", "image"), raw["build"]["image"], ROLL_PLACEHOLDERS),
+        *(
+            ((*where, "build", "argv", i), arg, ROLL_PLACEHOLDERS | {"image"})
+            for i, arg in enumerate(raw["build"]["argv"])
+        ),
+        *(((*where, "refs", i), ref, ROLL_PLACEHOLDERS) for i, ref in enumerate(raw["refs"])),
+    ]
+    for key in ("tag", "push"):
+        templates += [
+            ((*where, key, i), arg, ROLL_PLACEHOLDERS | {"image", "ref"})
+            for i, arg in enumerate(_argv(raw.get(key, ())))
+        ]
+    for key_path, template, known in templates:
+        _check_placeholders(document, key_path, template, known)
+    for index, name in enumerate(raw.get("secrets", ())):
+        if name.upper().startswith("GITHUB_"):
+            _fail(
+                document,
+                (*where, "secrets", index),
+                f"{name!r}: GitHub reserves the GITHUB_ prefix and the job token is passed "
+                "already; name only the registry's secrets",
+            )
+    return ImageRoll(
+        build=ImageBuild(argv=tuple(raw["build"]["argv"]), image=raw["build"]["image"]),
+        refs=tuple(raw["refs"]),
+        tag=_argv(raw.get("tag", list(ImageRoll.tag))),
+        push=_argv(raw.get("push", list(ImageRoll.push))),
+        login=_argv(raw["login"]) if "login" in raw else None,
+        secrets=tuple(raw.get("secrets", ())),
+        runner=tuple(raw.get("runner", ImageRoll.runner)),
+        timeout_minutes=raw.get("timeout_minutes", ImageRoll.timeout_minutes),
+    )
+
+
+def _check_placeholders(
+    document: YamlDocument, key_path: KeyPath, template: str, known: frozenset[str]
+) -> None:
+    """A template's ``{name}`` placeholders must all be known ones (R14)."""
+    try:
+        names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError as exc:
+        _fail(document, key_path, f"{template!r}: {exc}; write a literal brace as {{{{ or }}}}")
+    unknown = sorted(names - known)
+    if unknown:
+        _fail(
+            document,
+            key_path,
+            f"{template!r}: unknown placeholder {', '.join('{' + n + '}' for n in unknown)}; "
+            f"use {', '.join('{' + n + '}' for n in sorted(known))}",
+        )

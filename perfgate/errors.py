@@ -48,3 +48,11 @@ class GitError(GateMalfunction):
         self.stderr = stderr
         detail = stderr.strip().splitlines()[-1] if stderr.strip() else "no output"
         super().__init__(f"git {' '.join(args)} failed (exit {returncode}): {detail}")
+
+
+class EraConflict(UsageError):
+    """An image era is already recorded with another image: manifest entries are immutable."""
+
+
+class ImageStepFailed(GateMalfunction):
+    """A login, build, tag or push command of an era roll failed; nothing was recorded."""

@@ -270,7 +270,15 @@ def perfgate_source(site: Site) -> str:
     return site.config.perfgate_source or f"perfgate=={__version__}"
 
 
-SESSION_VERBS = ("bench", "gate", "publish", "resolve-image", "seed")
+SESSION_VERBS = (
+    "bench",
+    "gate",
+    "publish",
+    "resolve-image",
+    "roll-era",
+    "seed",
+    "verify-baselines",
+)
 
 
 def perfgate_commands(site: Site) -> dict[str, Raw]:
@@ -416,6 +424,48 @@ def seed_workflow_context(site: Site) -> dict[str, Any]:
     }
 
 
+def era_seed_timeout_minutes(bucket: Bucket, samples: int) -> int:
+    """A reseed job's ``timeout-minutes``: every sample with every attempt, plus setup, >= 30."""
+    return max(30, math.ceil(samples * (bucket.retries + 1) * bucket.timeout_minutes) + 15)
+
+
+def era_workflow_context(site: Site) -> dict[str, Any]:
+    """Context of the image era workflow: roll (build, push, record) -> seed -> verify (R11).
+
+    The roll job holds the one write scope it needs and, by name, only the registry
+    secrets of ``image.roll.secrets`` (R12); the seed rows are static like the bench
+    matrix, and each seeds at most ``min_samples`` samples of its bucket.
+    """
+    config = site.config
+    roll = config.image.roll if config.image else None
+    samples = config.gate.baseline.min_samples
+    planned = "contains(fromJSON(needs.roll.outputs.reseed-plan).bucket_ids, matrix.bucket)"
+    return {
+        **_common(site),
+        "protected_branches": list(config.gate.protected_branches),
+        "roll": {
+            # Without image.roll the job never builds: it records a bootstrap or says
+            # the era is known (a new era fails there, naming image.roll).
+            "runner": list(roll.runner) if roll else HOSTED_RUNNER,
+            "timeout": roll.timeout_minutes if roll else 30,
+            # Names match ^[A-Za-z_][A-Za-z0-9_]*$ (schema): safe inside the expression.
+            "secrets": [
+                (name, Raw(json.dumps(f"${{{{ secrets.{name} }}}}")))
+                for name in (roll.secrets if roll else ())
+            ],
+        },
+        "seed_matrix": [
+            {
+                "bucket": bucket.id,
+                "runner": list(bucket.runner),
+                "timeout": era_seed_timeout_minutes(bucket, samples),
+            }
+            for bucket in config.buckets
+        ],
+        "planned": Raw(json.dumps(planned)),
+    }
+
+
 #: Conclusions of a perfgate run whose report is worth posting: it finished (blocking
 #: mode fails the run on BLOCK). A cancelled run was superseded; a skipped one judged nothing.
 REPORTED_CONCLUSIONS = ("success", "failure")
@@ -440,7 +490,12 @@ def ci_workflow_context(site: Site) -> dict[str, Any]:
 
 def actionlint_context(site: Site) -> dict[str, Any]:
     """Context of the actionlint configuration (self-hosted runner labels)."""
-    return {**_common(site), "labels": self_hosted_labels(site.config.buckets)}
+    image = site.config.image
+    roll_runner = set(image.roll.runner) if image and image.roll else set()
+    labels = sorted(
+        set(self_hosted_labels(site.config.buckets)) | (roll_runner - GITHUB_HOSTED_LABELS)
+    )
+    return {**_common(site), "labels": labels}
 
 
 _ACTIONS = ("setup", "resolve-image", "bench", "gate", "publish-baseline", "seed")
@@ -470,6 +525,15 @@ def targets(site: Site) -> list[tuple[str, str, dict[str, Any]]]:
         ),
         ("actionlint.yaml.j2", ".github/actionlint.yaml", actionlint_context(site)),
     ]
+    if site.config.image is not None:
+        # Only a config with an image block has an era to roll (R11).
+        items.append(
+            (
+                "workflows/perfgate-era.yml.j2",
+                ".github/workflows/perfgate-era.yml",
+                era_workflow_context(site),
+            )
+        )
     if site.self_ci:
         items.append(("workflows/ci.yml.j2", ".github/workflows/ci.yml", ci_workflow_context(site)))
     return items

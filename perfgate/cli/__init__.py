@@ -21,6 +21,7 @@ from perfgate.cli import (
     post_report,
     publish,
     reseed,
+    roll_era,
     seed,
     verify,
 )
@@ -28,7 +29,19 @@ from perfgate.cli.common import Handler, Parser
 from perfgate.errors import ExitCode, PerfgateError
 
 # The order of the verb list in ``perfgate --help``.
-VERB_MODULES = (config, bench, gate, post_report, publish, seed, verify, reseed, image, ci)
+VERB_MODULES = (
+    config,
+    bench,
+    gate,
+    post_report,
+    publish,
+    seed,
+    verify,
+    reseed,
+    image,
+    roll_era,
+    ci,
+)
 
 
 def build_parser() -> Parser:
