@@ -13,7 +13,13 @@ import json
 import os
 from pathlib import Path
 
-from perfgate.cli.common import Verbs, add_config, add_local_baseline, add_verb
+from perfgate.cli.common import (
+    Verbs,
+    add_baseline_source,
+    add_config,
+    add_verb,
+    baseline_is_local,
+)
 from perfgate.config import load_config
 from perfgate.errors import ExitCode, UsageError
 
@@ -39,9 +45,7 @@ def register(verbs: Verbs) -> None:
         metavar="IMAGE",
         help="record IMAGE (immutable reference) for this checkout's era; protected pushes only",
     )
-    add_local_baseline(
-        resolve_image, "read the manifest from the local baseline branch instead of the remote"
-    )
+    add_baseline_source(resolve_image)
     resolve_image.add_argument(
         "--no-build", action="store_true", help="never fall back to image.build"
     )
@@ -67,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     checkout = args.checkout
     run = context.detect(os.environ, cwd=checkout, default_target=config.gate.target_branches[0])
     era = image.era_of(spec, checkout)
-    store = open_store(config, local=args.local_baseline)
+    store = open_store(config, local=baseline_is_local(args))
     if args.record:
         protected = ", ".join(config.gate.protected_branches)
         if run.event != "push" or not config.gate.is_protected(run.branch):
