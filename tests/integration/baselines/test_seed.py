@@ -361,8 +361,8 @@ def test_verify_baselines_reports_ready_warming_and_empty(history: History, tmp_
         history, "verify-baselines", "--remote", "--require", "--bucket", "sim/alpha"
     )
     assert only_ready.returncode == 0, only_ready.stderr
-    other_target = perfgate(history, "verify-baselines", "--remote", "--target", "release", "--json",
-                            str(report_path))  # fmt: skip
+    other_target = perfgate(history, "verify-baselines", "--remote", "--target", "release",
+                            "--json", str(report_path))  # fmt: skip
     assert {b["status"] for b in json.loads(report_path.read_text())["buckets"]} == {"EMPTY"}
     assert other_target.returncode == 0
 
@@ -460,8 +460,8 @@ def test_a_worktree_left_by_a_killed_seed_is_replaced_and_removed(history: Histo
     leftover = history.repo / ".perfgate/work/seed/worktrees" / c3[:12]
     git("worktree", "add", "-q", "--detach", str(leftover), history.commits[0], cwd=history.repo)
     (leftover / "stray.txt").write_text("from the killed run")
-    done = perfgate(history, "seed", "--push", "--commit-branch", f"{c3}:main", "--bucket", "sim/alpha",
-                    "--samples", "1", "--execute")  # fmt: skip
+    done = perfgate(history, "seed", "--push", "--commit-branch", f"{c3}:main",
+                    "--bucket", "sim/alpha", "--samples", "1", "--execute")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert [s.value for s in stored(history, "alpha")] == [2000.0], "c3's own benchmark ran"
     assert not leftover.exists()
