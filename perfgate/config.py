@@ -38,6 +38,13 @@ class Direction(StrEnum):
     LOWER = "lower"
 
 
+class ActionRef(StrEnum):
+    """How rendered workflows reference perfgate's composite actions."""
+
+    SELF = "self"  # $/actions/NAME: this repository at the running commit, no checkout needed
+    LOCAL = "local"  # ./actions/NAME after the checkout: GitHub Enterprise Server, older runners
+
+
 class FloorKind(StrEnum):
     """What crossing a fixed floor does: force a verdict, or only get recorded."""
 
@@ -304,6 +311,8 @@ class Config:
     image: ImageSpec | None = None
     # workflows.perfgate_source: the pip requirement rendered CI jobs install perfgate from.
     perfgate_source: str | None = None
+    # workflows.action_ref: how workflows reference the composite actions (self or local).
+    action_ref: ActionRef = ActionRef.SELF
 
     def bucket_ids(self) -> tuple[str, ...]:
         """Every bucket id, in declaration order."""
@@ -416,7 +425,14 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
             f"{source!r} is not pinned; CI must install a fixed perfgate: use "
             "'perfgate==X.Y.Z' or 'perfgate @ git+https://HOST/OWNER/perfgate@<40-hex commit>'",
         )
-    return Config(path=path, gate=gate, buckets=tuple(buckets), image=image, perfgate_source=source)
+    return Config(
+        path=path,
+        gate=gate,
+        buckets=tuple(buckets),
+        image=image,
+        perfgate_source=source,
+        action_ref=ActionRef(data.get("workflows", {}).get("action_ref", ActionRef.SELF)),
+    )
 
 
 # An exact version, or a VCS URL ending in a full commit SHA.

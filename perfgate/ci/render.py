@@ -23,7 +23,7 @@ from typing import Any
 import jinja2
 
 from perfgate import __version__
-from perfgate.config import Bucket, Config
+from perfgate.config import ActionRef, Bucket, Config
 from perfgate.errors import ConfigError, UsageError
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
@@ -38,23 +38,33 @@ REPORT_ARTIFACT = "perfgate-report"
 HOSTED_RUNNER = "ubuntu-latest"
 PYTHON_VERSION = "3.11"
 
-#: Third-party actions, pinned by full commit SHA (R12); the comment names the release.
-PINNED_ACTIONS: Mapping[str, tuple[str, str]] = {
-    "checkout": ("actions/checkout", "11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2"),
-    "setup_python": (
-        "actions/setup-python",
-        "a26af69be951a213d495a4c3e4e4022e16d87065 # v5.6.0",
-    ),
-    "upload_artifact": (
-        "actions/upload-artifact",
-        "ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2",
-    ),
-    "download_artifact": (
-        "actions/download-artifact",
-        "d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0",
-    ),
-    "cache": ("actions/cache", "5a3ec84eff668545956fd18022155c47e93e2684 # v4.2.3"),
-}
+# Third-party actions are pinned by full commit SHA (R12) in one data file that an update
+# bot reads: templates/pins/action.yml.
+_PIN_STEP = re.compile(
+    r"^\s*- id: (?P<id>\w+)\n\s+uses: (?P<action>[\w.-]+/[\w./-]+)@(?P<sha>\S+)"
+    r"(?P<comment>[ \t]+#[^\n]*)?$",
+    re.M,
+)
+
+
+def load_pins(path: Path) -> dict[str, Raw]:
+    """``{id: "owner/repo@<40-hex sha> # vX"}`` from the pins file; a loose pin is an error."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the action pins ({exc.strerror})") from None
+    pins: dict[str, Raw] = {}
+    for step in _PIN_STEP.finditer(text):
+        if not re.fullmatch(r"[0-9a-f]{40}", step["sha"]):
+            raise ConfigError(
+                f"{path}: {step['id']}: {step['action']}@{step['sha']} is not pinned by a full "
+                "commit SHA (R12); pin it as owner/repo@<40-hex sha> # vX.Y.Z"
+            )
+        pins[step["id"]] = Raw(f"{step['action']}@{step['sha']}{step['comment'] or ''}")
+    if not pins:
+        raise ConfigError(f"{path}: no `- id: NAME` / `uses: owner/repo@sha` steps found")
+    return pins
+
 
 #: Labels GitHub provides itself; anything else in a bucket's runner is a self-hosted label.
 GITHUB_HOSTED_LABELS = frozenset(
@@ -110,11 +120,6 @@ def yaml_value(value: Any) -> str:
     if value is None or isinstance(value, (bool, int, float, str, list, tuple, dict)):
         return json.dumps(_plain(value), ensure_ascii=True)
     raise TypeError(f"templates may only print plain data or Raw text, not {type(value).__name__}")
-
-
-def _pin(name: str) -> Raw:
-    repo, ref = PINNED_ACTIONS[name]
-    return Raw(f"{repo}@{ref}")
 
 
 def environment(templates: Path = TEMPLATES_DIR) -> jinja2.Environment:
@@ -330,9 +335,13 @@ def gate_jobs() -> list[dict[str, Any]]:
 # -- context builders -------------------------------------------------------------------
 
 
+#: Where workflows find the composite actions, by ``workflows.action_ref``.
+ACTIONS_PATHS = {ActionRef.SELF: Raw("$/actions"), ActionRef.LOCAL: Raw("./actions")}
+
+
 def _common(site: Site) -> dict[str, Any]:
     return {
-        "pins": {name: _pin(name) for name in PINNED_ACTIONS},
+        "actions_path": ACTIONS_PATHS[site.config.action_ref],
         "perfgate_source": perfgate_source(site),
         "cli": perfgate_commands(site),
         "config_ref": site.config_ref,
@@ -551,8 +560,9 @@ def render_site(site: Site, templates: Path = TEMPLATES_DIR) -> list[RenderedFil
     """Render every file of ``site`` in memory."""
     env = environment(templates)
     files = []
+    pins = load_pins(templates / "pins" / "action.yml")
     for template, path, context in targets(site):
-        body = env.get_template(template).render(context)
+        body = env.get_template(template).render({**context, "pins": pins})
         files.append(
             RenderedFile(
                 path=PurePosixPath(path), template=template, text=header(template, site) + body

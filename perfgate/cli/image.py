@@ -14,7 +14,13 @@ import json
 import os
 from pathlib import Path
 
-from perfgate.cli.common import Verbs, add_config, add_local_baseline, add_verb
+from perfgate.cli.common import (
+    Verbs,
+    add_baseline_source,
+    add_config,
+    add_verb,
+    baseline_is_local,
+)
 from perfgate.config import load_config
 from perfgate.errors import ExitCode, UsageError
 
@@ -46,9 +52,7 @@ def register(verbs: Verbs) -> None:
         help="with --record: replace the image of an era the manifest has (refused, exit 4, "
         "without it); REASON is kept in the record",
     )
-    add_local_baseline(
-        resolve_image, "read the manifest from the local baseline branch instead of the remote"
-    )
+    add_baseline_source(resolve_image)
     resolve_image.add_argument(
         "--no-build", action="store_true", help="never fall back to image.build"
     )
@@ -74,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     checkout = args.checkout
     run = context.detect(os.environ, cwd=checkout, default_target=config.gate.target_branches[0])
     era = image.era_of(spec, checkout)
-    store = open_store(config, local=args.local_baseline)
+    store = open_store(config, local=baseline_is_local(args))
     if args.force is not None and (not args.record or not args.force.strip()):
         raise UsageError("--force REASON goes with --record IMAGE and needs a reason")
     if args.record:

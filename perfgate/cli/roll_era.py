@@ -24,7 +24,13 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfgate.cli.common import Verbs, add_config, add_local_baseline, add_verb
+from perfgate.cli.common import (
+    Verbs,
+    add_baseline_source,
+    add_config,
+    add_verb,
+    baseline_is_local,
+)
 from perfgate.config import Config, load_config
 from perfgate.errors import ExitCode, UsageError
 
@@ -70,7 +76,7 @@ def register(verbs: Verbs) -> None:
         default=Path(".perfgate/era/reseed-plan.json"),
         help="where --execute writes the reseed plan (default: %(default)s)",
     )
-    add_local_baseline(roll, "read and write the local baseline branch only (no fetch, no push)")
+    add_baseline_source(roll)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -96,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
             "roll-era needs the pushed commit and its branch: run it on a branch checkout, "
             "or in a push or dispatch run"
         )
-    store = open_store(config, local=args.local_baseline)
+    store = open_store(config, local=baseline_is_local(args))
     if store is None:
         raise UsageError("roll-era must run inside the repository's git checkout")
     era = image.era_of(config.image, checkout)

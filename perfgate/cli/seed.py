@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 from perfgate.cli.common import (
     DEFAULT_WORK,
     Verbs,
-    add_local_baseline,
+    add_baseline_source,
     add_selection,
     add_verb,
+    baseline_is_local,
 )
 from perfgate.config import DEFAULT_CONFIG, Config, load_config
 from perfgate.console import annotate, format_figure, render_table, say
@@ -108,7 +109,12 @@ def register(verbs: Verbs) -> None:
         default=Path(".perfgate/seed/seed_records.json"),
         help="the summary of the records (default: %(default)s)",
     )
-    add_local_baseline(seed, "read and write the local baseline branch only (no fetch, no push)")
+    add_baseline_source(
+        seed,
+        remote_flag="--push",
+        remote_help="read the baseline branch on the configured remote and push the seeded "
+        "samples there (with --execute); the default in CI",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -117,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.baselines.store import open_store
 
     current = load_config(args.config or DEFAULT_CONFIG)
-    store = open_store(current, local=args.local_baseline)
+    store = open_store(current, local=baseline_is_local(args))
     if store is None:
         raise UsageError("seed must run inside the repository's git checkout")
     options = SeedOptions(

@@ -16,10 +16,11 @@ from pathlib import Path
 
 from perfgate.cli.common import (
     Verbs,
+    add_baseline_source,
     add_config,
-    add_local_baseline,
     add_selection,
     add_verb,
+    baseline_is_local,
     repo_top,
 )
 from perfgate.config import load_config
@@ -57,7 +58,7 @@ def register(verbs: Verbs) -> None:
     verify.add_argument(
         "--require", action="store_true", help="exit 1 unless every bucket is READY"
     )
-    add_local_baseline(verify, "read the local baseline branch")
+    add_baseline_source(verify)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     repo_top()
     config = load_config(args.config)
     buckets = config.select(args.bucket, args.tag)
-    store = open_store(config, local=args.local_baseline)
+    store = open_store(config, local=baseline_is_local(args))
     assert store is not None  # repo_top found the repository
     slugs = () if args.all_hardware else (args.hardware or hardware.detect().slug,)
     slug = ", ".join(slugs) or "every hardware partition"

@@ -82,6 +82,8 @@ class GateReport:
     min_samples: int
     max_samples: int = 20
     baseline_tip: str | None = None
+    # Which baseline branch was read: "origin/perf-baselines" or "perf-baselines (local)".
+    baseline_source: str | None = None
     base_commit: str | None = None
     commit: str | None = None
     target_branch: str | None = None
@@ -205,6 +207,7 @@ def build_report(
     windows: Mapping[str, Sequence[float]],
     notes: Sequence[str] = (),
     baseline_tip: str | None = None,
+    baseline_source: str | None = None,
     base_commit: str | None = None,
 ) -> GateReport:
     """Judge every expected bucket; pure, so every rule is testable without I/O."""
@@ -264,6 +267,7 @@ def build_report(
         min_samples=policy.baseline.min_samples,
         max_samples=policy.baseline.max_samples,
         baseline_tip=baseline_tip,
+        baseline_source=baseline_source,
         base_commit=base_commit,
         commit=reported[0].source.commit if reported else None,
         target_branch=reported[0].source.target_branch if reported else None,
@@ -317,7 +321,7 @@ def evaluate(
     """Read the window of each bucket's judged result from the store, then build the report."""
     keys = {bucket: WindowKey.for_result(r) for bucket, r in latest_per_bucket(results).items()}
     windows: dict[str, Sequence[float]] = {}
-    tip = base = None
+    tip = base = source = None
     notes = list(notes)
     if store is None:
         notes.append("no baseline store here (not a git repository): every bucket has no baseline")
@@ -325,6 +329,7 @@ def evaluate(
         target = next((r.source.target_branch for r in results if r.source.target_branch), None)
         base = merge_base(store.repo, target, store.remote)
         tip = store.refresh()
+        source = f"{store.remote}/{store.branch}" if store.remote else f"{store.branch} (local)"
         found = store.windows(
             keys, tip=tip, base=base, max_samples=config.gate.baseline.max_samples
         )
@@ -337,5 +342,6 @@ def evaluate(
         windows=windows,
         notes=notes,
         baseline_tip=tip,
+        baseline_source=source,
         base_commit=base,
     )

@@ -530,7 +530,7 @@ def test_seeding_replays_an_older_cli_and_a_renamed_task_into_one_baseline(
     env.update(IDENTITY, PYTHONPATH=str(ROOT))
     bucket = f"{CAMERA}/physx_rtx_renderer"
     done = subprocess.run(
-        [sys.executable, "-m", "perfgate", "seed", "--branch", "develop", "--last", "2",
+        [sys.executable, "-m", "perfgate", "seed", "--push", "--branch", "develop", "--last", "2",
          "--samples", "1", "--bucket", bucket, "--execute"],
         cwd=repo, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
