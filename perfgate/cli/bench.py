@@ -21,6 +21,7 @@ from perfgate.cli.common import (
     add_report_dir,
     add_selection,
     add_verb,
+    closing_lines,
     human,
     print_json,
 )
@@ -114,6 +115,9 @@ def run(args: argparse.Namespace) -> int:
         if store is None:
             raise UsageError("--record needs a git repository to hold the baseline branch")
         record_samples(store, results, "local", "Record local baseline samples")
+    min_samples = config.gate.baseline.min_samples
+    for line in closing_lines(report, local_bench=not args.record, min_samples=min_samples):
+        say(line)
     if args.json:
         print_json({"results": [r.to_json() for r in results], "verdict": report_json(report)})
     return report.exit_code

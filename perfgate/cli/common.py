@@ -7,10 +7,13 @@ import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn, TextIO, TypeAlias
+from typing import TYPE_CHECKING, NoReturn, TextIO, TypeAlias
 
 from perfgate.config import DEFAULT_CONFIG
 from perfgate.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from perfgate.judge.gate import GateReport
 
 # What ``add_subparsers`` returns: each verb module registers its parser on it.
 Verbs: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -155,6 +158,26 @@ def human(args: argparse.Namespace) -> TextIO:
 def print_json(document: object) -> None:
     """The --json document: strict JSON (never NaN), one object, on stdout."""
     print(json.dumps(document, indent=2, allow_nan=False))
+
+
+def closing_lines(report: GateReport, *, local_bench: bool, min_samples: int) -> list[str]:
+    """What a person needs to read last: why the exit code is what it is, what to do next."""
+    from perfgate.judge.gate import awaits_baseline
+    from perfgate.judge.oracle import Verdict
+
+    lines = []
+    waiting = [row.bucket.id for row in report.rows if awaits_baseline(row)]
+    if waiting and local_bench:
+        lines.append(
+            f"no baseline yet for {len(waiting)} bucket(s) on this machine: record one with "
+            f"`nox -s bench -- --record` ({min_samples} recorded runs fill a window)"
+        )
+    if report.mode.value == "advisory" and report.overall is not Verdict.PASS:
+        lines.append(
+            f"advisory mode: exit 0; the verdict is {report.overall.label} "
+            "(gate.mode: blocking in perfgate.yaml makes a regression exit 1)"
+        )
+    return lines
 
 
 def repo_top() -> Path:

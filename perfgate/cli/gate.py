@@ -21,6 +21,7 @@ from perfgate.cli.common import (
     add_selection,
     add_verb,
     baseline_is_local,
+    closing_lines,
     human,
     print_json,
 )
@@ -102,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
         )
         if published is not None:
             say_published(published, run.head_sha or "", run.pr_number)
+    min_samples = config.gate.baseline.min_samples
+    for line in closing_lines(report, local_bench=False, min_samples=min_samples):
+        say(line)
     if args.json:
         print_json(report_json(report))
     return report.exit_code
