@@ -19,7 +19,7 @@ def _verbs() -> dict[str, argparse.ArgumentParser]:
 @pytest.mark.parametrize("verb", sorted(_verbs()))
 def test_every_verb_explains_itself(verb: str) -> None:
     text = _verbs()[verb].format_help()
-    usage, _, rest = text.partition("\n\n")
+    _, _, rest = text.partition("\n\n")
     description = rest.split("\n\n", 1)[0]
     assert len(description.split()) >= 6, f"{verb}: no one-paragraph description"
     examples = text.split("examples:\n", 1)[1].split("\n\n", 1)[0].splitlines()
