@@ -23,7 +23,7 @@ from typing import Any
 import jinja2
 
 from perfgate import __version__
-from perfgate.config import Bucket, Config
+from perfgate.config import Bucket, Config, branch_problem
 from perfgate.errors import ConfigError, UsageError
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
@@ -108,7 +108,7 @@ def yaml_value(value: Any) -> str:
     if isinstance(value, (Raw, jinja2.Undefined)):
         return str(value)  # str() of a StrictUndefined raises, naming the missing variable
     if value is None or isinstance(value, (bool, int, float, str, list, tuple, dict)):
-        return json.dumps(_plain(value), ensure_ascii=True)
+        return json.dumps(_plain(value), ensure_ascii=True, allow_nan=False)
     raise TypeError(f"templates may only print plain data or Raw text, not {type(value).__name__}")
 
 
@@ -201,7 +201,17 @@ def self_hosted_labels(buckets: Iterable[Bucket]) -> list[str]:
 
 
 def _expr_string(text: str) -> str:
-    # A single-quoted literal inside a GitHub expression; '' escapes a quote.
+    """A single-quoted literal inside a GitHub expression; '' escapes a quote.
+
+    Inside an ``if:`` a literal holding ``${{`` would turn the whole condition into a
+    template string, which is always true. Config validation refuses such values; this
+    refuses them again rather than print one (R12, R14).
+    """
+    if "${{" in text or "}}" in text or any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+        raise ConfigError(
+            f"{text!r} cannot be a literal in a workflow expression: it holds '${{{{', '}}}}' "
+            "or a control character; fix the value in perfgate.yaml"
+        )
     return "'" + text.replace("'", "''") + "'"
 
 
@@ -209,17 +219,17 @@ def branch_condition(patterns: Sequence[str], ref: str = "github.ref") -> str:
     """A GitHub expression true when ``ref`` names a branch matched by one of ``patterns``."""
     terms: list[str] = []
     for pattern in patterns:
-        glob = set("*?[]!+") & set(pattern)
-        if not glob:
-            terms.append(f"{ref} == {_expr_string('refs/heads/' + pattern)}")
-            continue
-        prefix = pattern.rstrip("*")
-        if set("*?[]!+") & set(prefix) or not pattern.endswith("*"):
+        problem = branch_problem(pattern, pattern=True)
+        if problem:
             raise ConfigError(
-                f"gate.protected_branches: pattern {pattern!r} cannot be rendered as a "
-                "workflow condition; use an exact branch name or a trailing '*' / '**'"
+                f"gate.protected_branches: {pattern!r} {problem}; it cannot be rendered as a "
+                "workflow condition"
             )
-        terms.append(f"startsWith({ref}, {_expr_string('refs/heads/' + prefix)})")
+        prefix = pattern.rstrip("*")
+        if prefix == pattern:
+            terms.append(f"{ref} == {_expr_string('refs/heads/' + pattern)}")
+        else:
+            terms.append(f"startsWith({ref}, {_expr_string('refs/heads/' + prefix)})")
     return " || ".join(terms)
 
 
@@ -301,7 +311,7 @@ def gate_jobs() -> list[dict[str, Any]]:
         {
             "id": Raw("gate"),
             "name": "gate",
-            "condition": Raw(json.dumps(f"{common} && !({trusted})")),
+            "condition": Raw(json.dumps(f"{common} && !({trusted})", allow_nan=False)),
             "post": "false",
             "writes_statuses": False,
             "why": Raw(
@@ -311,7 +321,7 @@ def gate_jobs() -> list[dict[str, Any]]:
         {
             "id": Raw("gate-trusted"),
             "name": "gate (post)",
-            "condition": Raw(json.dumps(f"{common} && ({trusted})")),
+            "condition": Raw(json.dumps(f"{common} && ({trusted})", allow_nan=False)),
             "post": "true",
             "writes_statuses": True,
             "why": Raw("# Pushes and merge groups post their statuses directly."),
@@ -336,7 +346,8 @@ def _common(site: Site) -> dict[str, Any]:
         "has_run_label": Raw(
             json.dumps(
                 "${{ contains(github.event.pull_request.labels.*.name, "
-                f"{_expr_string(RUN_LABEL)}) }}}}"
+                f"{_expr_string(RUN_LABEL)}) }}}}",
+                allow_nan=False,
             )
         ),
     }
@@ -349,13 +360,14 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
         **_common(site),
         "target_branches": list(gate.target_branches),
         "protected_branches": list(gate.protected_branches),
-        "concurrency_group": Raw(json.dumps(concurrency_group("perfgate"))),
-        "config_condition": Raw(json.dumps(config_condition())),
+        "concurrency_group": Raw(json.dumps(concurrency_group("perfgate"), allow_nan=False)),
+        "config_condition": Raw(json.dumps(config_condition(), allow_nan=False)),
         "publish_condition": Raw(
             json.dumps(
                 "!cancelled() && github.event_name == 'push' && "
                 "needs.config.outputs.run == 'true' "
-                f"&& ({branch_condition(gate.protected_branches)})"
+                f"&& ({branch_condition(gate.protected_branches)})",
+                allow_nan=False,
             )
         ),
         "matrix": bench_matrix(site.config.buckets),
@@ -386,7 +398,7 @@ def seed_jobs(config: Config) -> list[dict[str, Any]]:
         {
             "id": Raw("seed"),
             "name": "seed",
-            "condition": Raw(json.dumps("${{ !inputs.dry-run }}")),
+            "condition": Raw(json.dumps("${{ !inputs.dry-run }}", allow_nan=False)),
             "runner": list(config.buckets[0].runner),
             "timeout": 360,
             "contents": Raw("write"),
@@ -404,7 +416,7 @@ def seed_image_target(config: Config) -> Raw:
     first target branch of perfgate.yaml.
     """
     first = _expr_string(config.gate.target_branches[0])
-    return Raw(json.dumps(f"${{{{ inputs.target || inputs.branch || {first} }}}}"))
+    return Raw(json.dumps(f"${{{{ inputs.target || inputs.branch || {first} }}}}", allow_nan=False))
 
 
 def seed_workflow_context(site: Site) -> dict[str, Any]:
@@ -426,14 +438,14 @@ def comment_workflow_context(site: Site) -> dict[str, Any]:
     condition = " || ".join(
         f"github.event.workflow_run.conclusion == {_expr_string(c)}" for c in REPORTED_CONCLUSIONS
     )
-    return {**_common(site), "report_condition": Raw(json.dumps(condition))}
+    return {**_common(site), "report_condition": Raw(json.dumps(condition, allow_nan=False))}
 
 
 def ci_workflow_context(site: Site) -> dict[str, Any]:
     """Context of this repository's own CI workflow."""
     return {
         **_common(site),
-        "concurrency_group": Raw(json.dumps(concurrency_group("ci"))),
+        "concurrency_group": Raw(json.dumps(concurrency_group("ci"), allow_nan=False)),
         "protected_branches": list(site.config.gate.protected_branches),
     }
 
