@@ -29,7 +29,13 @@ from perfgate.result import (
 )
 from perfgate.run import container, staleness
 from perfgate.run.drivers import Measurement, get_driver
-from perfgate.run.execution import AttemptDirs, Invocation, ProcessOutcome, run_with_retry
+from perfgate.run.execution import (
+    AttemptDirs,
+    Invocation,
+    ProcessOutcome,
+    read_log_excerpt,
+    run_with_retry,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,6 +143,8 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
         work_dir=work_dir,
         cache_root=settings.work_root / "cache" / run_key / bucket.file_stem,
         wrap=_container_wrap(bucket, settings, run_key),
+        # A name the container block passes on is wanted by name: keep it for docker to read.
+        keep_env=(*bucket.keep_env, *(bucket.container.env if bucket.container else ())),
     )
     final = records[-1]
     measurement, outcome = final.reading, final.outcome
@@ -147,9 +155,8 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
         phase = FailurePhase.OUTPUT
     stale_image = None
     if phase in CRASH_PHASES:
-        log_path = work_dir / f"attempt-{final.number}" / "log.txt"
         stale_image = staleness.assess(
-            log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else "",
+            read_log_excerpt(work_dir / f"attempt-{final.number}" / "log.txt"),
             measurement.versions,
             settings.checkout,
             _pin_files(bucket),
