@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         expected,
         artifacts.results,
         open_store(config, local=args.local_baseline),
-        notes=artifacts.unreadable,
+        unreadable=artifacts.unreadable,
     )
     paths = write_report(report, args.report_dir)
     run = context.detect(os.environ, default_target=config.gate.target_branches[0])

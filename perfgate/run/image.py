@@ -300,7 +300,12 @@ def manifest_editor(path: str, era: Era, image: str, commit: str | None) -> Call
         file = tree / path
         before = file.read_text(encoding="utf-8") if file.is_file() else None
         current = parse_manifest(before, path) if before is not None else None
-        after = json.dumps(with_era(current, era, image, commit), indent=2, sort_keys=True) + "\n"
+        after = (
+            json.dumps(
+                with_era(current, era, image, commit), indent=2, sort_keys=True, allow_nan=False
+            )
+            + "\n"
+        )
         if current is not None and era.key in current["eras"]:
             return False
         file.parent.mkdir(parents=True, exist_ok=True)
