@@ -40,7 +40,7 @@ COMMAND_PLACEHOLDERS = (
     "seed",
 )
 #: What ``image.tags`` and ``image.build.image`` may name; ``image.build.argv`` also ``{image}``.
-IMAGE_PLACEHOLDERS = ("branch", "branch_slug", "branch_leaf", "era_key", "era_short")
+IMAGE_PLACEHOLDERS = frozenset({"branch", "branch_slug", "branch_leaf", "era_key", "era_short"})
 #: Variables kept in the benchmark's environment although their names look like credentials.
 DEFAULT_KEEP_ENV = ("TOKENIZERS_PARALLELISM",)
 
@@ -57,6 +57,13 @@ class Direction(StrEnum):
 
     HIGHER = "higher"
     LOWER = "lower"
+
+
+class ActionRef(StrEnum):
+    """How rendered workflows reference perfgate's composite actions."""
+
+    SELF = "self"  # $/actions/NAME: this repository at the running commit, no checkout needed
+    LOCAL = "local"  # ./actions/NAME after the checkout: GitHub Enterprise Server, older runners
 
 
 class FloorKind(StrEnum):
@@ -151,9 +158,12 @@ class CommandSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class IsaacLabSpec:
-    """How the ``isaaclab`` driver launches ``isaaclab benchmark runtime``."""
+    """How the ``isaaclab`` driver launches Isaac Lab's runtime benchmark."""
 
-    executable: tuple[str, ...] = ("isaaclab",)
+    # None: ./isaaclab.sh when the checkout has it, else the `isaaclab` console script.
+    executable: tuple[str, ...] | None = None
+    # The other ids the bucket's task has had; the one the checkout registers is run.
+    task_aliases: tuple[str, ...] = ()
     extra_args: tuple[str, ...] = ()
     # None: derive the Hydra presets from the backend; a tuple replaces them.
     presets: tuple[str, ...] | None = None
@@ -195,6 +205,30 @@ class ImageBuild:
     image: str
 
 
+#: Placeholders of the era roll's templates: the pushed commit, its branch and the era.
+ROLL_PLACEHOLDERS = IMAGE_PLACEHOLDERS | {"sha", "sha7"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageRoll:
+    """How ``perfgate roll-era`` builds and publishes a new era's image (R11).
+
+    The build produces ``build.image``; each of ``refs`` is tagged from it (``tag``) and
+    pushed (``push``); the first ref, resolved to its digest where possible, is recorded.
+    """
+
+    build: ImageBuild
+    refs: tuple[str, ...]
+    tag: tuple[str, ...] = ("docker", "tag", "{image}", "{ref}")
+    push: tuple[str, ...] = ("docker", "push", "{ref}")
+    # Runs first, with the registry secrets in its environment (never on its command line).
+    login: tuple[str, ...] | None = None
+    # Repository secrets the rendered roll job passes to the roll step, by name (R12).
+    secrets: tuple[str, ...] = ()
+    runner: tuple[str, ...] = ("ubuntu-latest",)
+    timeout_minutes: int = 120
+
+
 @dataclass(frozen=True, kw_only=True)
 class ImageSpec:
     """The top-level ``image`` block: era key inputs, manifest, fallbacks (R11)."""
@@ -207,6 +241,9 @@ class ImageSpec:
     tags: Mapping[str, str] = field(default_factory=dict)
     probe: tuple[str, ...] | None = None
     build: ImageBuild | None = None
+    # Prints the digest of ``{image}`` in a registry; None: images are recorded as tagged.
+    digest: tuple[str, ...] | None = ("docker", "buildx", "imagetools", "inspect", "{image}")
+    roll: ImageRoll | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -295,6 +332,8 @@ class Config:
     image: ImageSpec | None = None
     # workflows.perfgate_source: the pip requirement rendered CI jobs install perfgate from.
     perfgate_source: str | None = None
+    # workflows.action_ref: how workflows reference the composite actions (self or local).
+    action_ref: ActionRef = ActionRef.SELF
 
     def bucket_ids(self) -> tuple[str, ...]:
         """Every bucket id, in declaration order."""
@@ -367,6 +406,7 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
     _check_values(document)
     _check_schema(document)
     data = document.data
+    _check_task_aliases(document, data)
     gate = _gate_policy(data.get("gate", {}))
     defaults = {**_DEFAULT_SETTINGS, **data.get("defaults", {})}
     buckets: list[Bucket] = []
@@ -415,7 +455,14 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
             f"{source!r} is not pinned; CI must install a fixed perfgate: use "
             "'perfgate==X.Y.Z' or 'perfgate @ git+https://HOST/OWNER/perfgate@<40-hex commit>'",
         )
-    return Config(path=path, gate=gate, buckets=tuple(buckets), image=image, perfgate_source=source)
+    return Config(
+        path=path,
+        gate=gate,
+        buckets=tuple(buckets),
+        image=image,
+        perfgate_source=source,
+        action_ref=ActionRef(data.get("workflows", {}).get("action_ref", ActionRef.SELF)),
+    )
 
 
 # An exact version, or a git URL ending in a full commit SHA; nothing before or after.
@@ -490,7 +537,7 @@ def path_problem(value: str, *, what: str) -> str | None:
 
 def placeholder_problem(template: str, allowed: Iterable[str]) -> str | None:
     """Why ``template`` cannot be filled with ``allowed`` placeholders; else None."""
-    known = tuple(allowed)
+    known = sorted(allowed) if isinstance(allowed, frozenset | set) else list(allowed)
     try:
         fields = [(name, spec, conversion) for _, name, spec, conversion in
                   string.Formatter().parse(template) if name is not None]  # fmt: skip
@@ -895,12 +942,8 @@ def _check_command(
 ) -> None:
     """Placeholders must exist, and the output must lie inside the attempt's directory."""
     for index, arg in enumerate(command.argv):
-        problem = placeholder_problem(arg, COMMAND_PLACEHOLDERS)
-        if problem:
-            _fail(document, origin("command", "argv", index), f"{_short(arg)} {problem}")
-    problem = placeholder_problem(command.output, COMMAND_PLACEHOLDERS)
-    if problem:
-        _fail(document, origin("command", "output"), f"{_short(command.output)} {problem}")
+        _check_placeholders(document, origin("command", "argv", index), arg, COMMAND_PLACEHOLDERS)
+    _check_placeholders(document, origin("command", "output"), command.output, COMMAND_PLACEHOLDERS)
     inside = command.output.removeprefix("{output_dir}/")
     if inside == command.output or not inside or path_problem(inside, what="output"):
         # Outputs are cleaned before every attempt: anywhere else, that would delete files
@@ -947,12 +990,40 @@ def _argv(value: str | list[str]) -> tuple[str, ...]:
 def _isaaclab_spec(raw: Mapping[str, Any] | None) -> IsaacLabSpec:
     raw = raw or {}
     return IsaacLabSpec(
-        executable=_argv(raw.get("executable", list(IsaacLabSpec.executable))),
+        executable=_argv(raw["executable"]) if "executable" in raw else None,
+        task_aliases=tuple(raw.get("task_aliases", ())),
         extra_args=tuple(raw.get("extra_args", ())),
         presets=tuple(raw["presets"]) if "presets" in raw else None,
         markers=None if "markers" not in raw else phase_markers(raw["markers"], PhaseMarkers()),
         pin_files=tuple(raw["pin_files"]) if "pin_files" in raw else None,
     )
+
+
+def _check_task_aliases(document: YamlDocument, data: Mapping[str, Any]) -> None:
+    """A task's aliases are its own other ids: per bucket entry, never another entry's task."""
+    if "task_aliases" in data.get("defaults", {}).get("isaaclab", {}):
+        _fail(
+            document,
+            ("defaults", "isaaclab", "task_aliases"),
+            "task aliases are one task's other ids; declare them on that task's bucket entry",
+        )
+    tasks = {entry["task"]: index for index, entry in enumerate(data["buckets"])}
+    claimed: dict[str, str] = {}
+    for index, entry in enumerate(data["buckets"]):
+        aliases = entry.get("isaaclab", {}).get("task_aliases", [])
+        for position, alias in enumerate(aliases):
+            here = ("buckets", index, "isaaclab", "task_aliases", position)
+            if alias in tasks:
+                owner = f"the task of buckets[{tasks[alias]}]"
+                if alias == entry["task"]:
+                    owner = "this entry's own task"
+                _fail(document, here, f"{alias!r} is {owner}; an alias is another id of this task")
+            if claimed.setdefault(alias, entry["task"]) != entry["task"]:
+                _fail(
+                    document,
+                    here,
+                    f"{alias!r} is already an alias of {claimed[alias]!r}; an id names one task",
+                )
 
 
 def _container_spec(raw: Mapping[str, Any] | None) -> ContainerSpec | None:
@@ -992,20 +1063,18 @@ def _image_spec(document: YamlDocument, raw: Mapping[str, Any]) -> ImageSpec:
         if problem:
             _fail(document, ("image", "pins", index, "file"), problem)
     for pattern, template in raw["tags"].items():
-        problem = branch_problem(pattern, pattern=True) or placeholder_problem(
-            template, IMAGE_PLACEHOLDERS
-        )
+        problem = branch_problem(pattern, pattern=True)
         if problem:
-            _fail(document, ("image", "tags", pattern), f"{pattern!r}: {problem}")
+            _fail(document, ("image", "tags", pattern), f"{pattern!r} {problem}")
+        _check_placeholders(document, ("image", "tags", pattern), template, IMAGE_PLACEHOLDERS)
     build = raw.get("build")
     if build:
-        problem = placeholder_problem(build["image"], IMAGE_PLACEHOLDERS)
-        if problem:
-            _fail(document, ("image", "build", "image"), problem)
+        _check_placeholders(document, ("image", "build", "image"), build["image"],
+                            IMAGE_PLACEHOLDERS)  # fmt: skip
         for index, arg in enumerate(build["argv"]):
-            problem = placeholder_problem(arg, (*IMAGE_PLACEHOLDERS, "image"))
-            if problem:
-                _fail(document, ("image", "build", "argv", index), problem)
+            _check_placeholders(document, ("image", "build", "argv", index), arg,
+                                IMAGE_PLACEHOLDERS | {"image"})  # fmt: skip
+    digest = _argv(raw["digest"]) if "digest" in raw else ImageSpec.digest
     return ImageSpec(
         env_file=raw.get("env_file"),
         env_keys=tuple(raw.get("env_keys", ())),
@@ -1015,4 +1084,52 @@ def _image_spec(document: YamlDocument, raw: Mapping[str, Any]) -> ImageSpec:
         tags=dict(raw["tags"]),
         probe=_argv(raw["probe"]) if "probe" in raw else None,
         build=ImageBuild(argv=tuple(build["argv"]), image=build["image"]) if build else None,
+        digest=digest or None,
+        roll=_image_roll(document, raw["roll"]) if "roll" in raw else None,
     )
+
+
+def _image_roll(document: YamlDocument, raw: Mapping[str, Any]) -> ImageRoll:
+    where: KeyPath = ("image", "roll")
+    templates: list[tuple[KeyPath, str, frozenset[str]]] = [
+        ((*where, "build", "image"), raw["build"]["image"], ROLL_PLACEHOLDERS),
+        *(
+            ((*where, "build", "argv", i), arg, ROLL_PLACEHOLDERS | {"image"})
+            for i, arg in enumerate(raw["build"]["argv"])
+        ),
+        *(((*where, "refs", i), ref, ROLL_PLACEHOLDERS) for i, ref in enumerate(raw["refs"])),
+    ]
+    for key in ("tag", "push"):
+        templates += [
+            ((*where, key, i), arg, ROLL_PLACEHOLDERS | {"image", "ref"})
+            for i, arg in enumerate(_argv(raw.get(key, ())))
+        ]
+    for key_path, template, known in templates:
+        _check_placeholders(document, key_path, template, known)
+    for index, name in enumerate(raw.get("secrets", ())):
+        if name.upper().startswith("GITHUB_"):
+            _fail(
+                document,
+                (*where, "secrets", index),
+                f"{name!r}: GitHub reserves the GITHUB_ prefix and the job token is passed "
+                "already; name only the registry's secrets",
+            )
+    return ImageRoll(
+        build=ImageBuild(argv=tuple(raw["build"]["argv"]), image=raw["build"]["image"]),
+        refs=tuple(raw["refs"]),
+        tag=_argv(raw.get("tag", list(ImageRoll.tag))),
+        push=_argv(raw.get("push", list(ImageRoll.push))),
+        login=_argv(raw["login"]) if "login" in raw else None,
+        secrets=tuple(raw.get("secrets", ())),
+        runner=tuple(raw.get("runner", ImageRoll.runner)),
+        timeout_minutes=raw.get("timeout_minutes", ImageRoll.timeout_minutes),
+    )
+
+
+def _check_placeholders(
+    document: YamlDocument, key_path: KeyPath, template: str, known: Iterable[str]
+) -> None:
+    """A template's ``{name}`` placeholders must all be known ones (R14)."""
+    problem = placeholder_problem(template, known)
+    if problem:
+        _fail(document, key_path, f"{_short(template)} {problem}")

@@ -67,3 +67,11 @@ class Terminated(KeyboardInterrupt):
     def exit_code(self) -> int:
         """The shell's convention for death by a signal: 128 + its number."""
         return 128 + self.signum
+
+
+class EraConflict(UsageError):
+    """An image era is already recorded with another image: manifest entries are immutable."""
+
+
+class ImageStepFailed(GateMalfunction):
+    """A login, build, tag or push command of an era roll failed; nothing was recorded."""

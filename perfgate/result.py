@@ -164,6 +164,8 @@ class MetricReading:
     std: float | None = None
     min: float | None = None
     max: float | None = None
+    # Further finite figures of the same run, keyed by output path (recorded, not gated).
+    figures: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)

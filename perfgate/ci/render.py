@@ -23,7 +23,7 @@ from typing import Any
 import jinja2
 
 from perfgate import __version__
-from perfgate.config import Bucket, Config, branch_problem
+from perfgate.config import ActionRef, Bucket, Config, branch_problem
 from perfgate.errors import ConfigError, UsageError
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
@@ -38,23 +38,33 @@ REPORT_ARTIFACT = "perfgate-report"
 HOSTED_RUNNER = "ubuntu-latest"
 PYTHON_VERSION = "3.11"
 
-#: Third-party actions, pinned by full commit SHA (R12); the comment names the release.
-PINNED_ACTIONS: Mapping[str, tuple[str, str]] = {
-    "checkout": ("actions/checkout", "11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2"),
-    "setup_python": (
-        "actions/setup-python",
-        "a26af69be951a213d495a4c3e4e4022e16d87065 # v5.6.0",
-    ),
-    "upload_artifact": (
-        "actions/upload-artifact",
-        "ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2",
-    ),
-    "download_artifact": (
-        "actions/download-artifact",
-        "d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0",
-    ),
-    "cache": ("actions/cache", "5a3ec84eff668545956fd18022155c47e93e2684 # v4.2.3"),
-}
+# Third-party actions are pinned by full commit SHA (R12) in one data file that an update
+# bot reads: templates/pins/action.yml.
+_PIN_STEP = re.compile(
+    r"^\s*- id: (?P<id>\w+)\n\s+uses: (?P<action>[\w.-]+/[\w./-]+)@(?P<sha>\S+)"
+    r"(?P<comment>[ \t]+#[^\n]*)?$",
+    re.M,
+)
+
+
+def load_pins(path: Path) -> dict[str, Raw]:
+    """``{id: "owner/repo@<40-hex sha> # vX"}`` from the pins file; a loose pin is an error."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the action pins ({exc.strerror})") from None
+    pins: dict[str, Raw] = {}
+    for step in _PIN_STEP.finditer(text):
+        if not re.fullmatch(r"[0-9a-f]{40}", step["sha"]):
+            raise ConfigError(
+                f"{path}: {step['id']}: {step['action']}@{step['sha']} is not pinned by a full "
+                "commit SHA (R12); pin it as owner/repo@<40-hex sha> # vX.Y.Z"
+            )
+        pins[step["id"]] = Raw(f"{step['action']}@{step['sha']}{step['comment'] or ''}")
+    if not pins:
+        raise ConfigError(f"{path}: no `- id: NAME` / `uses: owner/repo@sha` steps found")
+    return pins
+
 
 #: Labels GitHub provides itself; anything else in a bucket's runner is a self-hosted label.
 GITHUB_HOSTED_LABELS = frozenset(
@@ -110,11 +120,6 @@ def yaml_value(value: Any) -> str:
     if value is None or isinstance(value, (bool, int, float, str, list, tuple, dict)):
         return json.dumps(_plain(value), ensure_ascii=True, allow_nan=False)
     raise TypeError(f"templates may only print plain data or Raw text, not {type(value).__name__}")
-
-
-def _pin(name: str) -> Raw:
-    repo, ref = PINNED_ACTIONS[name]
-    return Raw(f"{repo}@{ref}")
 
 
 def environment(templates: Path = TEMPLATES_DIR) -> jinja2.Environment:
@@ -280,7 +285,15 @@ def perfgate_source(site: Site) -> str:
     return site.config.perfgate_source or f"perfgate=={__version__}"
 
 
-SESSION_VERBS = ("bench", "gate", "publish", "resolve-image", "seed")
+SESSION_VERBS = (
+    "bench",
+    "gate",
+    "publish",
+    "resolve-image",
+    "roll-era",
+    "seed",
+    "verify-baselines",
+)
 
 
 def perfgate_commands(site: Site) -> dict[str, Raw]:
@@ -332,9 +345,13 @@ def gate_jobs() -> list[dict[str, Any]]:
 # -- context builders -------------------------------------------------------------------
 
 
+#: Where workflows find the composite actions, by ``workflows.action_ref``.
+ACTIONS_PATHS = {ActionRef.SELF: Raw("$/actions"), ActionRef.LOCAL: Raw("./actions")}
+
+
 def _common(site: Site) -> dict[str, Any]:
     return {
-        "pins": {name: _pin(name) for name in PINNED_ACTIONS},
+        "actions_path": ACTIONS_PATHS[site.config.action_ref],
         "perfgate_source": perfgate_source(site),
         "cli": perfgate_commands(site),
         "config_ref": site.config_ref,
@@ -428,6 +445,48 @@ def seed_workflow_context(site: Site) -> dict[str, Any]:
     }
 
 
+def era_seed_timeout_minutes(bucket: Bucket, samples: int) -> int:
+    """A reseed job's ``timeout-minutes``: every sample with every attempt, plus setup, >= 30."""
+    return max(30, math.ceil(samples * (bucket.retries + 1) * bucket.timeout_minutes) + 15)
+
+
+def era_workflow_context(site: Site) -> dict[str, Any]:
+    """Context of the image era workflow: roll (build, push, record) -> seed -> verify (R11).
+
+    The roll job holds the one write scope it needs and, by name, only the registry
+    secrets of ``image.roll.secrets`` (R12); the seed rows are static like the bench
+    matrix, and each seeds at most ``min_samples`` samples of its bucket.
+    """
+    config = site.config
+    roll = config.image.roll if config.image else None
+    samples = config.gate.baseline.min_samples
+    planned = "contains(fromJSON(needs.roll.outputs.reseed-plan).bucket_ids, matrix.bucket)"
+    return {
+        **_common(site),
+        "protected_branches": list(config.gate.protected_branches),
+        "roll": {
+            # Without image.roll the job never builds: it records a bootstrap or says
+            # the era is known (a new era fails there, naming image.roll).
+            "runner": list(roll.runner) if roll else HOSTED_RUNNER,
+            "timeout": roll.timeout_minutes if roll else 30,
+            # Names match ^[A-Za-z_][A-Za-z0-9_]*$ (schema): safe inside the expression.
+            "secrets": [
+                (name, Raw(json.dumps(f"${{{{ secrets.{name} }}}}", allow_nan=False)))
+                for name in (roll.secrets if roll else ())
+            ],
+        },
+        "seed_matrix": [
+            {
+                "bucket": bucket.id,
+                "runner": list(bucket.runner),
+                "timeout": era_seed_timeout_minutes(bucket, samples),
+            }
+            for bucket in config.buckets
+        ],
+        "planned": Raw(json.dumps(planned, allow_nan=False)),
+    }
+
+
 #: Conclusions of a perfgate run whose report is worth posting: it finished (blocking
 #: mode fails the run on BLOCK). A cancelled run was superseded; a skipped one judged nothing.
 REPORTED_CONCLUSIONS = ("success", "failure")
@@ -452,7 +511,12 @@ def ci_workflow_context(site: Site) -> dict[str, Any]:
 
 def actionlint_context(site: Site) -> dict[str, Any]:
     """Context of the actionlint configuration (self-hosted runner labels)."""
-    return {**_common(site), "labels": self_hosted_labels(site.config.buckets)}
+    image = site.config.image
+    roll_runner = set(image.roll.runner) if image and image.roll else set()
+    labels = sorted(
+        set(self_hosted_labels(site.config.buckets)) | (roll_runner - GITHUB_HOSTED_LABELS)
+    )
+    return {**_common(site), "labels": labels}
 
 
 _ACTIONS = ("setup", "resolve-image", "bench", "gate", "publish-baseline", "seed")
@@ -482,6 +546,15 @@ def targets(site: Site) -> list[tuple[str, str, dict[str, Any]]]:
         ),
         ("actionlint.yaml.j2", ".github/actionlint.yaml", actionlint_context(site)),
     ]
+    if site.config.image is not None:
+        # Only a config with an image block has an era to roll (R11).
+        items.append(
+            (
+                "workflows/perfgate-era.yml.j2",
+                ".github/workflows/perfgate-era.yml",
+                era_workflow_context(site),
+            )
+        )
     if site.self_ci:
         items.append(("workflows/ci.yml.j2", ".github/workflows/ci.yml", ci_workflow_context(site)))
     return items
@@ -499,8 +572,9 @@ def render_site(site: Site, templates: Path = TEMPLATES_DIR) -> list[RenderedFil
     """Render every file of ``site`` in memory."""
     env = environment(templates)
     files = []
+    pins = load_pins(templates / "pins" / "action.yml")
     for template, path, context in targets(site):
-        body = env.get_template(template).render(context)
+        body = env.get_template(template).render({**context, "pins": pins})
         files.append(
             RenderedFile(
                 path=PurePosixPath(path), template=template, text=header(template, site) + body

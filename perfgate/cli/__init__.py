@@ -24,6 +24,7 @@ from perfgate.cli import (
     post_report,
     publish,
     reseed,
+    roll_era,
     seed,
     verify,
 )
@@ -32,7 +33,19 @@ from perfgate.errors import ExitCode, PerfgateError, Terminated
 from perfgate.redact import redact
 
 # The order of the verb list in ``perfgate --help``.
-VERB_MODULES = (config, bench, gate, post_report, publish, seed, verify, reseed, image, ci)
+VERB_MODULES = (
+    config,
+    bench,
+    gate,
+    post_report,
+    publish,
+    seed,
+    verify,
+    reseed,
+    image,
+    roll_era,
+    ci,
+)
 
 
 def build_parser() -> Parser:

@@ -77,9 +77,39 @@ def add_report_dir(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_local_baseline(parser: argparse.ArgumentParser, help_text: str) -> None:
-    """--local-baseline: read (and where the verb writes, write) the local branch only."""
-    parser.add_argument("--local-baseline", action="store_true", help=help_text)
+def add_baseline_source(
+    parser: argparse.ArgumentParser,
+    *,
+    remote_flag: str = "--remote",
+    remote_help: str = "use the baseline branch on the configured remote "
+    "(gate.baseline.remote); the default in CI",
+) -> None:
+    """Which baseline branch a verb reads (and writes): the local one unless CI or asked.
+
+    Outside CI a laptop's run must never touch the shared remote by surprise; in CI
+    (GITHUB_ACTIONS) the configured remote is the only baseline there is.
+    """
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        remote_flag,
+        dest="remote",
+        action="store_true",
+        help=remote_help,
+    )
+    source.add_argument(
+        "--local-baseline",
+        action="store_true",
+        help="use the local baseline branch only, no fetch and no push; the default outside CI",
+    )
+
+
+def baseline_is_local(args: argparse.Namespace) -> bool:
+    """True when the verb should use the local baseline branch (see add_baseline_source)."""
+    from perfgate.console import on_github
+
+    if args.remote:
+        return False
+    return bool(args.local_baseline) or not on_github()
 
 
 def repo_top() -> Path:

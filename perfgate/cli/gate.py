@@ -13,11 +13,12 @@ from pathlib import Path
 
 from perfgate.cli.common import (
     Verbs,
+    add_baseline_source,
     add_config,
-    add_local_baseline,
     add_report_dir,
     add_selection,
     add_verb,
+    baseline_is_local,
 )
 from perfgate.config import load_config
 
@@ -35,9 +36,7 @@ def register(verbs: Verbs) -> None:
     gate.add_argument("--results", type=Path, required=True, help="directory of result artifacts")
     add_report_dir(gate)
     add_selection(gate, "expect")
-    add_local_baseline(
-        gate, "read the local baseline branch instead of fetching it from the remote"
-    )
+    add_baseline_source(gate)
     gate.add_argument(
         "--post",
         action="store_true",
@@ -63,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         config,
         expected,
         artifacts.results,
-        open_store(config, local=args.local_baseline),
+        open_store(config, local=baseline_is_local(args)),
         unreadable=artifacts.unreadable,
     )
     paths = write_report(report, args.report_dir)

@@ -82,6 +82,8 @@ class GateReport:
     min_samples: int
     max_samples: int = 20
     baseline_tip: str | None = None
+    # Which baseline branch was read: "origin/perf-baselines" or "perf-baselines (local)".
+    baseline_source: str | None = None
     base_commit: str | None = None
     commit: str | None = None
     target_branch: str | None = None
@@ -231,6 +233,7 @@ def build_report(
     windows: Mapping[str, Sequence[float]],
     notes: Sequence[str] = (),
     baseline_tip: str | None = None,
+    baseline_source: str | None = None,
     base_commit: str | None = None,
     unreadable: Sequence[UnreadableArtifact] = (),
 ) -> GateReport:
@@ -306,6 +309,7 @@ def build_report(
         min_samples=policy.baseline.min_samples,
         max_samples=policy.baseline.max_samples,
         baseline_tip=baseline_tip,
+        baseline_source=baseline_source,
         base_commit=base_commit,
         commit=reported[0].source.commit if reported else None,
         target_branch=reported[0].source.target_branch if reported else None,
@@ -366,7 +370,7 @@ def evaluate(
         if bucket in wanted
     }
     windows: dict[str, Sequence[float]] = {}
-    tip = base = None
+    tip = base = source = None
     notes = list(notes)
     if store is None:
         notes.append("no baseline store here (not a git repository): every bucket has no baseline")
@@ -374,6 +378,7 @@ def evaluate(
         target = next((r.source.target_branch for r in results if r.source.target_branch), None)
         base = merge_base(store.repo, target, store.remote)
         tip = store.refresh()
+        source = f"{store.remote}/{store.branch}" if store.remote else f"{store.branch} (local)"
         found = store.windows(
             keys, tip=tip, base=base, max_samples=config.gate.baseline.max_samples
         )
@@ -392,6 +397,7 @@ def evaluate(
         windows=windows,
         notes=notes,
         baseline_tip=tip,
+        baseline_source=source,
         base_commit=base,
         unreadable=unreadable,
     )

@@ -124,10 +124,17 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
     lines += ["", counts, "", mode, "", "### Run context", ""]
     target = md_text(str(data.get("target_branch") or "unknown"))
     hardware = ", ".join(md_text(h) for h in _texts(data.get("hardware")))
+    source = data.get("baseline_source")
+    baseline = (
+        "no baseline branch"
+        if not isinstance(source, str)
+        else f"baseline {md_text(source)} at {_short(data.get('baseline_tip'))}"
+        if data.get("baseline_tip")
+        else f"baseline {md_text(source)}, which does not exist yet"
+    )
     lines.append(
         f"Commit {_short(data.get('commit'))} judged against `{target}` "
-        f"(merge base {_short(data.get('base_commit'))}), "
-        f"baseline branch at {_short(data.get('baseline_tip'))}; hardware: "
+        f"(merge base {_short(data.get('base_commit'))}), {baseline}; hardware: "
         f"{hardware or 'unknown'}."
     )
     machines = _texts(data.get("machines"))

@@ -25,6 +25,7 @@ def report_json(report: GateReport) -> dict[str, Any]:
         "target_branch": report.target_branch,
         "base_commit": report.base_commit,
         "baseline_tip": report.baseline_tip,
+        "baseline_source": report.baseline_source,
         "hardware": list(report.hardware),
         "machines": _capped(report.machines, 100),
         "coverage": {

@@ -80,6 +80,12 @@ def metric_stats(data: Any, dotted: str) -> MetricStats:
     )
 
 
+def finite_figures(data: Any, paths: tuple[str, ...]) -> dict[str, float]:
+    """The finite numbers found at ``paths``, keyed by path (absent or non-finite left out)."""
+    found = {path: _number(dig(data, path)) for path in paths}
+    return {path: value for path, value in found.items() if value is not None}
+
+
 def launch_mismatches(data: Any, expected: Mapping[str, Any]) -> list[str]:
     """Each dotted path whose echoed value differs from what was requested."""
     problems = []

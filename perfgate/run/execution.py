@@ -89,13 +89,15 @@ def classify_failure(
     if wall_s >= HANG_FRACTION * timeout_s:
         return FailurePhase.HANG
     initialised = markers.init_done is not None and markers.init_done in log
-    if not initialised and any(m in log for m in markers.import_error):
+    stepped = markers.stepping is not None and markers.stepping in log
+    # An import error once stepping started is a crash while running (a lazy import).
+    if not (initialised or stepped) and any(m in log for m in markers.import_error):
         return FailurePhase.IMPORT
     if any(m in log for m in markers.driver_error):
         return FailurePhase.DRIVER
     # The latest marker the driver declares tells how far the run got.
     if markers.stepping is not None:
-        return FailurePhase.RUNTIME if markers.stepping in log else FailurePhase.INIT
+        return FailurePhase.RUNTIME if stepped else FailurePhase.INIT
     if markers.init_done is not None:
         return FailurePhase.RUNTIME if initialised else FailurePhase.INIT
     return FailurePhase.RUNTIME

@@ -109,9 +109,9 @@ def _exit_like(code: int) -> NoReturn:
     sys.stderr.flush()
     if code < 0:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        with contextlib.suppress(ValueError, OSError):
+        with contextlib.suppress(ValueError, OSError):  # SIGKILL's handler cannot be set
             signal.signal(-code, signal.SIG_DFL)
-            os.kill(os.getpid(), -code)
+        os.kill(os.getpid(), -code)
         code = 128 - code  # a signal whose default is not to terminate
     os._exit(code)
 

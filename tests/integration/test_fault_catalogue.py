@@ -102,7 +102,7 @@ def arguments(repo: Repo, tmp_path: Path, verb: str) -> list[str]:
                 "--work-dir", str(tmp_path / "work")]  # fmt: skip
     if verb == "seed":
         return ["seed", "--commit-branch", f"{repo.commit}:main", "--bucket", "linger/cpu",
-                "--samples", "1", "--execute"]  # fmt: skip
+                "--samples", "1", "--execute", "--push"]  # fmt: skip
     results = tmp_path / "results"
     write_result(make_result("linger/cpu", 100.0, commit=repo.commit, run_id="5"), results)
     return ["publish", "--results", str(results)]

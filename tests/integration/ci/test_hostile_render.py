@@ -2,9 +2,10 @@
 
 The most hostile values validation lets through, in every field of perfgate.yaml that
 reaches a rendered workflow or action (target and protected branches, task and backend
-names, runner labels, the pinned perfgate source, the config's own path), are rendered,
-then checked by the real validators: actionlint (with shellcheck) and zizmor. Whatever
-validation refuses (``${{``, quotes in a branch, control characters) render refuses again.
+names, runner labels, the image roll's runner and secret names, the pinned perfgate
+source, the config's own path), are rendered, then checked by the real validators:
+actionlint (with shellcheck) and zizmor. Whatever validation refuses (``${{``, quotes in
+a branch, control characters) render refuses again.
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ gate:
   protected_branches: [main, "release/v1.0_rc-2/**", "hotfix-*"]
 workflows:
   perfgate_source: "perfgate @ git+https://git.example.com/o-1/perf.gate@{"0a" * 20}"
+image:
+  files: [docker/Dockerfile]
+  tags: {{main: "registry.example/x:{{branch_slug}}"}}
+  roll:
+    build: {{argv: [docker, build, -t, "{{image}}", .], image: "x:era-{{era_short}}"}}
+    refs: ["registry.example/x:sha-{{sha7}}"]
+    secrets: [REGISTRY_TOKEN, _odd_Name_1]
+    runner: [self-hosted, {yaml.safe_dump(LABEL).strip().removesuffix("...").strip()}]
 defaults:
   driver: command
   runner: [self-hosted, {yaml.safe_dump(LABEL).strip().removesuffix("...").strip()}]
@@ -86,6 +95,8 @@ def test_hostile_values_render_to_workflows_the_validators_pass(tmp_path: Path) 
     assert all(row["runner"] == ["self-hosted", LABEL] for row in rows)
     on = workflow.get("on", workflow.get(True))
     assert on["pull_request"]["branches"] == list(config.gate.target_branches)
+    era = yaml.safe_load((tmp_path / ".github/workflows/perfgate-era.yml").read_text())
+    assert era["jobs"]["roll"]["runs-on"] == ["self-hosted", LABEL]
     publish = workflow["jobs"]["publish"]["if"]
     assert "startsWith(github.ref, 'refs/heads/release/v1.0_rc-2/')" in publish
     assert "${{" not in publish

@@ -118,7 +118,8 @@ def test_an_unreadable_baseline_branch_is_a_malfunction(checkout, tmp_path, monk
     clone, sha = checkout
     git("remote", "set-url", "origin", str(tmp_path / "gone.git"), cwd=clone)
     results = artifacts(tmp_path / "r", sha, 100.0, "1")
-    assert main(["gate", "--results", str(results), "--report-dir", str(tmp_path / "rep")]) == 3
+    rep = str(tmp_path / "rep")
+    assert main(["gate", "--results", str(results), "--report-dir", rep, "--remote"]) == 3
 
 
 def test_no_artifacts_is_a_malfunction_in_any_mode(checkout, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -141,6 +142,18 @@ def test_local_bench_records_and_then_judges_for_real(checkout, tmp_path, monkey
     assert verdict["rows"][0]["baseline"]["samples"] == 5
     assert verdict["rows"][0]["verdict"] in {"PASS", "WARN", "BLOCK"}
     assert "NO_BASELINE" not in verdict["rows"][0]["reasons"]
+    # Outside CI, gate reads the same local branch bench recorded to, and says which one.
+    gate = ["gate", "--results", str(tmp_path / "out"), "--report-dir", str(tmp_path / "rep2")]
+    assert main(gate) == 0
+    judged = json.loads((tmp_path / "rep2" / "verdict.json").read_text())
+    assert judged["rows"][0]["baseline"]["samples"] == 5
+    assert judged["baseline_source"] == "perf-baselines (local)"
+    tip = git("rev-parse", "perf-baselines", cwd=clone).strip()
+    assert judged["baseline_tip"] == tip
+    assert (
+        f"baseline perf-baselines (local) at `{tip[:12]}`"
+        in (tmp_path / "rep2" / "summary.md").read_text()
+    )
 
 
 def test_publish_refuses_unhealthy_results_and_says_so_in_its_exit_code(

@@ -116,6 +116,7 @@ def test_success_reports_the_figure_its_spread_and_a_healthy_run(tmp_path: Path)
         "std": 1.5,
         "min": 1231.5,
         "max": 1237.5,
+        "figures": {},  # the command driver records no further figures
     }
     assert data["health"]["exit_code"] == 0
     assert data["health"]["phase"] is None

@@ -1,9 +1,10 @@
 """A container dies with its run, however the run ends (R14).
 
-There is no Docker engine here, so a fake ``docker`` on PATH stands in for the client: it
-records every call, and ``run`` blocks as a client attached to a running container does.
-What is tested is perfgate's side: the ``docker run`` argv, and that ``docker rm --force``
-names the same container after a timeout, a SIGTERM and a SIGKILL of perfgate.
+There is no Docker engine here, so tests/fixtures/fake_docker.py stands in for the client:
+it records every call, and ``run`` blocks as a client attached to a running container
+does. What is tested is perfgate's side: the ``docker run`` argv, and that ``docker rm
+--force`` names the same container after a timeout, a SIGTERM and a SIGKILL of perfgate,
+with nothing of the run left behind.
 """
 
 from __future__ import annotations
@@ -18,27 +19,22 @@ from pathlib import Path
 
 import pytest
 
-from tests.paths import ROOT
+from tests.paths import FIXTURES, ROOT
 
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal"),
 ]
 
-FAKE_DOCKER = """#!{python}
-import json, os, sys, time
-with open({calls!r}, "a") as log:
-    log.write(json.dumps({{"argv": sys.argv[1:], "pid": os.getpid()}}) + "\\n")
-if sys.argv[1] == "run":
-    time.sleep(300)  # attached to the container until it ends
-"""
 CONFIG = """\
 version: 1
 defaults:
   driver: command
   timeout_minutes: {timeout}
   retries: 0
-  container: {{image: registry.example/bench:1}}
+  container:
+    image: registry.example/bench:1
+    docker: [{python}, {fake}]
   command:
     argv: [python, bench.py, "{{output_dir}}/r.json"]
     output: "{{output_dir}}/r.json"
@@ -49,18 +45,23 @@ buckets:
 """
 
 
-def calls(path: Path) -> list[dict[str, object]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines()]
+def calls(state: Path) -> list[list[str]]:
+    log = state / "calls.log"
+    return [json.loads(line)[:-1] for line in log.read_text().splitlines()] if log.exists() else []
 
 
-def alive(pid: int) -> bool:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return text[text.rindex(")") + 2] not in "ZX"
+def clients(name: str) -> list[int]:
+    """Processes whose command line names the container: the fake docker client."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if name.encode() in argv and state not in "ZX":
+            found.append(int(entry.name))
+    return found
 
 
 def wait_for(condition, seconds: float = 30.0) -> None:  # type: ignore[no-untyped-def]
@@ -72,42 +73,38 @@ def wait_for(condition, seconds: float = 30.0) -> None:  # type: ignore[no-untyp
 
 @pytest.mark.parametrize("ending", ["timeout", "SIGTERM", "SIGKILL"])
 def test_the_container_is_removed_however_the_run_ends(tmp_path: Path, ending: str) -> None:
-    record = tmp_path / "docker-calls.jsonl"
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    docker = bin_dir / "docker"
-    docker.write_text(FAKE_DOCKER.format(python=sys.executable, calls=str(record)))
-    docker.chmod(0o755)
+    state = tmp_path / "docker"
     (tmp_path / "perfgate.yaml").write_text(
-        CONFIG.format(timeout=0.03 if ending == "timeout" else 5), encoding="utf-8"
+        CONFIG.format(
+            timeout=0.03 if ending == "timeout" else 5,
+            python=json.dumps(sys.executable),
+            fake=json.dumps(str(FIXTURES / "fake_docker.py")),
+        ),
+        encoding="utf-8",
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "PERFGATE_"))}
-    env.update(PATH=f"{bin_dir}{os.pathsep}{env['PATH']}", PYTHONPATH=str(ROOT))
+    env.update(FAKE_DOCKER_STATE=str(state), PYTHONPATH=str(ROOT))
     process = subprocess.Popen(
         [sys.executable, "-m", "perfgate", "bench", "--no-judge"],
         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         start_new_session=True,
     )  # fmt: skip
+    name = ""
     try:
-        wait_for(lambda: any(c["argv"][0] == "run" for c in calls(record)))
-        (run,) = [c for c in calls(record) if c["argv"][0] == "run"]
-        argv = run["argv"]
-        assert isinstance(argv, list)
-        name = argv[argv.index("--name") + 1]
-        assert argv[:3] == ["run", "--rm", "--init"]
-        assert argv[argv.index("registry.example/bench:1") + 1 :][:2] == ["python", "bench.py"]
+        wait_for(lambda: any(call[0] == "run" for call in calls(state)))
+        (run,) = [call for call in calls(state) if call[0] == "run"]
+        name = run[run.index("--name") + 1]
+        assert run[:4] == ["run", "--rm", "--init", "--name"]
+        assert run[run.index("registry.example/bench:1") + 1 :][:2] == ["python", "bench.py"]
         if ending != "timeout":
             process.send_signal(getattr(signal, ending))
         process.wait(timeout=60)
-        wait_for(lambda: any(c["argv"][:3] == ["rm", "--force", name] for c in calls(record)))
-        client = run["pid"]
-        assert isinstance(client, int)
-        wait_for(lambda: not alive(client), seconds=10)
+        wait_for(lambda: ["rm", "--force", name] in calls(state))
+        wait_for(lambda: not clients(name), seconds=10)
     finally:  # whatever a failure left behind, by pid: never a broad name
         if process.poll() is None:
             process.kill()
-        for call in calls(record):
-            if isinstance(call["pid"], int) and alive(call["pid"]):
-                os.kill(call["pid"], signal.SIGKILL)
+        for pid in clients(name) if name else ():
+            os.kill(pid, signal.SIGKILL)
     if ending == "timeout":
         assert process.returncode == 0  # the bucket failed (a hang); bench itself ran
