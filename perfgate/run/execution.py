@@ -270,9 +270,10 @@ def run_process(
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        except OSError as exc:
-            log.write(f"perfgate: cannot start {invocation.argv[0]}: {exc}\n".encode())
-            scan.feed(f"perfgate: cannot start {invocation.argv[0]}: {exc}\n".encode())
+        except OSError as exc:  # the working directory is missing, say
+            message = f"perfgate: cannot start {invocation.argv[0]}: {exc}\n".encode()
+            log.write(message)
+            scan.feed(message)
             exit_code: int | None = 127
         else:
             assert process.stdout is not None

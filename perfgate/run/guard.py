@@ -142,6 +142,7 @@ def main(args: list[str]) -> None:
             print(f"perfgate: cannot start {argv[0]}: {exc}", file=sys.stderr, flush=True)
             _exit_like(127)
         status = process.wait()
+        stopping.append(0)  # done: a late signal must not interrupt the normal ending
     except _Teardown:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(os.getpgrp(), signal.SIGTERM)
