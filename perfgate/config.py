@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import json
 import math
@@ -246,6 +247,19 @@ class ImageSpec:
     roll: ImageRoll | None = None
 
 
+def _plain_json(value: Any) -> Any:
+    """Dataclasses, enums, tuples and mappings of config values as plain JSON data."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, StrEnum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {str(k): _plain_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_json(item) for item in value]
+    return value
+
+
 @dataclass(frozen=True, kw_only=True)
 class Bucket:
     """One (task, backend) experiment: the unit that is run, judged and stored."""
@@ -288,22 +302,14 @@ class Bucket:
         """The bucket id made safe for a file name."""
         return self.id.replace("/", "__")
 
-    def matrix_entry(self) -> dict[str, object]:
-        """The matrix entry other tools (templates, CI) consume for this bucket."""
-        return {
-            "id": self.id,
-            "file_stem": self.file_stem,
-            "task": self.task,
-            "backend": self.backend_key,
-            "physics": self.physics,
-            "render": self.render,
-            "driver": self.driver,
-            "timeout_minutes": self.timeout_minutes,
-            "retries": self.retries,
-            "runner": list(self.runner),
-            "tags": list(self.tags),
-            "paths": list(self.paths),
-        }
+    def matrix_entry(self) -> dict[str, Any]:
+        """Everything this bucket resolves to, as plain JSON for other tools (templates, CI).
+
+        The identity keys come first (``id``, ``file_stem``, ``backend``), then every field
+        of the bucket after ``defaults`` were merged: nothing a tool needs is left out.
+        """
+        fields = {name: _plain_json(getattr(self, name)) for name in self.__dataclass_fields__}
+        return {"id": self.id, "file_stem": self.file_stem, "backend": self.backend_key, **fields}
 
     def floors_for(self, hardware: str) -> tuple[Floor, ...]:
         """Every floor whose hardware pattern matches ``hardware``."""

@@ -33,6 +33,16 @@ def register(verbs: Verbs) -> None:
         help="choose the CI image for this run, or record an image era",
         description=__doc__,
         handler=run,
+        examples=(
+            "perfgate resolve-image",
+            "perfgate resolve-image --record registry/image@sha256:...   # protected pushes only",
+        ),
+        exits={
+            ExitCode.MALFUNCTION: "the manifest could not be read or written, or the build failed",
+            ExitCode.USAGE: (
+                "no image block, a recorded era (without --force), or not a protected push"
+            ),
+        },
     )
     add_config(resolve_image)
     resolve_image.add_argument(

@@ -24,6 +24,14 @@ def register(verbs: Verbs) -> None:
         help="append trusted samples to the baseline branch",
         description=__doc__,
         handler=run,
+        examples=("perfgate publish --results results/   # CI, on pushes to protected branches",),
+        exits={
+            ExitCode.HARD_FAILURE: (
+                "blocking mode: some results were unhealthy and not published (the rest were)"
+            ),
+            ExitCode.MALFUNCTION: "the samples could not be pushed",
+            ExitCode.USAGE: "not a protected push, or artifacts from elsewhere",
+        },
     )
     add_config(publish)
     publish.add_argument(

@@ -48,6 +48,17 @@ def register(verbs: Verbs) -> None:
         help="build and record a new image era, then plan its reseed (dry run unless --execute)",
         description=__doc__,
         handler=run,
+        examples=(
+            "perfgate roll-era                      # dry run: what "
+            "it would build, record and seed",
+            "perfgate roll-era --execute --out plan.json   # CI, protected pushes",
+        ),
+        exits={
+            ExitCode.MALFUNCTION: (
+                "a login, build, tag or push failed (named; the manifest is untouched)"
+            ),
+            ExitCode.USAGE: "a conflicting record without --force, or not a protected push",
+        },
     )
     add_config(roll)
     roll.add_argument(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from perfgate.cli.common import (
     DEFAULT_WORK,
+    EXIT_MEANINGS,
     Verbs,
     add_baseline_source,
     add_selection,
@@ -41,6 +42,16 @@ def register(verbs: Verbs) -> None:
         help="replay historical commits to fill baselines (dry run unless --execute)",
         description=__doc__,
         handler=run,
+        examples=(
+            "perfgate seed --branch main --last 5                # dry run: the plan and its cost",
+            "perfgate seed --branch main --last 5 --execute      # "
+            "measure, keep on the local branch",
+            "perfgate seed --plan plan.json --execute --push     # CI: a reseed plan, pushed",
+        ),
+        exits={
+            ExitCode.HARD_FAILURE: "some seed runs failed (the others were recorded)",
+            ExitCode.MALFUNCTION: EXIT_MEANINGS[ExitCode.MALFUNCTION],
+        },
     )
     seed.add_argument(
         "--config",

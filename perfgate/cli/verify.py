@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from perfgate.cli.common import (
+    EXIT_MEANINGS,
     Verbs,
     add_baseline_source,
     add_config,
@@ -35,6 +36,14 @@ def register(verbs: Verbs) -> None:
         help="say per bucket whether its baseline can gate",
         description=__doc__,
         handler=run,
+        examples=(
+            "perfgate verify-baselines",
+            "perfgate verify-baselines --remote --require --json readiness.json",
+        ),
+        exits={
+            ExitCode.BLOCK: "with --require: some bucket is not READY",
+            ExitCode.MALFUNCTION: EXIT_MEANINGS[ExitCode.MALFUNCTION],
+        },
     )
     add_config(verify)
     where = verify.add_mutually_exclusive_group()

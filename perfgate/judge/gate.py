@@ -161,10 +161,25 @@ def _description(rows: Sequence[Row], coverage: Coverage) -> str:
         head = ", ".join(f"{len(names)} {label}" for label, _, names in present)
         tail = "; ".join(f"{short}: {', '.join(names)}" for _, short, names in present)
         return f"{head} — {tail}"
-    warned = sum(1 for r in rows if r.verdict is Verdict.WARN)
+    warned = [r for r in rows if r.verdict is Verdict.WARN]
+    unjudged = [r for r in warned if awaits_baseline(r)]
+    if warned and len(unjudged) == len(warned):
+        return f"no baseline yet for {len(unjudged)} of {len(rows)}; nothing to compare with"
     if warned:
-        return f"no confirmed regression; {warned} of {len(rows)} need attention"
+        also = f" ({len(unjudged)} without a full baseline yet)" if unjudged else ""
+        return f"no confirmed regression; {len(warned)} of {len(rows)} need attention{also}"
     return f"all {len(rows)} buckets within noise"
+
+
+def awaits_baseline(row: Row) -> bool:
+    """A row that could not be judged only because its window is empty or too small."""
+    waiting = {Reason.NO_BASELINE, Reason.INSUFFICIENT_WINDOW}
+    judgement = row.judgement
+    return (
+        judgement is not None
+        and all(s.reason in waiting for s in judgement.signals if s.verdict is Verdict.WARN)
+        and any(s.reason in waiting for s in judgement.signals)
+    )
 
 
 def _headlines(rows: Sequence[Row], coverage: Coverage) -> tuple[str, ...]:
@@ -183,7 +198,10 @@ def _headlines(rows: Sequence[Row], coverage: Coverage) -> tuple[str, ...]:
         )
     if any(r.verdict is Verdict.BLOCK for r in rows):
         lines.append("🚫 One or more blocking-level performance regressions were detected")
-    if not lines and any(r.verdict is Verdict.WARN for r in rows):
+    warned = [r for r in rows if r.verdict is Verdict.WARN]
+    if not lines and warned and all(awaits_baseline(r) for r in warned):
+        lines.append("⚠️ No baseline yet for some buckets: there is nothing to compare with")
+    elif not lines and warned:
         lines.append("⚠️ No confirmed regression, but one or more results need attention")
     if not lines:
         lines.append("✅ No meaningful performance regressions detected")

@@ -172,3 +172,32 @@ def test_publish_refuses_unhealthy_results_and_says_so_in_its_exit_code(
     assert "refused cartpole/numpy: unhealthy run" in capsys.readouterr().err
     stored = git("show", "origin/perf-baselines:samples/cpu-test/cartpole/numpy.ndjson", cwd=clone)
     assert len(stored.splitlines()) == 1
+
+
+def test_gate_json_is_the_only_thing_on_stdout(checkout, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    _, sha = checkout
+    results = artifacts(tmp_path / "r", sha, 100.0, "1")
+    report = tmp_path / "rep"
+    code = main(["gate", "--results", str(results), "--report-dir", str(report), "--json"])
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)  # the whole of stdout is one JSON document
+    assert document == json.loads((report / "verdict.json").read_text())
+    assert code == document["exit_code"]
+    assert "cartpole/numpy" in captured.err  # the table moved to stderr
+
+
+def test_bench_json_carries_results_and_verdict(checkout, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    clone, _ = checkout
+    (clone / "perfgate.yaml").write_text(
+        CONFIG.replace("blocking", "advisory")
+        + "defaults: {num_envs: 64, steps: 50, warmup_steps: 5}\n"
+    )
+    args = ["bench", "--out", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work"),
+            "--report-dir", str(tmp_path / "rep"), "--json"]  # fmt: skip
+    assert main(args) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [r["bucket"]["id"] for r in document["results"]] == ["cartpole/numpy"]
+    assert document["verdict"]["rows"][0]["bucket"] == "cartpole/numpy"
+    assert main([*args, "--no-judge"]) == 0
+    unjudged = json.loads(capsys.readouterr().out)
+    assert unjudged["verdict"] is None and len(unjudged["results"]) == 1
