@@ -481,7 +481,6 @@ _PINNED_REQUIREMENT = re.compile(
 # Branch names (git's rules, minus what GitHub's filter syntax gives a meaning: + ? [ ] !).
 _BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]*")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_CONTAINER_PATH = re.compile(r"/[A-Za-z0-9._/-]*")
 MAX_BRANCH = 255
 
 
@@ -527,16 +526,8 @@ def path_problem(value: str, *, what: str) -> str | None:
             f"{what} must be relative to the repository root, without a leading '/' or './' "
             f"(write {value.lstrip('./') or 'dir/**'!r})"
         )
-    parts = value.split("/")
-    if (
-        "\\" in value
-        or any(part in ("", ".", "..") for part in parts[:-1])
-        or parts[-1]
-        in (
-            ".",
-            "..",
-        )
-    ):
+    *inner, last = value.split("/")  # a trailing '/' (everything below) leaves last empty
+    if "\\" in value or last in (".", "..") or any(p in ("", ".", "..") for p in inner):
         return f"{what} must name a path inside the repository: no '..', '.', '//' or '\\'"
     return None
 

@@ -1,9 +1,10 @@
-"""Read untrusted JSON within size and depth limits, and write strict JSON only (R3, R14).
+"""Read untrusted JSON within size and depth limits, strictly (R3, R14).
 
 Python's ``json`` accepts ``NaN`` and ``Infinity`` (which are not JSON) and recurses once
-per nesting level, so a small hostile file can end in a RecursionError. Everything perfgate
-reads from outside (artifacts, benchmark output, API bodies) comes through :func:`loads` or
-:func:`read`: the size is checked before anything is read, the nesting depth while parsing.
+per nesting level, so a small hostile file can end in a RecursionError. Untrusted JSON
+(result artifacts, benchmark output, fork reports, GitHub API answers) comes through
+:func:`loads` or :func:`read`: the size is checked before anything is read, the nesting
+depth while parsing, and no non-finite number gets through.
 """
 
 from __future__ import annotations
@@ -97,8 +98,3 @@ def read(path: Path, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) 
     except UnicodeDecodeError as exc:
         raise JsonError(f"not UTF-8 text (byte {exc.start})") from None
     return loads(text, max_depth=max_depth)
-
-
-def dumps(value: Any, **options: Any) -> str:
-    """``json.dumps`` that refuses NaN and Infinity instead of writing non-JSON."""
-    return json.dumps(value, allow_nan=False, **options)

@@ -328,7 +328,7 @@ def write_result(result: Result, out_dir: Path) -> Path:
 # naming anything else could steer a store path or a report line (R14).
 _TASK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _BACKEND = re.compile(r"[a-z0-9][a-z0-9_]{0,80}")
-_SLUG = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+_SLUG = re.compile(r"[a-z0-9][a-z0-9_-]{0,127}")
 # A result artifact is a few kilobytes; its log tail is capped at 8 KiB.
 MAX_ARTIFACT_BYTES = 4 * 1024 * 1024
 

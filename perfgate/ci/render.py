@@ -97,6 +97,11 @@ class Raw(str):
     __slots__ = ()
 
 
+def _quoted(text: str) -> Raw:
+    """Expression text built here, as a double-quoted YAML scalar printed verbatim."""
+    return Raw(json.dumps(text, allow_nan=False))
+
+
 def _neutralise(text: str) -> str:
     # GitHub evaluates ${{ ... }} inside any string of a workflow, quoted or not;
     # the expression ${{ '${{' }} evaluates to the literal two characters.
@@ -324,7 +329,7 @@ def gate_jobs() -> list[dict[str, Any]]:
         {
             "id": Raw("gate"),
             "name": "gate",
-            "condition": Raw(json.dumps(f"{common} && !({trusted})", allow_nan=False)),
+            "condition": _quoted(f"{common} && !({trusted})"),
             "post": "false",
             "writes_statuses": False,
             "why": Raw(
@@ -334,7 +339,7 @@ def gate_jobs() -> list[dict[str, Any]]:
         {
             "id": Raw("gate-trusted"),
             "name": "gate (post)",
-            "condition": Raw(json.dumps(f"{common} && ({trusted})", allow_nan=False)),
+            "condition": _quoted(f"{common} && ({trusted})"),
             "post": "true",
             "writes_statuses": True,
             "why": Raw("# Pushes and merge groups post their statuses directly."),
@@ -360,12 +365,9 @@ def _common(site: Site) -> dict[str, Any]:
         "run_label": RUN_LABEL,
         "result_artifact_glob": RESULT_ARTIFACT_PREFIX + "*",
         "report_artifact": REPORT_ARTIFACT,
-        "has_run_label": Raw(
-            json.dumps(
-                "${{ contains(github.event.pull_request.labels.*.name, "
-                f"{_expr_string(RUN_LABEL)}) }}}}",
-                allow_nan=False,
-            )
+        "has_run_label": _quoted(
+            "${{ contains(github.event.pull_request.labels.*.name, "
+            f"{_expr_string(RUN_LABEL)}) }}}}"
         ),
     }
 
@@ -377,15 +379,12 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
         **_common(site),
         "target_branches": list(gate.target_branches),
         "protected_branches": list(gate.protected_branches),
-        "concurrency_group": Raw(json.dumps(concurrency_group("perfgate"), allow_nan=False)),
-        "config_condition": Raw(json.dumps(config_condition(), allow_nan=False)),
-        "publish_condition": Raw(
-            json.dumps(
-                "!cancelled() && github.event_name == 'push' && "
-                "needs.config.outputs.run == 'true' "
-                f"&& ({branch_condition(gate.protected_branches)})",
-                allow_nan=False,
-            )
+        "concurrency_group": _quoted(concurrency_group("perfgate")),
+        "config_condition": _quoted(config_condition()),
+        "publish_condition": _quoted(
+            "!cancelled() && github.event_name == 'push' && "
+            "needs.config.outputs.run == 'true' "
+            f"&& ({branch_condition(gate.protected_branches)})"
         ),
         "matrix": bench_matrix(site.config.buckets),
         # Only a config with an image block has an image to resolve (R11).
@@ -415,7 +414,7 @@ def seed_jobs(config: Config) -> list[dict[str, Any]]:
         {
             "id": Raw("seed"),
             "name": "seed",
-            "condition": Raw(json.dumps("${{ !inputs.dry-run }}", allow_nan=False)),
+            "condition": _quoted("${{ !inputs.dry-run }}"),
             "runner": list(config.buckets[0].runner),
             "timeout": 360,
             "contents": Raw("write"),
@@ -433,7 +432,7 @@ def seed_image_target(config: Config) -> Raw:
     first target branch of perfgate.yaml.
     """
     first = _expr_string(config.gate.target_branches[0])
-    return Raw(json.dumps(f"${{{{ inputs.target || inputs.branch || {first} }}}}", allow_nan=False))
+    return _quoted(f"${{{{ inputs.target || inputs.branch || {first} }}}}")
 
 
 def seed_workflow_context(site: Site) -> dict[str, Any]:
@@ -471,7 +470,7 @@ def era_workflow_context(site: Site) -> dict[str, Any]:
             "timeout": roll.timeout_minutes if roll else 30,
             # Names match ^[A-Za-z_][A-Za-z0-9_]*$ (schema): safe inside the expression.
             "secrets": [
-                (name, Raw(json.dumps(f"${{{{ secrets.{name} }}}}", allow_nan=False)))
+                (name, _quoted(f"${{{{ secrets.{name} }}}}"))
                 for name in (roll.secrets if roll else ())
             ],
         },
@@ -483,7 +482,7 @@ def era_workflow_context(site: Site) -> dict[str, Any]:
             }
             for bucket in config.buckets
         ],
-        "planned": Raw(json.dumps(planned, allow_nan=False)),
+        "planned": _quoted(planned),
     }
 
 
@@ -497,14 +496,14 @@ def comment_workflow_context(site: Site) -> dict[str, Any]:
     condition = " || ".join(
         f"github.event.workflow_run.conclusion == {_expr_string(c)}" for c in REPORTED_CONCLUSIONS
     )
-    return {**_common(site), "report_condition": Raw(json.dumps(condition, allow_nan=False))}
+    return {**_common(site), "report_condition": _quoted(condition)}
 
 
 def ci_workflow_context(site: Site) -> dict[str, Any]:
     """Context of this repository's own CI workflow."""
     return {
         **_common(site),
-        "concurrency_group": Raw(json.dumps(concurrency_group("ci"), allow_nan=False)),
+        "concurrency_group": _quoted(concurrency_group("ci")),
         "protected_branches": list(site.config.gate.protected_branches),
     }
 

@@ -51,11 +51,6 @@ def test_a_file_that_is_not_utf_8_is_one_clean_error(tmp_path: Path) -> None:
         jsonfile.read(path)
 
 
-def test_dumps_refuses_non_finite_numbers() -> None:
-    with pytest.raises(ValueError, match="not JSON compliant"):
-        jsonfile.dumps({"value": float("nan")})
-
-
 def _json_writes(path: Path) -> list[tuple[int, bool]]:
     """(line, passes allow_nan=False) of every json.dump/json.dumps call in ``path``."""
     calls = []
