@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import json
+import math
 import re
 import reprlib
 import string
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
@@ -23,6 +24,26 @@ from perfgate.errors import ConfigError, UsageError
 from perfgate.yamlfile import KeyPath, YamlDocument, format_key_path, load_yaml
 
 DEFAULT_CONFIG = Path("perfgate.yaml")
+
+#: GitHub runs at most 256 jobs from one matrix; the bench job has one per bucket.
+MAX_BUCKETS = 256
+#: What a ``command`` driver's argv and output may name (filled per attempt).
+COMMAND_PLACEHOLDERS = (
+    "output_dir",
+    "cache_dir",
+    "task",
+    "physics",
+    "render",
+    "backend",
+    "num_envs",
+    "steps",
+    "warmup_steps",
+    "seed",
+)
+#: What ``image.tags`` and ``image.build.image`` may name; ``image.build.argv`` also ``{image}``.
+IMAGE_PLACEHOLDERS = frozenset({"branch", "branch_slug", "branch_leaf", "era_key", "era_short"})
+#: Variables kept in the benchmark's environment although their names look like credentials.
+DEFAULT_KEEP_ENV = ("TOKENIZERS_PARALLELISM",)
 
 
 class Mode(StrEnum):
@@ -186,9 +207,7 @@ class ImageBuild:
 
 
 #: Placeholders of the era roll's templates: the pushed commit, its branch and the era.
-ROLL_PLACEHOLDERS = frozenset(
-    {"branch", "branch_slug", "branch_leaf", "era_key", "era_short", "sha", "sha7"}
-)
+ROLL_PLACEHOLDERS = IMAGE_PLACEHOLDERS | {"sha", "sha7"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -265,6 +284,8 @@ class Bucket:
     container: ContainerSpec | None = None
     floors: Mapping[str, tuple[Floor, ...]] = field(default_factory=dict)
     noise_floor_pct: Mapping[str, float] = field(default_factory=dict)
+    # Environment variables the benchmark keeps although their names look like credentials.
+    keep_env: tuple[str, ...] = DEFAULT_KEEP_ENV
 
     @property
     def backend_key(self) -> str:
@@ -362,6 +383,7 @@ _DEFAULT_SETTINGS: dict[str, Any] = {
     "tags": ["always"],
     "baseline_epoch": 1,
     "paths": [],
+    "keep_env": [],
 }
 
 
@@ -383,6 +405,11 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
             "expected a mapping with 'version: 1' and a 'buckets' list at the top "
             "(see perfgate/schemas/perfgate.schema.json)",
         )
+    raw_buckets = document.data.get("buckets")
+    if isinstance(raw_buckets, list) and len(raw_buckets) > MAX_BUCKETS:
+        # Said before any per-bucket work: a huge matrix costs nothing to refuse.
+        _too_many_buckets(document, len(raw_buckets))
+    _check_values(document)
     _check_schema(document)
     data = document.data
     _check_task_aliases(document, data)
@@ -408,6 +435,8 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
             buckets.append(bucket)
     if not buckets:
         _fail(document, ("buckets",), "the matrix is empty; declare at least one bucket")
+    if len(buckets) > MAX_BUCKETS:
+        _too_many_buckets(document, len(buckets))
     if gate.baseline.min_samples > gate.baseline.max_samples:
         _fail(
             document,
@@ -422,9 +451,10 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
             f"k_warn ({gate.oracle.k_warn:g}) exceeds k_block ({gate.oracle.k_block:g}), which "
             "would put the block line inside the warn line; make k_block >= k_warn",
         )
+    _check_gate(document, gate)
     image = _image_spec(document, data["image"]) if "image" in data else None
     source = data.get("workflows", {}).get("perfgate_source")
-    if source is not None and not _PINNED_REQUIREMENT.search(source):
+    if source is not None and not _PINNED_REQUIREMENT.fullmatch(source):
         _fail(
             document,
             ("workflows", "perfgate_source"),
@@ -441,8 +471,182 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
     )
 
 
-# An exact version, or a VCS URL ending in a full commit SHA.
-_PINNED_REQUIREMENT = re.compile(r"===?\s*[\w.+!-]+\s*$|@[0-9a-f]{40}\s*$")
+# An exact version, or a git URL ending in a full commit SHA; nothing before or after.
+_PINNED_REQUIREMENT = re.compile(
+    r"[A-Za-z0-9][A-Za-z0-9._-]*\s*===?\s*[A-Za-z0-9.+!_-]+"
+    r"|[A-Za-z0-9][A-Za-z0-9._-]*\s*@\s*git\+https://[^\s@]+@[0-9a-f]{40}"
+)
+
+
+# Branch names (git's rules, minus what GitHub's filter syntax gives a meaning: + ? [ ] !).
+_BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]*")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+MAX_BRANCH = 255
+
+
+def branch_problem(value: str, *, pattern: bool) -> str | None:
+    """Why ``value`` is no usable branch name (or, with ``pattern``, prefix glob); else None.
+
+    A pattern is a branch name, optionally ending in ``*`` or ``**`` (every branch under a
+    prefix): the one glob both git's ``fnmatch`` and a workflow ``if:`` can express.
+    """
+    name = value
+    if pattern:
+        name = value.removesuffix("**") if value.endswith("**") else value.removesuffix("*")
+        if not name and value in ("*", "**"):
+            return None
+    glob = " optionally ending in '*' or '**'" if pattern else ""
+    if len(value) > MAX_BRANCH:
+        return f"is {len(value)} characters long; git allows at most {MAX_BRANCH}"
+    if not _BRANCH.fullmatch(name):
+        return (
+            f"is not a branch name{' pattern' if pattern else ''}: use letters, digits, "
+            f"'.', '_', '-' and '/'{glob}, starting with a letter, digit or '_'"
+        )
+    parts = name.split("/")
+    last = parts[-1] if not (pattern and name.endswith("/")) else parts[-2]
+    if (
+        ".." in name
+        or "//" in name
+        or any(part.startswith(".") for part in parts)
+        or last.endswith((".lock", "."))
+        or (name.endswith("/") and not pattern)
+    ):
+        return (
+            "is not a valid git branch name (no '..', '//', component starting with '.', "
+            "or ending in '/', '.' or '.lock')"
+        )
+    return None
+
+
+def path_problem(value: str, *, what: str) -> str | None:
+    """Why ``value`` is no path (or glob) relative to the repository root; else None."""
+    if value.startswith(("/", "./")) or value in (".", ".."):
+        return (
+            f"{what} must be relative to the repository root, without a leading '/' or './' "
+            f"(write {value.lstrip('./') or 'dir/**'!r})"
+        )
+    *inner, last = value.split("/")  # a trailing '/' (everything below) leaves last empty
+    if "\\" in value or last in (".", "..") or any(p in ("", ".", "..") for p in inner):
+        return f"{what} must name a path inside the repository: no '..', '.', '//' or '\\'"
+    return None
+
+
+def placeholder_problem(template: str, allowed: Iterable[str]) -> str | None:
+    """Why ``template`` cannot be filled with ``allowed`` placeholders; else None."""
+    known = sorted(allowed) if isinstance(allowed, frozenset | set) else list(allowed)
+    try:
+        fields = [(name, spec, conversion) for _, name, spec, conversion in
+                  string.Formatter().parse(template) if name is not None]  # fmt: skip
+    except ValueError as exc:
+        return f"has an unbalanced brace ({exc}); write {{{{ and }}}} for a literal brace"
+    for name, spec, conversion in fields:
+        if name not in known or spec or conversion:
+            return (
+                f"placeholder {{{name}{'!' + conversion if conversion else ''}"
+                f"{':' + spec if spec else ''}}} is unknown; use one of "
+                + ", ".join("{" + k + "}" for k in known)
+            )
+    return None
+
+
+def _check_gate(document: YamlDocument, gate: GatePolicy) -> None:
+    for key in ("target_branches", "protected_branches"):
+        for index, value in enumerate(getattr(gate, key)):
+            problem = branch_problem(value, pattern=True)
+            if problem:
+                _fail(document, ("gate", key, index), f"{value!r} {problem}")
+    problem = branch_problem(gate.baseline.branch, pattern=False)
+    if problem:
+        _fail(document, ("gate", "baseline", "branch"), f"{gate.baseline.branch!r} {problem}")
+    if not _NAME.fullmatch(gate.baseline.remote):
+        # A remote starting with '-' would reach git as an option.
+        _fail(
+            document,
+            ("gate", "baseline", "remote"),
+            f"{gate.baseline.remote!r} is not a git remote name; use letters, digits, '.', "
+            "'_' and '-', starting with a letter or digit (e.g. origin)",
+        )
+
+
+def _too_many_buckets(document: YamlDocument, count: int) -> NoReturn:
+    _fail(
+        document,
+        ("buckets",),
+        f"{count} buckets, over GitHub's limit of {MAX_BUCKETS} jobs in one matrix; "
+        "split the matrix into several configs or drop buckets",
+    )
+
+
+# -- values that no later step can handle (R14) ------------------------------------------
+
+# C0/C1 controls and the Unicode line and paragraph separators: nothing that ends a line.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# Program arguments may be multi-line scripts (python -c ...); only NUL cannot be passed.
+_ARGV_KEYS = frozenset({"argv", "extra_args", "executable", "probe", "docker"})
+MAX_TEXT = 4096
+
+
+def _walk(value: Any, key_path: KeyPath) -> Iterator[tuple[KeyPath, Any]]:
+    """Every key (as its path) and every value of a YAML document, depth first, no recursion."""
+    stack: list[tuple[KeyPath, Any]] = [(key_path, value)]
+    while stack:
+        here, item = stack.pop()
+        yield here, item
+        if isinstance(item, dict):
+            stack.extend(((*here, key), child) for key, child in reversed(item.items()))
+        elif isinstance(item, list):
+            indexed = list(enumerate(item))
+            stack.extend(((*here, index), child) for index, child in reversed(indexed))
+
+
+def _check_values(document: YamlDocument) -> None:
+    """Refuse what no later step can take: non-finite numbers, odd keys, unsafe text."""
+    for key_path, value in _walk(document.data, ()):
+        if isinstance(value, dict):
+            for key in value:
+                if not isinstance(key, str):
+                    _fail(
+                        document,
+                        key_path,
+                        f"key {key!r} is {_kind(key)}; keys are names, so quote it",
+                    )
+                _check_text(document, (*key_path, key), key, is_key=True)
+        elif isinstance(value, float) and not math.isfinite(value):
+            _fail(
+                document,
+                key_path,
+                f"{value} is not a finite number; write an ordinary number (no .nan or .inf)",
+            )
+        elif isinstance(value, str):
+            _check_text(document, key_path, value, is_key=False)
+
+
+def _check_text(document: YamlDocument, key_path: KeyPath, text: str, *, is_key: bool) -> None:
+    what = "key" if is_key else "value"
+    if "${{" in text:
+        _fail(
+            document,
+            key_path,
+            f"{what} {_short(text)} contains '${{{{', which GitHub would evaluate as an "
+            "expression in a rendered workflow; remove it (perfgate's placeholders are {name})",
+        )
+    argv = any(part in _ARGV_KEYS for part in key_path if isinstance(part, str))
+    control = re.search(r"\x00", text) if argv else _CONTROL.search(text)
+    if control:
+        _fail(
+            document,
+            key_path,
+            f"{what} {_short(text)} contains the control character "
+            f"U+{ord(control.group()):04X}; names, branches, labels and paths are one line "
+            "of printable text",
+        )
+    if len(text) > MAX_TEXT and not argv:
+        _fail(
+            document,
+            key_path,
+            f"{what} is {len(text)} characters long; at most {MAX_TEXT} are allowed",
+        )
 
 
 def _fail(document: YamlDocument, key_path: KeyPath, message: str) -> NoReturn:
@@ -497,6 +701,12 @@ _PATTERN_HINTS = {
     "^[a-z0-9][a-z0-9_]*$": "lower-case letters, digits and underscores (e.g. physx, rtx_renderer)",
     "^[A-Za-z0-9][A-Za-z0-9._-]*$": "letters, digits, '.', '_' and '-' (no '/' or spaces)",
     "^[A-Za-z0-9_]+(\\.[A-Za-z0-9_]+)*$": "a dotted path such as runtime.total_fps.mean",
+    "^[a-z0-9*?_\\[\\]-]+$": "a hardware slug pattern such as l40s or cpu-*",
+    "^/[A-Za-z0-9._/-]*$": "an absolute container path of letters, digits, '.', '_', '-', '/'",
+    "^[A-Za-z0-9]": "a value starting with a letter or digit (never '-', which is an option)",
+    "^[A-Za-z0-9_][A-Za-z0-9_.:-]*$": "host, a user name, or uid:gid",
+    '^[A-Za-z0-9"][A-Za-z0-9=,:"_.-]*$': "all, a count, or device=0,1",
+    "^[A-Za-z_][A-Za-z0-9_]*$": "an environment variable name such as HF_TOKEN",
 }
 
 
@@ -523,6 +733,10 @@ def _describe(error: jsonschema.ValidationError) -> str:
             return f"{value} needs at least {expected} item(s)"
         case "minLength":
             return "must not be empty"
+        case "maxLength":
+            return f"{value} is {len(str(error.instance))} characters long; use at most {expected}"
+        case "maxItems":
+            return f"has too many items; at most {expected} are allowed"
         case "minimum" | "exclusiveMinimum" | "maximum" | "exclusiveMaximum":
             relation = {
                 "minimum": ">=",
@@ -611,6 +825,22 @@ def _expand(
     command = _command_spec(settings.get("command"))
     if driver == "command" and command is None:
         _fail(document, key_path, "driver 'command' needs a 'command' block with argv and output")
+
+    def origin(*keys: str | int) -> KeyPath:
+        """Where a merged setting was written: the entry, else the defaults."""
+        return (*key_path, *keys) if keys[0] in entry else ("defaults", *keys)
+
+    if command is not None:
+        _check_command(document, command, origin)
+    for index, pattern in enumerate(settings["paths"]):
+        problem = path_problem(pattern, what="a paths glob")
+        if problem:
+            _fail(document, origin("paths", index), f"{pattern!r} can never match: {problem}")
+    if driver == "isaaclab":
+        for index, pattern in enumerate(settings.get("isaaclab", {}).get("pin_files", ())):
+            problem = path_problem(pattern, what="a pin file")
+            if problem:
+                _fail(document, origin("isaaclab", "pin_files", index), problem)
     if driver == "demo" and "container" in settings:
         _fail(
             document,
@@ -678,6 +908,7 @@ def _expand(
                 for hardware, per_backend in noise.items()
                 if backend_key in per_backend
             },
+            keep_env=(*DEFAULT_KEEP_ENV, *settings["keep_env"]),
         )
         for (physics, render), backend_key in zip(backends, backend_keys, strict=True)
     ]
@@ -701,6 +932,30 @@ def _per_backend(
                     f"({', '.join(backend_keys)}); fix the key or add the backend",
                 )
     return table
+
+
+def _check_command(
+    document: YamlDocument, command: CommandSpec, origin: Callable[..., KeyPath]
+) -> None:
+    """Placeholders must exist, and the output must lie inside the attempt's directory."""
+    for index, arg in enumerate(command.argv):
+        _check_placeholders(document, origin("command", "argv", index), arg, COMMAND_PLACEHOLDERS)
+    _check_placeholders(document, origin("command", "output"), command.output, COMMAND_PLACEHOLDERS)
+    inside = command.output.removeprefix("{output_dir}/")
+    if inside == command.output or not inside or path_problem(inside, what="output"):
+        # Outputs are cleaned before every attempt: anywhere else, that would delete files
+        # perfgate does not own.
+        _fail(
+            document,
+            origin("command", "output"),
+            f"{command.output!r} is outside the attempt's output directory; write "
+            "'{output_dir}/FILE' (a glob after '{output_dir}/' is fine, '..' is not) and pass "
+            "{output_dir} to the program in argv",
+        )
+    if command.cwd is not None:
+        problem = path_problem(command.cwd, what="cwd")
+        if problem:
+            _fail(document, origin("command", "cwd"), problem)
 
 
 def _command_spec(raw: Mapping[str, Any] | None) -> CommandSpec | None:
@@ -792,7 +1047,30 @@ def _image_spec(document: YamlDocument, raw: Mapping[str, Any]) -> ImageSpec:
             ("image",),
             "the era key needs inputs: set env_file with env_keys, files, or pins",
         )
+    for key in ("env_file", "manifest"):
+        problem = path_problem(raw[key], what=key) if key in raw else None
+        if problem:
+            _fail(document, ("image", key), problem)
+    for index, name in enumerate(raw.get("files", ())):
+        problem = path_problem(name, what="an image file")
+        if problem:
+            _fail(document, ("image", "files", index), problem)
+    for index, pin in enumerate(raw.get("pins", ())):
+        problem = path_problem(pin["file"], what="a pin file")
+        if problem:
+            _fail(document, ("image", "pins", index, "file"), problem)
+    for pattern, template in raw["tags"].items():
+        problem = branch_problem(pattern, pattern=True)
+        if problem:
+            _fail(document, ("image", "tags", pattern), f"{pattern!r} {problem}")
+        _check_placeholders(document, ("image", "tags", pattern), template, IMAGE_PLACEHOLDERS)
     build = raw.get("build")
+    if build:
+        _check_placeholders(document, ("image", "build", "image"), build["image"],
+                            IMAGE_PLACEHOLDERS)  # fmt: skip
+        for index, arg in enumerate(build["argv"]):
+            _check_placeholders(document, ("image", "build", "argv", index), arg,
+                                IMAGE_PLACEHOLDERS | {"image"})  # fmt: skip
     digest = _argv(raw["digest"]) if "digest" in raw else ImageSpec.digest
     return ImageSpec(
         env_file=raw.get("env_file"),
@@ -846,18 +1124,9 @@ def _image_roll(document: YamlDocument, raw: Mapping[str, Any]) -> ImageRoll:
 
 
 def _check_placeholders(
-    document: YamlDocument, key_path: KeyPath, template: str, known: frozenset[str]
+    document: YamlDocument, key_path: KeyPath, template: str, known: Iterable[str]
 ) -> None:
     """A template's ``{name}`` placeholders must all be known ones (R14)."""
-    try:
-        names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
-    except ValueError as exc:
-        _fail(document, key_path, f"{template!r}: {exc}; write a literal brace as {{{{ or }}}}")
-    unknown = sorted(names - known)
-    if unknown:
-        _fail(
-            document,
-            key_path,
-            f"{template!r}: unknown placeholder {', '.join('{' + n + '}' for n in unknown)}; "
-            f"use {', '.join('{' + n + '}' for n in sorted(known))}",
-        )
+    problem = placeholder_problem(template, known)
+    if problem:
+        _fail(document, key_path, f"{_short(template)} {problem}")

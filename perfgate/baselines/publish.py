@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from perfgate.baselines.store import BaselineStore, sample_from_result
@@ -16,8 +17,8 @@ def publishable(results: Sequence[Result]) -> tuple[list[Result], list[str]]:
         value = result.metric.value
         if not result.health.healthy:
             skipped.append(f"{result.bucket.id}: unhealthy run, not a baseline")
-        elif value is None or value <= 0:
-            skipped.append(f"{result.bucket.id}: no positive figure, not a baseline")
+        elif value is None or not math.isfinite(value) or value <= 0:
+            skipped.append(f"{result.bucket.id}: no positive finite figure, not a baseline")
         else:
             keep.append(result)
     return keep, skipped

@@ -166,7 +166,7 @@ def plan_text(plan: ReseedPlan) -> str:
 
 def emit_plan(plan: ReseedPlan, out: Path | None, env: Mapping[str, str] = os.environ) -> None:
     """Write the plan to ``out`` (else stdout) and, on GitHub, as step outputs."""
-    text = json.dumps(plan.to_json(), indent=2) + "\n"
+    text = json.dumps(plan.to_json(), indent=2, allow_nan=False) + "\n"
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text, encoding="utf-8")
@@ -177,4 +177,5 @@ def emit_plan(plan: ReseedPlan, out: Path | None, env: Mapping[str, str] = os.en
     if output_file:
         with Path(output_file).open("a", encoding="utf-8") as handle:
             handle.write(f"reseed_needed={'true' if plan.buckets else 'false'}\n")
-            handle.write(f"reseed_plan={json.dumps(plan.to_json(), separators=(',', ':'))}\n")
+            line = json.dumps(plan.to_json(), separators=(",", ":"), allow_nan=False)
+            handle.write(f"reseed_plan={line}\n")

@@ -86,7 +86,7 @@ class Sample:
         """One NDJSON line: canonical (sorted keys, compact) so identical samples are identical."""
         data = asdict(self)
         data["runtime"] = dict(self.runtime)
-        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Sample:
@@ -112,8 +112,18 @@ class Sample:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
+# One path component each: what perfgate.yaml (task, backend) and hardware detection allow.
+_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
 def sample_path(hardware: str, task: str, backend_key: str) -> str:
-    """``samples/<hardware>/<task>/<backend>.ndjson``."""
+    """``samples/<hardware>/<task>/<backend>.ndjson``; nothing that could leave the store tree."""
+    for part in (hardware, task, backend_key):
+        if not _COMPONENT.fullmatch(part):
+            raise GateMalfunction(
+                f"refusing a baseline path from {part!r}: hardware, task and backend must be "
+                "plain names (a result artifact naming something else is not trusted)"
+            )
     return f"samples/{hardware}/{task}/{backend_key}.ndjson"
 
 
@@ -256,7 +266,7 @@ class WindowKey:
             f'"runtime_hash":"{self.runtime_hash}"',
             f'"benchmark_hash":"{self.benchmark_hash}"',
             f'"baseline_epoch":{self.baseline_epoch},',
-            f'"target_branch":{json.dumps(self.target_branch)}',
+            f'"target_branch":{json.dumps(self.target_branch, allow_nan=False)}',
         )
 
     def matches(self, sample: Sample) -> bool:
@@ -312,6 +322,8 @@ class BaselineStore:
         self.remote = remote
         self.push_retries = push_retries
         self.warnings: list[str] = []
+        # Lines skipped as corrupt (each also has a warning naming its file and line).
+        self.skipped_lines = 0
 
     @property
     def ref(self) -> str:
@@ -374,7 +386,8 @@ class BaselineStore:
     def _parse_line(self, path: str, number: int, line: str | bytes) -> Sample | None:
         try:
             return Sample.from_json(json.loads(line))
-        except (ValueError, TypeError, AttributeError) as exc:
+        except (ValueError, TypeError, AttributeError, RecursionError) as exc:
+            self.skipped_lines += 1
             self.warnings.append(
                 f"{self.branch}:{path}:{number}: corrupt baseline line skipped ({exc})"
             )
@@ -393,6 +406,12 @@ class BaselineStore:
         """Append samples not already present (by sample_id); push with fetch-reapply-retry."""
         by_path: dict[str, list[Sample]] = {}
         for sample in samples:
+            if not math.isfinite(sample.value) or sample.value <= 0:
+                # R3: nothing non-finite (or no forward progress) is ever stored.
+                raise GateMalfunction(
+                    f"{sample.path}: refusing to store the figure {sample.value!r}; "
+                    "only positive finite figures are baselines"
+                )
             by_path.setdefault(sample.path, []).append(sample)
         counts = {"added": 0, "present": 0}
 
@@ -513,6 +532,8 @@ class _Scan:
         self.scanned += len(lines)
         for number, line in enumerate(lines, 1):
             if launch not in line:
+                if line.strip() and not _looks_like_sample(line):
+                    store._parse_line(path, number, line)  # garbage, or a truncated line
                 continue
             commit, stamp = _field(line, b'"commit":"'), _field(line, b'"timestamp":"')
             if commit is None or stamp is None:
@@ -540,6 +561,12 @@ class _Scan:
                 if len(chosen) == self.limit:
                     break
         return Window(samples=tuple(chosen))
+
+
+def _looks_like_sample(line: bytes) -> bool:
+    """A whole canonical sample line, by its shape alone (cheap: most lines are not parsed)."""
+    line = line.rstrip(b"\r")
+    return line.startswith(b'{"') and line.endswith(b"}") and b'"sample_id":"' in line
 
 
 def _field(line: bytes, prefix: bytes) -> bytes | None:

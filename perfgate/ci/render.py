@@ -23,7 +23,7 @@ from typing import Any
 import jinja2
 
 from perfgate import __version__
-from perfgate.config import ActionRef, Bucket, Config
+from perfgate.config import ActionRef, Bucket, Config, branch_problem
 from perfgate.errors import ConfigError, UsageError
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
@@ -97,6 +97,11 @@ class Raw(str):
     __slots__ = ()
 
 
+def _quoted(text: str) -> Raw:
+    """Expression text built here, as a double-quoted YAML scalar printed verbatim."""
+    return Raw(json.dumps(text, allow_nan=False))
+
+
 def _neutralise(text: str) -> str:
     # GitHub evaluates ${{ ... }} inside any string of a workflow, quoted or not;
     # the expression ${{ '${{' }} evaluates to the literal two characters.
@@ -118,7 +123,7 @@ def yaml_value(value: Any) -> str:
     if isinstance(value, (Raw, jinja2.Undefined)):
         return str(value)  # str() of a StrictUndefined raises, naming the missing variable
     if value is None or isinstance(value, (bool, int, float, str, list, tuple, dict)):
-        return json.dumps(_plain(value), ensure_ascii=True)
+        return json.dumps(_plain(value), ensure_ascii=True, allow_nan=False)
     raise TypeError(f"templates may only print plain data or Raw text, not {type(value).__name__}")
 
 
@@ -206,7 +211,17 @@ def self_hosted_labels(buckets: Iterable[Bucket]) -> list[str]:
 
 
 def _expr_string(text: str) -> str:
-    # A single-quoted literal inside a GitHub expression; '' escapes a quote.
+    """A single-quoted literal inside a GitHub expression; '' escapes a quote.
+
+    Inside an ``if:`` a literal holding ``${{`` would turn the whole condition into a
+    template string, which is always true. Config validation refuses such values; this
+    refuses them again rather than print one (R12, R14).
+    """
+    if "${{" in text or "}}" in text or any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+        raise ConfigError(
+            f"{text!r} cannot be a literal in a workflow expression: it holds '${{{{', '}}}}' "
+            "or a control character; fix the value in perfgate.yaml"
+        )
     return "'" + text.replace("'", "''") + "'"
 
 
@@ -214,17 +229,17 @@ def branch_condition(patterns: Sequence[str], ref: str = "github.ref") -> str:
     """A GitHub expression true when ``ref`` names a branch matched by one of ``patterns``."""
     terms: list[str] = []
     for pattern in patterns:
-        glob = set("*?[]!+") & set(pattern)
-        if not glob:
-            terms.append(f"{ref} == {_expr_string('refs/heads/' + pattern)}")
-            continue
-        prefix = pattern.rstrip("*")
-        if set("*?[]!+") & set(prefix) or not pattern.endswith("*"):
+        problem = branch_problem(pattern, pattern=True)
+        if problem:
             raise ConfigError(
-                f"gate.protected_branches: pattern {pattern!r} cannot be rendered as a "
-                "workflow condition; use an exact branch name or a trailing '*' / '**'"
+                f"gate.protected_branches: {pattern!r} {problem}; it cannot be rendered as a "
+                "workflow condition"
             )
-        terms.append(f"startsWith({ref}, {_expr_string('refs/heads/' + prefix)})")
+        prefix = pattern.rstrip("*")
+        if prefix == pattern:
+            terms.append(f"{ref} == {_expr_string('refs/heads/' + pattern)}")
+        else:
+            terms.append(f"startsWith({ref}, {_expr_string('refs/heads/' + prefix)})")
     return " || ".join(terms)
 
 
@@ -314,7 +329,7 @@ def gate_jobs() -> list[dict[str, Any]]:
         {
             "id": Raw("gate"),
             "name": "gate",
-            "condition": Raw(json.dumps(f"{common} && !({trusted})")),
+            "condition": _quoted(f"{common} && !({trusted})"),
             "post": "false",
             "writes_statuses": False,
             "why": Raw(
@@ -324,7 +339,7 @@ def gate_jobs() -> list[dict[str, Any]]:
         {
             "id": Raw("gate-trusted"),
             "name": "gate (post)",
-            "condition": Raw(json.dumps(f"{common} && ({trusted})")),
+            "condition": _quoted(f"{common} && ({trusted})"),
             "post": "true",
             "writes_statuses": True,
             "why": Raw("# Pushes and merge groups post their statuses directly."),
@@ -350,11 +365,9 @@ def _common(site: Site) -> dict[str, Any]:
         "run_label": RUN_LABEL,
         "result_artifact_glob": RESULT_ARTIFACT_PREFIX + "*",
         "report_artifact": REPORT_ARTIFACT,
-        "has_run_label": Raw(
-            json.dumps(
-                "${{ contains(github.event.pull_request.labels.*.name, "
-                f"{_expr_string(RUN_LABEL)}) }}}}"
-            )
+        "has_run_label": _quoted(
+            "${{ contains(github.event.pull_request.labels.*.name, "
+            f"{_expr_string(RUN_LABEL)}) }}}}"
         ),
     }
 
@@ -366,14 +379,12 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
         **_common(site),
         "target_branches": list(gate.target_branches),
         "protected_branches": list(gate.protected_branches),
-        "concurrency_group": Raw(json.dumps(concurrency_group("perfgate"))),
-        "config_condition": Raw(json.dumps(config_condition())),
-        "publish_condition": Raw(
-            json.dumps(
-                "!cancelled() && github.event_name == 'push' && "
-                "needs.config.outputs.run == 'true' "
-                f"&& ({branch_condition(gate.protected_branches)})"
-            )
+        "concurrency_group": _quoted(concurrency_group("perfgate")),
+        "config_condition": _quoted(config_condition()),
+        "publish_condition": _quoted(
+            "!cancelled() && github.event_name == 'push' && "
+            "needs.config.outputs.run == 'true' "
+            f"&& ({branch_condition(gate.protected_branches)})"
         ),
         "matrix": bench_matrix(site.config.buckets),
         # Only a config with an image block has an image to resolve (R11).
@@ -403,7 +414,7 @@ def seed_jobs(config: Config) -> list[dict[str, Any]]:
         {
             "id": Raw("seed"),
             "name": "seed",
-            "condition": Raw(json.dumps("${{ !inputs.dry-run }}")),
+            "condition": _quoted("${{ !inputs.dry-run }}"),
             "runner": list(config.buckets[0].runner),
             "timeout": 360,
             "contents": Raw("write"),
@@ -421,7 +432,7 @@ def seed_image_target(config: Config) -> Raw:
     first target branch of perfgate.yaml.
     """
     first = _expr_string(config.gate.target_branches[0])
-    return Raw(json.dumps(f"${{{{ inputs.target || inputs.branch || {first} }}}}"))
+    return _quoted(f"${{{{ inputs.target || inputs.branch || {first} }}}}")
 
 
 def seed_workflow_context(site: Site) -> dict[str, Any]:
@@ -459,7 +470,7 @@ def era_workflow_context(site: Site) -> dict[str, Any]:
             "timeout": roll.timeout_minutes if roll else 30,
             # Names match ^[A-Za-z_][A-Za-z0-9_]*$ (schema): safe inside the expression.
             "secrets": [
-                (name, Raw(json.dumps(f"${{{{ secrets.{name} }}}}")))
+                (name, _quoted(f"${{{{ secrets.{name} }}}}"))
                 for name in (roll.secrets if roll else ())
             ],
         },
@@ -471,7 +482,7 @@ def era_workflow_context(site: Site) -> dict[str, Any]:
             }
             for bucket in config.buckets
         ],
-        "planned": Raw(json.dumps(planned)),
+        "planned": _quoted(planned),
     }
 
 
@@ -485,14 +496,14 @@ def comment_workflow_context(site: Site) -> dict[str, Any]:
     condition = " || ".join(
         f"github.event.workflow_run.conclusion == {_expr_string(c)}" for c in REPORTED_CONCLUSIONS
     )
-    return {**_common(site), "report_condition": Raw(json.dumps(condition))}
+    return {**_common(site), "report_condition": _quoted(condition)}
 
 
 def ci_workflow_context(site: Site) -> dict[str, Any]:
     """Context of this repository's own CI workflow."""
     return {
         **_common(site),
-        "concurrency_group": Raw(json.dumps(concurrency_group("ci"))),
+        "concurrency_group": _quoted(concurrency_group("ci")),
         "protected_branches": list(site.config.gate.protected_branches),
     }
 

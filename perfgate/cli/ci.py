@@ -133,5 +133,5 @@ def run_affected(args: argparse.Namespace) -> int:
     if output:
         with Path(output).open("a", encoding="utf-8") as handle:
             handle.write(f"run={'true' if ids else 'false'}\n")
-            handle.write(f"buckets={json.dumps(ids)}\n")
+            handle.write(f"buckets={json.dumps(ids, allow_nan=False)}\n")
     return ExitCode.OK

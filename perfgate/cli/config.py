@@ -53,7 +53,7 @@ def run_matrix(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     buckets = config.select(args.bucket, args.tag)
     if args.json:
-        print(json.dumps([b.matrix_entry() for b in buckets], indent=2))
+        print(json.dumps([b.matrix_entry() for b in buckets], indent=2, allow_nan=False))
         return ExitCode.OK
     from perfgate.console import render_table
 

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         expected,
         artifacts.results,
         open_store(config, local=baseline_is_local(args)),
-        notes=artifacts.unreadable,
+        unreadable=artifacts.unreadable,
     )
     paths = write_report(report, args.report_dir)
     run = context.detect(os.environ, default_target=config.gate.target_branches[0])

@@ -142,5 +142,5 @@ def run(args: argparse.Namespace) -> int:
     if output_file:
         with Path(output_file).open("a", encoding="utf-8") as handle:
             handle.writelines(f"{key}={value}\n" for key, value in choice.step_outputs().items())
-    print(json.dumps(choice.to_json(), indent=2))
+    print(json.dumps(choice.to_json(), indent=2, allow_nan=False))
     return ExitCode.OK

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from perfgate.cli.common import Verbs, add_config, add_verb
 from perfgate.config import load_config
-from perfgate.errors import ExitCode, UsageError
+from perfgate.errors import ExitCode, GateMalfunction, UsageError
 
 
 def register(verbs: Verbs) -> None:
@@ -58,9 +58,23 @@ def run(args: argparse.Namespace) -> int:
             "`nox -s bench -- --record` to keep samples on your local baseline branch"
         )
     artifacts = load_results(args.results)
-    for problem in artifacts.unreadable:
-        say(problem)
+    for bad in artifacts.unreadable:
+        say(f"refused {bad.problem}")
     results = artifacts.results
+    if not results:
+        raise GateMalfunction(
+            f"no readable result artifacts in {args.results}: nothing was published"
+        )
+    # Store paths come only from buckets perfgate.yaml declares (R14): anything else is refused
+    # before a single sample is written.
+    known = set(config.bucket_ids())
+    unknown = [r.bucket.id for r in results if r.bucket.id not in known]
+    if unknown:
+        raise UsageError(
+            f"refusing to publish artifacts for buckets not in {config.path}: "
+            f"{', '.join(sorted(set(unknown)))}; publish only the results of this config's "
+            "bench jobs (nothing was written)"
+        )
     foreign = [
         r.bucket.id
         for r in results
@@ -75,8 +89,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("publish must run inside the repository's git checkout")
     message = f"Append baseline samples from {run.commit}"
     refused = record_samples(store, results, "protected_branch", message)
+    refused += len(artifacts.unreadable)
     if refused:
         # A failed run is never a baseline; the exit code says so as the gate's would (R8).
-        say(f"{refused} unhealthy result(s) were not published")
+        say(f"{refused} unhealthy or unreadable result(s) were not published")
         return exit_code_for(Verdict.HARD_FAILURE, config.gate.mode)
     return ExitCode.OK

@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        args.json.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     if args.require and not report["ready"]:
         waiting = [r.bucket for r in rows if r.status is not Readiness.READY]
         say(f"not every bucket can gate yet: {', '.join(waiting)}")

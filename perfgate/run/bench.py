@@ -35,6 +35,7 @@ from perfgate.run.execution import (
     AttemptRecord,
     Invocation,
     ProcessOutcome,
+    read_log_excerpt,
     run_with_retry,
 )
 
@@ -146,6 +147,8 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
             work_dir=work_dir,
             cache_root=cache_root,
             wrap=_container_wrap(bucket, settings, run_key),
+            # A name the container block passes on is wanted by name: kept for docker to read.
+            keep_env=(*bucket.keep_env, *(bucket.container.env if bucket.container else ())),
         )
     except CheckoutUnsupported as exc:
         records = [_unsupported(str(exc), cache_root)]
@@ -158,9 +161,8 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
         phase = FailurePhase.OUTPUT
     stale_image = None
     if phase in CRASH_PHASES:
-        log_path = work_dir / f"attempt-{final.number}" / "log.txt"
         stale_image = staleness.assess(
-            log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else "",
+            read_log_excerpt(work_dir / f"attempt-{final.number}" / "log.txt"),
             measurement.versions,
             settings.checkout,
             _pin_files(bucket),

@@ -6,12 +6,13 @@ driver writes whatever JSON its program writes. All of them are read here.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from perfgate import jsonfile
 
 _MISSING = object()
 
@@ -31,14 +32,12 @@ class MetricStats:
 
 
 def load_json(path: Path) -> Any:
-    """Parse a JSON output file; a missing or malformed file raises OutputError."""
+    """Parse a JSON output file within size and depth limits; any problem raises OutputError."""
+    if not path.exists():
+        raise OutputError(f"result file {path} was not written")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise OutputError(f"result file {path} was not written") from None
-    except OSError as exc:
-        raise OutputError(f"result file {path} cannot be read: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return jsonfile.read(path)
+    except jsonfile.JsonError as exc:
         raise OutputError(f"result file {path} is not valid JSON: {exc}") from None
 
 

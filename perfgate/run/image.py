@@ -346,7 +346,8 @@ def manifest_editor(
         if current is not None and force is None and era.key in current["eras"]:
             return False
         file.parent.mkdir(parents=True, exist_ok=True)
-        file.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        text = json.dumps(document, indent=2, sort_keys=True, allow_nan=False)
+        file.write_text(text + "\n", encoding="utf-8")
         return True
 
     return apply

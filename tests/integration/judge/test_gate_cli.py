@@ -165,11 +165,11 @@ def test_publish_refuses_unhealthy_results_and_says_so_in_its_exit_code(
     github_env(monkeypatch, tmp_path, "push", sha)
     results = artifacts(tmp_path / "r", sha, 100.0, "1")
     crashed = make_result(
-        "cartpole/python", None, commit=sha, run_id="1", exit_code=1, phase=FailurePhase.RUNTIME
+        "cartpole/numpy", None, commit=sha, run_id="2", exit_code=1, phase=FailurePhase.RUNTIME
     )
-    write_result(crashed, results)
+    write_result(crashed, results / "another-run")
     assert main(["publish", "--results", str(results)]) == 2  # blocking mode: HARD_FAILURE
-    assert "refused cartpole/python: unhealthy run" in capsys.readouterr().err
+    assert "refused cartpole/numpy: unhealthy run" in capsys.readouterr().err
     stored = git("show", "origin/perf-baselines:samples/cpu-test/cartpole/numpy.ndjson", cwd=clone)
     assert len(stored.splitlines()) == 1
 

@@ -637,9 +637,12 @@ def test_branch_condition_renders_exact_and_prefix_patterns() -> None:
     assert render.branch_condition(["main", "release/**"]) == (
         "github.ref == 'refs/heads/main' || startsWith(github.ref, 'refs/heads/release/')"
     )
-    assert render.branch_condition(["it's"]) == "github.ref == 'refs/heads/it''s'"
     with pytest.raises(ConfigError, match="release/\\*/x"):
         render.branch_condition(["release/*/x"])
+    # Values config validation refuses are refused here again, never printed into an if:.
+    for hostile in ("it's", "main${{ github.event.head_commit.message }}", "a}}b", "x\n"):
+        with pytest.raises(ConfigError):
+            render.branch_condition([hostile])
 
 
 def test_drift_reports_edits_and_stale_generated_files(tmp_path: Path) -> None:
