@@ -280,6 +280,65 @@ def bisect_label(verdict: Verdict, result: Result | None) -> Bisect:
     return Bisect.SKIP
 
 
+def judge_figure(
+    value: float,
+    window: Sequence[float],
+    *,
+    direction: Direction,
+    floors: Sequence[Floor],
+    noise_floor_pct: float,
+    policy: OraclePolicy,
+    min_samples: int,
+    retried: bool = False,
+) -> Judgement:
+    """Judge a healthy figure: fixed floors and the rolling window; worst wins (R5).
+
+    What :func:`judge` does once a result proved healthy, callable on plain numbers, so the
+    trend report and bisect judge stored and replayed figures exactly as the gate does.
+    """
+    signals = _floor_signals(value, floors, direction)
+    window_signal, stats = _window_signal(
+        value,
+        window,
+        min_samples=min_samples,
+        noise_floor_pct=noise_floor_pct,
+        policy=policy,
+        direction=direction,
+    )
+    signals.append(window_signal)
+    return _concluded(signals, value=value, stats=stats, retried=retried, result=None)
+
+
+def _concluded(
+    signals: list[Signal],
+    *,
+    value: float | None,
+    stats: WindowStats | None,
+    retried: bool,
+    result: Result | None,
+) -> Judgement:
+    """The worst signal's verdict; a PASS that needed a retry is WARN (R5)."""
+    verdict = max((s.verdict for s in signals), key=lambda v: v.severity)
+    if verdict is Verdict.PASS and retried:
+        signals.append(
+            Signal(
+                reason=Reason.RETRIED_PASS,
+                verdict=Verdict.WARN,
+                detail="passed only after a retry"
+                if result is None
+                else f"passed only after {result.health.attempts} attempts",
+            )
+        )
+        verdict = Verdict.WARN
+    return Judgement(
+        verdict=verdict,
+        signals=tuple(signals),
+        value=value,
+        stats=stats,
+        bisect=bisect_label(verdict, result),
+    )
+
+
 def judge(
     result: Result,
     window: Sequence[float],
@@ -291,34 +350,24 @@ def judge(
 ) -> Judgement:
     """Judge one result: health first, then fixed floors and the rolling window; worst wins."""
     signals = _health_signals(result)
-    stats: WindowStats | None = None
     value = result.metric.value
-    if not signals and value is not None:
-        direction = result.metric.direction
-        signals += _floor_signals(value, floors, direction)
-        window_signal, stats = _window_signal(
-            value,
-            window,
-            min_samples=min_samples,
-            noise_floor_pct=noise_floor_pct,
-            policy=policy,
-            direction=direction,
+    if signals or value is None:
+        return _concluded(
+            signals, value=value, stats=None, retried=result.health.retried, result=result
         )
-        signals.append(window_signal)
-    verdict = max((s.verdict for s in signals), key=lambda v: v.severity)
-    if verdict is Verdict.PASS and result.health.retried:
-        signals.append(
-            Signal(
-                reason=Reason.RETRIED_PASS,
-                verdict=Verdict.WARN,
-                detail=f"passed only after {result.health.attempts} attempts",
-            )
-        )
-        verdict = Verdict.WARN
-    return Judgement(
-        verdict=verdict,
-        signals=tuple(signals),
+    figure = judge_figure(
+        value,
+        window,
+        direction=result.metric.direction,
+        floors=floors,
+        noise_floor_pct=noise_floor_pct,
+        policy=policy,
+        min_samples=min_samples,
+    )
+    return _concluded(
+        list(figure.signals),
         value=value,
-        stats=stats,
-        bisect=bisect_label(verdict, result),
+        stats=figure.stats,
+        retried=result.health.retried,
+        result=result,
     )

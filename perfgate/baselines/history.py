@@ -1,0 +1,234 @@
+"""A bucket's stored history along its target branch: every run, in commit order (R4, R9).
+
+Read through the store's own read path (``BaselineStore.read``); a run is the samples one
+bucket run recorded (the same CI run and attempt, or one seeding, at one commit, of one
+experiment). Runs are ordered by their commit's place in the target branch's history
+(``git rev-list --topo-order``); samples of commits that are not on the target branch can
+never enter a window and are counted, not drawn.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfgate.baselines.seed import branch_tip
+from perfgate.baselines.store import BaselineStore, Sample, WindowKey, sample_path, select_window
+from perfgate.baselines.verify import BucketReadiness, classify, hardware_partitions
+from perfgate.config import Bucket
+from perfgate.git import git
+
+
+@dataclass(frozen=True, kw_only=True)
+class BranchCommit:
+    """One commit of the target branch: its place (0 = oldest), short SHA and date."""
+
+    sha: str
+    position: int
+    date: str
+
+    @property
+    def short(self) -> str:
+        """The 7-character SHA people read."""
+        return self.sha[:7]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """The samples one bucket run recorded at one commit, in sample order."""
+
+    commit: BranchCommit
+    samples: tuple[Sample, ...]
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        """The run's figures (its repeats)."""
+        return tuple(s.value for s in self.samples)
+
+    @property
+    def key(self) -> WindowKey:
+        """What a window for this run must match (R4)."""
+        first = self.samples[0]
+        return WindowKey(
+            hardware=first.hardware,
+            task=first.task,
+            backend_key=first.backend_key,
+            target_branch=first.target_branch,
+            launch_hash=first.launch_hash,
+            benchmark_hash=first.benchmark_hash,
+            runtime_hash=first.runtime_hash,
+            baseline_epoch=first.baseline_epoch,
+        )
+
+    @property
+    def runner(self) -> str:
+        """Where it ran: the CI runner's name, else how it was recorded (seed, local)."""
+        first = self.samples[0]
+        return first.ci_runner_name or f"({first.trusted_source})"
+
+    @property
+    def retried(self) -> bool:
+        """True when any of its samples needed a retry (a retried PASS is WARN, R5)."""
+        return any(s.retried for s in self.samples)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Series:
+    """One bucket's runs on one hardware for one metric, oldest first."""
+
+    bucket: Bucket
+    hardware: str
+    metric_path: str
+    unit: str
+    direction: str
+    runs: tuple[Run, ...]
+    readiness: BucketReadiness
+    # Samples of this series whose commit is not on the target branch (never in a window).
+    off_branch: int = 0
+
+    @property
+    def samples(self) -> int:
+        """How many samples the runs hold."""
+        return sum(len(run.samples) for run in self.runs)
+
+
+@dataclass(frozen=True, kw_only=True)
+class History:
+    """Every series of the selected buckets, and what was read to build them."""
+
+    target_branch: str
+    target_tip: str
+    baseline_tip: str | None
+    series: tuple[Series, ...]
+    notes: tuple[str, ...] = ()
+
+
+def branch_history(repo: Path, tip: str) -> dict[str, BranchCommit]:
+    """Every commit reachable from ``tip`` with its place in topological order (0 = oldest)."""
+    listing = git("log", "--topo-order", "--format=%H %cI", tip, cwd=repo).split("\n")
+    lines = [line.split(" ", 1) for line in reversed(listing) if line.strip()]
+    return {
+        sha: BranchCommit(sha=sha, position=index, date=date)
+        for index, (sha, date) in enumerate(lines)
+    }
+
+
+def _run_key(sample: Sample) -> tuple[object, ...]:
+    # One bucket run: same CI run and attempt (or none: one seeding) at one commit, of one
+    # experiment (a window never mixes experiments, so neither does a run).
+    return (
+        sample.commit,
+        sample.ci_run_id,
+        sample.ci_run_attempt,
+        sample.target_branch,
+        sample.launch_hash,
+        sample.benchmark_hash,
+        sample.runtime_hash,
+        sample.baseline_epoch,
+    )
+
+
+def group_runs(samples: Iterable[Sample], commits: Mapping[str, BranchCommit]) -> list[Run]:
+    """The samples on the branch grouped into runs: oldest commit first, then in recording order."""
+    grouped: dict[tuple[object, ...], list[Sample]] = defaultdict(list)
+    for sample in samples:
+        if sample.commit in commits:
+            grouped[_run_key(sample)].append(sample)
+    runs = [
+        Run(
+            commit=commits[members[0].commit],
+            samples=tuple(sorted(members, key=lambda s: (s.sample_index or 0, s.timestamp))),
+        )
+        for members in grouped.values()
+    ]
+    # Timestamps are UTC ISO strings of one format: they sort as they happened.
+    runs.sort(key=lambda run: (run.commit.position, min(s.timestamp for s in run.samples)))
+    return runs
+
+
+def windows_before(runs: Sequence[Run], max_samples: int) -> list[tuple[Sample, ...]]:
+    """For each run (oldest first), the window the gate judged it against (R4), nearest first.
+
+    The window of a run holds samples of the same experiment recorded before it, at its
+    commit or at commits before it on the branch, chosen by the store's own
+    :func:`~perfgate.baselines.store.select_window`. The nearest ``max_samples`` are always
+    among the last ``max_samples`` earlier samples of that experiment plus any others at
+    the same commit, so only those are offered: linear in history, not quadratic.
+    """
+    earlier: dict[WindowKey, list[tuple[int, Sample]]] = defaultdict(list)
+    windows = []
+    for run in runs:
+        key, here = run.key, run.commit.position
+        seen = earlier[key]
+        start = max(0, len(seen) - max_samples)
+        while start > 0 and seen[start - 1][0] == here:
+            start -= 1  # every earlier sample of this commit ties for nearest
+        candidates = seen[start:]
+        distance = {sample.commit: here - position for position, sample in candidates}
+        chosen = select_window([s for _, s in candidates], key, distance, max_samples)
+        windows.append(chosen.samples)
+        seen.extend((here, sample) for sample in run.samples)
+    return windows
+
+
+def read_history(
+    store: BaselineStore,
+    buckets: Sequence[Bucket],
+    *,
+    target_branch: str,
+    min_samples: int,
+    hardware: Sequence[str] = (),
+) -> History:
+    """Every bucket's series on each hardware partition (all when none named) of the branch."""
+    target_tip = branch_tip(store.repo, target_branch, store.remote)
+    commits = branch_history(store.repo, target_tip)
+    ancestors = frozenset(commits)
+    tip = store.refresh()
+    notes: list[str] = []
+    if tip is None:
+        notes.append(f"the baseline branch {store.branch} does not exist yet")
+    slugs = tuple(hardware) or (hardware_partitions(store.repo, tip) if tip else ())
+    paths = {(h, b.id): sample_path(h, b.task, b.backend_key) for h in slugs for b in buckets}
+    stored = store.read(paths.values(), tip) if tip and paths else {}
+    series = []
+    for bucket in buckets:
+        for slug in slugs:
+            samples = [s for s in stored.get(paths[slug, bucket.id], []) if
+                       s.target_branch == target_branch]  # fmt: skip
+            readiness = classify(
+                bucket,
+                samples,
+                target_branch=target_branch,
+                min_samples=min_samples,
+                ancestors=ancestors,
+            )
+            by_metric: dict[str, list[Sample]] = defaultdict(list)
+            for sample in samples:
+                by_metric[sample.metric_path].append(sample)
+            if not by_metric:
+                by_metric[bucket.metric.path] = []
+            for metric, chosen in by_metric.items():
+                runs = group_runs(chosen, commits)
+                first = chosen[0] if chosen else None
+                series.append(
+                    Series(
+                        bucket=bucket,
+                        hardware=slug,
+                        metric_path=metric,
+                        unit=first.unit if first else bucket.metric.unit,
+                        direction=first.direction if first else bucket.metric.direction.value,
+                        runs=tuple(runs),
+                        readiness=readiness,
+                        off_branch=sum(1 for s in chosen if s.commit not in ancestors),
+                    )
+                )
+    notes.extend(store.warnings)
+    return History(
+        target_branch=target_branch,
+        target_tip=target_tip,
+        baseline_tip=tip,
+        series=tuple(series),
+        notes=tuple(notes),
+    )
