@@ -17,6 +17,7 @@ from types import FrameType
 from perfgate import __version__
 from perfgate.cli import (
     bench,
+    bisect,
     ci,
     config,
     gate,
@@ -41,6 +42,7 @@ VERB_MODULES = (
     post_report,
     publish,
     seed,
+    bisect,
     verify,
     report,
     reseed,
