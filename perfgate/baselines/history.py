@@ -10,7 +10,7 @@ never enter a window and are counted, not drawn.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,15 +94,81 @@ class Series:
         return sum(len(run.samples) for run in self.runs)
 
 
+#: Buckets read from the store at once: memory follows this, not the whole matrix.
+READ_BATCH = 50
+
+
 @dataclass(frozen=True, kw_only=True)
 class History:
-    """Every series of the selected buckets, and what was read to build them."""
+    """The selected buckets' history on the baseline branch, read a batch at a time."""
 
+    store: BaselineStore
+    buckets: tuple[Bucket, ...]
     target_branch: str
     target_tip: str
     baseline_tip: str | None
-    series: tuple[Series, ...]
-    notes: tuple[str, ...] = ()
+    hardware: tuple[str, ...]
+    commits: Mapping[str, BranchCommit]
+    min_samples: int
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What a reader should know: a missing branch, corrupt lines skipped so far."""
+        missing = () if self.baseline_tip else (
+            f"the baseline branch {self.store.branch} does not exist yet",
+        )  # fmt: skip
+        return (*missing, *self.store.warnings)
+
+    def series(self, batch: int = READ_BATCH) -> Iterator[Series]:
+        """Every series, bucket by bucket (each bucket's hardware and metrics together)."""
+        for start in range(0, len(self.buckets), batch):
+            yield from self._read(self.buckets[start : start + batch])
+
+    def _read(self, buckets: Sequence[Bucket]) -> Iterator[Series]:
+        tip = self.baseline_tip
+        paths = {(h, b.id): sample_path(h, b.task, b.backend_key)
+                 for h in self.hardware for b in buckets}  # fmt: skip
+        stored = self.store.read(paths.values(), tip) if tip and paths else {}
+        ancestors = frozenset(self.commits)
+        for bucket in buckets:
+            for slug in self.hardware:
+                samples = [s for s in stored.get(paths[slug, bucket.id], [])
+                           if s.target_branch == self.target_branch]  # fmt: skip
+                yield from _series(bucket, slug, samples, self, ancestors)
+
+
+def _series(
+    bucket: Bucket,
+    hardware: str,
+    samples: Sequence[Sample],
+    history: History,
+    ancestors: frozenset[str],
+) -> Iterator[Series]:
+    """One bucket's series on one hardware: one per metric its samples measured."""
+    readiness = classify(
+        bucket,
+        samples,
+        target_branch=history.target_branch,
+        min_samples=history.min_samples,
+        ancestors=ancestors,
+    )
+    by_metric: dict[str, list[Sample]] = defaultdict(list)
+    for sample in samples:
+        by_metric[sample.metric_path].append(sample)
+    if not by_metric:
+        by_metric[bucket.metric.path] = []
+    for metric, chosen in by_metric.items():
+        first = chosen[0] if chosen else None
+        yield Series(
+            bucket=bucket,
+            hardware=hardware,
+            metric_path=metric,
+            unit=first.unit if first else bucket.metric.unit,
+            direction=first.direction if first else bucket.metric.direction.value,
+            runs=tuple(group_runs(chosen, history.commits)),
+            readiness=readiness,
+            off_branch=sum(1 for s in chosen if s.commit not in ancestors),
+        )
 
 
 def branch_history(repo: Path, tip: str) -> dict[str, BranchCommit]:
@@ -181,54 +247,16 @@ def read_history(
     min_samples: int,
     hardware: Sequence[str] = (),
 ) -> History:
-    """Every bucket's series on each hardware partition (all when none named) of the branch."""
+    """The history of ``buckets`` on each hardware partition (all when none named)."""
     target_tip = branch_tip(store.repo, target_branch, store.remote)
-    commits = branch_history(store.repo, target_tip)
-    ancestors = frozenset(commits)
     tip = store.refresh()
-    notes: list[str] = []
-    if tip is None:
-        notes.append(f"the baseline branch {store.branch} does not exist yet")
-    slugs = tuple(hardware) or (hardware_partitions(store.repo, tip) if tip else ())
-    paths = {(h, b.id): sample_path(h, b.task, b.backend_key) for h in slugs for b in buckets}
-    stored = store.read(paths.values(), tip) if tip and paths else {}
-    series = []
-    for bucket in buckets:
-        for slug in slugs:
-            samples = [s for s in stored.get(paths[slug, bucket.id], []) if
-                       s.target_branch == target_branch]  # fmt: skip
-            readiness = classify(
-                bucket,
-                samples,
-                target_branch=target_branch,
-                min_samples=min_samples,
-                ancestors=ancestors,
-            )
-            by_metric: dict[str, list[Sample]] = defaultdict(list)
-            for sample in samples:
-                by_metric[sample.metric_path].append(sample)
-            if not by_metric:
-                by_metric[bucket.metric.path] = []
-            for metric, chosen in by_metric.items():
-                runs = group_runs(chosen, commits)
-                first = chosen[0] if chosen else None
-                series.append(
-                    Series(
-                        bucket=bucket,
-                        hardware=slug,
-                        metric_path=metric,
-                        unit=first.unit if first else bucket.metric.unit,
-                        direction=first.direction if first else bucket.metric.direction.value,
-                        runs=tuple(runs),
-                        readiness=readiness,
-                        off_branch=sum(1 for s in chosen if s.commit not in ancestors),
-                    )
-                )
-    notes.extend(store.warnings)
     return History(
+        store=store,
+        buckets=tuple(buckets),
         target_branch=target_branch,
         target_tip=target_tip,
         baseline_tip=tip,
-        series=tuple(series),
-        notes=tuple(notes),
+        hardware=tuple(hardware) or (hardware_partitions(store.repo, tip) if tip else ()),
+        commits=branch_history(store.repo, target_tip),
+        min_samples=min_samples,
     )

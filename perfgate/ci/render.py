@@ -36,6 +36,8 @@ RUN_LABEL = "perf-gate"
 #: Artifact names shared by the bench, gate and comment templates.
 RESULT_ARTIFACT_PREFIX = "perfgate-result-"
 REPORT_ARTIFACT = "perfgate-report"
+TREND_ARTIFACT = "perfgate-trend"
+BISECT_ARTIFACT = "perfgate-bisect"
 HOSTED_RUNNER = "ubuntu-latest"
 PYTHON_VERSION = "3.11"
 
@@ -294,13 +296,26 @@ def perfgate_source(site: Site) -> str:
 
 SESSION_VERBS = (
     "bench",
+    "bisect",
     "gate",
     "publish",
+    "report",
     "resolve-image",
     "roll-era",
     "seed",
     "verify-baselines",
 )
+
+
+def report_requirement(site: Site) -> str:
+    """What the report action installs for the charts: perfgate with its ``report`` extra.
+
+    Empty in perfgate's own tree, whose ``report`` session installs the extra itself.
+    """
+    if site.self_ci:
+        return ""
+    name, rest = re.match(r"([A-Za-z0-9][A-Za-z0-9._-]*)(.*)", perfgate_source(site)).groups()  # type: ignore[union-attr]
+    return f"{name}[report]{rest}"
 
 
 def perfgate_commands(site: Site) -> dict[str, Raw]:
@@ -367,6 +382,9 @@ def _common(site: Site) -> dict[str, Any]:
         "run_label": RUN_LABEL,
         "result_artifact_glob": RESULT_ARTIFACT_PREFIX + "*",
         "report_artifact": REPORT_ARTIFACT,
+        "trend_artifact": TREND_ARTIFACT,
+        "bisect_artifact": BISECT_ARTIFACT,
+        "report_requirement": report_requirement(site),
         "has_run_label": _quoted(
             "${{ contains(github.event.pull_request.labels.*.name, "
             f"{_expr_string(RUN_LABEL)}) }}}}"
@@ -392,6 +410,14 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
         # Only a config with an image block has an image to resolve (R11).
         "resolve_image": site.config.image is not None,
         "gate_jobs": gate_jobs(),
+        "report": {
+            "condition": _quoted(
+                "!cancelled() && needs.config.outputs.run == 'true' && "
+                "needs.publish.result == 'success'"
+            ),
+            # Rendered as the action input's string, and decides whether a deploy job exists.
+            "pages": "true" if site.config.report.pages else "false",
+        },
     }
 
 
@@ -443,6 +469,17 @@ def seed_workflow_context(site: Site) -> dict[str, Any]:
         **_common(site),
         "seed_jobs": seed_jobs(site.config),
         "image_target": seed_image_target(site.config),
+    }
+
+
+def bisect_workflow_context(site: Site) -> dict[str, Any]:
+    """Context of the bisect workflow."""
+    return {
+        **_common(site),
+        "bucket_ids": list(site.config.bucket_ids()),
+        # Bisecting benchmarks like bench does, so it needs the same image (R11).
+        "resolve_image": site.config.image is not None,
+        "image_target": site.config.gate.target_branches[0],
     }
 
 
@@ -520,7 +557,16 @@ def actionlint_context(site: Site) -> dict[str, Any]:
     return {**_common(site), "labels": labels}
 
 
-_ACTIONS = ("setup", "resolve-image", "bench", "gate", "publish-baseline", "seed")
+_ACTIONS = (
+    "setup",
+    "resolve-image",
+    "bench",
+    "gate",
+    "publish-baseline",
+    "seed",
+    "report",
+    "bisect",
+)
 
 
 def targets(site: Site) -> list[tuple[str, str, dict[str, Any]]]:
@@ -544,6 +590,11 @@ def targets(site: Site) -> list[tuple[str, str, dict[str, Any]]]:
             "workflows/perfgate-seed.yml.j2",
             ".github/workflows/perfgate-seed.yml",
             seed_workflow_context(site),
+        ),
+        (
+            "workflows/perfgate-bisect.yml.j2",
+            ".github/workflows/perfgate-bisect.yml",
+            bisect_workflow_context(site),
         ),
         ("actionlint.yaml.j2", ".github/actionlint.yaml", actionlint_context(site)),
     ]

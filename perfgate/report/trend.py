@@ -11,10 +11,11 @@ site needs no network and works from GitHub Pages or an unpacked artifact (file:
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -58,6 +59,32 @@ class Chart:
     def figure(self) -> dict[str, Any]:
         """The plotly figure (``data`` and ``layout``) as plain JSON data."""
         return chart_figure(self.series, self.judged)
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexRow:
+    """What the index keeps of a chart once its page is written (a few numbers, not runs)."""
+
+    path: str
+    anchor: str
+    series: Series
+    latest: JudgedRun | None
+    trend: tuple[float, ...]
+    runs: int
+    samples: int
+
+    @classmethod
+    def of(cls, path: str, chart: Chart, last: int) -> IndexRow:
+        """The index's row for ``chart`` (its series without the runs)."""
+        return cls(
+            path=path,
+            anchor=chart.anchor,
+            series=replace(chart.series, runs=()),
+            latest=chart.latest,
+            trend=tuple(j.figure for j in chart.judged[-last:]),
+            runs=len(chart.series.runs),
+            samples=chart.series.samples,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -284,17 +311,14 @@ def plotly_js() -> str:
     return text
 
 
-def build_charts(history: History, gate: GatePolicy) -> dict[str, list[Chart]]:
-    """Each bucket page's charts (keyed by page path), in config and hardware order."""
-    pages: dict[str, list[Chart]] = {}
-    for series in history.series:
-        chart = Chart(
-            series=series,
-            judged=tuple(judge_series(series, gate)),
-            anchor=chart_anchor(series),
-        )
-        pages.setdefault(page_path(series), []).append(chart)
-    return pages
+def bucket_charts(history: History, gate: GatePolicy) -> Iterator[tuple[str, list[Chart]]]:
+    """Each bucket page (its path) with its charts, one bucket at a time."""
+    judged = (
+        Chart(series=series, judged=tuple(judge_series(series, gate)), anchor=chart_anchor(series))
+        for series in history.series()
+    )
+    for path, charts in itertools.groupby(judged, key=lambda chart: page_path(chart.series)):
+        yield path, list(charts)
 
 
 def _claim(out: Path) -> None:
@@ -322,7 +346,6 @@ def build_site(
 ) -> SiteSummary:
     """Write the site under ``out`` (created; perfgate's own earlier output replaced)."""
     script = plotly_js()
-    pages = build_charts(history, gate)
     env = _environment()
     common = {
         "title": title,
@@ -334,18 +357,22 @@ def build_site(
     _claim(out)
     (out / "buckets").mkdir()
     assets = out / "assets"
-    assets.mkdir(exist_ok=True)
+    assets.mkdir()
     (assets / PLOTLY_ASSET).write_text(script, encoding="utf-8")
     for name in ASSETS:
         source = resources.files("perfgate.report").joinpath("templates", "trend", name)
         (assets / name).write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
     bucket_page = env.get_template("bucket.html.j2")
-    for path, charts in pages.items():
+    rows: list[IndexRow] = []
+    pages = samples = 0
+    # One bucket in memory at a time: its page is written, the index keeps a row per chart.
+    for path, charts in bucket_charts(history, gate):
         (out / path).write_text(
-            bucket_page.render(**common, charts=charts, root="../", sparkline=sparkline),
-            encoding="utf-8",
+            bucket_page.render(**common, charts=charts, root="../"), encoding="utf-8"
         )
-    rows = [(path, chart) for path, charts in pages.items() for chart in charts]
+        rows += [IndexRow.of(path, chart, last) for chart in charts]
+        pages += 1
+        samples += sum(chart.series.samples for chart in charts)
     (out / "index.html").write_text(
         env.get_template("index.html.j2").render(**common, rows=rows, root="", sparkline=sparkline),
         encoding="utf-8",
@@ -353,10 +380,4 @@ def build_site(
     # GitHub Pages would otherwise run Jekyll over the site, which it does not need.
     (out / ".nojekyll").write_text("", encoding="utf-8")
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-    return SiteSummary(
-        out=out,
-        pages=len(pages) + 1,
-        charts=len(rows),
-        samples=sum(chart.series.samples for _, chart in rows),
-        bytes=size,
-    )
+    return SiteSummary(out=out, pages=pages + 1, charts=len(rows), samples=samples, bytes=size)

@@ -78,7 +78,7 @@ def expected_samples(repo: Path) -> dict[str, int]:
     history = read_history(store, config.buckets, target_branch="main", min_samples=3)
     return {
         f"{s.bucket.file_stem}#{s.hardware}--{s.metric_path}".replace(".", "-"): s.samples
-        for s in history.series
+        for s in history.series()
     }
 
 

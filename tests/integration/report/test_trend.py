@@ -36,7 +36,7 @@ def test_every_run_shows_the_verdict_and_lines_the_gate_gave_it(gated: GatedHist
     config = load_config(repo / "perfgate.yaml")
     store = BaselineStore(repo, branch="perf-baselines", remote=None)
     history = read_history(store, config.buckets, target_branch="main", min_samples=3)
-    (series,) = history.series
+    (series,) = history.series()
     judged = judge_series(series, config.gate)
     assert [j.run.commit.sha for j in judged] == shas
     shown = [(j.verdict, j.block_line, j.window_size) for j in judged]
