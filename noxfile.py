@@ -121,10 +121,12 @@ def roll_era(session: nox.Session) -> None:
 
 @nox.session(tags=["perf"])
 def perf(session: nox.Session) -> None:
-    """Measure how the gate's cost grows with buckets and history, and what hostile input costs."""
-    _install(session)
+    """Measure how the gate's cost grows with buckets and history, what hostile input costs,
+    and what the trend site costs to build and to host."""
+    _install(session, extras="demo,report")
     session.run("python", "tests/perf/gate_scaling.py", *session.posargs)
     session.run("python", "tests/perf/input_limits.py")
+    session.run("python", "tests/perf/trend_scaling.py", *session.posargs)
 
 
 @nox.session(tags=["check"])
