@@ -63,7 +63,10 @@ class BaselinePolicy:
     remote: str = "origin"
     min_samples: int = 5
     max_samples: int = 20
-    push_retries: int = 5
+    # A publish retries lost races and network failures until this much time has passed.
+    publish_deadline_minutes: float = 10.0
+    # Deprecated (a fixed count is what lost samples); read only to say it is ignored.
+    push_retries: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -271,6 +274,8 @@ class Config:
     image: ImageSpec | None = None
     # workflows.perfgate_source: the pip requirement rendered CI jobs install perfgate from.
     perfgate_source: str | None = None
+    # What still works but should change (deprecated keys), each naming file and line.
+    notices: tuple[str, ...] = ()
 
     def bucket_ids(self) -> tuple[str, ...]:
         """Every bucket id, in declaration order."""
@@ -382,7 +387,26 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
             f"{source!r} is not pinned; CI must install a fixed perfgate: use "
             "'perfgate==X.Y.Z' or 'perfgate @ git+https://HOST/OWNER/perfgate@<40-hex commit>'",
         )
-    return Config(path=path, gate=gate, buckets=tuple(buckets), image=image, perfgate_source=source)
+    return Config(
+        path=path,
+        gate=gate,
+        buckets=tuple(buckets),
+        image=image,
+        perfgate_source=source,
+        notices=_deprecations(document, gate),
+    )
+
+
+def _deprecations(document: YamlDocument, gate: GatePolicy) -> tuple[str, ...]:
+    """A notice per deprecated key present: accepted, ignored, and named so it gets removed."""
+    if gate.baseline.push_retries is None:
+        return ()
+    key_path: KeyPath = ("gate", "baseline", "push_retries")
+    return (
+        f"{document.where(key_path)}: {format_key_path(key_path)} is deprecated and ignored: "
+        "a publish now retries until gate.baseline.publish_deadline_minutes (default 10) "
+        "have passed; remove push_retries",
+    )
 
 
 # An exact version, or a VCS URL ending in a full commit SHA.

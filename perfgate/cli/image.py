@@ -78,13 +78,14 @@ def run(args: argparse.Namespace) -> int:
             )
         if store is None:
             raise UsageError("--record must run inside the repository's git checkout")
+        editor = image.manifest_editor(spec.manifest, era, args.record, run.commit)
         commit = commit_to_branch(
             store.repo,
             store.branch,
             store.remote,
-            image.manifest_editor(spec.manifest, era, args.record, run.commit),
+            lambda tree, _tip: editor(tree),
             image.record_message(era, args.record),
-            store.push_retries,
+            store.retry,
             # Only the manifest is checked out: the samples on the branch can be large.
             paths=[spec.manifest],
         )
