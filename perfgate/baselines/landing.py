@@ -131,8 +131,9 @@ def land(
                     parking_refused = True  # this server keeps no queue: plain retries
                 except Retryable:
                     pass
-            wait = retry.delay(attempt, time.monotonic() - began)
-            if time.monotonic() + wait > deadline:
+            # The last attempt happens at the deadline, never after it.
+            wait = min(retry.delay(attempt, time.monotonic() - began), deadline - time.monotonic())
+            if wait <= 0:
                 where = (
                     f"; the samples wait on {remote!r} at {parked}, and the next publish lands them"
                     if parked

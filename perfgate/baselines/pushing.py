@@ -143,8 +143,9 @@ def commit_to_branch(
         try:
             return _attempt(repo, branch, remote, edit, message, paths)
         except Retryable as failure:
-            wait = retry.delay(attempt, time.monotonic() - began)
-            if time.monotonic() + wait > deadline:
+            # The last attempt happens at the deadline, never after it.
+            wait = min(retry.delay(attempt, time.monotonic() - began), deadline - time.monotonic())
+            if wait <= 0:
                 raise PushDeadline(
                     f"gave up writing the baseline branch {branch!r} after {attempt} "
                     f"attempt(s) in {retry.deadline_s:g} s ({failure.kind.value}: "

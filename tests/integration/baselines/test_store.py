@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -13,9 +15,12 @@ from perfgate.baselines.store import (
     RetryPolicy,
     Sample,
     WindowKey,
+    ancestry,
+    commit_to_branch,
     merge_base,
     sample_from_result,
     sample_path,
+    select_window,
 )
 from perfgate.git import git
 from tests.factories import make_result
@@ -23,6 +28,7 @@ from tests.publishers import origin_with_history, run_burst
 
 pytestmark = pytest.mark.integration
 
+LIVE_PATH = "samples/cpu-test/cartpole/numpy.ndjson"
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 
@@ -120,8 +126,6 @@ def test_a_corrupt_line_is_skipped_with_a_warning_naming_file_and_line(origin_an
         file.write_text(file.read_text() + '{"launch_hash":"' + "a" * 16 + '", broken\n')
         return True
 
-    from perfgate.baselines.store import commit_to_branch
-
     commit_to_branch(clone, "perf-baselines", "origin", corrupt, "corrupt", RetryPolicy(), [path])
     reader = store_of(clone)
     assert window(reader, shas[4]).values == (7.0,)
@@ -208,7 +212,10 @@ def test_full_segments_move_to_the_archive_and_stay_readable_and_deduplicated(
                    cwd=clone).split()  # fmt: skip
     # Full segments of exactly four lines, each with its index; the newest lines stay live.
     assert [Path(name).name for name in archived] == [
-        "000000004.idx", "000000004.ndjson", "000000008.idx", "000000008.ndjson"
+        "000000004.idx",
+        "000000004.ndjson",
+        "000000008.idx",
+        "000000008.ndjson",
     ]
     # Every sample once, whether live or archived; a repeat of an archived sample is skipped.
     again = store.append(samples[:2], "again")
@@ -237,7 +244,6 @@ def test_a_shallow_clone_is_a_malfunction_not_a_silent_no_baseline(
 
 
 def test_a_line_of_the_wrong_shape_is_skipped_not_crashing_the_statistics(origin_and_clone) -> None:  # type: ignore[no-untyped-def]
-    from perfgate.baselines.store import commit_to_branch
 
     _, clone, shas = origin_and_clone
     good = sample_from_result(result_at(shas[1], 7.0), trusted_source="t")
@@ -284,3 +290,88 @@ def test_a_baseline_branch_deleted_on_the_remote_is_not_read_from_a_stale_ref(
     assert store_of(reader).refresh() is not None
     git("push", "-q", "origin", "--delete", "perf-baselines", cwd=clone)
     assert store_of(reader).refresh() is None
+
+
+def test_an_index_left_behind_by_an_older_writer_is_not_trusted(origin_and_clone) -> None:  # type: ignore[no-untyped-def]
+    _, clone, shas = origin_and_clone
+    store = store_of(clone)
+    store.append([sample_from_result(result_at(shas[i], 100.0 + i), trusted_source="t")
+                  for i in range(3)], "indexed")  # fmt: skip
+    # An older perfgate appends the nearest sample of all to the segment, not to its index.
+    nearest = sample_from_result(result_at(shas[4], 50.0), trusted_source="old")
+    path = nearest.path
+
+    def older_writer(tree: Path, _tip: str | None) -> bool:
+        live = tree / path
+        live.write_text(live.read_text() + nearest.to_line() + "\n")
+        return True
+
+    commit_to_branch(clone, "perf-baselines", "origin", older_writer, "old", RetryPolicy(), [path])
+    assert window(store_of(clone), shas[4]).values == (50.0, 102.0, 101.0, 100.0)
+    # The next append rebuilds the index from the lines.
+    store.append([sample_from_result(result_at(shas[3], 70.0), trusted_source="t")], "again")
+    assert window(store_of(clone), shas[4]).values == (50.0, 70.0, 102.0, 101.0, 100.0)
+
+
+def random_samples(shas: list[str], side: str, count: int, seed: int) -> list[Sample]:
+    """Samples over ancestors and an unmerged commit, three experiments, clock ties included."""
+    chooser = random.Random(seed)
+    found = []
+    for index in range(count):
+        result = result_at(
+            chooser.choice([*shas, side]),
+            float(index + 1),
+            run_id=f"random-{index}",
+            target_branch=chooser.choice(["main", "main", "develop"]),
+            epoch=chooser.choice([1, 1, 2]),
+        )
+        stamp = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=chooser.randrange(40))
+        found.append(sample_from_result(result, trusted_source="t", timestamp=stamp))
+    return found
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_windows_from_indexes_equal_windows_from_lines(origin_and_clone, seed) -> None:  # type: ignore[no-untyped-def]
+    _, clone, shas = origin_and_clone
+    git("checkout", "-q", "-b", "side", shas[1], cwd=clone)
+    side = commit(clone, "unmerged")
+    git("checkout", "-q", "main", cwd=clone)
+    store = BaselineStore(clone, branch="perf-baselines", remote="origin", segment_lines=16,
+                          horizon=20)  # fmt: skip
+    everything = random_samples(shas, side, 90, seed)
+    for start in range(0, 90, 13):
+        store.append(everything[start : start + 13], "chunk")
+    keys = {
+        f"{target}-{epoch}": key_for(target_branch=target, epoch=epoch)
+        for target in ("main", "develop")
+        for epoch in (1, 2)
+    }
+    tip = store.refresh()
+    indexed = store.windows(keys, tip=tip, base=shas[4], max_samples=6)
+    archived = git("ls-tree", "-r", "--name-only", tip, "samples/", cwd=clone).split()
+    assert sum(name.endswith(".idx") for name in archived) >= 5
+
+    def drop_indexes(tree: Path, _tip: str | None) -> bool:
+        for name in archived:
+            if name.endswith(".idx"):
+                (tree / name).unlink()
+        return True
+
+    # The layout an older perfgate leaves: the same lines, no index anywhere.
+    commit_to_branch(clone, "perf-baselines", "origin", drop_indexes, "drop", RetryPolicy())
+    reader = store_of(clone)
+    scanned = BaselineStore(clone, branch="perf-baselines", remote="origin", horizon=20).windows(
+        keys, tip=reader.refresh(), base=shas[4], max_samples=6
+    )
+    assert scanned == indexed
+    assert any(len(found.samples) == 6 for found in indexed.values())
+    # With every sample inside the horizon, both are the plain definition of R4.
+    whole = BaselineStore(clone, branch="perf-baselines", remote="origin", horizon=1000)
+    tip = whole.refresh()
+    assert tip is not None
+    all_samples = next(iter(whole.read([LIVE_PATH], tip).values()))
+    distance = ancestry(clone, shas[4])
+    exact = whole.windows(keys, tip=tip, base=shas[4], max_samples=6)
+    for name, key in keys.items():
+        expected = select_window(all_samples, key, distance, 6)
+        assert [s.sample_id for s in exact[name].samples] == [s.sample_id for s in expected.samples]
