@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from pathlib import Path
 
@@ -15,14 +16,37 @@ nox.options.sessions = ["unit", "lint"]
 
 # The trees rendered from templates/: this repository and the Isaac Lab example.
 RENDER_SITES = (("perfgate.yaml", "."), ("examples/isaaclab/perfgate.yaml", "examples/isaaclab"))
+# What an install depends on: when none of these changed, a reused virtualenv is current.
+# perfgate is installed editable, so its own source never needs a reinstall.
+INSTALL_INPUTS = ("pyproject.toml", "noxfile.py")
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 
 
 def _install(session: nox.Session, *groups: str) -> None:
-    session.install("-e", ".")
+    """Install perfgate (editable, with the demo extra) and dependency groups, once per change.
+
+    A warm session skips pip entirely when the marker in its virtualenv matches the
+    install inputs, so `nox -s bench` costs little more than the benchmark.
+    """
+    digest = hashlib.sha256(repr(groups).encode())
+    for name in INSTALL_INPUTS:
+        digest.update(Path(name).read_bytes())
+    marker = Path(session.virtualenv.location) / ".perfgate-installed"
+    if marker.is_file() and marker.read_text(encoding="utf-8") == digest.hexdigest():
+        session.log("perfgate and its dependencies are installed and current")
+        return
+    session.install("-e", ".[demo]")
     for group in groups:
         session.install(*nox.project.dependency_groups(PYPROJECT, group))
+    marker.write_text(digest.hexdigest(), encoding="utf-8")
+
+
+def _call(session: nox.Session, *args: str) -> int:
+    """Run ``python -m perfgate ARGS`` in the session and return perfgate's own exit code."""
+    python = str(Path(session.bin) / "python")
+    session.log(f"python -m perfgate {' '.join(args)}")
+    return subprocess.call([python, "-m", "perfgate", *args])
 
 
 def _perfgate(session: nox.Session, verb: str) -> None:
@@ -36,9 +60,7 @@ def _perfgate(session: nox.Session, verb: str) -> None:
     except nox.command.CommandFailed:
         # Not being able to install perfgate is the gate malfunctioning, never a verdict.
         raise SystemExit(3) from None
-    python = str(Path(session.bin) / "python")
-    session.log(f"python -m perfgate {verb} {' '.join(session.posargs)}")
-    code = subprocess.call([python, "-m", "perfgate", verb, *session.posargs])
+    code = _call(session, verb, *session.posargs)
     if code:
         raise SystemExit(code)
 
@@ -79,11 +101,18 @@ def resolve_image(session: nox.Session) -> None:
     _perfgate(session, "resolve-image")
 
 
+@nox.session(name="roll-era", tags=["run"])
+def roll_era(session: nox.Session) -> None:
+    """Build and record a new image era, then plan its reseed (dry run unless --execute)."""
+    _perfgate(session, "roll-era")
+
+
 @nox.session(tags=["perf"])
 def perf(session: nox.Session) -> None:
-    """Measure how the gate's cost grows with buckets and with history length."""
+    """Measure how the gate's cost grows with buckets and history, and what hostile input costs."""
     _install(session)
     session.run("python", "tests/perf/gate_scaling.py", *session.posargs)
+    session.run("python", "tests/perf/input_limits.py")
 
 
 @nox.session(tags=["check"])
@@ -94,13 +123,28 @@ def unit(session: nox.Session) -> None:
 
 
 @nox.session(tags=["check"])
+def quickstart(session: nox.Session) -> None:
+    """Run the README's quick start in a fresh virtualenv and clone (needs the package index)."""
+    _install(session, "test")
+    session.run("pytest", "tests/quickstart", *session.posargs)
+
+
+@nox.session(tags=["check"])
 def render(session: nox.Session) -> None:
-    """Render workflows and composite actions from templates/ (``-- --check``: diff only)."""
+    """Render workflows and composite actions from templates/ (``-- --check``: diff only).
+
+    Renders both sites (this repository and the Isaac Lab example), or the one site that
+    ``-- --config FILE [--out DIR]`` names. Every site is rendered (or checked) before the
+    session fails, so one run shows every stale file.
+    """
     _install(session)
-    for config, out in RENDER_SITES:
-        session.run(
-            "python", "-m", "perfgate", "render", "--config", config, "--out", out, *session.posargs
-        )
+    args = list(session.posargs)
+    one_site = "--config" in args or "--out" in args
+    sites = [()] if one_site else [("--config", c, "--out", o) for c, o in RENDER_SITES]
+    codes = [_call(session, "render", *site, *args) for site in sites]
+    failed = max(codes)
+    if failed:
+        raise SystemExit(failed)
 
 
 @nox.session(tags=["check"])

@@ -1,26 +1,26 @@
-"""Invoke tasks for maintainers: rendering workflows and composite actions from templates."""
+"""Invoke tasks for maintainers: rendering workflows and composite actions from templates.
+
+Each task runs the matching Nox session, which installs what rendering needs, so the
+tasks work in the quick start's environment (``pip install nox invoke``).
+"""
 
 from __future__ import annotations
 
+import shlex
 import sys
 
 from invoke import task
 from invoke.context import Context
 from invoke.exceptions import Exit
 
-from perfgate.ci.render import RENDER_TASK, REPOSITORY_SITES
+RENDER_TASK = "invoke render-workflows"
 
 
 def _render(c: Context, check: bool, config: str | None, out: str | None) -> None:
-    sites = [(config or "perfgate.yaml", out or ".")] if config or out else REPOSITORY_SITES
-    failed = False
-    for config, out in sites:
-        flag = " --check" if check else ""
-        result = c.run(
-            f"{sys.executable} -m perfgate render --config {config} --out {out}{flag}", warn=True
-        )
-        failed = failed or result is None or not result.ok
-    if failed:
+    site = [*(["--config", config] if config else []), *(["--out", out] if out else [])]
+    args = [sys.executable, "-m", "nox", "-s", "render", "--", *site]
+    result = c.run(shlex.join([*args, "--check"] if check else args), warn=True)
+    if result is None or not result.ok:
         raise Exit(
             f"rendered files are stale; run `{RENDER_TASK}` and commit the result"
             if check

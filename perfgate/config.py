@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import json
+import math
 import re
 import reprlib
-from collections.abc import Iterable, Mapping
+import string
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
@@ -22,6 +25,26 @@ from perfgate.yamlfile import KeyPath, YamlDocument, format_key_path, load_yaml
 
 DEFAULT_CONFIG = Path("perfgate.yaml")
 
+#: GitHub runs at most 256 jobs from one matrix; the bench job has one per bucket.
+MAX_BUCKETS = 256
+#: What a ``command`` driver's argv and output may name (filled per attempt).
+COMMAND_PLACEHOLDERS = (
+    "output_dir",
+    "cache_dir",
+    "task",
+    "physics",
+    "render",
+    "backend",
+    "num_envs",
+    "steps",
+    "warmup_steps",
+    "seed",
+)
+#: What ``image.tags`` and ``image.build.image`` may name; ``image.build.argv`` also ``{image}``.
+IMAGE_PLACEHOLDERS = frozenset({"branch", "branch_slug", "branch_leaf", "era_key", "era_short"})
+#: Variables kept in the benchmark's environment although their names look like credentials.
+DEFAULT_KEEP_ENV = ("TOKENIZERS_PARALLELISM",)
+
 
 class Mode(StrEnum):
     """Whether regressions fail the gate's exit code (blocking) or are only reported."""
@@ -35,6 +58,13 @@ class Direction(StrEnum):
 
     HIGHER = "higher"
     LOWER = "lower"
+
+
+class ActionRef(StrEnum):
+    """How rendered workflows reference perfgate's composite actions."""
+
+    SELF = "self"  # $/actions/NAME: this repository at the running commit, no checkout needed
+    LOCAL = "local"  # ./actions/NAME after the checkout: GitHub Enterprise Server, older runners
 
 
 class FloorKind(StrEnum):
@@ -132,9 +162,12 @@ class CommandSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class IsaacLabSpec:
-    """How the ``isaaclab`` driver launches ``isaaclab benchmark runtime``."""
+    """How the ``isaaclab`` driver launches Isaac Lab's runtime benchmark."""
 
-    executable: tuple[str, ...] = ("isaaclab",)
+    # None: ./isaaclab.sh when the checkout has it, else the `isaaclab` console script.
+    executable: tuple[str, ...] | None = None
+    # The other ids the bucket's task has had; the one the checkout registers is run.
+    task_aliases: tuple[str, ...] = ()
     extra_args: tuple[str, ...] = ()
     # None: derive the Hydra presets from the backend; a tuple replaces them.
     presets: tuple[str, ...] | None = None
@@ -176,6 +209,30 @@ class ImageBuild:
     image: str
 
 
+#: Placeholders of the era roll's templates: the pushed commit, its branch and the era.
+ROLL_PLACEHOLDERS = IMAGE_PLACEHOLDERS | {"sha", "sha7"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageRoll:
+    """How ``perfgate roll-era`` builds and publishes a new era's image (R11).
+
+    The build produces ``build.image``; each of ``refs`` is tagged from it (``tag``) and
+    pushed (``push``); the first ref, resolved to its digest where possible, is recorded.
+    """
+
+    build: ImageBuild
+    refs: tuple[str, ...]
+    tag: tuple[str, ...] = ("docker", "tag", "{image}", "{ref}")
+    push: tuple[str, ...] = ("docker", "push", "{ref}")
+    # Runs first, with the registry secrets in its environment (never on its command line).
+    login: tuple[str, ...] | None = None
+    # Repository secrets the rendered roll job passes to the roll step, by name (R12).
+    secrets: tuple[str, ...] = ()
+    runner: tuple[str, ...] = ("ubuntu-latest",)
+    timeout_minutes: int = 120
+
+
 @dataclass(frozen=True, kw_only=True)
 class ImageSpec:
     """The top-level ``image`` block: era key inputs, manifest, fallbacks (R11)."""
@@ -188,6 +245,22 @@ class ImageSpec:
     tags: Mapping[str, str] = field(default_factory=dict)
     probe: tuple[str, ...] | None = None
     build: ImageBuild | None = None
+    # Prints the digest of ``{image}`` in a registry; None: images are recorded as tagged.
+    digest: tuple[str, ...] | None = ("docker", "buildx", "imagetools", "inspect", "{image}")
+    roll: ImageRoll | None = None
+
+
+def _plain_json(value: Any) -> Any:
+    """Dataclasses, enums, tuples and mappings of config values as plain JSON data."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, StrEnum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {str(k): _plain_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_json(item) for item in value]
+    return value
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -214,6 +287,8 @@ class Bucket:
     container: ContainerSpec | None = None
     floors: Mapping[str, tuple[Floor, ...]] = field(default_factory=dict)
     noise_floor_pct: Mapping[str, float] = field(default_factory=dict)
+    # Environment variables the benchmark keeps although their names look like credentials.
+    keep_env: tuple[str, ...] = DEFAULT_KEEP_ENV
 
     @property
     def backend_key(self) -> str:
@@ -230,22 +305,14 @@ class Bucket:
         """The bucket id made safe for a file name."""
         return self.id.replace("/", "__")
 
-    def matrix_entry(self) -> dict[str, object]:
-        """The matrix entry other tools (templates, CI) consume for this bucket."""
-        return {
-            "id": self.id,
-            "file_stem": self.file_stem,
-            "task": self.task,
-            "backend": self.backend_key,
-            "physics": self.physics,
-            "render": self.render,
-            "driver": self.driver,
-            "timeout_minutes": self.timeout_minutes,
-            "retries": self.retries,
-            "runner": list(self.runner),
-            "tags": list(self.tags),
-            "paths": list(self.paths),
-        }
+    def matrix_entry(self) -> dict[str, Any]:
+        """Everything this bucket resolves to, as plain JSON for other tools (templates, CI).
+
+        The identity keys come first (``id``, ``file_stem``, ``backend``), then every field
+        of the bucket after ``defaults`` were merged: nothing a tool needs is left out.
+        """
+        fields = {name: _plain_json(getattr(self, name)) for name in self.__dataclass_fields__}
+        return {"id": self.id, "file_stem": self.file_stem, "backend": self.backend_key, **fields}
 
     def floors_for(self, hardware: str) -> tuple[Floor, ...]:
         """Every floor whose hardware pattern matches ``hardware``."""
@@ -276,6 +343,8 @@ class Config:
     perfgate_source: str | None = None
     # What still works but should change (deprecated keys), each naming file and line.
     notices: tuple[str, ...] = ()
+    # workflows.action_ref: how workflows reference the composite actions (self or local).
+    action_ref: ActionRef = ActionRef.SELF
 
     def bucket_ids(self) -> tuple[str, ...]:
         """Every bucket id, in declaration order."""
@@ -319,6 +388,7 @@ _DEFAULT_SETTINGS: dict[str, Any] = {
     "tags": ["always"],
     "baseline_epoch": 1,
     "paths": [],
+    "keep_env": [],
 }
 
 
@@ -340,8 +410,14 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
             "expected a mapping with 'version: 1' and a 'buckets' list at the top "
             "(see perfgate/schemas/perfgate.schema.json)",
         )
+    raw_buckets = document.data.get("buckets")
+    if isinstance(raw_buckets, list) and len(raw_buckets) > MAX_BUCKETS:
+        # Said before any per-bucket work: a huge matrix costs nothing to refuse.
+        _too_many_buckets(document, len(raw_buckets))
+    _check_values(document)
     _check_schema(document)
     data = document.data
+    _check_task_aliases(document, data)
     gate = _gate_policy(data.get("gate", {}))
     defaults = {**_DEFAULT_SETTINGS, **data.get("defaults", {})}
     buckets: list[Bucket] = []
@@ -364,6 +440,8 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
             buckets.append(bucket)
     if not buckets:
         _fail(document, ("buckets",), "the matrix is empty; declare at least one bucket")
+    if len(buckets) > MAX_BUCKETS:
+        _too_many_buckets(document, len(buckets))
     if gate.baseline.min_samples > gate.baseline.max_samples:
         _fail(
             document,
@@ -378,9 +456,10 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
             f"k_warn ({gate.oracle.k_warn:g}) exceeds k_block ({gate.oracle.k_block:g}), which "
             "would put the block line inside the warn line; make k_block >= k_warn",
         )
+    _check_gate(document, gate)
     image = _image_spec(document, data["image"]) if "image" in data else None
     source = data.get("workflows", {}).get("perfgate_source")
-    if source is not None and not _PINNED_REQUIREMENT.search(source):
+    if source is not None and not _PINNED_REQUIREMENT.fullmatch(source):
         _fail(
             document,
             ("workflows", "perfgate_source"),
@@ -393,6 +472,7 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
         buckets=tuple(buckets),
         image=image,
         perfgate_source=source,
+        action_ref=ActionRef(data.get("workflows", {}).get("action_ref", ActionRef.SELF)),
         notices=_deprecations(document, gate),
     )
 
@@ -409,8 +489,182 @@ def _deprecations(document: YamlDocument, gate: GatePolicy) -> tuple[str, ...]:
     )
 
 
-# An exact version, or a VCS URL ending in a full commit SHA.
-_PINNED_REQUIREMENT = re.compile(r"===?\s*[\w.+!-]+\s*$|@[0-9a-f]{40}\s*$")
+# An exact version, or a git URL ending in a full commit SHA; nothing before or after.
+_PINNED_REQUIREMENT = re.compile(
+    r"[A-Za-z0-9][A-Za-z0-9._-]*\s*===?\s*[A-Za-z0-9.+!_-]+"
+    r"|[A-Za-z0-9][A-Za-z0-9._-]*\s*@\s*git\+https://[^\s@]+@[0-9a-f]{40}"
+)
+
+
+# Branch names (git's rules, minus what GitHub's filter syntax gives a meaning: + ? [ ] !).
+_BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]*")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+MAX_BRANCH = 255
+
+
+def branch_problem(value: str, *, pattern: bool) -> str | None:
+    """Why ``value`` is no usable branch name (or, with ``pattern``, prefix glob); else None.
+
+    A pattern is a branch name, optionally ending in ``*`` or ``**`` (every branch under a
+    prefix): the one glob both git's ``fnmatch`` and a workflow ``if:`` can express.
+    """
+    name = value
+    if pattern:
+        name = value.removesuffix("**") if value.endswith("**") else value.removesuffix("*")
+        if not name and value in ("*", "**"):
+            return None
+    glob = " optionally ending in '*' or '**'" if pattern else ""
+    if len(value) > MAX_BRANCH:
+        return f"is {len(value)} characters long; git allows at most {MAX_BRANCH}"
+    if not _BRANCH.fullmatch(name):
+        return (
+            f"is not a branch name{' pattern' if pattern else ''}: use letters, digits, "
+            f"'.', '_', '-' and '/'{glob}, starting with a letter, digit or '_'"
+        )
+    parts = name.split("/")
+    last = parts[-1] if not (pattern and name.endswith("/")) else parts[-2]
+    if (
+        ".." in name
+        or "//" in name
+        or any(part.startswith(".") for part in parts)
+        or last.endswith((".lock", "."))
+        or (name.endswith("/") and not pattern)
+    ):
+        return (
+            "is not a valid git branch name (no '..', '//', component starting with '.', "
+            "or ending in '/', '.' or '.lock')"
+        )
+    return None
+
+
+def path_problem(value: str, *, what: str) -> str | None:
+    """Why ``value`` is no path (or glob) relative to the repository root; else None."""
+    if value.startswith(("/", "./")) or value in (".", ".."):
+        return (
+            f"{what} must be relative to the repository root, without a leading '/' or './' "
+            f"(write {value.lstrip('./') or 'dir/**'!r})"
+        )
+    *inner, last = value.split("/")  # a trailing '/' (everything below) leaves last empty
+    if "\\" in value or last in (".", "..") or any(p in ("", ".", "..") for p in inner):
+        return f"{what} must name a path inside the repository: no '..', '.', '//' or '\\'"
+    return None
+
+
+def placeholder_problem(template: str, allowed: Iterable[str]) -> str | None:
+    """Why ``template`` cannot be filled with ``allowed`` placeholders; else None."""
+    known = sorted(allowed) if isinstance(allowed, frozenset | set) else list(allowed)
+    try:
+        fields = [(name, spec, conversion) for _, name, spec, conversion in
+                  string.Formatter().parse(template) if name is not None]  # fmt: skip
+    except ValueError as exc:
+        return f"has an unbalanced brace ({exc}); write {{{{ and }}}} for a literal brace"
+    for name, spec, conversion in fields:
+        if name not in known or spec or conversion:
+            return (
+                f"placeholder {{{name}{'!' + conversion if conversion else ''}"
+                f"{':' + spec if spec else ''}}} is unknown; use one of "
+                + ", ".join("{" + k + "}" for k in known)
+            )
+    return None
+
+
+def _check_gate(document: YamlDocument, gate: GatePolicy) -> None:
+    for key in ("target_branches", "protected_branches"):
+        for index, value in enumerate(getattr(gate, key)):
+            problem = branch_problem(value, pattern=True)
+            if problem:
+                _fail(document, ("gate", key, index), f"{value!r} {problem}")
+    problem = branch_problem(gate.baseline.branch, pattern=False)
+    if problem:
+        _fail(document, ("gate", "baseline", "branch"), f"{gate.baseline.branch!r} {problem}")
+    if not _NAME.fullmatch(gate.baseline.remote):
+        # A remote starting with '-' would reach git as an option.
+        _fail(
+            document,
+            ("gate", "baseline", "remote"),
+            f"{gate.baseline.remote!r} is not a git remote name; use letters, digits, '.', "
+            "'_' and '-', starting with a letter or digit (e.g. origin)",
+        )
+
+
+def _too_many_buckets(document: YamlDocument, count: int) -> NoReturn:
+    _fail(
+        document,
+        ("buckets",),
+        f"{count} buckets, over GitHub's limit of {MAX_BUCKETS} jobs in one matrix; "
+        "split the matrix into several configs or drop buckets",
+    )
+
+
+# -- values that no later step can handle (R14) ------------------------------------------
+
+# C0/C1 controls and the Unicode line and paragraph separators: nothing that ends a line.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# Program arguments may be multi-line scripts (python -c ...); only NUL cannot be passed.
+_ARGV_KEYS = frozenset({"argv", "extra_args", "executable", "probe", "docker"})
+MAX_TEXT = 4096
+
+
+def _walk(value: Any, key_path: KeyPath) -> Iterator[tuple[KeyPath, Any]]:
+    """Every key (as its path) and every value of a YAML document, depth first, no recursion."""
+    stack: list[tuple[KeyPath, Any]] = [(key_path, value)]
+    while stack:
+        here, item = stack.pop()
+        yield here, item
+        if isinstance(item, dict):
+            stack.extend(((*here, key), child) for key, child in reversed(item.items()))
+        elif isinstance(item, list):
+            indexed = list(enumerate(item))
+            stack.extend(((*here, index), child) for index, child in reversed(indexed))
+
+
+def _check_values(document: YamlDocument) -> None:
+    """Refuse what no later step can take: non-finite numbers, odd keys, unsafe text."""
+    for key_path, value in _walk(document.data, ()):
+        if isinstance(value, dict):
+            for key in value:
+                if not isinstance(key, str):
+                    _fail(
+                        document,
+                        key_path,
+                        f"key {key!r} is {_kind(key)}; keys are names, so quote it",
+                    )
+                _check_text(document, (*key_path, key), key, is_key=True)
+        elif isinstance(value, float) and not math.isfinite(value):
+            _fail(
+                document,
+                key_path,
+                f"{value} is not a finite number; write an ordinary number (no .nan or .inf)",
+            )
+        elif isinstance(value, str):
+            _check_text(document, key_path, value, is_key=False)
+
+
+def _check_text(document: YamlDocument, key_path: KeyPath, text: str, *, is_key: bool) -> None:
+    what = "key" if is_key else "value"
+    if "${{" in text:
+        _fail(
+            document,
+            key_path,
+            f"{what} {_short(text)} contains '${{{{', which GitHub would evaluate as an "
+            "expression in a rendered workflow; remove it (perfgate's placeholders are {name})",
+        )
+    argv = any(part in _ARGV_KEYS for part in key_path if isinstance(part, str))
+    control = re.search(r"\x00", text) if argv else _CONTROL.search(text)
+    if control:
+        _fail(
+            document,
+            key_path,
+            f"{what} {_short(text)} contains the control character "
+            f"U+{ord(control.group()):04X}; names, branches, labels and paths are one line "
+            "of printable text",
+        )
+    if len(text) > MAX_TEXT and not argv:
+        _fail(
+            document,
+            key_path,
+            f"{what} is {len(text)} characters long; at most {MAX_TEXT} are allowed",
+        )
 
 
 def _fail(document: YamlDocument, key_path: KeyPath, message: str) -> NoReturn:
@@ -465,6 +719,12 @@ _PATTERN_HINTS = {
     "^[a-z0-9][a-z0-9_]*$": "lower-case letters, digits and underscores (e.g. physx, rtx_renderer)",
     "^[A-Za-z0-9][A-Za-z0-9._-]*$": "letters, digits, '.', '_' and '-' (no '/' or spaces)",
     "^[A-Za-z0-9_]+(\\.[A-Za-z0-9_]+)*$": "a dotted path such as runtime.total_fps.mean",
+    "^[a-z0-9*?_\\[\\]-]+$": "a hardware slug pattern such as l40s or cpu-*",
+    "^/[A-Za-z0-9._/-]*$": "an absolute container path of letters, digits, '.', '_', '-', '/'",
+    "^[A-Za-z0-9]": "a value starting with a letter or digit (never '-', which is an option)",
+    "^[A-Za-z0-9_][A-Za-z0-9_.:-]*$": "host, a user name, or uid:gid",
+    '^[A-Za-z0-9"][A-Za-z0-9=,:"_.-]*$': "all, a count, or device=0,1",
+    "^[A-Za-z_][A-Za-z0-9_]*$": "an environment variable name such as HF_TOKEN",
 }
 
 
@@ -491,6 +751,10 @@ def _describe(error: jsonschema.ValidationError) -> str:
             return f"{value} needs at least {expected} item(s)"
         case "minLength":
             return "must not be empty"
+        case "maxLength":
+            return f"{value} is {len(str(error.instance))} characters long; use at most {expected}"
+        case "maxItems":
+            return f"has too many items; at most {expected} are allowed"
         case "minimum" | "exclusiveMinimum" | "maximum" | "exclusiveMaximum":
             relation = {
                 "minimum": ">=",
@@ -579,6 +843,22 @@ def _expand(
     command = _command_spec(settings.get("command"))
     if driver == "command" and command is None:
         _fail(document, key_path, "driver 'command' needs a 'command' block with argv and output")
+
+    def origin(*keys: str | int) -> KeyPath:
+        """Where a merged setting was written: the entry, else the defaults."""
+        return (*key_path, *keys) if keys[0] in entry else ("defaults", *keys)
+
+    if command is not None:
+        _check_command(document, command, origin)
+    for index, pattern in enumerate(settings["paths"]):
+        problem = path_problem(pattern, what="a paths glob")
+        if problem:
+            _fail(document, origin("paths", index), f"{pattern!r} can never match: {problem}")
+    if driver == "isaaclab":
+        for index, pattern in enumerate(settings.get("isaaclab", {}).get("pin_files", ())):
+            problem = path_problem(pattern, what="a pin file")
+            if problem:
+                _fail(document, origin("isaaclab", "pin_files", index), problem)
     if driver == "demo" and "container" in settings:
         _fail(
             document,
@@ -646,6 +926,7 @@ def _expand(
                 for hardware, per_backend in noise.items()
                 if backend_key in per_backend
             },
+            keep_env=(*DEFAULT_KEEP_ENV, *settings["keep_env"]),
         )
         for (physics, render), backend_key in zip(backends, backend_keys, strict=True)
     ]
@@ -669,6 +950,30 @@ def _per_backend(
                     f"({', '.join(backend_keys)}); fix the key or add the backend",
                 )
     return table
+
+
+def _check_command(
+    document: YamlDocument, command: CommandSpec, origin: Callable[..., KeyPath]
+) -> None:
+    """Placeholders must exist, and the output must lie inside the attempt's directory."""
+    for index, arg in enumerate(command.argv):
+        _check_placeholders(document, origin("command", "argv", index), arg, COMMAND_PLACEHOLDERS)
+    _check_placeholders(document, origin("command", "output"), command.output, COMMAND_PLACEHOLDERS)
+    inside = command.output.removeprefix("{output_dir}/")
+    if inside == command.output or not inside or path_problem(inside, what="output"):
+        # Outputs are cleaned before every attempt: anywhere else, that would delete files
+        # perfgate does not own.
+        _fail(
+            document,
+            origin("command", "output"),
+            f"{command.output!r} is outside the attempt's output directory; write "
+            "'{output_dir}/FILE' (a glob after '{output_dir}/' is fine, '..' is not) and pass "
+            "{output_dir} to the program in argv",
+        )
+    if command.cwd is not None:
+        problem = path_problem(command.cwd, what="cwd")
+        if problem:
+            _fail(document, origin("command", "cwd"), problem)
 
 
 def _command_spec(raw: Mapping[str, Any] | None) -> CommandSpec | None:
@@ -700,12 +1005,40 @@ def _argv(value: str | list[str]) -> tuple[str, ...]:
 def _isaaclab_spec(raw: Mapping[str, Any] | None) -> IsaacLabSpec:
     raw = raw or {}
     return IsaacLabSpec(
-        executable=_argv(raw.get("executable", list(IsaacLabSpec.executable))),
+        executable=_argv(raw["executable"]) if "executable" in raw else None,
+        task_aliases=tuple(raw.get("task_aliases", ())),
         extra_args=tuple(raw.get("extra_args", ())),
         presets=tuple(raw["presets"]) if "presets" in raw else None,
         markers=None if "markers" not in raw else phase_markers(raw["markers"], PhaseMarkers()),
         pin_files=tuple(raw["pin_files"]) if "pin_files" in raw else None,
     )
+
+
+def _check_task_aliases(document: YamlDocument, data: Mapping[str, Any]) -> None:
+    """A task's aliases are its own other ids: per bucket entry, never another entry's task."""
+    if "task_aliases" in data.get("defaults", {}).get("isaaclab", {}):
+        _fail(
+            document,
+            ("defaults", "isaaclab", "task_aliases"),
+            "task aliases are one task's other ids; declare them on that task's bucket entry",
+        )
+    tasks = {entry["task"]: index for index, entry in enumerate(data["buckets"])}
+    claimed: dict[str, str] = {}
+    for index, entry in enumerate(data["buckets"]):
+        aliases = entry.get("isaaclab", {}).get("task_aliases", [])
+        for position, alias in enumerate(aliases):
+            here = ("buckets", index, "isaaclab", "task_aliases", position)
+            if alias in tasks:
+                owner = f"the task of buckets[{tasks[alias]}]"
+                if alias == entry["task"]:
+                    owner = "this entry's own task"
+                _fail(document, here, f"{alias!r} is {owner}; an alias is another id of this task")
+            if claimed.setdefault(alias, entry["task"]) != entry["task"]:
+                _fail(
+                    document,
+                    here,
+                    f"{alias!r} is already an alias of {claimed[alias]!r}; an id names one task",
+                )
 
 
 def _container_spec(raw: Mapping[str, Any] | None) -> ContainerSpec | None:
@@ -732,7 +1065,31 @@ def _image_spec(document: YamlDocument, raw: Mapping[str, Any]) -> ImageSpec:
             ("image",),
             "the era key needs inputs: set env_file with env_keys, files, or pins",
         )
+    for key in ("env_file", "manifest"):
+        problem = path_problem(raw[key], what=key) if key in raw else None
+        if problem:
+            _fail(document, ("image", key), problem)
+    for index, name in enumerate(raw.get("files", ())):
+        problem = path_problem(name, what="an image file")
+        if problem:
+            _fail(document, ("image", "files", index), problem)
+    for index, pin in enumerate(raw.get("pins", ())):
+        problem = path_problem(pin["file"], what="a pin file")
+        if problem:
+            _fail(document, ("image", "pins", index, "file"), problem)
+    for pattern, template in raw["tags"].items():
+        problem = branch_problem(pattern, pattern=True)
+        if problem:
+            _fail(document, ("image", "tags", pattern), f"{pattern!r} {problem}")
+        _check_placeholders(document, ("image", "tags", pattern), template, IMAGE_PLACEHOLDERS)
     build = raw.get("build")
+    if build:
+        _check_placeholders(document, ("image", "build", "image"), build["image"],
+                            IMAGE_PLACEHOLDERS)  # fmt: skip
+        for index, arg in enumerate(build["argv"]):
+            _check_placeholders(document, ("image", "build", "argv", index), arg,
+                                IMAGE_PLACEHOLDERS | {"image"})  # fmt: skip
+    digest = _argv(raw["digest"]) if "digest" in raw else ImageSpec.digest
     return ImageSpec(
         env_file=raw.get("env_file"),
         env_keys=tuple(raw.get("env_keys", ())),
@@ -742,4 +1099,52 @@ def _image_spec(document: YamlDocument, raw: Mapping[str, Any]) -> ImageSpec:
         tags=dict(raw["tags"]),
         probe=_argv(raw["probe"]) if "probe" in raw else None,
         build=ImageBuild(argv=tuple(build["argv"]), image=build["image"]) if build else None,
+        digest=digest or None,
+        roll=_image_roll(document, raw["roll"]) if "roll" in raw else None,
     )
+
+
+def _image_roll(document: YamlDocument, raw: Mapping[str, Any]) -> ImageRoll:
+    where: KeyPath = ("image", "roll")
+    templates: list[tuple[KeyPath, str, frozenset[str]]] = [
+        ((*where, "build", "image"), raw["build"]["image"], ROLL_PLACEHOLDERS),
+        *(
+            ((*where, "build", "argv", i), arg, ROLL_PLACEHOLDERS | {"image"})
+            for i, arg in enumerate(raw["build"]["argv"])
+        ),
+        *(((*where, "refs", i), ref, ROLL_PLACEHOLDERS) for i, ref in enumerate(raw["refs"])),
+    ]
+    for key in ("tag", "push"):
+        templates += [
+            ((*where, key, i), arg, ROLL_PLACEHOLDERS | {"image", "ref"})
+            for i, arg in enumerate(_argv(raw.get(key, ())))
+        ]
+    for key_path, template, known in templates:
+        _check_placeholders(document, key_path, template, known)
+    for index, name in enumerate(raw.get("secrets", ())):
+        if name.upper().startswith("GITHUB_"):
+            _fail(
+                document,
+                (*where, "secrets", index),
+                f"{name!r}: GitHub reserves the GITHUB_ prefix and the job token is passed "
+                "already; name only the registry's secrets",
+            )
+    return ImageRoll(
+        build=ImageBuild(argv=tuple(raw["build"]["argv"]), image=raw["build"]["image"]),
+        refs=tuple(raw["refs"]),
+        tag=_argv(raw.get("tag", list(ImageRoll.tag))),
+        push=_argv(raw.get("push", list(ImageRoll.push))),
+        login=_argv(raw["login"]) if "login" in raw else None,
+        secrets=tuple(raw.get("secrets", ())),
+        runner=tuple(raw.get("runner", ImageRoll.runner)),
+        timeout_minutes=raw.get("timeout_minutes", ImageRoll.timeout_minutes),
+    )
+
+
+def _check_placeholders(
+    document: YamlDocument, key_path: KeyPath, template: str, known: Iterable[str]
+) -> None:
+    """A template's ``{name}`` placeholders must all be known ones (R14)."""
+    problem = placeholder_problem(template, known)
+    if problem:
+        _fail(document, key_path, f"{_short(template)} {problem}")

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from perfgate.config import Bucket
+from perfgate.redact import redact
 from perfgate.result import Result
 
 
@@ -18,11 +19,12 @@ def on_github() -> bool:
 
 def say(message: str) -> None:
     """A ``perfgate: …`` line on stderr, where the human side of every verb speaks."""
-    print(f"perfgate: {message}", file=sys.stderr)
+    print(f"perfgate: {redact(message)}", file=sys.stderr)
 
 
 def annotate(level: str, message: str, stream: TextIO | None = None) -> None:
     """A ``::error::``/``::warning::``/``::notice::`` line on GitHub; plain text elsewhere."""
+    message = redact(message)
     if on_github():
         escaped = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
         print(f"::{level}::{escaped}", file=stream or sys.stdout)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from perfgate.redact import redact
+
 
 class ExitCode(IntEnum):
     """Process exit codes: they answer "did the gate run?"."""
@@ -47,4 +49,29 @@ class GitError(GateMalfunction):
         self.returncode = returncode
         self.stderr = stderr
         detail = stderr.strip().splitlines()[-1] if stderr.strip() else "no output"
-        super().__init__(f"git {' '.join(args)} failed (exit {returncode}): {detail}")
+        super().__init__(redact(f"git {' '.join(args)} failed (exit {returncode}): {detail}"))
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (a cancelled CI job, a closed terminal): unwind like Ctrl-C.
+
+    A KeyboardInterrupt, so every cleanup that survives Ctrl-C (benchmark process groups,
+    seed worktrees, temporary trees) also survives a cancellation.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        """The shell's convention for death by a signal: 128 + its number."""
+        return 128 + self.signum
+
+
+class EraConflict(UsageError):
+    """An image era is already recorded with another image: manifest entries are immutable."""
+
+
+class ImageStepFailed(GateMalfunction):
+    """A login, build, tag or push command of an era roll failed; nothing was recorded."""

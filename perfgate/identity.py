@@ -14,7 +14,9 @@ RUNTIME_CONTRACT_VERSION = 1
 
 def canonical_json(value: Any) -> str:
     """Sorted keys, compact separators: the same value always gives the same text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
 
 
 def stable_hash(value: Any, length: int = 16) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -13,6 +14,7 @@ from typing import Any
 
 import jsonschema
 
+from perfgate import jsonfile
 from perfgate.config import Bucket, Direction
 from perfgate.errors import GateMalfunction
 
@@ -162,6 +164,8 @@ class MetricReading:
     std: float | None = None
     min: float | None = None
     max: float | None = None
+    # Further finite figures of the same run, keyed by output path (recorded, not gated).
+    figures: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -241,7 +245,8 @@ class Result:
         data = asdict(self)
         data["bucket"]["tags"] = list(self.bucket.tags)
         data["timings"]["attempts"] = [asdict(a) for a in self.timings.attempts]
-        converted: dict[str, Any] = json.loads(json.dumps(data, default=str))  # enums to values
+        # Enums to values; allow_nan=False: a non-finite number never becomes "JSON" (R3).
+        converted: dict[str, Any] = json.loads(json.dumps(data, default=str, allow_nan=False))
         return converted
 
     @classmethod
@@ -305,8 +310,13 @@ def result_file_name(bucket_id: str) -> str:
 
 def write_result(result: Result, out_dir: Path) -> Path:
     """Write the artifact (validated first) atomically into ``out_dir``."""
-    data = result.to_json()
-    problems = validate_result(data)
+    try:
+        data = result.to_json()
+    except ValueError as exc:
+        raise GateMalfunction(
+            f"internal error: result for {result.bucket.id} is not JSON: {exc}"
+        ) from None
+    problems = validate_result(data) or identity_problems(data)
     if problems:
         raise GateMalfunction(
             f"internal error: result for {result.bucket.id} is invalid: {problems[0]}"
@@ -314,18 +324,66 @@ def write_result(result: Result, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / result_file_name(result.bucket.id)
     temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    text = json.dumps(data, indent=2, sort_keys=True, allow_nan=False)
+    temporary.write_text(text + "\n", encoding="utf-8")
     temporary.replace(path)
     return path
 
 
+# The names perfgate.yaml allows (config.py) and hardware detection produces: an artifact
+# naming anything else could steer a store path or a report line (R14).
+_TASK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_BACKEND = re.compile(r"[a-z0-9][a-z0-9_]{0,80}")
+_SLUG = re.compile(r"[a-z0-9][a-z0-9_-]{0,127}")
+# A result artifact is a few kilobytes; its log tail is capped at 8 KiB.
+MAX_ARTIFACT_BYTES = 4 * 1024 * 1024
+
+
+def identity_problems(data: Any) -> list[str]:
+    """Identity fields of a schema-valid artifact dict that are not plain, consistent names."""
+    bucket, slug = data["bucket"], data["hardware"]["slug"]
+    problems = []
+    if not _TASK.fullmatch(bucket["task"]):
+        problems.append(f"bucket.task: {bucket['task']!r} is not a task name")
+    if not _BACKEND.fullmatch(bucket["backend_key"]):
+        problems.append(f"bucket.backend_key: {bucket['backend_key']!r} is not a backend name")
+    if bucket["id"] != f"{bucket['task']}/{bucket['backend_key']}":
+        problems.append(f"bucket.id: {bucket['id']!r} is not bucket.task/bucket.backend_key")
+    if not _SLUG.fullmatch(slug):
+        problems.append(f"hardware.slug: {slug!r} is not a hardware slug")
+    return problems
+
+
+class ArtifactError(GateMalfunction):
+    """A result artifact that cannot be used; ``bucket`` is its id when it names one."""
+
+    def __init__(self, message: str, bucket: str | None = None) -> None:
+        super().__init__(message)
+        self.bucket = bucket
+
+
 def read_result(path: Path) -> Result:
-    """Load and validate one artifact; an invalid one raises GateMalfunction naming the file."""
+    """Load and validate one artifact; an unusable one raises ArtifactError naming the file.
+
+    Artifacts are untrusted (R14): size and nesting are limited before they are parsed,
+    NaN and Infinity are not JSON, and identity fields must be plain names.
+    """
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise GateMalfunction(f"{path}: not a readable result artifact: {exc}") from None
+        data = jsonfile.read(path, max_bytes=MAX_ARTIFACT_BYTES)
+    except jsonfile.JsonError as exc:
+        raise ArtifactError(f"{path}: not a readable result artifact: {exc}") from None
     problems = validate_result(data)
+    named = _bucket_id(data)
     if problems:
-        raise GateMalfunction(f"{path}: not a valid result artifact: {problems[0]}")
+        raise ArtifactError(f"{path}: not a valid result artifact: {problems[0]}", named)
+    problems = identity_problems(data)
+    if problems:
+        raise ArtifactError(f"{path}: not a valid result artifact: {problems[0]}", named)
     return Result.from_json(data)
+
+
+def _bucket_id(data: Any) -> str | None:
+    """The bucket id an artifact names, if it names one at all."""
+    bucket = data.get("bucket") if isinstance(data, dict) else None
+    named = bucket.get("id") if isinstance(bucket, dict) else None
+    return named if isinstance(named, str) else None

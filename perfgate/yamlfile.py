@@ -1,7 +1,14 @@
-"""Load YAML into plain data while remembering the line of every key path."""
+"""Load YAML into plain data while remembering the line of every key path.
+
+A configuration is small, so hostile ones are refused early and cheaply (R14): the file
+size before it is read, the nesting depth and the node count *after alias expansion*
+while the event stream is scanned, before a single node is built. An alias bomb ("billion
+laughs") or a 20 MB matrix therefore costs milliseconds, not gigabytes.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,6 +18,16 @@ import yaml
 from perfgate.errors import ConfigError
 
 KeyPath = tuple[str | int, ...]
+
+# perfgate.yaml files are a few kilobytes; GitHub's 256-job matrix fits well within these.
+MAX_BYTES = 1024 * 1024
+MAX_DEPTH = 32
+MAX_NODES = 100_000
+
+# What YAML itself refuses in a file (tab, newline and carriage return are fine).
+_RAW_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# libyaml's parser when PyYAML has it (it usually does): the same events, far faster.
+_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,31 +55,110 @@ def format_key_path(key_path: KeyPath) -> str:
     return text or "(top level)"
 
 
-def load_yaml(path: Path) -> YamlDocument:
-    """Parse ``path``; syntax errors and duplicate keys raise ConfigError with a line."""
+def _read_text(path: Path, max_bytes: int) -> str:
+    """The file's text; its size is checked before (and while) it is read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise ConfigError(
+                f"{path}: {size} bytes, over the {max_bytes}-byte limit for a configuration; "
+                "a perfgate.yaml is a few kilobytes, so check you passed the right file"
+            )
+        with path.open("rb") as handle:
+            # read() is bounded too: a FIFO or a growing file reports no honest size.
+            data = handle.read(max_bytes + 1)
     except FileNotFoundError:
         raise ConfigError(f"{path}: file not found; pass --config PATH to name another") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8"
-        ) from None
+    if len(data) > max_bytes:
+        raise ConfigError(f"{path}: over the {max_bytes}-byte limit for a configuration")
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}:{line}: not UTF-8 text (byte {exc.start}); save the file as UTF-8"
+        ) from None
+    control = _RAW_CONTROL.search(text)
+    if control:
+        line = text.count("\n", 0, control.start()) + 1
+        raise ConfigError(
+            f"{path}:{line}: the control character U+{ord(control.group()):04X} is not "
+            "allowed in YAML text; remove it"
+        )
+    return text
+
+
+def _check_shape(text: str, path: Path) -> None:
+    """Refuse deep nesting and alias expansion beyond the limits, from events alone."""
+    depth = 0
+    anchored: dict[str, int] = {}
+    # One entry per open collection: [expanded nodes so far, its anchor].
+    open_collections: list[list[Any]] = [[0, None]]
+    for event in yaml.parse(text, Loader=_LOADER):
+        line = event.start_mark.line + 1 if event.start_mark is not None else 0
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ConfigError(
+                    f"{path}:{line}: nested more than {MAX_DEPTH} levels deep; "
+                    "perfgate.yaml needs fewer than ten"
+                )
+            open_collections.append([1, event.anchor])
+            continue
+        if isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+            size, anchor = open_collections.pop()
+        elif isinstance(event, yaml.AliasEvent):
+            size, anchor = anchored.get(str(event.anchor), 1), None
+        elif isinstance(event, yaml.ScalarEvent):
+            size, anchor = 1, event.anchor
+        else:
+            continue
+        if anchor is not None:
+            anchored[anchor] = size
+        open_collections[-1][0] += size
+        if open_collections[-1][0] > MAX_NODES:
+            raise ConfigError(
+                f"{path}:{line}: more than {MAX_NODES} values once aliases are expanded; "
+                "a configuration this large is a mistake or an alias bomb"
+            )
+
+
+def load_yaml(path: Path, *, max_bytes: int = MAX_BYTES) -> YamlDocument:
+    """Parse ``path``; syntax errors, duplicate keys and oversized input raise ConfigError."""
+    text = _read_text(path, max_bytes)
+    try:
+        _check_shape(text, path)
+        node = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line = f":{mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"{path}{line}: not valid YAML: {exc.problem}") from None
+    except yaml.YAMLError as exc:
+        # libyaml reports some errors (a NUL byte, say) without a position.
+        raise ConfigError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
     lines: dict[KeyPath, int] = {}
     data = None if node is None else _convert(node, (), lines, path)
     return YamlDocument(path=path, data=data, lines=lines)
 
 
+_PLAIN_TAGS: dict[type[yaml.Node], str] = {
+    yaml.MappingNode: "tag:yaml.org,2002:map",
+    yaml.SequenceNode: "tag:yaml.org,2002:seq",
+}
+
+
 def _convert(node: yaml.Node, key_path: KeyPath, lines: dict[KeyPath, int], path: Path) -> Any:
     lines[key_path] = node.start_mark.line + 1
+    plain = _PLAIN_TAGS.get(type(node))
+    if plain is not None and node.tag != plain:
+        # ``!!python/object/apply:...``, ``!!set``, ``!!omap``: nothing perfgate.yaml needs.
+        raise ConfigError(
+            f"{path}:{node.start_mark.line + 1}: {format_key_path(key_path)}: the YAML tag "
+            f"{node.tag!r} is not allowed; use plain strings, numbers, lists and mappings"
+        )
     if isinstance(node, yaml.MappingNode):
         result: dict[Any, Any] = {}
         for key_node, value_node in node.value:

@@ -46,6 +46,8 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     body: dict[str, Any] = field(default_factory=dict)
     times: int = 1
+    # Sent as is instead of ``body``: a broken proxy's HTML, a truncated answer.
+    raw: bytes | None = None
 
 
 @dataclass
@@ -118,7 +120,10 @@ def _route(state: FakeGitHub, handler: _Handler, method: str) -> None:
                 and re.fullmatch(fault.path_pattern, url.path)
             ):
                 fault.times -= 1
-                handler.reply(fault.status, fault.body, fault.headers)
+                if fault.raw is not None:
+                    handler.reply_raw(fault.status, fault.raw, fault.headers)
+                else:
+                    handler.reply(fault.status, fault.body, fault.headers)
                 return
     token = (auth or "").removeprefix("Bearer ")
     access = state.tokens.get(token)
@@ -238,7 +243,9 @@ class _Handler(BaseHTTPRequestHandler):
     state: FakeGitHub
 
     def reply(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-        data = b"" if body is None else json.dumps(body).encode()
+        self.reply_raw(status, b"" if body is None else json.dumps(body).encode(), headers)
+
+    def reply_raw(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))

@@ -6,3 +6,5 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
+# Malformed and hostile inputs (configs, result artifacts), each with what perfgate must say.
+CORPUS = ROOT / "tests" / "corpus"

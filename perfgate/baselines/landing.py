@@ -148,6 +148,32 @@ def land(
             time.sleep(wait)
 
 
+def land_local(
+    repo: Path, branch: str, mine: Sequence[Sample], retry: RetryPolicy, build: Builder
+) -> Landing:
+    """Land ``mine`` on the local branch: build on its tip, move the ref if nobody else did."""
+    deadline = time.monotonic() + retry.deadline_s
+    attempt = 0
+    while True:
+        attempt += 1
+        began = time.monotonic()
+        tip = resolve(repo, f"refs/heads/{branch}")
+        built = build(tip, mine, len(mine))
+        if built.commit is None:
+            return Landing(commit=None, added=0, present=built.present)
+        try:
+            git("update-ref", f"refs/heads/{branch}", built.commit, tip or "0" * 40, cwd=repo)
+            return Landing(commit=built.commit, added=built.added, present=built.present)
+        except GitError as exc:
+            wait = min(retry.delay(attempt, time.monotonic() - began), deadline - time.monotonic())
+            if wait <= 0:
+                raise PushDeadline(
+                    f"gave up writing the local branch {branch!r} after {attempt} attempt(s): "
+                    f"{reason(exc.stderr)}"
+                ) from None
+            time.sleep(wait)
+
+
 def _fetch_queue(repo: Path, branch: str, remote: str) -> tuple[str | None, dict[str, str]]:
     """The branch tip on the remote and its parked batches (ref -> commit), fetched."""
     tracking = f"refs/remotes/{remote}/{branch}"

@@ -9,6 +9,7 @@ stored already, so ingesting a file twice never duplicates a sample.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -33,8 +34,8 @@ def publishable(results: Sequence[Result]) -> tuple[list[Result], list[str]]:
         value = result.metric.value
         if not result.health.healthy:
             skipped.append(f"{result.bucket.id}: unhealthy run, not a baseline")
-        elif value is None or value <= 0:
-            skipped.append(f"{result.bucket.id}: no positive figure, not a baseline")
+        elif value is None or not math.isfinite(value) or value <= 0:
+            skipped.append(f"{result.bucket.id}: no positive finite figure, not a baseline")
         else:
             keep.append(result)
     return keep, skipped

@@ -31,8 +31,8 @@ AUTHOR = {
 }
 
 # What edits the branch: given the work tree (holding the touched paths as they are at
-# the tip) and that tip (None for a new branch), change files; say whether anything changed.
-Editor = Callable[[Path, str | None], bool]
+# the tip), change files; say whether anything changed.
+Editor = Callable[[Path], bool]
 
 
 class PushRefused(GateMalfunction):
@@ -222,7 +222,7 @@ def build_commit(
             present = git("ls-tree", "-r", "--name-only", base, "--", *paths, cwd=repo).split()
             if present:
                 git("checkout-index", "-f", "--", *present, cwd=repo, env=env)
-        if not edit(tree, base):
+        if not edit(tree):
             return None
         if paths is None:
             git("add", "-A", "--", ":/", cwd=repo, env=env)

@@ -12,7 +12,7 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +39,19 @@ class ReseedPlan:
     min_samples: int
     buckets: tuple[ReseedBucket, ...]
     hardware: tuple[str, ...] = ()
+    # Names the seeding (`seed --seed-key`); an era roll's key follows its image, so a
+    # rebuilt era measures the same commit again instead of finding it seeded.
+    seed_key: str | None = None
 
     @property
     def bucket_ids(self) -> tuple[str, ...]:
         """The ids of the buckets to seed."""
         return tuple(b.id for b in self.buckets)
+
+    def only(self, ids: Iterable[str]) -> ReseedPlan:
+        """The plan narrowed to ``ids`` (one bucket's job of a matrix seeding the plan)."""
+        wanted = set(ids)
+        return replace(self, buckets=tuple(b for b in self.buckets if b.id in wanted))
 
     def to_json(self) -> dict[str, Any]:
         """The machine-readable plan the seed workflow consumes."""
@@ -55,6 +63,7 @@ class ReseedPlan:
             "hardware": list(self.hardware),
             "bucket_ids": list(self.bucket_ids),
             "buckets": [{"id": b.id, "have": b.have, "samples": b.samples} for b in self.buckets],
+            **({"seed_key": self.seed_key} if self.seed_key else {}),
         }
 
     @classmethod
@@ -76,6 +85,7 @@ class ReseedPlan:
                 min_samples=int(data["min_samples"]),
                 buckets=buckets,
                 hardware=tuple(str(h) for h in data.get("hardware", [])),
+                seed_key=str(data["seed_key"]) if data.get("seed_key") else None,
             )
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise ConfigError(
@@ -156,7 +166,7 @@ def plan_text(plan: ReseedPlan) -> str:
 
 def emit_plan(plan: ReseedPlan, out: Path | None, env: Mapping[str, str] = os.environ) -> None:
     """Write the plan to ``out`` (else stdout) and, on GitHub, as step outputs."""
-    text = json.dumps(plan.to_json(), indent=2) + "\n"
+    text = json.dumps(plan.to_json(), indent=2, allow_nan=False) + "\n"
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text, encoding="utf-8")
@@ -167,4 +177,5 @@ def emit_plan(plan: ReseedPlan, out: Path | None, env: Mapping[str, str] = os.en
     if output_file:
         with Path(output_file).open("a", encoding="utf-8") as handle:
             handle.write(f"reseed_needed={'true' if plan.buckets else 'false'}\n")
-            handle.write(f"reseed_plan={json.dumps(plan.to_json(), separators=(',', ':'))}\n")
+            line = json.dumps(plan.to_json(), separators=(",", ":"), allow_nan=False)
+            handle.write(f"reseed_plan={line}\n")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -74,7 +75,7 @@ class Sample:
         """One NDJSON line: canonical (sorted keys, compact) so identical samples are identical."""
         data = asdict(self)
         data["runtime"] = dict(self.runtime)
-        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Sample:
@@ -105,8 +106,18 @@ class Sample:
         return cls.from_json(json.loads(line))
 
 
+# One path component each: what perfgate.yaml (task, backend) and hardware detection allow.
+_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
 def sample_path(hardware: str, task: str, backend_key: str) -> str:
-    """``samples/<hardware>/<task>/<backend>.ndjson``."""
+    """``samples/<hardware>/<task>/<backend>.ndjson``; nothing that could leave the store tree."""
+    for part in (hardware, task, backend_key):
+        if not _COMPONENT.fullmatch(part):
+            raise GateMalfunction(
+                f"refusing a baseline path from {part!r}: hardware, task and backend must be "
+                "plain names (a result artifact naming something else is not trusted)"
+            )
     return f"samples/{hardware}/{task}/{backend_key}.ndjson"
 
 
@@ -279,7 +290,7 @@ class WindowKey:
             f'"runtime_hash":"{self.runtime_hash}"',
             f'"benchmark_hash":"{self.benchmark_hash}"',
             f'"baseline_epoch":{self.baseline_epoch},',
-            f'"target_branch":{json.dumps(self.target_branch)}',
+            f'"target_branch":{json.dumps(self.target_branch, allow_nan=False)}',
         )
 
     def matches(self, sample: Sample) -> bool:

@@ -11,11 +11,12 @@ publishers lose nothing.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfgate.baselines.landing import Built, land
+from perfgate.baselines.landing import Built, land, land_local
 from perfgate.baselines.pushing import (
     AUTHOR,
     PushDeadline,
@@ -59,6 +60,7 @@ from perfgate.baselines.segments import (
 )
 from perfgate.baselines.windows import choose_windows
 from perfgate.config import Config
+from perfgate.errors import GateMalfunction
 from perfgate.git import git, try_git
 
 __all__ = [
@@ -129,6 +131,8 @@ class BaselineStore:
         self.segment_lines = segment_lines
         self.horizon = horizon
         self.warnings: list[str] = []
+        # Lines skipped as corrupt (each also has a warning naming its file and line).
+        self.skipped_lines = 0
 
     @functools.cached_property
     def object_format(self) -> str:
@@ -180,6 +184,7 @@ class BaselineStore:
             label=self.branch,
         )
         self.warnings.extend(outcome.warnings)
+        self.skipped_lines += len(outcome.warnings)
         return outcome.windows
 
     def _parse(self, path: str, data: bytes) -> list[Sample]:
@@ -190,6 +195,7 @@ class BaselineStore:
             try:
                 samples.append(Sample.from_line(line))
             except (ValueError, TypeError, AttributeError, RecursionError) as exc:
+                self.skipped_lines += 1
                 self.warnings.append(
                     f"{self.branch}:{path}:{number}: corrupt baseline line skipped ({exc})"
                 )
@@ -201,31 +207,28 @@ class BaselineStore:
         With a remote, samples land through the origin's queue of parked batches
         (:mod:`~perfgate.baselines.landing`); locally the branch ref moves directly.
         """
-        if self.remote is None:
-            counts: list[_Edited] = []
-
-            def edit(tree: Path, base: str | None) -> bool:
-                counts[:] = [self._edit(tree, base, samples, len(samples))]
-                return counts[0].changed
-
-            commit = commit_to_branch(
-                self.repo, self.branch, None, edit, message, self.retry, self._touched(samples)
-            )
-            return AppendOutcome(
-                added=counts[0].added, already_present=counts[0].present, commit=commit
-            )
+        for sample in samples:
+            if not math.isfinite(sample.value) or sample.value <= 0:
+                # R3: nothing non-finite (or no forward progress) is ever stored.
+                raise GateMalfunction(
+                    f"{sample.path}: refusing to store the figure {sample.value!r}; "
+                    "only positive finite figures are baselines"
+                )
 
         def build(base: str | None, batch: Sequence[Sample], mine: int) -> Built:
             edited: list[_Edited] = []
 
-            def edit(tree: Path, tip: str | None) -> bool:
-                edited[:] = [self._edit(tree, tip, batch, mine)]
+            def edit(tree: Path) -> bool:
+                edited[:] = [self._edit(tree, base, batch, mine)]
                 return edited[0].changed
 
             commit = build_commit(self.repo, base, edit, message, self._touched(batch))
             return Built(commit=commit, added=edited[0].added, present=edited[0].present)
 
-        landing = land(self.repo, self.branch, self.remote, samples, self.retry, build)
+        if self.remote is None:
+            landing = land_local(self.repo, self.branch, samples, self.retry, build)
+        else:
+            landing = land(self.repo, self.branch, self.remote, samples, self.retry, build)
         self.warnings.extend(landing.warnings)
         return AppendOutcome(
             added=landing.added,

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from perfgate.baselines.seed import branch_tip, bucket_hashes
@@ -20,6 +21,7 @@ from perfgate.baselines.store import BaselineStore, Sample, ancestry, sample_pat
 from perfgate.config import Bucket
 from perfgate.console import render_table
 from perfgate.errors import UsageError
+from perfgate.git import git
 
 VERIFY_SCHEMA_VERSION = 1
 
@@ -95,11 +97,13 @@ def classify(
     target_branch: str,
     min_samples: int,
     ancestors: frozenset[str] | None = None,
+    newest_runtime: bool = False,
 ) -> BucketReadiness:
     """READY / WARMING / EMPTY from the largest single-fingerprint group of the current experiment.
 
     ``ancestors``, when given, keeps only samples whose commit is on the target branch,
-    as a window would.
+    as a window would. ``newest_runtime`` counts only the group of the newest sample's
+    runtime: after an image era roll, the image the gate runs now.
     """
     launch_hash, benchmark_hash = bucket_hashes(bucket)
     usable = [
@@ -115,6 +119,10 @@ def classify(
         and fp.benchmark_hash == benchmark_hash
         and fp.baseline_epoch == bucket.baseline_epoch
     }
+    if newest_runtime and current:
+        # Timestamps are UTC ISO strings of one format: they sort as they happened.
+        newest = max((s for s in usable if Fingerprint.of(s) in current), key=lambda s: s.timestamp)
+        current = {fp: n for fp, n in current.items() if fp.runtime_hash == newest.runtime_hash}
     best = max(current.items(), key=lambda item: (item[1], item[0].runtime_hash), default=None)
     count = best[1] if best else 0
     if count >= min_samples:
@@ -174,15 +182,31 @@ def readiness_json(
     }
 
 
+def hardware_partitions(repo: Path, tip: str) -> tuple[str, ...]:
+    """The hardware slugs holding samples on the baseline branch at ``tip``."""
+    listing = git("ls-tree", "--name-only", tip, "--", "samples/", cwd=repo)
+    return tuple(sorted(line.rsplit("/", 1)[-1] for line in listing.split()))
+
+
+def _rank(row: BucketReadiness) -> tuple[int, int]:
+    order = {Readiness.EMPTY: 0, Readiness.WARMING: 1, Readiness.READY: 2}
+    return order[row.status], row.samples
+
+
 def verify_store(
     store: BaselineStore,
     buckets: Sequence[Bucket],
     *,
-    hardware: str,
+    hardware: Sequence[str],
     target_branch: str,
     min_samples: int,
+    newest_runtime: bool = False,
 ) -> tuple[list[BucketReadiness], list[str], str | None]:
-    """Each bucket's readiness from the baseline branch, the notes, and the tip read."""
+    """Each bucket's readiness from the baseline branch, the notes, and the tip read.
+
+    With several ``hardware`` slugs (none: every partition on the branch) a bucket gets
+    its best partition: how a hosted runner checks buckets of self-hosted pools.
+    """
     notes: list[str] = []
     try:
         target_tip: str | None = branch_tip(store.repo, target_branch, store.remote)
@@ -193,17 +217,23 @@ def verify_store(
     tip = store.refresh()
     if tip is None:
         notes.append(f"the baseline branch {store.branch} does not exist yet")
-    paths = {b.id: sample_path(hardware, b.task, b.backend_key) for b in buckets}
-    stored = store.read(paths.values(), tip) if tip else {}
-    rows = [
-        classify(
-            b,
-            stored.get(paths[b.id], []),
-            target_branch=target_branch,
-            min_samples=min_samples,
-            ancestors=ancestors,
-        )
-        for b in buckets
-    ]
+    slugs = tuple(hardware) or (hardware_partitions(store.repo, tip) if tip else ())
+    paths = {(h, b.id): sample_path(h, b.task, b.backend_key) for h in slugs for b in buckets}
+    stored = store.read(paths.values(), tip) if tip and paths else {}
+    rows = []
+    for bucket in buckets:
+        candidates = [
+            classify(
+                bucket,
+                stored.get(paths[h, bucket.id], []),
+                target_branch=target_branch,
+                min_samples=min_samples,
+                ancestors=ancestors,
+                newest_runtime=newest_runtime,
+            )
+            for h in slugs
+        ]
+        empty = classify(bucket, [], target_branch=target_branch, min_samples=min_samples)
+        rows.append(max(candidates, key=_rank, default=empty))
     notes.extend(store.warnings)
     return rows, notes, tip

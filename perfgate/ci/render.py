@@ -23,7 +23,7 @@ from typing import Any
 import jinja2
 
 from perfgate import __version__
-from perfgate.config import Bucket, Config
+from perfgate.config import ActionRef, Bucket, Config, branch_problem
 from perfgate.errors import ConfigError, UsageError
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
@@ -39,23 +39,33 @@ PENDING_ARTIFACT = "perfgate-pending-samples"
 HOSTED_RUNNER = "ubuntu-latest"
 PYTHON_VERSION = "3.11"
 
-#: Third-party actions, pinned by full commit SHA (R12); the comment names the release.
-PINNED_ACTIONS: Mapping[str, tuple[str, str]] = {
-    "checkout": ("actions/checkout", "11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2"),
-    "setup_python": (
-        "actions/setup-python",
-        "a26af69be951a213d495a4c3e4e4022e16d87065 # v5.6.0",
-    ),
-    "upload_artifact": (
-        "actions/upload-artifact",
-        "ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2",
-    ),
-    "download_artifact": (
-        "actions/download-artifact",
-        "d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0",
-    ),
-    "cache": ("actions/cache", "5a3ec84eff668545956fd18022155c47e93e2684 # v4.2.3"),
-}
+# Third-party actions are pinned by full commit SHA (R12) in one data file that an update
+# bot reads: templates/pins/action.yml.
+_PIN_STEP = re.compile(
+    r"^\s*- id: (?P<id>\w+)\n\s+uses: (?P<action>[\w.-]+/[\w./-]+)@(?P<sha>\S+)"
+    r"(?P<comment>[ \t]+#[^\n]*)?$",
+    re.M,
+)
+
+
+def load_pins(path: Path) -> dict[str, Raw]:
+    """``{id: "owner/repo@<40-hex sha> # vX"}`` from the pins file; a loose pin is an error."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the action pins ({exc.strerror})") from None
+    pins: dict[str, Raw] = {}
+    for step in _PIN_STEP.finditer(text):
+        if not re.fullmatch(r"[0-9a-f]{40}", step["sha"]):
+            raise ConfigError(
+                f"{path}: {step['id']}: {step['action']}@{step['sha']} is not pinned by a full "
+                "commit SHA (R12); pin it as owner/repo@<40-hex sha> # vX.Y.Z"
+            )
+        pins[step["id"]] = Raw(f"{step['action']}@{step['sha']}{step['comment'] or ''}")
+    if not pins:
+        raise ConfigError(f"{path}: no `- id: NAME` / `uses: owner/repo@sha` steps found")
+    return pins
+
 
 #: Labels GitHub provides itself; anything else in a bucket's runner is a self-hosted label.
 GITHUB_HOSTED_LABELS = frozenset(
@@ -88,6 +98,11 @@ class Raw(str):
     __slots__ = ()
 
 
+def _quoted(text: str) -> Raw:
+    """Expression text built here, as a double-quoted YAML scalar printed verbatim."""
+    return Raw(json.dumps(text, allow_nan=False))
+
+
 def _neutralise(text: str) -> str:
     # GitHub evaluates ${{ ... }} inside any string of a workflow, quoted or not;
     # the expression ${{ '${{' }} evaluates to the literal two characters.
@@ -109,13 +124,8 @@ def yaml_value(value: Any) -> str:
     if isinstance(value, (Raw, jinja2.Undefined)):
         return str(value)  # str() of a StrictUndefined raises, naming the missing variable
     if value is None or isinstance(value, (bool, int, float, str, list, tuple, dict)):
-        return json.dumps(_plain(value), ensure_ascii=True)
+        return json.dumps(_plain(value), ensure_ascii=True, allow_nan=False)
     raise TypeError(f"templates may only print plain data or Raw text, not {type(value).__name__}")
-
-
-def _pin(name: str) -> Raw:
-    repo, ref = PINNED_ACTIONS[name]
-    return Raw(f"{repo}@{ref}")
 
 
 def environment(templates: Path = TEMPLATES_DIR) -> jinja2.Environment:
@@ -202,7 +212,17 @@ def self_hosted_labels(buckets: Iterable[Bucket]) -> list[str]:
 
 
 def _expr_string(text: str) -> str:
-    # A single-quoted literal inside a GitHub expression; '' escapes a quote.
+    """A single-quoted literal inside a GitHub expression; '' escapes a quote.
+
+    Inside an ``if:`` a literal holding ``${{`` would turn the whole condition into a
+    template string, which is always true. Config validation refuses such values; this
+    refuses them again rather than print one (R12, R14).
+    """
+    if "${{" in text or "}}" in text or any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+        raise ConfigError(
+            f"{text!r} cannot be a literal in a workflow expression: it holds '${{{{', '}}}}' "
+            "or a control character; fix the value in perfgate.yaml"
+        )
     return "'" + text.replace("'", "''") + "'"
 
 
@@ -210,17 +230,17 @@ def branch_condition(patterns: Sequence[str], ref: str = "github.ref") -> str:
     """A GitHub expression true when ``ref`` names a branch matched by one of ``patterns``."""
     terms: list[str] = []
     for pattern in patterns:
-        glob = set("*?[]!+") & set(pattern)
-        if not glob:
-            terms.append(f"{ref} == {_expr_string('refs/heads/' + pattern)}")
-            continue
-        prefix = pattern.rstrip("*")
-        if set("*?[]!+") & set(prefix) or not pattern.endswith("*"):
+        problem = branch_problem(pattern, pattern=True)
+        if problem:
             raise ConfigError(
-                f"gate.protected_branches: pattern {pattern!r} cannot be rendered as a "
-                "workflow condition; use an exact branch name or a trailing '*' / '**'"
+                f"gate.protected_branches: {pattern!r} {problem}; it cannot be rendered as a "
+                "workflow condition"
             )
-        terms.append(f"startsWith({ref}, {_expr_string('refs/heads/' + prefix)})")
+        prefix = pattern.rstrip("*")
+        if prefix == pattern:
+            terms.append(f"{ref} == {_expr_string('refs/heads/' + pattern)}")
+        else:
+            terms.append(f"startsWith({ref}, {_expr_string('refs/heads/' + prefix)})")
     return " || ".join(terms)
 
 
@@ -275,7 +295,15 @@ def perfgate_source(site: Site) -> str:
     return site.config.perfgate_source or f"perfgate=={__version__}"
 
 
-SESSION_VERBS = ("bench", "gate", "publish", "resolve-image", "seed")
+SESSION_VERBS = (
+    "bench",
+    "gate",
+    "publish",
+    "resolve-image",
+    "roll-era",
+    "seed",
+    "verify-baselines",
+)
 
 
 def perfgate_commands(site: Site) -> dict[str, Raw]:
@@ -306,7 +334,7 @@ def gate_jobs() -> list[dict[str, Any]]:
         {
             "id": Raw("gate"),
             "name": "gate",
-            "condition": Raw(json.dumps(f"{common} && !({trusted})")),
+            "condition": _quoted(f"{common} && !({trusted})"),
             "post": "false",
             "writes_statuses": False,
             "why": Raw(
@@ -316,7 +344,7 @@ def gate_jobs() -> list[dict[str, Any]]:
         {
             "id": Raw("gate-trusted"),
             "name": "gate (post)",
-            "condition": Raw(json.dumps(f"{common} && ({trusted})")),
+            "condition": _quoted(f"{common} && ({trusted})"),
             "post": "true",
             "writes_statuses": True,
             "why": Raw("# Pushes and merge groups post their statuses directly."),
@@ -327,9 +355,13 @@ def gate_jobs() -> list[dict[str, Any]]:
 # -- context builders -------------------------------------------------------------------
 
 
+#: Where workflows find the composite actions, by ``workflows.action_ref``.
+ACTIONS_PATHS = {ActionRef.SELF: Raw("$/actions"), ActionRef.LOCAL: Raw("./actions")}
+
+
 def _common(site: Site) -> dict[str, Any]:
     return {
-        "pins": {name: _pin(name) for name in PINNED_ACTIONS},
+        "actions_path": ACTIONS_PATHS[site.config.action_ref],
         "perfgate_source": perfgate_source(site),
         "cli": perfgate_commands(site),
         "config_ref": site.config_ref,
@@ -339,11 +371,9 @@ def _common(site: Site) -> dict[str, Any]:
         "result_artifact_glob": RESULT_ARTIFACT_PREFIX + "*",
         "report_artifact": REPORT_ARTIFACT,
         "pending_artifact": PENDING_ARTIFACT,
-        "has_run_label": Raw(
-            json.dumps(
-                "${{ contains(github.event.pull_request.labels.*.name, "
-                f"{_expr_string(RUN_LABEL)}) }}}}"
-            )
+        "has_run_label": _quoted(
+            "${{ contains(github.event.pull_request.labels.*.name, "
+            f"{_expr_string(RUN_LABEL)}) }}}}"
         ),
     }
 
@@ -355,14 +385,12 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
         **_common(site),
         "target_branches": list(gate.target_branches),
         "protected_branches": list(gate.protected_branches),
-        "concurrency_group": Raw(json.dumps(concurrency_group("perfgate"))),
-        "config_condition": Raw(json.dumps(config_condition())),
-        "publish_condition": Raw(
-            json.dumps(
-                "!cancelled() && github.event_name == 'push' && "
-                "needs.config.outputs.run == 'true' "
-                f"&& ({branch_condition(gate.protected_branches)})"
-            )
+        "concurrency_group": _quoted(concurrency_group("perfgate")),
+        "config_condition": _quoted(config_condition()),
+        "publish_condition": _quoted(
+            "!cancelled() && github.event_name == 'push' && "
+            "needs.config.outputs.run == 'true' "
+            f"&& ({branch_condition(gate.protected_branches)})"
         ),
         "matrix": bench_matrix(site.config.buckets),
         "publish_timeout": publish_timeout(gate.baseline.publish_deadline_minutes),
@@ -399,7 +427,7 @@ def seed_jobs(config: Config) -> list[dict[str, Any]]:
         {
             "id": Raw("seed"),
             "name": "seed",
-            "condition": Raw(json.dumps("${{ !inputs.dry-run }}")),
+            "condition": _quoted("${{ !inputs.dry-run }}"),
             "runner": list(config.buckets[0].runner),
             "timeout": 360,
             "contents": Raw("write"),
@@ -417,7 +445,7 @@ def seed_image_target(config: Config) -> Raw:
     first target branch of perfgate.yaml.
     """
     first = _expr_string(config.gate.target_branches[0])
-    return Raw(json.dumps(f"${{{{ inputs.target || inputs.branch || {first} }}}}"))
+    return _quoted(f"${{{{ inputs.target || inputs.branch || {first} }}}}")
 
 
 def seed_workflow_context(site: Site) -> dict[str, Any]:
@@ -426,6 +454,48 @@ def seed_workflow_context(site: Site) -> dict[str, Any]:
         **_common(site),
         "seed_jobs": seed_jobs(site.config),
         "image_target": seed_image_target(site.config),
+    }
+
+
+def era_seed_timeout_minutes(bucket: Bucket, samples: int) -> int:
+    """A reseed job's ``timeout-minutes``: every sample with every attempt, plus setup, >= 30."""
+    return max(30, math.ceil(samples * (bucket.retries + 1) * bucket.timeout_minutes) + 15)
+
+
+def era_workflow_context(site: Site) -> dict[str, Any]:
+    """Context of the image era workflow: roll (build, push, record) -> seed -> verify (R11).
+
+    The roll job holds the one write scope it needs and, by name, only the registry
+    secrets of ``image.roll.secrets`` (R12); the seed rows are static like the bench
+    matrix, and each seeds at most ``min_samples`` samples of its bucket.
+    """
+    config = site.config
+    roll = config.image.roll if config.image else None
+    samples = config.gate.baseline.min_samples
+    planned = "contains(fromJSON(needs.roll.outputs.reseed-plan).bucket_ids, matrix.bucket)"
+    return {
+        **_common(site),
+        "protected_branches": list(config.gate.protected_branches),
+        "roll": {
+            # Without image.roll the job never builds: it records a bootstrap or says
+            # the era is known (a new era fails there, naming image.roll).
+            "runner": list(roll.runner) if roll else HOSTED_RUNNER,
+            "timeout": roll.timeout_minutes if roll else 30,
+            # Names match ^[A-Za-z_][A-Za-z0-9_]*$ (schema): safe inside the expression.
+            "secrets": [
+                (name, _quoted(f"${{{{ secrets.{name} }}}}"))
+                for name in (roll.secrets if roll else ())
+            ],
+        },
+        "seed_matrix": [
+            {
+                "bucket": bucket.id,
+                "runner": list(bucket.runner),
+                "timeout": era_seed_timeout_minutes(bucket, samples),
+            }
+            for bucket in config.buckets
+        ],
+        "planned": _quoted(planned),
     }
 
 
@@ -439,21 +509,26 @@ def comment_workflow_context(site: Site) -> dict[str, Any]:
     condition = " || ".join(
         f"github.event.workflow_run.conclusion == {_expr_string(c)}" for c in REPORTED_CONCLUSIONS
     )
-    return {**_common(site), "report_condition": Raw(json.dumps(condition))}
+    return {**_common(site), "report_condition": _quoted(condition)}
 
 
 def ci_workflow_context(site: Site) -> dict[str, Any]:
     """Context of this repository's own CI workflow."""
     return {
         **_common(site),
-        "concurrency_group": Raw(json.dumps(concurrency_group("ci"))),
+        "concurrency_group": _quoted(concurrency_group("ci")),
         "protected_branches": list(site.config.gate.protected_branches),
     }
 
 
 def actionlint_context(site: Site) -> dict[str, Any]:
     """Context of the actionlint configuration (self-hosted runner labels)."""
-    return {**_common(site), "labels": self_hosted_labels(site.config.buckets)}
+    image = site.config.image
+    roll_runner = set(image.roll.runner) if image and image.roll else set()
+    labels = sorted(
+        set(self_hosted_labels(site.config.buckets)) | (roll_runner - GITHUB_HOSTED_LABELS)
+    )
+    return {**_common(site), "labels": labels}
 
 
 _ACTIONS = ("setup", "resolve-image", "bench", "gate", "publish-baseline", "seed")
@@ -483,6 +558,15 @@ def targets(site: Site) -> list[tuple[str, str, dict[str, Any]]]:
         ),
         ("actionlint.yaml.j2", ".github/actionlint.yaml", actionlint_context(site)),
     ]
+    if site.config.image is not None:
+        # Only a config with an image block has an era to roll (R11).
+        items.append(
+            (
+                "workflows/perfgate-era.yml.j2",
+                ".github/workflows/perfgate-era.yml",
+                era_workflow_context(site),
+            )
+        )
     if site.self_ci:
         items.append(("workflows/ci.yml.j2", ".github/workflows/ci.yml", ci_workflow_context(site)))
     return items
@@ -500,8 +584,9 @@ def render_site(site: Site, templates: Path = TEMPLATES_DIR) -> list[RenderedFil
     """Render every file of ``site`` in memory."""
     env = environment(templates)
     files = []
+    pins = load_pins(templates / "pins" / "action.yml")
     for template, path, context in targets(site):
-        body = env.get_template(template).render(context)
+        body = env.get_template(template).render({**context, "pins": pins})
         files.append(
             RenderedFile(
                 path=PurePosixPath(path), template=template, text=header(template, site) + body

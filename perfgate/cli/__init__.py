@@ -7,9 +7,12 @@ only lists them, in the order `--help` shows, and owns the one place that catche
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import FrameType
 
 from perfgate import __version__
 from perfgate.cli import (
@@ -21,14 +24,28 @@ from perfgate.cli import (
     post_report,
     publish,
     reseed,
+    roll_era,
     seed,
     verify,
 )
 from perfgate.cli.common import Handler, Parser
-from perfgate.errors import ExitCode, PerfgateError
+from perfgate.errors import ExitCode, PerfgateError, Terminated
+from perfgate.redact import redact
 
 # The order of the verb list in ``perfgate --help``.
-VERB_MODULES = (config, bench, gate, post_report, publish, seed, verify, reseed, image, ci)
+VERB_MODULES = (
+    config,
+    bench,
+    gate,
+    post_report,
+    publish,
+    seed,
+    verify,
+    reseed,
+    image,
+    roll_era,
+    ci,
+)
 
 
 def build_parser() -> Parser:
@@ -45,16 +62,45 @@ def build_parser() -> Parser:
     return parser
 
 
+@contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise Terminated, so every cleanup Ctrl-C gets runs for them too.
+
+    Without this a cancelled CI job (SIGTERM) would end perfgate on the spot and leave its
+    benchmark, containers and temporary trees behind (R14).
+    """
+
+    def raise_terminated(signum: int, frame: FrameType | None) -> None:
+        raise Terminated(signum)
+
+    previous = {}
+    try:
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            previous[signum] = signal.signal(signum, raise_terminated)
+    except ValueError:  # not the main thread (an embedding caller): leave signals alone
+        pass
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            if handler is not None:
+                signal.signal(signum, handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse, dispatch, and map every PerfgateError to its exit code (DESIGN.md R8)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Handler = args.handler
     try:
-        return int(handler(args))
+        with terminate_as_interrupt():
+            return int(handler(args))
     except PerfgateError as exc:
-        print(f"perfgate: error: {exc}", file=sys.stderr)
+        print(f"perfgate: error: {redact(str(exc))}", file=sys.stderr)
         return int(exc.exit_code)
+    except Terminated as exc:
+        print(f"perfgate: terminated by signal {exc.signum}", file=sys.stderr)
+        return exc.exit_code
     except KeyboardInterrupt:
         print("perfgate: interrupted", file=sys.stderr)
         return 130

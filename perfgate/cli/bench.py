@@ -14,11 +14,16 @@ from pathlib import Path
 from perfgate.cli.common import (
     DEFAULT_RESULTS,
     DEFAULT_WORK,
+    EXIT_MEANINGS,
     Verbs,
     add_config,
+    add_json,
     add_report_dir,
     add_selection,
     add_verb,
+    closing_lines,
+    human,
+    print_json,
 )
 from perfgate.config import Config, load_config
 from perfgate.errors import ExitCode, UsageError
@@ -32,6 +37,16 @@ def register(verbs: Verbs) -> None:
         help="run buckets and write their result artifacts",
         description=__doc__,
         handler=run,
+        examples=(
+            "perfgate bench",
+            "perfgate bench --bucket cartpole/numpy --record",
+            "perfgate bench --bucket ID --out results/ --no-judge   # what a CI job runs",
+        ),
+        exits={
+            ExitCode.BLOCK: "judged locally, blocking mode: a regression",
+            ExitCode.HARD_FAILURE: "judged locally, blocking mode: a benchmark failed",
+            ExitCode.MALFUNCTION: EXIT_MEANINGS[ExitCode.MALFUNCTION],
+        },
     )
     add_config(bench)
     add_selection(bench, "run")
@@ -55,6 +70,7 @@ def register(verbs: Verbs) -> None:
         help="after judging, keep this run's healthy figures on the local baseline branch",
     )
     add_report_dir(bench)
+    add_json(bench, "the results (and, when judged, the verdict)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,22 +93,31 @@ def run(args: argparse.Namespace) -> int:
     say(f"{len(buckets)} bucket(s) on {settings.hardware.slug}, results in {settings.out_dir}")
     progress = Progress(len(buckets))
     results = run_buckets(buckets, settings, on_start=progress.start, on_done=progress.finish)
+    out = human(args)
     if args.no_judge or on_github():
         # In CI the aggregate job judges every bucket at once (nox -s gate).
-        print(bench_table(results))
+        print(bench_table(results), file=out)
+        if args.json:
+            print_json({"results": [r.to_json() for r in results], "verdict": None})
         return ExitCode.OK
     from perfgate.baselines.publish import record_samples
     from perfgate.baselines.store import open_store
     from perfgate.judge.gate import evaluate
     from perfgate.report.surfaces import write_report
     from perfgate.report.terminal import terminal_table
+    from perfgate.report.verdict import report_json
 
     store = open_store(config, local=True)
     report = evaluate(config, buckets, results, store)
     write_report(report, args.report_dir)
-    print(terminal_table(report))
+    print(terminal_table(report), file=out)
     if args.record:
         if store is None:
             raise UsageError("--record needs a git repository to hold the baseline branch")
         record_samples(store, results, "local", "Record local baseline samples")
+    min_samples = config.gate.baseline.min_samples
+    for line in closing_lines(report, local_bench=not args.record, min_samples=min_samples):
+        say(line)
+    if args.json:
+        print_json({"results": [r.to_json() for r in results], "verdict": report_json(report)})
     return report.exit_code

@@ -32,6 +32,14 @@ def register(verbs: Verbs) -> None:
         help="render workflows and composite actions from templates/",
         description=RENDER_HELP,
         handler=run_render,
+        examples=(
+            "perfgate render",
+            "perfgate render --check",
+            "perfgate render --config examples/isaaclab/perfgate.yaml --out examples/isaaclab",
+        ),
+        exits={
+            ExitCode.BLOCK: "--check: a generated file is stale (the diff is printed)",
+        },
     )
     add_config(render)
     render.add_argument(
@@ -51,6 +59,10 @@ def register(verbs: Verbs) -> None:
         help="list the buckets a change touches",
         description=AFFECTED_HELP,
         handler=run_affected,
+        examples=(
+            "git diff --name-only origin/main... > changed.txt && "
+            "perfgate affected --changed-files changed.txt",
+        ),
     )
     add_config(affected)
     source = affected.add_mutually_exclusive_group(required=True)
@@ -121,5 +133,5 @@ def run_affected(args: argparse.Namespace) -> int:
     if output:
         with Path(output).open("a", encoding="utf-8") as handle:
             handle.write(f"run={'true' if ids else 'false'}\n")
-            handle.write(f"buckets={json.dumps(ids)}\n")
+            handle.write(f"buckets={json.dumps(ids, allow_nan=False)}\n")
     return ExitCode.OK

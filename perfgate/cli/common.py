@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn, TypeAlias
+from typing import TYPE_CHECKING, NoReturn, TextIO, TypeAlias
 
 from perfgate.config import DEFAULT_CONFIG
 from perfgate.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from perfgate.judge.gate import GateReport
 
 # What ``add_subparsers`` returns: each verb module registers its parser on it.
 Verbs: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -29,14 +33,39 @@ class Parser(argparse.ArgumentParser):
         self.exit(ExitCode.USAGE, f"{self.prog}: error: {message}\n")
 
 
+# What each exit code means (DESIGN.md R8), for the verbs' --help.
+EXIT_MEANINGS = {
+    ExitCode.OK: "success (in advisory mode, whatever the verdict)",
+    ExitCode.BLOCK: "blocking mode: a regression (BLOCK)",
+    ExitCode.HARD_FAILURE: "blocking mode: a benchmark failed (HARD_FAILURE)",
+    ExitCode.MALFUNCTION: "perfgate itself could not run (no artifacts, unreadable baseline, "
+    "failed push)",
+    ExitCode.USAGE: "bad perfgate.yaml or command line (the message names file, key and fix)",
+}
+
+
 def add_verb(
-    verbs: Verbs, name: str, *, help: str, description: str | None, handler: Handler
+    verbs: Verbs,
+    name: str,
+    *,
+    help: str,
+    description: str | None,
+    handler: Handler,
+    examples: Sequence[str] = (),
+    exits: Mapping[ExitCode, str] | None = None,
 ) -> argparse.ArgumentParser:
-    """A verb's parser: ``help`` for the verb list, the verb module's docstring for its --help."""
+    """A verb's parser: ``help`` in the verb list; its --help has a description, examples
+    and the exit codes it can return (each with its meaning for this verb)."""
+    codes = {ExitCode.OK: EXIT_MEANINGS[ExitCode.OK], **(exits or {})}
+    codes.setdefault(ExitCode.USAGE, EXIT_MEANINGS[ExitCode.USAGE])
+    epilog = ["examples:", *(f"  {line}" for line in examples)] if examples else []
+    epilog += ["", "exit codes:"] if epilog else ["exit codes:"]
+    epilog += [f"  {int(code)}  {codes[code]}" for code in sorted(codes)]
     parser = verbs.add_parser(
         name,
         help=help,
         description=(description or "").strip() or None,
+        epilog="\n".join(epilog),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.set_defaults(handler=handler)
@@ -77,9 +106,78 @@ def add_report_dir(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_local_baseline(parser: argparse.ArgumentParser, help_text: str) -> None:
-    """--local-baseline: read (and where the verb writes, write) the local branch only."""
-    parser.add_argument("--local-baseline", action="store_true", help=help_text)
+def add_baseline_source(
+    parser: argparse.ArgumentParser,
+    *,
+    remote_flag: str = "--remote",
+    remote_help: str = "use the baseline branch on the configured remote "
+    "(gate.baseline.remote); the default in CI",
+) -> None:
+    """Which baseline branch a verb reads (and writes): the local one unless CI or asked.
+
+    Outside CI a laptop's run must never touch the shared remote by surprise; in CI
+    (GITHUB_ACTIONS) the configured remote is the only baseline there is.
+    """
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        remote_flag,
+        dest="remote",
+        action="store_true",
+        help=remote_help,
+    )
+    source.add_argument(
+        "--local-baseline",
+        action="store_true",
+        help="use the local baseline branch only, no fetch and no push; the default outside CI",
+    )
+
+
+def baseline_is_local(args: argparse.Namespace) -> bool:
+    """True when the verb should use the local baseline branch (see add_baseline_source)."""
+    from perfgate.console import on_github
+
+    if args.remote:
+        return False
+    return bool(args.local_baseline) or not on_github()
+
+
+def add_json(parser: argparse.ArgumentParser, document: str) -> None:
+    """--json: one JSON document on stdout for other tools; the human side moves to stderr."""
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help=f"print {document} as one JSON document on stdout (tables and notes go to stderr)",
+    )
+
+
+def human(args: argparse.Namespace) -> TextIO:
+    """Where tables and notes go: stdout, or stderr when stdout carries --json."""
+    return sys.stderr if getattr(args, "json", False) else sys.stdout
+
+
+def print_json(document: object) -> None:
+    """The --json document: strict JSON (never NaN), one object, on stdout."""
+    print(json.dumps(document, indent=2, allow_nan=False))
+
+
+def closing_lines(report: GateReport, *, local_bench: bool, min_samples: int) -> list[str]:
+    """What a person needs to read last: why the exit code is what it is, what to do next."""
+    from perfgate.judge.gate import awaits_baseline
+    from perfgate.judge.oracle import Verdict
+
+    lines = []
+    waiting = [row.bucket.id for row in report.rows if awaits_baseline(row)]
+    if waiting and local_bench:
+        lines.append(
+            f"no baseline yet for {len(waiting)} bucket(s) on this machine: record one with "
+            f"`nox -s bench -- --record` ({min_samples} recorded runs fill a window)"
+        )
+    if report.mode.value == "advisory" and report.overall is not Verdict.PASS:
+        lines.append(
+            f"advisory mode: exit 0; the verdict is {report.overall.label} "
+            "(gate.mode: blocking in perfgate.yaml makes a regression exit 1)"
+        )
+    return lines
 
 
 def repo_top() -> Path:

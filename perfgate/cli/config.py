@@ -18,6 +18,10 @@ def register(verbs: Verbs) -> None:
         help="check perfgate.yaml",
         description="Validate perfgate.yaml and say how many buckets it expands to.",
         handler=run_validate,
+        examples=(
+            "perfgate validate",
+            "perfgate validate --config examples/isaaclab/perfgate.yaml",
+        ),
     )
     add_config(validate)
     matrix = add_verb(
@@ -26,6 +30,11 @@ def register(verbs: Verbs) -> None:
         help="print the expanded bucket matrix",
         description="Print the expanded bucket matrix: a table, or JSON for other tools.",
         handler=run_matrix,
+        examples=(
+            "perfgate matrix",
+            "perfgate matrix --json --tag camera",
+            'perfgate matrix --json | jq -r ".[].id"',
+        ),
     )
     add_config(matrix)
     matrix.add_argument("--json", action="store_true", help="print JSON for other tools")
@@ -46,7 +55,7 @@ def run_matrix(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     buckets = config.select(args.bucket, args.tag)
     if args.json:
-        print(json.dumps([b.matrix_entry() for b in buckets], indent=2))
+        print(json.dumps([b.matrix_entry() for b in buckets], indent=2, allow_nan=False))
         return ExitCode.OK
     from perfgate.console import render_table
 

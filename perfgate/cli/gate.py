@@ -12,14 +12,21 @@ import os
 from pathlib import Path
 
 from perfgate.cli.common import (
+    EXIT_MEANINGS,
     Verbs,
+    add_baseline_source,
     add_config,
-    add_local_baseline,
+    add_json,
     add_report_dir,
     add_selection,
     add_verb,
+    baseline_is_local,
+    closing_lines,
+    human,
+    print_json,
 )
 from perfgate.config import load_config
+from perfgate.errors import ExitCode
 
 
 def register(verbs: Verbs) -> None:
@@ -30,20 +37,29 @@ def register(verbs: Verbs) -> None:
         help="judge result artifacts and write the report",
         description=__doc__,
         handler=run,
+        examples=(
+            "perfgate gate --results .perfgate/results",
+            "perfgate gate --results results/ --remote --json > verdict.json",
+            "perfgate gate --results results/ --post   # in CI: statuses and the PR comment",
+        ),
+        exits={
+            ExitCode.BLOCK: EXIT_MEANINGS[ExitCode.BLOCK],
+            ExitCode.HARD_FAILURE: "blocking mode: a benchmark failed or did not report",
+            ExitCode.MALFUNCTION: EXIT_MEANINGS[ExitCode.MALFUNCTION],
+        },
     )
     add_config(gate)
     gate.add_argument("--results", type=Path, required=True, help="directory of result artifacts")
     add_report_dir(gate)
     add_selection(gate, "expect")
-    add_local_baseline(
-        gate, "read the local baseline branch instead of fetching it from the remote"
-    )
+    add_baseline_source(gate)
     gate.add_argument(
         "--post",
         action="store_true",
         help="post commit statuses and the sticky PR comment when the token may write; "
         "otherwise print one notice (the exit code stays the verdict's)",
     )
+    add_json(gate, "verdict.json")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
         config,
         expected,
         artifacts.results,
-        open_store(config, local=args.local_baseline),
-        notes=artifacts.unreadable,
+        open_store(config, local=baseline_is_local(args)),
+        unreadable=artifacts.unreadable,
     )
     paths = write_report(report, args.report_dir)
     run = context.detect(os.environ, default_target=config.gate.target_branches[0])
@@ -74,14 +90,22 @@ def run(args: argparse.Namespace) -> int:
         # Lets the trusted workflow_run job post a fork pull request's verdict (R12).
         write_context(run, args.report_dir)
     write_github_surfaces(report)
-    print(terminal_table(report))
+    out = human(args)
+    print(terminal_table(report), file=out)
     for note in report.notes:
-        annotate("warning", note)
+        annotate("warning", note, stream=out)
     say(f"report in {paths['summary']} and {paths['verdict']}")
     if args.post:
         from perfgate.github.post import post_from_run, say_published
 
-        published = post_from_run(report_json(report), run, os.environ.get("GITHUB_TOKEN"))
+        published = post_from_run(
+            report_json(report), run, os.environ.get("GITHUB_TOKEN"), stream=out
+        )
         if published is not None:
             say_published(published, run.head_sha or "", run.pr_number)
+    min_samples = config.gate.baseline.min_samples
+    for line in closing_lines(report, local_bench=False, min_samples=min_samples):
+        say(line)
+    if args.json:
+        print_json(report_json(report))
     return report.exit_code

@@ -3,7 +3,8 @@
 The era key hashes the declared container inputs of the checkout. A manifest on the
 baseline branch maps eras to immutable images; a miss falls back to the target branch's
 tag (never the pull request's merge ref), then to a build. --record writes the manifest
-and runs only on pushes to protected branches.
+and runs only on pushes to protected branches; a recorded era is immutable (exit 4)
+unless --force REASON, which is kept in the record.
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ import json
 import os
 from pathlib import Path
 
-from perfgate.cli.common import Verbs, add_config, add_local_baseline, add_verb
+from perfgate.cli.common import (
+    Verbs,
+    add_baseline_source,
+    add_config,
+    add_verb,
+    baseline_is_local,
+)
 from perfgate.config import load_config
 from perfgate.errors import ExitCode, UsageError
 
@@ -26,6 +33,16 @@ def register(verbs: Verbs) -> None:
         help="choose the CI image for this run, or record an image era",
         description=__doc__,
         handler=run,
+        examples=(
+            "perfgate resolve-image",
+            "perfgate resolve-image --record registry/image@sha256:...   # protected pushes only",
+        ),
+        exits={
+            ExitCode.MALFUNCTION: "the manifest could not be read or written, or the build failed",
+            ExitCode.USAGE: (
+                "no image block, a recorded era (without --force), or not a protected push"
+            ),
+        },
     )
     add_config(resolve_image)
     resolve_image.add_argument(
@@ -39,9 +56,13 @@ def register(verbs: Verbs) -> None:
         metavar="IMAGE",
         help="record IMAGE (immutable reference) for this checkout's era; protected pushes only",
     )
-    add_local_baseline(
-        resolve_image, "read the manifest from the local baseline branch instead of the remote"
+    resolve_image.add_argument(
+        "--force",
+        metavar="REASON",
+        help="with --record: replace the image of an era the manifest has (refused, exit 4, "
+        "without it); REASON is kept in the record",
     )
+    add_baseline_source(resolve_image)
     resolve_image.add_argument(
         "--no-build", action="store_true", help="never fall back to image.build"
     )
@@ -67,7 +88,9 @@ def run(args: argparse.Namespace) -> int:
     checkout = args.checkout
     run = context.detect(os.environ, cwd=checkout, default_target=config.gate.target_branches[0])
     era = image.era_of(spec, checkout)
-    store = open_store(config, local=args.local_baseline)
+    store = open_store(config, local=baseline_is_local(args))
+    if args.force is not None and (not args.record or not args.force.strip()):
+        raise UsageError("--force REASON goes with --record IMAGE and needs a reason")
     if args.record:
         protected = ", ".join(config.gate.protected_branches)
         if run.event != "push" or not config.gate.is_protected(run.branch):
@@ -78,13 +101,20 @@ def run(args: argparse.Namespace) -> int:
             )
         if store is None:
             raise UsageError("--record must run inside the repository's git checkout")
-        editor = image.manifest_editor(spec.manifest, era, args.record, run.commit)
         commit = commit_to_branch(
             store.repo,
             store.branch,
             store.remote,
-            lambda tree, _tip: editor(tree),
-            image.record_message(era, args.record),
+            image.manifest_editor(
+                spec.manifest,
+                era,
+                args.record,
+                run.commit,
+                details={"source": "record"},
+                force=args.force,
+            ),
+            image.record_message(era, args.record)
+            + (f" (forced: {args.force})" if args.force else ""),
             store.retry,
             # Only the manifest is checked out: the samples on the branch can be large.
             paths=[spec.manifest],
@@ -112,5 +142,5 @@ def run(args: argparse.Namespace) -> int:
     if output_file:
         with Path(output_file).open("a", encoding="utf-8") as handle:
             handle.writelines(f"{key}={value}\n" for key, value in choice.step_outputs().items())
-    print(json.dumps(choice.to_json(), indent=2))
+    print(json.dumps(choice.to_json(), indent=2, allow_nan=False))
     return ExitCode.OK

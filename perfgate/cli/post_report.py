@@ -25,6 +25,13 @@ def register(verbs: Verbs) -> None:
         help="in a trusted workflow_run job: validate a pull request's report artifact and post it",
         description=__doc__,
         handler=run,
+        examples=("perfgate post-report --report-dir downloaded-report/",),
+        exits={
+            ExitCode.MALFUNCTION: "the GitHub API failed",
+            ExitCode.USAGE: (
+                "the report was rejected (the message says why; the commit gets a failing status)"
+            ),
+        },
     )
     add_config(post_report)
     post_report.add_argument(

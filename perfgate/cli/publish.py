@@ -16,7 +16,7 @@ from pathlib import Path
 
 from perfgate.cli.common import Verbs, add_config, add_verb
 from perfgate.config import load_config
-from perfgate.errors import ExitCode, UsageError
+from perfgate.errors import ExitCode, GateMalfunction, UsageError
 
 
 def register(verbs: Verbs) -> None:
@@ -27,6 +27,14 @@ def register(verbs: Verbs) -> None:
         help="append trusted samples to the baseline branch",
         description=__doc__,
         handler=run,
+        examples=("perfgate publish --results results/   # CI, on pushes to protected branches",),
+        exits={
+            ExitCode.HARD_FAILURE: (
+                "blocking mode: some results were unhealthy and not published (the rest were)"
+            ),
+            ExitCode.MALFUNCTION: "the samples could not be pushed",
+            ExitCode.USAGE: "not a protected push, or artifacts from elsewhere",
+        },
     )
     add_config(publish)
     publish.add_argument(
@@ -76,9 +84,23 @@ def run(args: argparse.Namespace) -> int:
             "`nox -s bench -- --record` to keep samples on your local baseline branch"
         )
     artifacts = load_results(args.results)
-    for problem in artifacts.unreadable:
-        say(problem)
+    for bad in artifacts.unreadable:
+        say(f"refused {bad.problem}")
     results = artifacts.results
+    if not results:
+        raise GateMalfunction(
+            f"no readable result artifacts in {args.results}: nothing was published"
+        )
+    # Store paths come only from buckets perfgate.yaml declares (R14): anything else is refused
+    # before a single sample is written.
+    known = set(config.bucket_ids())
+    unknown = [r.bucket.id for r in results if r.bucket.id not in known]
+    if unknown:
+        raise UsageError(
+            f"refusing to publish artifacts for buckets not in {config.path}: "
+            f"{', '.join(sorted(set(unknown)))}; publish only the results of this config's "
+            "bench jobs (nothing was written)"
+        )
     foreign = [
         r.bucket.id
         for r in results
@@ -93,10 +115,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("publish must run inside the repository's git checkout")
 
     def accept(sample: Sample) -> str | None:
-        # Only what a protected push could have published may ride along (R9).
-        if config.gate.is_protected(sample.target_branch):
-            return None
-        return f"sample for the unprotected branch {sample.target_branch!r}"
+        # Only what a protected push of this config could have published rides along (R9, R14).
+        if f"{sample.task}/{sample.backend_key}" not in known:
+            return f"sample for a bucket not in {config.path}"
+        if not config.gate.is_protected(sample.target_branch):
+            return f"sample for the unprotected branch {sample.target_branch!r}"
+        return None
 
     files, missing = pending_files(args.pending)
     carried, notes = read_pending(files, accept)
@@ -111,8 +135,9 @@ def run(args: argparse.Namespace) -> int:
         carried=carried,
         pending=args.report_dir / PENDING_FILE,
     )
+    refused += len(artifacts.unreadable)
     if refused:
         # A failed run is never a baseline; the exit code says so as the gate's would (R8).
-        say(f"{refused} unhealthy result(s) were not published")
+        say(f"{refused} unhealthy or unreadable result(s) were not published")
         return exit_code_for(Verdict.HARD_FAILURE, config.gate.mode)
     return ExitCode.OK

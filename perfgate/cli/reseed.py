@@ -25,6 +25,10 @@ def register(verbs: Verbs) -> None:
         help="turn the gate's under-filled buckets into a seed plan",
         description=__doc__,
         handler=run,
+        examples=(
+            "perfgate reseed-plan --report .perfgate/report/verdict.json --out plan.json",
+            "perfgate reseed-plan --underfilled '[\"cartpole/numpy\"]' --commit SHA --target main",
+        ),
     )
     add_config(reseed)
     origin = reseed.add_mutually_exclusive_group(required=True)

@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING
 
 from perfgate.cli.common import (
     DEFAULT_WORK,
+    EXIT_MEANINGS,
     Verbs,
-    add_local_baseline,
+    add_baseline_source,
     add_selection,
     add_verb,
+    baseline_is_local,
 )
 from perfgate.config import DEFAULT_CONFIG, Config, load_config
 from perfgate.console import annotate, format_figure, render_table, say
@@ -40,6 +42,16 @@ def register(verbs: Verbs) -> None:
         help="replay historical commits to fill baselines (dry run unless --execute)",
         description=__doc__,
         handler=run,
+        examples=(
+            "perfgate seed --branch main --last 5                # dry run: the plan and its cost",
+            "perfgate seed --branch main --last 5 --execute      # "
+            "measure, keep on the local branch",
+            "perfgate seed --plan plan.json --execute --push     # CI: a reseed plan, pushed",
+        ),
+        exits={
+            ExitCode.HARD_FAILURE: "some seed runs failed (the others were recorded)",
+            ExitCode.MALFUNCTION: EXIT_MEANINGS[ExitCode.MALFUNCTION],
+        },
     )
     seed.add_argument(
         "--config",
@@ -59,7 +71,10 @@ def register(verbs: Verbs) -> None:
         help="replay SHA for target BRANCH (repeatable)",
     )
     source.add_argument(
-        "--plan", type=Path, metavar="FILE", help="a reseed plan from `perfgate reseed-plan`"
+        "--plan",
+        type=Path,
+        metavar="FILE",
+        help="a reseed plan (`perfgate reseed-plan`, `perfgate roll-era`); --bucket narrows it",
     )
     seed.add_argument(
         "--last", type=int, default=5, metavar="N", help="with --branch: how many commits (5)"
@@ -90,9 +105,8 @@ def register(verbs: Verbs) -> None:
     seed.add_argument("--execute", action="store_true", help="run the plan and write samples")
     seed.add_argument(
         "--seed-key",
-        default="seed",
         help="names this seeding: the same key skips samples already stored; a new key "
-        "measures the same commits again (default: %(default)s)",
+        "measures the same commits again (default: the --plan's key, else 'seed')",
     )
     seed.add_argument(
         "--work-dir",
@@ -106,7 +120,12 @@ def register(verbs: Verbs) -> None:
         default=Path(".perfgate/seed/seed_records.json"),
         help="the summary of the records (default: %(default)s)",
     )
-    add_local_baseline(seed, "read and write the local baseline branch only (no fetch, no push)")
+    add_baseline_source(
+        seed,
+        remote_flag="--push",
+        remote_help="read the baseline branch on the configured remote and push the seeded "
+        "samples there (with --execute); the default in CI",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -115,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.baselines.store import open_store
 
     current = load_config(args.config or DEFAULT_CONFIG)
-    store = open_store(current, local=args.local_baseline)
+    store = open_store(current, local=baseline_is_local(args))
     if store is None:
         raise UsageError("seed must run inside the repository's git checkout")
     options = SeedOptions(
@@ -190,6 +209,7 @@ def seed_command(options: SeedOptions, current: Config, store: BaselineStore) ->
     from perfgate import context
     from perfgate.baselines.reseed import load_plan, plan_text
     from perfgate.baselines.seed import (
+        DEFAULT_SEED_KEY,
         ExecuteSettings,
         PlanRequest,
         RecordStatus,
@@ -204,7 +224,14 @@ def seed_command(options: SeedOptions, current: Config, store: BaselineStore) ->
 
     repo = store.repo
     plan_file = load_plan(options.plan) if options.plan else None
+    selection = options.selection
     if plan_file is not None:
+        if selection.ids:
+            # One job of a per-bucket matrix seeds its own bucket of the plan, if planned;
+            # an id perfgate.yaml does not know is still a typo (exit 4).
+            current.select(selection.ids)
+            plan_file = plan_file.only(selection.ids)
+            selection = replace(selection, ids=())
         print(plan_text(plan_file))
         if not plan_file.buckets:
             return ExitCode.OK
@@ -244,7 +271,6 @@ def seed_command(options: SeedOptions, current: Config, store: BaselineStore) ->
             f"{', '.join(plan_file.hardware)}: its samples would fill another partition. "
             "Run the seed on a runner of that pool"
         )
-    selection = options.selection
     if plan_file is not None:
         selection = replace(selection, ids=selection.ids + plan_file.bucket_ids)
     request = PlanRequest(
@@ -252,7 +278,9 @@ def seed_command(options: SeedOptions, current: Config, store: BaselineStore) ->
         selection=selection,
         samples=options.samples,
         bucket_samples={b.id: b.samples for b in plan_file.buckets} if plan_file else {},
-        seed_key=options.seed_key,
+        seed_key=options.seed_key
+        or (plan_file.seed_key if plan_file else None)
+        or DEFAULT_SEED_KEY,
         hardware=machine.slug,
         override=current if options.config_given else None,
         min_samples=current.gate.baseline.min_samples,

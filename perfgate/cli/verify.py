@@ -3,6 +3,8 @@
 Per bucket, the largest group of stored samples of one fingerprint (target branch, the
 three identity hashes, baseline epoch) on this hardware counts; a bucket is READY when
 that group fills a minimum window. --require exits 1 unless every bucket is READY.
+--newest-runtime counts only the runtime of the newest sample (the image the gate runs
+now, after an era roll); --all-hardware takes each bucket's best hardware partition.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ import sys
 from pathlib import Path
 
 from perfgate.cli.common import (
+    EXIT_MEANINGS,
     Verbs,
+    add_baseline_source,
     add_config,
-    add_local_baseline,
     add_selection,
     add_verb,
+    baseline_is_local,
     repo_top,
 )
 from perfgate.config import load_config
@@ -32,9 +36,29 @@ def register(verbs: Verbs) -> None:
         help="say per bucket whether its baseline can gate",
         description=__doc__,
         handler=run,
+        examples=(
+            "perfgate verify-baselines",
+            "perfgate verify-baselines --remote --require --json readiness.json",
+        ),
+        exits={
+            ExitCode.BLOCK: "with --require: some bucket is not READY",
+            ExitCode.MALFUNCTION: EXIT_MEANINGS[ExitCode.MALFUNCTION],
+        },
     )
     add_config(verify)
-    verify.add_argument("--hardware", metavar="SLUG", help="default: this machine's")
+    where = verify.add_mutually_exclusive_group()
+    where.add_argument("--hardware", metavar="SLUG", help="default: this machine's")
+    where.add_argument(
+        "--all-hardware",
+        action="store_true",
+        help="every hardware partition on the branch, each bucket on its best one (a hosted "
+        "runner checking self-hosted pools)",
+    )
+    verify.add_argument(
+        "--newest-runtime",
+        action="store_true",
+        help="count only the runtime of each bucket's newest sample (after an image era roll)",
+    )
     verify.add_argument(
         "--target", metavar="BRANCH", help="default: the first target branch of perfgate.yaml"
     )
@@ -43,7 +67,7 @@ def register(verbs: Verbs) -> None:
     verify.add_argument(
         "--require", action="store_true", help="exit 1 unless every bucket is READY"
     )
-    add_local_baseline(verify, "read the local baseline branch")
+    add_baseline_source(verify)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,16 +80,18 @@ def run(args: argparse.Namespace) -> int:
     repo_top()
     config = load_config(args.config)
     buckets = config.select(args.bucket, args.tag)
-    store = open_store(config, local=args.local_baseline)
+    store = open_store(config, local=baseline_is_local(args))
     assert store is not None  # repo_top found the repository
-    slug = args.hardware or hardware.detect().slug
+    slugs = () if args.all_hardware else (args.hardware or hardware.detect().slug,)
+    slug = ", ".join(slugs) or "every hardware partition"
     target = args.target or config.gate.target_branches[0]
     rows, notes, tip = verify_store(
         store,
         buckets,
-        hardware=slug,
+        hardware=slugs,
         target_branch=target,
         min_samples=config.gate.baseline.min_samples,
+        newest_runtime=args.newest_runtime,
     )
     print(f"baselines on {store.branch} for {target} on {slug}:")
     print(readiness_table(rows))
@@ -76,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        args.json.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     if args.require and not report["ready"]:
         waiting = [r.bucket for r in rows if r.status is not Readiness.READY]
         say(f"not every bucket can gate yet: {', '.join(waiting)}")

@@ -15,8 +15,9 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 
-from perfgate import __version__
+from perfgate import __version__, jsonfile
 from perfgate.errors import ExitCode, PerfgateError
+from perfgate.redact import redact
 
 RETRYABLE_STATUSES = frozenset({500, 502, 503, 504})
 # Read timeouts are generous: the API can be slow under load, and a retry costs more.
@@ -40,13 +41,19 @@ class GitHubPermissionError(GitHubError):
 
 @dataclass(frozen=True, kw_only=True)
 class RetryPolicy:
-    """How often and how long to wait before giving up on 5xx and secondary rate limits."""
+    """How often and how long to wait before giving up on 5xx and rate limits."""
 
     attempts: int = 5
     backoff_s: float = 1.0
     max_backoff_s: float = 30.0
     # Retry-After beyond this means the limit will not lift within a CI job's patience.
     max_wait_s: float = 300.0
+    # A rate limit without a hint: GitHub says wait at least a minute, then back off
+    # exponentially, and give up after a number of retries.
+    secondary_wait_s: float = 60.0
+    rate_limit_retries: int = 4
+    # All rate-limit waits of one request together stay within this.
+    deadline_s: float = 900.0
 
 
 def _retry_after(response: requests.Response) -> float | None:
@@ -59,17 +66,30 @@ def _retry_after(response: requests.Response) -> float | None:
             return None
     if response.headers.get("x-ratelimit-remaining") == "0":
         reset = response.headers.get("x-ratelimit-reset")
-        if reset is not None and reset.isdigit():
+        if reset is not None and reset.isascii() and reset.isdigit():
             return max(0.0, float(reset) - time.time())
         return 60.0
     return None
 
 
 def _is_rate_limited(response: requests.Response) -> bool:
-    """Secondary and primary rate limits answer 403 or 429 with a wait hint."""
-    return response.status_code in (403, 429) and (
-        "Retry-After" in response.headers or response.headers.get("x-ratelimit-remaining") == "0"
+    """A rate limit, primary or secondary, as GitHub documents them.
+
+    429 always is one. A 403 is one when it carries a wait hint (Retry-After, or no
+    requests remaining) or says so in its message; any other 403 is a permission error.
+    """
+    if response.status_code == 429:
+        return True
+    return response.status_code == 403 and (
+        "Retry-After" in response.headers
+        or response.headers.get("x-ratelimit-remaining") == "0"
+        or "rate limit" in _api_message(response).lower()
     )
+
+
+def _host(url: str) -> str:
+    """``host[:port]`` of ``url``, never its ``user:password@`` part."""
+    return urlsplit(url).netloc.rpartition("@")[2]
 
 
 def _api_message(response: requests.Response) -> str:
@@ -90,7 +110,9 @@ class GitHubClient:
     repository: str
     token: str = field(repr=False)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    # Injectable, so tests wait out rate limits without waiting minutes.
     sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
     session: requests.Session = field(default_factory=requests.Session, repr=False)
 
     def __post_init__(self) -> None:
@@ -113,7 +135,7 @@ class GitHubClient:
     def _same_origin(self, url: str) -> bool:
         """The token goes only to the configured API server (pagination links included)."""
         ours, theirs = urlsplit(self.api_url), urlsplit(url)
-        return (ours.scheme, ours.netloc) == (theirs.scheme, theirs.netloc)
+        return (ours.scheme, _host(self.api_url)) == (theirs.scheme, _host(url))
 
     def _redact(self, text: str) -> str:
         return text.replace(self.token, "***") if self.token else text
@@ -124,13 +146,16 @@ class GitHubClient:
         """One request with retries on 5xx, connection errors and rate limits."""
         if not self._same_origin(url):
             raise GitHubError(
-                f"refusing to send the token to {urlsplit(url).netloc}: it is not the API server "
-                f"{urlsplit(self.api_url).netloc} (GITHUB_API_URL)"
+                f"refusing to send the token to {_host(url)}: it is not the API server "
+                f"{_host(self.api_url)} (GITHUB_API_URL)"
             )
         label = f"{method} {urlsplit(url).path}"
         delay = self.retry.backoff_s
-        for attempt in range(1, self.retry.attempts + 1):
-            last = attempt == self.retry.attempts
+        # Failed attempts (5xx, no connection) count against ``attempts``; rate limits are
+        # waited out within their own budget.
+        started, failures, limited = self.clock(), 0, 0
+        while True:
+            last = failures + 1 >= self.retry.attempts
             try:
                 response = self.session.request(
                     method,
@@ -142,10 +167,11 @@ class GitHubClient:
             except (requests.ConnectionError, requests.Timeout) as exc:
                 if last:
                     raise GitHubError(
-                        f"{label}: cannot reach {urlsplit(self.api_url).netloc} after "
-                        f"{attempt} attempts ({type(exc).__name__}); check GITHUB_API_URL and "
-                        "the runner's network"
+                        f"{label}: cannot reach {_host(self.api_url)} after "
+                        f"{failures + 1} attempts ({type(exc).__name__}); check GITHUB_API_URL "
+                        "and the runner's network"
                     ) from None
+                failures += 1
                 self.sleep(delay)
                 delay = min(delay * 2, self.retry.max_backoff_s)
                 continue
@@ -153,24 +179,32 @@ class GitHubClient:
                 # Never the exception's text: it can quote request headers.
                 raise GitHubError(f"{label}: the request failed ({type(exc).__name__})") from None
             if _is_rate_limited(response):
-                wait = _retry_after(response)
-                if last or wait is None or wait > self.retry.max_wait_s:
+                hinted = _retry_after(response)
+                # Without a hint: at least a minute, doubling with each further limit.
+                wait = hinted if hinted is not None else self.retry.secondary_wait_s * 2**limited
+                limited += 1
+                waited = self.clock() - started
+                if (
+                    limited > self.retry.rate_limit_retries
+                    or wait > self.retry.max_wait_s
+                    or waited + wait > self.retry.deadline_s
+                ):
                     raise GitHubError(
                         f"{label}: rate limited by GitHub ({response.status_code}, "
-                        f"{self._redact(_api_message(response))}); wait "
-                        f"{'a while' if wait is None else f'{wait:.0f}s'} and re-run the job",
+                        f"{self._redact(_api_message(response))}), still after waiting "
+                        f"{waited:.0f}s; wait {wait:.0f}s and re-run the job",
                         status=response.status_code,
                     )
                 self.sleep(wait)
                 continue
             if response.status_code in RETRYABLE_STATUSES and not last:
+                failures += 1
                 self.sleep(delay)
                 delay = min(delay * 2, self.retry.max_backoff_s)
                 continue
             if response.status_code >= 400:
                 raise self._error(label, response)
             return response
-        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _error(self, label: str, response: requests.Response) -> GitHubError:
         status = response.status_code
@@ -202,12 +236,24 @@ class GitHubClient:
             f"{label}: GitHub answered {status} {message}; retry later", status=status
         )
 
+    def _json(self, label: str, response: requests.Response) -> Any:
+        """The decoded body; a body that is not JSON is a clean error, never a traceback."""
+        try:
+            return jsonfile.loads(response.content.decode("utf-8"))
+        except (UnicodeDecodeError, jsonfile.JsonError) as exc:
+            raise GitHubError(
+                f"{label}: GitHub answered {response.status_code} with a body that is not JSON "
+                f"({exc}); check that GITHUB_API_URL ({redact(self.api_url)}) is the REST API",
+                status=response.status_code,
+            ) from None
+
     def request(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
         """One API call; returns the decoded JSON body (None for 204)."""
-        response = self._send(method, self._url(path), body=body)
+        url = self._url(path)
+        response = self._send(method, url, body=body)
         if response.status_code == 204 or not response.content:
             return None
-        return response.json()
+        return self._json(f"{method} {urlsplit(url).path}", response)
 
     def paginate(self, path: str, per_page: int = 100) -> Iterator[dict[str, Any]]:
         """Every item of a list endpoint, following the Link header's ``next``."""
@@ -215,9 +261,11 @@ class GitHubClient:
         url: str | None = self._url(f"{path}{separator}per_page={per_page}")
         while url is not None:
             response = self._send("GET", url)
-            page = response.json()
+            page = self._json(f"GET {urlsplit(url).path}", response)
             if not isinstance(page, list):
-                raise GitHubError(f"GET {urlsplit(url).path}: expected a list, got {type(page)}")
+                raise GitHubError(
+                    f"GET {urlsplit(url).path}: expected a list, got {type(page).__name__}"
+                )
             yield from page
             url = response.links.get("next", {}).get("url")
 

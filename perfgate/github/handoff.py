@@ -21,6 +21,7 @@ from typing import Any
 
 import jsonschema
 
+from perfgate import jsonfile
 from perfgate.config import load_config
 from perfgate.context import PULL_REQUEST_EVENTS, RunContext
 from perfgate.errors import ConfigError, UsageError
@@ -78,7 +79,9 @@ def context_json(run: RunContext) -> dict[str, Any]:
 def write_context(run: RunContext, report_dir: Path) -> Path:
     """Write context.json beside verdict.json for the hand-off."""
     path = report_dir / CONTEXT_FILE
-    path.write_text(json.dumps(context_json(run), indent=2) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps(context_json(run), indent=2, allow_nan=False) + "\n", encoding="utf-8"
+    )
     return path
 
 
@@ -143,8 +146,8 @@ def _read_json(path: Path, limit: int) -> Any:
     if size > limit:
         raise HandoffRejected(f"{path}: {size} bytes, over the {limit}-byte cap; not posted")
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return jsonfile.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, jsonfile.JsonError) as exc:
         raise HandoffRejected(f"{path}: not valid UTF-8 JSON ({exc}); not posted") from None
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
 from perfgate.config import Bucket, Config, Mode
 from perfgate.errors import ExitCode, GateMalfunction
-from perfgate.judge.oracle import Judgement, Reason, Verdict, judge
-from perfgate.result import Result, read_result
+from perfgate.judge.oracle import Bisect, Judgement, Reason, Signal, Verdict, judge
+from perfgate.result import ArtifactError, Result, read_result
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,8 +29,8 @@ class Row:
 
     @property
     def reported(self) -> bool:
-        """True when an artifact arrived for this bucket."""
-        return self.result is not None
+        """True when an artifact arrived for this bucket (a judged one, or an unreadable one)."""
+        return self.result is not None or self.judgement is not None
 
     @property
     def excused(self) -> bool:
@@ -82,6 +82,8 @@ class GateReport:
     min_samples: int
     max_samples: int = 20
     baseline_tip: str | None = None
+    # Which baseline branch was read: "origin/perf-baselines" or "perf-baselines (local)".
+    baseline_source: str | None = None
     base_commit: str | None = None
     commit: str | None = None
     target_branch: str | None = None
@@ -116,7 +118,9 @@ def latest_per_bucket(results: Sequence[Result]) -> dict[str, Result]:
 
     def order(result: Result) -> tuple[int, str]:
         attempt = result.ci.run_attempt or "0"
-        return (int(attempt) if attempt.isdigit() else 0, result.timings.finished_at)
+        # isdigit() alone accepts '²' and other digits int() refuses.
+        number = int(attempt) if attempt.isascii() and attempt.isdigit() else 0
+        return (number, result.timings.finished_at)
 
     latest: dict[str, Result] = {}
     for result in results:
@@ -157,10 +161,25 @@ def _description(rows: Sequence[Row], coverage: Coverage) -> str:
         head = ", ".join(f"{len(names)} {label}" for label, _, names in present)
         tail = "; ".join(f"{short}: {', '.join(names)}" for _, short, names in present)
         return f"{head} — {tail}"
-    warned = sum(1 for r in rows if r.verdict is Verdict.WARN)
+    warned = [r for r in rows if r.verdict is Verdict.WARN]
+    unjudged = [r for r in warned if awaits_baseline(r)]
+    if warned and len(unjudged) == len(warned):
+        return f"no baseline yet for {len(unjudged)} of {len(rows)}; nothing to compare with"
     if warned:
-        return f"no confirmed regression; {warned} of {len(rows)} need attention"
+        also = f" ({len(unjudged)} without a full baseline yet)" if unjudged else ""
+        return f"no confirmed regression; {len(warned)} of {len(rows)} need attention{also}"
     return f"all {len(rows)} buckets within noise"
+
+
+def awaits_baseline(row: Row) -> bool:
+    """A row that could not be judged only because its window is empty or too small."""
+    waiting = {Reason.NO_BASELINE, Reason.INSUFFICIENT_WINDOW}
+    judgement = row.judgement
+    return (
+        judgement is not None
+        and all(s.reason in waiting for s in judgement.signals if s.verdict is Verdict.WARN)
+        and any(s.reason in waiting for s in judgement.signals)
+    )
 
 
 def _headlines(rows: Sequence[Row], coverage: Coverage) -> tuple[str, ...]:
@@ -179,7 +198,10 @@ def _headlines(rows: Sequence[Row], coverage: Coverage) -> tuple[str, ...]:
         )
     if any(r.verdict is Verdict.BLOCK for r in rows):
         lines.append("🚫 One or more blocking-level performance regressions were detected")
-    if not lines and any(r.verdict is Verdict.WARN for r in rows):
+    warned = [r for r in rows if r.verdict is Verdict.WARN]
+    if not lines and warned and all(awaits_baseline(r) for r in warned):
+        lines.append("⚠️ No baseline yet for some buckets: there is nothing to compare with")
+    elif not lines and warned:
         lines.append("⚠️ No confirmed regression, but one or more results need attention")
     if not lines:
         lines.append("✅ No meaningful performance regressions detected")
@@ -197,6 +219,30 @@ def exit_code_for(overall: Verdict, mode: Mode) -> int:
     return ExitCode.OK
 
 
+@dataclass(frozen=True, kw_only=True)
+class UnreadableArtifact:
+    """A file in the results directory that is not a usable result artifact (R14)."""
+
+    path: Path
+    problem: str
+    # The bucket id the artifact names, when it got far enough to name one.
+    named: str | None = None
+
+    def belongs_to(self, bucket: Bucket) -> bool:
+        """True when it names ``bucket``, or carries that bucket's artifact file name."""
+        return self.named == bucket.id or self.path.name == f"{bucket.file_stem}.json"
+
+
+def _unreadable_judgement(artifact: UnreadableArtifact) -> Judgement:
+    """A bad artifact costs its bucket, never the gate: HARD_FAILURE naming the file."""
+    signal = Signal(
+        reason=Reason.UNREADABLE_ARTIFACT, verdict=Verdict.HARD_FAILURE, detail=artifact.problem
+    )
+    return Judgement(
+        verdict=Verdict.HARD_FAILURE, signals=(signal,), value=None, stats=None, bisect=Bisect.SKIP
+    )
+
+
 def build_report(
     *,
     config: Config,
@@ -205,7 +251,9 @@ def build_report(
     windows: Mapping[str, Sequence[float]],
     notes: Sequence[str] = (),
     baseline_tip: str | None = None,
+    baseline_source: str | None = None,
     base_commit: str | None = None,
+    unreadable: Sequence[UnreadableArtifact] = (),
 ) -> GateReport:
     """Judge every expected bucket; pure, so every rule is testable without I/O."""
     by_bucket = latest_per_bucket(results)
@@ -213,8 +261,17 @@ def build_report(
     expected_ids = tuple(b.id for b in expected)
     policy = config.gate
     rows = []
+    placed: set[Path] = set()
     for bucket in expected:
         result = by_bucket.get(bucket.id)
+        bad = next((u for u in unreadable if u.belongs_to(bucket)), None)
+        if result is None and bad is not None:
+            placed.add(bad.path)
+            judgement = _unreadable_judgement(bad)
+            rows.append(
+                Row(bucket=bucket, verdict=judgement.verdict, result=None, judgement=judgement)
+            )
+            continue
         if result is None:
             rows.append(
                 Row(bucket=bucket, verdict=Verdict.HARD_FAILURE, result=None, judgement=None)
@@ -232,18 +289,24 @@ def build_report(
         rows.append(
             Row(bucket=bucket, verdict=judgement.verdict, result=result, judgement=judgement)
         )
+    arrived = {row.bucket.id for row in rows if row.reported}
     coverage = Coverage(
         expected=expected_ids,
-        reported=tuple(b for b in expected_ids if b in by_bucket),
-        missing=tuple(b for b in expected_ids if b not in by_bucket),
+        reported=tuple(b for b in expected_ids if b in arrived),
+        missing=tuple(b for b in expected_ids if b not in arrived),
         duplicates=tuple(b for b, n in counts.items() if n > 1 and b in expected_ids),
         unexpected=tuple(sorted(b for b in by_bucket if b not in expected_ids)),
     )
     all_notes = list(notes)
+    all_notes += [
+        f"unreadable result artifact skipped: {u.problem}"
+        for u in unreadable
+        if u.path not in placed
+    ]
     if coverage.unexpected:
         all_notes.append(
-            f"ignored artifacts for buckets not expected by {config.path}: "
-            + ", ".join(coverage.unexpected)
+            f"ignored artifacts for buckets not expected by {config.path} (reported, not "
+            "judged): " + ", ".join(coverage.unexpected)
         )
     if coverage.duplicates:
         all_notes.append(
@@ -264,6 +327,7 @@ def build_report(
         min_samples=policy.baseline.min_samples,
         max_samples=policy.baseline.max_samples,
         baseline_tip=baseline_tip,
+        baseline_source=baseline_source,
         base_commit=base_commit,
         commit=reported[0].source.commit if reported else None,
         target_branch=reported[0].source.target_branch if reported else None,
@@ -278,14 +342,15 @@ class Artifacts:
     """The result artifacts found, and each file that could not be read as one."""
 
     results: tuple[Result, ...]
-    unreadable: tuple[str, ...]
+    unreadable: tuple[UnreadableArtifact, ...]
 
 
 def load_results(results_dir: Path) -> Artifacts:
     """Every result artifact under ``results_dir`` (searched recursively, as artifacts nest).
 
-    An unreadable file is named, and its bucket counts as not reported; only when nothing
-    at all can be read is the gate unable to run (R8).
+    An unreadable file is named; it costs the bucket it belongs to (a HARD_FAILURE naming
+    the file), never the gate. Only when no artifact arrived at all is the gate unable to
+    run (R8).
     """
     if not results_dir.is_dir():
         raise GateMalfunction(
@@ -296,13 +361,12 @@ def load_results(results_dir: Path) -> Artifacts:
     for path in paths:
         try:
             results.append(read_result(path))
-        except GateMalfunction as exc:
-            unreadable.append(f"unreadable result artifact skipped: {exc}")
-    if not results:
-        detail = f" ({len(unreadable)} unreadable)" if unreadable else ""
+        except ArtifactError as exc:
+            unreadable.append(UnreadableArtifact(path=path, problem=str(exc), named=exc.bucket))
+    if not paths:
         raise GateMalfunction(
-            f"no readable result artifacts in {results_dir}{detail}: the benchmarks did not "
-            "run, so there is nothing to judge"
+            f"no result artifacts in {results_dir}: the benchmarks did not run, so there is "
+            "nothing to judge"
         )
     return Artifacts(results=tuple(results), unreadable=tuple(unreadable))
 
@@ -313,11 +377,18 @@ def evaluate(
     results: Sequence[Result],
     store: BaselineStore | None,
     notes: Sequence[str] = (),
+    unreadable: Sequence[UnreadableArtifact] = (),
 ) -> GateReport:
     """Read the window of each bucket's judged result from the store, then build the report."""
-    keys = {bucket: WindowKey.for_result(r) for bucket, r in latest_per_bucket(results).items()}
+    # Only expected buckets are judged: an artifact for any other is reported, never read for.
+    wanted = {bucket.id for bucket in expected}
+    keys = {
+        bucket: WindowKey.for_result(r)
+        for bucket, r in latest_per_bucket(results).items()
+        if bucket in wanted
+    }
     windows: dict[str, Sequence[float]] = {}
-    tip = base = None
+    tip = base = source = None
     notes = list(notes)
     if store is None:
         notes.append("no baseline store here (not a git repository): every bucket has no baseline")
@@ -325,10 +396,17 @@ def evaluate(
         target = next((r.source.target_branch for r in results if r.source.target_branch), None)
         base = merge_base(store.repo, target, store.remote)
         tip = store.refresh()
+        source = f"{store.remote}/{store.branch}" if store.remote else f"{store.branch} (local)"
         found = store.windows(
             keys, tip=tip, base=base, max_samples=config.gate.baseline.max_samples
         )
         windows = {bucket: window.values for bucket, window in found.items()}
+        if store.skipped_lines:
+            # The count first: it survives the cap on notes however many lines follow.
+            notes.append(
+                f"{store.skipped_lines} corrupt baseline line(s) skipped on {store.branch}; "
+                "each is listed below with its file and line"
+            )
         notes.extend(store.warnings)
     return build_report(
         config=config,
@@ -337,5 +415,7 @@ def evaluate(
         windows=windows,
         notes=notes,
         baseline_tip=tip,
+        baseline_source=source,
         base_commit=base,
+        unreadable=unreadable,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,7 +38,9 @@ class Reason(StrEnum):
     UNHEALTHY_RUN = "UNHEALTHY_RUN"
     MISSING_RESULT = "MISSING_RESULT"
     MISSING_METRIC = "MISSING_METRIC"
+    NONFINITE_METRIC = "NONFINITE_METRIC"
     NONPOSITIVE_METRIC = "NONPOSITIVE_METRIC"
+    UNREADABLE_ARTIFACT = "UNREADABLE_ARTIFACT"
     STALE_IMAGE = "STALE_IMAGE"
     NOT_REPORTED = "NOT_REPORTED"
     FLOOR_CROSSED = "FLOOR_CROSSED"
@@ -170,6 +173,15 @@ def _health_signals(result: Result) -> list[Signal]:
                 reason=Reason.MISSING_METRIC,
                 verdict=Verdict.HARD_FAILURE,
                 detail=f"no number at {result.metric.path}",
+            )
+        )
+    elif not signals and value is not None and not math.isfinite(value):
+        # NaN compares false with every line, so it would otherwise pass as "within noise".
+        signals.append(
+            Signal(
+                reason=Reason.NONFINITE_METRIC,
+                verdict=Verdict.HARD_FAILURE,
+                detail=f"{result.metric.path} = {value}: not a finite number, not a measurement",
             )
         )
     elif not signals and value is not None and value <= 0:

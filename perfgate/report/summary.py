@@ -20,17 +20,21 @@ VERDICT_ICONS = {
 }
 
 
-# One pass, so an escape is never escaped again; ``@`` gets a zero-width space so no
-# mention or team ping survives (GitHub resolves mentions after decoding entities).
-_INERT = {ord(char): f"&#{ord(char)};" for char in "\\`*_[]|#~!<>\"'"}
-_INERT[ord("&")] = "&amp;"
-_INERT[ord("@")] = "@&#8203;"
+# Untrusted text (bucket ids, reasons, a fork's verdict.json) is made inert in one pass, so
+# an escape is never escaped again, with the escapes Markdown itself defines: a backslash
+# before punctuation that could start markup, entities for HTML. An underscore inside a
+# word is never emphasis, so ``physx_rtx_renderer`` stays as it is. ``@`` gets a zero-width
+# space so no mention or team ping survives (GitHub resolves mentions after decoding).
+_MARKUP = re.compile(r"[\\`*\[\]|~#!&<>@]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "@": "@&#8203;"}
 _AUTOLINK = re.compile(r"(?i)(://|\bwww\.)")
 
 
 def md_text(text: str) -> str:
     """Make untrusted text inert inside a markdown table cell (no markup, links, HTML, mentions)."""
-    inert = " ".join(text.split()).translate(_INERT)
+    inert = _MARKUP.sub(
+        lambda m: _ENTITIES.get(m.group(), "\\" + m.group()), " ".join(text.split())
+    )
     return _AUTOLINK.sub(lambda m: f"{m.group(1)[0]}&#8203;{m.group(1)[1:]}", inert)
 
 
@@ -54,6 +58,14 @@ def _meaning(*, reported: bool, excused: bool, verdict: Verdict) -> str:
 
 def _change_text(change_pct: float | None) -> str:
     return f"{change_pct:+.1f}%" if change_pct is not None else "—"
+
+
+# The visible table keeps each bucket's reasons to a glance; verdict.json has them whole.
+WHY_CHARS = 300
+
+
+def _clipped(text: str) -> str:
+    return text if len(text) <= WHY_CHARS else text[: WHY_CHARS - 1] + "…"
 
 
 def change_cell(row: Row) -> str:
@@ -124,10 +136,17 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
     lines += ["", counts, "", mode, "", "### Run context", ""]
     target = md_text(str(data.get("target_branch") or "unknown"))
     hardware = ", ".join(md_text(h) for h in _texts(data.get("hardware")))
+    source = data.get("baseline_source")
+    baseline = (
+        "no baseline branch"
+        if not isinstance(source, str)
+        else f"baseline {md_text(source)} at {_short(data.get('baseline_tip'))}"
+        if data.get("baseline_tip")
+        else f"baseline {md_text(source)}, which does not exist yet"
+    )
     lines.append(
         f"Commit {_short(data.get('commit'))} judged against `{target}` "
-        f"(merge base {_short(data.get('base_commit'))}), "
-        f"baseline branch at {_short(data.get('baseline_tip'))}; hardware: "
+        f"(merge base {_short(data.get('base_commit'))}), {baseline}; hardware: "
         f"{hardware or 'unknown'}."
     )
     machines = _texts(data.get("machines"))
@@ -137,8 +156,8 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
         "",
         "### Results",
         "",
-        "| Bucket | Result | Figure | Baseline median | Change | Samples | What it means |",
-        "|---|---|---|---|---|---|---|",
+        "| Bucket | Result | Figure | Unit | Baseline median | Change | Samples | Why |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     technical = []
     for row, verdict, was_reported in zip(rows, verdicts, reported, strict=True):
@@ -148,12 +167,15 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
         meaning = _meaning(
             reported=was_reported, excused=row.get("excused") is True, verdict=verdict
         )
+        # The bucket's own reasons, where it has them; the verdict's general meaning otherwise.
+        why = _clipped("; ".join(_texts(row.get("details")))) if was_reported else ""
         lines.append(
             f"| {bucket} | {VERDICT_ICONS[verdict]} | {format_figure(_number(row.get('value')))} | "
+            f"{md_text(str(row['unit'])) if row.get('unit') else '—'} | "
             f"{format_figure(_number(stats.get('median')))} | "
             f"{_change_text(_number(stats.get('change_pct')))} | "
             f"{samples if isinstance(samples, int) and not isinstance(samples, bool) else 0} | "
-            f"{meaning} |"
+            f"{md_text(why) if why else meaning} |"
         )
         attempts = row.get("attempts")
         technical.append(
@@ -162,7 +184,7 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
                 [
                     bucket,
                     verdict.label,
-                    md_text("; ".join(_texts(row.get("details")))),
+                    md_text(", ".join(_texts(row.get("reasons")))),
                     format_figure(_number(stats.get("mad"))),
                     format_figure(_number(stats.get("noise"))),
                     format_figure(_number(stats.get("warn_line"))),
@@ -190,6 +212,8 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
     notes = _texts(data.get("notes"))
     if notes:
         lines += ["### Notes", ""] + [f"- {md_text(note)}" for note in notes] + [""]
+    if not any(_mapping(row.get("baseline")).get("samples") for row in rows):
+        return "\n".join(lines)  # nothing was compared with a baseline: nothing to explain
     min_samples, max_samples = data.get("min_samples"), data.get("max_samples")
     window = f"the {max_samples} nearest" if isinstance(max_samples, int) else "the nearest"
     lines += [

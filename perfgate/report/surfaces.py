@@ -18,7 +18,9 @@ def write_report(report: GateReport, report_dir: Path) -> dict[str, Path]:
     report_dir.mkdir(parents=True, exist_ok=True)
     paths = {"summary": report_dir / "summary.md", "verdict": report_dir / "verdict.json"}
     paths["summary"].write_text(summary_markdown(report), encoding="utf-8")
-    paths["verdict"].write_text(json.dumps(report_json(report), indent=2) + "\n", encoding="utf-8")
+    paths["verdict"].write_text(
+        json.dumps(report_json(report), indent=2, allow_nan=False) + "\n", encoding="utf-8"
+    )
     paths["junit"] = write_junit(report, report_dir / "junit.xml")
     return paths
 
@@ -36,7 +38,7 @@ def write_github_surfaces(report: GateReport, env: Mapping[str, str] = os.enviro
             "status_state": report.status_state,
             "description": report.description,
             "exit_code": str(report.exit_code),
-            "underfilled": json.dumps(list(report.underfilled)),
+            "underfilled": json.dumps(list(report.underfilled), allow_nan=False),
         }
         with Path(output_file).open("a", encoding="utf-8") as handle:
             for key, value in outputs.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ def report_json(report: GateReport) -> dict[str, Any]:
         "target_branch": report.target_branch,
         "base_commit": report.base_commit,
         "baseline_tip": report.baseline_tip,
+        "baseline_source": report.baseline_source,
         "hardware": list(report.hardware),
         "machines": _capped(report.machines, 100),
         "coverage": {
@@ -46,6 +48,11 @@ def _capped(items: Sequence[str], limit: int) -> list[str]:
     return [*items[: limit - 1], f"… and {len(items) - limit + 1} more"]
 
 
+def _finite(value: float | None) -> float | None:
+    """JSON has no NaN or Infinity (R3): a figure that is not finite is written as null."""
+    return value if value is not None and math.isfinite(value) else None
+
+
 def _row_json(row: Row) -> dict[str, Any]:
     judgement, result = row.judgement, row.result
     stats = judgement.stats if judgement else None
@@ -58,7 +65,7 @@ def _row_json(row: Row) -> dict[str, Any]:
         "details": _capped(row.details, 20),
         "excused": row.excused,
         "bisect": judgement.bisect.value if judgement else None,
-        "value": result.metric.value if result else None,
+        "value": _finite(result.metric.value) if result else None,
         "unit": result.metric.unit if result else None,
         "direction": result.metric.direction.value if result else None,
         "hardware": result.hardware.slug if result else None,
@@ -68,11 +75,11 @@ def _row_json(row: Row) -> dict[str, Any]:
         if stats is None
         else {
             "samples": stats.size,
-            "median": stats.median,
-            "mad": stats.mad,
-            "noise": stats.noise,
-            "warn_line": stats.warn_line,
-            "block_line": stats.block_line,
-            "change_pct": stats.change_pct,
+            "median": _finite(stats.median),
+            "mad": _finite(stats.mad),
+            "noise": _finite(stats.noise),
+            "warn_line": _finite(stats.warn_line),
+            "block_line": _finite(stats.block_line),
+            "change_pct": _finite(stats.change_pct),
         },
     }

@@ -28,8 +28,16 @@ from perfgate.result import (
     write_result,
 )
 from perfgate.run import container, staleness
-from perfgate.run.drivers import Measurement, get_driver
-from perfgate.run.execution import AttemptDirs, Invocation, ProcessOutcome, run_with_retry
+from perfgate.run.bundle import MetricStats
+from perfgate.run.drivers import CheckoutUnsupported, Measurement, get_driver
+from perfgate.run.execution import (
+    AttemptDirs,
+    AttemptRecord,
+    Invocation,
+    ProcessOutcome,
+    read_log_excerpt,
+    run_with_retry,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,17 +135,23 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
     def read(dirs: AttemptDirs, outcome: ProcessOutcome) -> Measurement:
         return _require_metric(bucket, driver.read(bucket, dirs, invocations[dirs.number]))
 
-    records = run_with_retry(
-        plan=plan,
-        read=read,
-        succeeded=lambda outcome, m: outcome.phase is None and m.error is None,
-        retries=bucket.retries,
-        timeout_s=bucket.timeout_minutes * 60,
-        markers=driver.markers(bucket),
-        work_dir=work_dir,
-        cache_root=settings.work_root / "cache" / run_key / bucket.file_stem,
-        wrap=_container_wrap(bucket, settings, run_key),
-    )
+    cache_root = settings.work_root / "cache" / run_key / bucket.file_stem
+    try:
+        records = run_with_retry(
+            plan=plan,
+            read=read,
+            succeeded=lambda outcome, m: outcome.phase is None and m.error is None,
+            retries=bucket.retries,
+            timeout_s=bucket.timeout_minutes * 60,
+            markers=driver.markers(bucket),
+            work_dir=work_dir,
+            cache_root=cache_root,
+            wrap=_container_wrap(bucket, settings, run_key),
+            # A name the container block passes on is wanted by name: kept for docker to read.
+            keep_env=(*bucket.keep_env, *(bucket.container.env if bucket.container else ())),
+        )
+    except CheckoutUnsupported as exc:
+        records = [_unsupported(str(exc), cache_root)]
     final = records[-1]
     measurement, outcome = final.reading, final.outcome
     phase = outcome.phase
@@ -147,9 +161,8 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
         phase = FailurePhase.OUTPUT
     stale_image = None
     if phase in CRASH_PHASES:
-        log_path = work_dir / f"attempt-{final.number}" / "log.txt"
         stale_image = staleness.assess(
-            log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else "",
+            read_log_excerpt(work_dir / f"attempt-{final.number}" / "log.txt"),
             measurement.versions,
             settings.checkout,
             _pin_files(bucket),
@@ -173,6 +186,7 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
             std=measurement.stats.std,
             min=measurement.stats.min,
             max=measurement.stats.max,
+            figures=dict(measurement.figures),
         ),
         health=Health(
             exit_code=outcome.exit_code,
@@ -201,6 +215,22 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
         ),
         log_tail=outcome.log_tail,
         perfgate_version=__version__,
+    )
+
+
+def _unsupported(message: str, cache_dir: Path) -> AttemptRecord[Measurement]:
+    """The attempt that never launched: the checkout cannot load the benchmark (``import``)."""
+    return AttemptRecord(
+        number=1,
+        outcome=ProcessOutcome(
+            exit_code=None,
+            timed_out=False,
+            wall_s=0.0,
+            log_tail=f"perfgate: {message}\n",
+            phase=FailurePhase.IMPORT,
+        ),
+        reading=Measurement(stats=MetricStats(value=None), error=message),
+        cache_dir=cache_dir,
     )
 
 

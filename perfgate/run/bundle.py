@@ -6,12 +6,13 @@ driver writes whatever JSON its program writes. All of them are read here.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from perfgate import jsonfile
 
 _MISSING = object()
 
@@ -31,14 +32,12 @@ class MetricStats:
 
 
 def load_json(path: Path) -> Any:
-    """Parse a JSON output file; a missing or malformed file raises OutputError."""
+    """Parse a JSON output file within size and depth limits; any problem raises OutputError."""
+    if not path.exists():
+        raise OutputError(f"result file {path} was not written")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise OutputError(f"result file {path} was not written") from None
-    except OSError as exc:
-        raise OutputError(f"result file {path} cannot be read: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return jsonfile.read(path)
+    except jsonfile.JsonError as exc:
         raise OutputError(f"result file {path} is not valid JSON: {exc}") from None
 
 
@@ -79,6 +78,12 @@ def metric_stats(data: Any, dotted: str) -> MetricStats:
         min=_number(siblings.get("min")),
         max=_number(siblings.get("peak", siblings.get("max"))),
     )
+
+
+def finite_figures(data: Any, paths: tuple[str, ...]) -> dict[str, float]:
+    """The finite numbers found at ``paths``, keyed by path (absent or non-finite left out)."""
+    found = {path: _number(dig(data, path)) for path in paths}
+    return {path: value for path, value in found.items() if value is not None}
 
 
 def launch_mismatches(data: Any, expected: Mapping[str, Any]) -> list[str]:

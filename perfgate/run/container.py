@@ -115,6 +115,7 @@ def wrap(
         env=env,
         outputs=invocation.outputs,
         # The docker client forwards SIGTERM, but a SIGKILLed client leaves the container
-        # running on the GPU; remove it so it cannot disturb the next measurement.
-        on_timeout=(*spec.docker, "rm", "--force", name),
+        # running on the GPU: whenever the run is torn down (timeout, interruption, perfgate
+        # killed), the container is removed so it cannot disturb the next measurement.
+        cleanup=(*spec.docker, "rm", "--force", name),
     )

@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     bundle = run(args.task, args.physics, args.num_envs, args.steps, args.warmup_steps, args.seed)
     args.output_path.mkdir(parents=True, exist_ok=True)
     out = args.output_path / f"benchmark_runtime_{args.task}.json"
-    out.write_text(json.dumps(bundle, indent=2) + "\n", encoding="utf-8")
+    out.write_text(json.dumps(bundle, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     fps = bundle["runtime"]["total_fps"]["mean"]
     print(f"perfgate-demo: {args.task}/{args.physics} {fps:,.0f} env-steps/s -> {out}", flush=True)
     return 0

@@ -3,24 +3,34 @@
 from __future__ import annotations
 
 import contextlib
-import glob
+import fnmatch
+import json
 import os
+import select
 import shutil
 import signal
 import subprocess
+import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Generic, TypeVar
 
-from perfgate.config import PhaseMarkers
-from perfgate.errors import ConfigError
+from perfgate.config import DEFAULT_KEEP_ENV, PhaseMarkers
 from perfgate.result import FailurePhase
+from perfgate.run import guard
 
 LOG_TAIL_BYTES = 8192
 HANG_FRACTION = 0.95  # a run that used 95 % of its budget is a hang, not a slow success
 KILL_GRACE_S = 5.0
+# After the benchmark ended, how long its output may still drain from the pipe.
+DRAIN_S = 2.0
+# A line longer than this reaches the line callback in pieces.
+MAX_LINE_BYTES = 64 * 1024
+# Enough of a huge log, from both ends, for stale-image evidence (a version banner near the
+# start, the fatal import error at the end).
+LOG_EXCERPT_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,10 +40,11 @@ class Invocation:
     argv: tuple[str, ...]
     cwd: Path
     env: Mapping[str, str] = field(default_factory=dict)
-    # Files, directories or glob patterns the command writes; removed before each attempt.
+    # Files or glob patterns (inside the attempt's output directory) the command writes.
     outputs: tuple[str, ...] = ()
-    # Run after a timeout kill (best effort), e.g. to remove a container the kill left behind.
-    on_timeout: tuple[str, ...] = ()
+    # Run when the benchmark is torn down (timeout, interruption, perfgate's own death), e.g.
+    # to remove a container that dying with its docker client would leave running.
+    cleanup: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,10 +73,13 @@ def classify_failure(
     timed_out: bool,
     wall_s: float,
     timeout_s: float,
-    log: str,
+    log: Container[str],
     markers: PhaseMarkers,
 ) -> FailurePhase | None:
-    """Name the phase a run failed in from its exit, its timing and its log; None if it did not."""
+    """Name the phase a run failed in from its exit, its timing and its log; None if it did not.
+
+    ``log`` answers ``marker in log``: the whole text, or a :class:`LogScan` of it.
+    """
     if timed_out:
         return FailurePhase.HANG
     if exit_code == 0:
@@ -75,98 +89,212 @@ def classify_failure(
     if wall_s >= HANG_FRACTION * timeout_s:
         return FailurePhase.HANG
     initialised = markers.init_done is not None and markers.init_done in log
-    if not initialised and any(m in log for m in markers.import_error):
+    stepped = markers.stepping is not None and markers.stepping in log
+    # An import error once stepping started is a crash while running (a lazy import).
+    if not (initialised or stepped) and any(m in log for m in markers.import_error):
         return FailurePhase.IMPORT
     if any(m in log for m in markers.driver_error):
         return FailurePhase.DRIVER
     # The latest marker the driver declares tells how far the run got.
     if markers.stepping is not None:
-        return FailurePhase.RUNTIME if markers.stepping in log else FailurePhase.INIT
+        return FailurePhase.RUNTIME if stepped else FailurePhase.INIT
     if markers.init_done is not None:
         return FailurePhase.RUNTIME if initialised else FailurePhase.INIT
     return FailurePhase.RUNTIME
 
 
-def remove_outputs(invocation: Invocation) -> None:
-    """Delete everything ``invocation`` may have written, so a retry cannot read it."""
-    protected = {invocation.cwd.resolve(), *invocation.cwd.resolve().parents}
-    for pattern in invocation.outputs:
-        for name in glob.glob(str(invocation.cwd / pattern), recursive=True):
-            match = Path(name)
-            if match.resolve() in protected:
-                # An output of "." or ".." would otherwise delete the checkout itself.
-                raise ConfigError(
-                    f"output {pattern!r} matches the working directory {invocation.cwd} or "
-                    "one of its parents; point it at the file or directory the benchmark writes"
-                )
-            if match.is_dir() and not match.is_symlink():
-                shutil.rmtree(match)
-            elif match.exists() or match.is_symlink():
-                match.unlink()
+def marker_strings(markers: PhaseMarkers) -> tuple[str, ...]:
+    """Every text a phase classification may look for in a log."""
+    found = (*markers.import_error, *markers.driver_error, *markers.oom)
+    return (*found, *(m for m in (markers.init_done, markers.stepping) if m is not None))
 
 
-# Credentials a CI job may hold: the benchmark (PR code, or a replayed commit) never gets them.
-_CREDENTIAL_NAMES = frozenset(
-    {
-        "GITHUB_TOKEN",
-        "GH_TOKEN",
-        "ACTIONS_RUNTIME_TOKEN",
-        "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-        "ACTIONS_ID_TOKEN_REQUEST_URL",
-    }
+class LogScan:
+    """A run's output, kept within bounds: which markers appeared anywhere, and the tail.
+
+    Output of any size costs a constant amount of memory (R14): the whole log goes to a
+    file, the tail stays in memory, and markers are matched as bytes stream by, across
+    chunk boundaries. ``on_line`` (optional) sees each line as it arrives, for a live echo.
+    """
+
+    def __init__(
+        self,
+        markers: Iterable[str],
+        *,
+        tail_bytes: int = LOG_TAIL_BYTES,
+        on_line: Callable[[str], None] | None = None,
+    ) -> None:
+        self._wanted = {marker: marker.encode() for marker in markers}
+        self._seen: set[str] = set()
+        self._overlap = max((len(b) for b in self._wanted.values()), default=1) - 1
+        self._carry = b""
+        self._tail = bytearray()
+        self._tail_bytes = tail_bytes
+        self._line = bytearray()
+        self._on_line = on_line
+        self.size = 0
+
+    def feed(self, chunk: bytes) -> None:
+        """Account for the next piece of output."""
+        self.size += len(chunk)
+        window = self._carry + chunk
+        for marker, needle in self._wanted.items():
+            if marker not in self._seen and needle in window:
+                self._seen.add(marker)
+        self._carry = window[-self._overlap :] if self._overlap else b""
+        self._tail += chunk
+        if len(self._tail) > 2 * self._tail_bytes:
+            del self._tail[: -self._tail_bytes]
+        if self._on_line is not None:
+            self._lines(chunk)
+
+    def _lines(self, chunk: bytes) -> None:
+        assert self._on_line is not None
+        self._line += chunk
+        *complete, rest = self._line.split(b"\n")
+        for line in complete:
+            self._on_line(line.decode("utf-8", errors="replace"))
+        while len(rest) > MAX_LINE_BYTES:
+            self._on_line(bytes(rest[:MAX_LINE_BYTES]).decode("utf-8", errors="replace"))
+            rest = rest[MAX_LINE_BYTES:]
+        self._line = bytearray(rest)
+
+    def __contains__(self, marker: object) -> bool:
+        if marker not in self._wanted:
+            raise LookupError(f"{marker!r} was not scanned for; pass it to LogScan")
+        return marker in self._seen
+
+    def tail(self) -> str:
+        """The last ``tail_bytes`` of output, starting at a line; '…' when cut."""
+        data = bytes(self._tail[-self._tail_bytes :])
+        text = data.decode("utf-8", errors="replace")
+        return text if self.size <= self._tail_bytes else "…" + text.split("\n", 1)[-1]
+
+
+def read_log_excerpt(path: Path, limit: int = LOG_EXCERPT_BYTES) -> str:
+    """A log's text, or for a huge log its first and last ``limit`` bytes: bounded memory."""
+    if not path.is_file():
+        return ""
+    with path.open("rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        handle.seek(0)
+        if size <= 2 * limit:
+            return handle.read().decode("utf-8", errors="replace")
+        head = handle.read(limit)
+        handle.seek(size - limit)
+        tail = handle.read(limit)
+    return (
+        head.decode("utf-8", errors="replace")
+        + f"\n… {size - 2 * limit} bytes left out …\n"
+        + tail.decode("utf-8", errors="replace")
+    )
+
+
+# Credentials a CI job may hold, by name (case-insensitive): the benchmark (pull request
+# code, or a replayed commit) never gets them. TOKEN also covers INPUT_*TOKEN* (action
+# inputs), GH_ENTERPRISE_TOKEN and GITHUB_ENTERPRISE_TOKEN.
+CREDENTIAL_PATTERNS = (
+    "*TOKEN*",
+    "*SECRET*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*CREDENTIAL*",
+    "*API_KEY*",
+    "*ACCESS_KEY*",
+    "*PRIVATE_KEY*",
+    "ACTIONS_*",
+    # git's injected configuration (extraheader auth) and helpers that answer for it.
+    "GIT_CONFIG*",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "SSH_AUTH_SOCK",
 )
 
 
-def benchmark_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """The inherited environment minus credentials (tokens and git's injected auth config)."""
+def is_credential(name: str) -> bool:
+    """True when ``name`` looks like a variable holding a credential."""
+    upper = name.upper()
+    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in CREDENTIAL_PATTERNS)
+
+
+def benchmark_environment(
+    environ: Mapping[str, str], keep: Iterable[str] = DEFAULT_KEEP_ENV
+) -> dict[str, str]:
+    """The inherited environment minus credentials; ``keep`` names variables to pass anyway."""
+    kept = set(keep)
     return {
-        name: value
-        for name, value in environ.items()
-        if name not in _CREDENTIAL_NAMES and not name.startswith("GIT_CONFIG_")
+        name: value for name, value in environ.items() if name in kept or not is_credential(name)
     }
 
 
+def _guarded(invocation: Invocation) -> list[str]:
+    """The guard's command line: it runs the benchmark and dies, with it, with perfgate."""
+    return [
+        sys.executable,
+        "-I",
+        guard.__file__,
+        str(os.getpid()),
+        str(KILL_GRACE_S - 1.0),
+        json.dumps(list(invocation.cleanup), allow_nan=False),
+        *invocation.argv,
+    ]
+
+
 def run_process(
-    invocation: Invocation, *, timeout_s: float, markers: PhaseMarkers, log_path: Path
+    invocation: Invocation,
+    *,
+    timeout_s: float,
+    markers: PhaseMarkers,
+    log_path: Path,
+    keep_env: Iterable[str] = DEFAULT_KEEP_ENV,
+    on_line: Callable[[str], None] | None = None,
 ) -> ProcessOutcome:
-    """Run once with a timeout, the whole log to ``log_path``, a bounded tail kept in memory."""
+    """Run once with a timeout, the whole log to ``log_path``, a bounded tail kept in memory.
+
+    The benchmark runs under :mod:`perfgate.run.guard` in a session of its own: a timeout
+    or an interruption of perfgate (Ctrl-C, SIGTERM, SIGHUP) tears the whole group down,
+    and the guard does so when perfgate is killed outright.
+    """
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    scan = LogScan(marker_strings(markers), on_line=on_line)
     started = time.monotonic()
     timed_out = False
     with log_path.open("wb") as log:
         try:
             process = subprocess.Popen(
-                list(invocation.argv),
+                _guarded(invocation),
                 cwd=invocation.cwd,
-                env={**benchmark_environment(os.environ), **invocation.env},
+                env={**benchmark_environment(os.environ, keep_env), **invocation.env},
                 stdin=subprocess.DEVNULL,
-                stdout=log,
+                stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                # Own process group, so a timeout kills the benchmark's children too.
                 start_new_session=True,
             )
-        except OSError as exc:
-            log.write(f"perfgate: cannot start {invocation.argv[0]}: {exc}\n".encode())
+        except OSError as exc:  # the working directory is missing, say
+            message = f"perfgate: cannot start {invocation.argv[0]}: {exc}\n".encode()
+            log.write(message)
+            scan.feed(message)
             exit_code: int | None = 127
         else:
-            try:
-                exit_code = process.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _terminate_group(process)
-                exit_code = process.returncode
-                if invocation.on_timeout:
-                    _run_cleanup(invocation.on_timeout, log)
-            except BaseException:
-                # Interrupted (Ctrl-C, SIGTERM turned into an exception): never leave the
-                # benchmark running orphaned.
-                _terminate_group(process)
-                raise
-            # Nothing the benchmark started may outlive it: a straggler could write into the
-            # next attempt's outputs (R10) or steal its CPU.
-            _kill_group(process.pid)
+            assert process.stdout is not None
+            with process.stdout as pipe:
+                output = _Output(pipe=pipe, log=log, scan=scan)
+                try:
+                    timed_out = output.pump(process, started + timeout_s)
+                except BaseException:
+                    # Interrupted (Ctrl-C, SIGTERM, SIGHUP): never leave the benchmark running.
+                    _terminate_group(process, output)
+                    _run_cleanup(invocation.cleanup, log)
+                    raise
+                if timed_out:
+                    _terminate_group(process, output)
+                    _run_cleanup(invocation.cleanup, log)
+                # Nothing the benchmark started may outlive it: a straggler could write into
+                # the next attempt's outputs (R10) or steal its CPU.
+                _kill_group(process.pid)
+                exit_code = process.wait()
     wall_s = time.monotonic() - started
-    tail = _tail(log_path)
+    tail = scan.tail()
     if timed_out:
         tail += f"\nperfgate: killed after the {timeout_s:g} s timeout\n"
     phase = classify_failure(
@@ -174,7 +302,7 @@ def run_process(
         timed_out=timed_out,
         wall_s=wall_s,
         timeout_s=timeout_s,
-        log=_full_text(log_path),
+        log=scan,
         markers=markers,
     )
     return ProcessOutcome(
@@ -182,14 +310,52 @@ def run_process(
     )
 
 
-def _terminate_group(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the whole group, give the leader a grace period, then SIGKILL the group."""
+@dataclass(frozen=True, kw_only=True)
+class _Output:
+    """Where the benchmark's output goes: the whole log to a file, the scan in memory."""
+
+    pipe: IO[bytes]
+    log: IO[bytes]
+    scan: LogScan
+
+    def _copy(self, timeout: float) -> bool:
+        """Copy one chunk if one arrives within ``timeout``; False at end of output."""
+        ready, _, _ = select.select([self.pipe], [], [], timeout)
+        if not ready:
+            return True
+        chunk = os.read(self.pipe.fileno(), 1 << 16)
+        self.log.write(chunk)
+        self.scan.feed(chunk)
+        return bool(chunk)
+
+    def pump(self, process: subprocess.Popen[bytes], deadline: float) -> bool:
+        """Copy output until the benchmark is done; True when ``deadline`` passed first."""
+        while (remaining := deadline - time.monotonic()) > 0:
+            if not self._copy(min(remaining, 1.0)):  # every writer closed: the group is done
+                process.wait()
+                return False
+            if process.poll() is not None:
+                # The guard is gone; something may still hold the pipe: drain, then stop.
+                self.drain()
+                return False
+        return True
+
+    def drain(self) -> None:
+        """Whatever output is still coming, for at most DRAIN_S."""
+        deadline = time.monotonic() + DRAIN_S
+        while (remaining := deadline - time.monotonic()) > 0 and self._copy(remaining):
+            pass
+
+
+def _terminate_group(process: subprocess.Popen[bytes], output: _Output) -> None:
+    """SIGTERM the whole group, give the guard a grace period, then SIGKILL the group."""
     _signal_group(process.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=KILL_GRACE_S)
-    # The leader may be gone while a child that ignores SIGTERM lives on.
+    # Keep reading meanwhile: a benchmark blocked on a full pipe could not exit.
+    output.pump(process, time.monotonic() + KILL_GRACE_S)
+    # The guard may be gone while a child that ignores SIGTERM lives on.
     _kill_group(process.pid)
     process.wait()
+    output.drain()
 
 
 def _kill_group(group: int) -> None:
@@ -203,26 +369,21 @@ def _signal_group(group: int, sig: signal.Signals) -> None:
 
 
 def _run_cleanup(argv: tuple[str, ...], log: IO[bytes]) -> None:
-    log.write(f"perfgate: timeout cleanup: {' '.join(argv)}\n".encode())
+    if not argv:
+        return
+    log.write(f"perfgate: cleanup: {' '.join(argv)}\n".encode())
     log.flush()
     try:
-        subprocess.run(list(argv), stdout=log, stderr=subprocess.STDOUT, timeout=60, check=False)
+        subprocess.run(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            timeout=60,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        log.write(f"perfgate: timeout cleanup failed: {exc}\n".encode())
-
-
-def _tail(path: Path) -> str:
-    with path.open("rb") as handle:
-        handle.seek(0, os.SEEK_END)
-        size = handle.tell()
-        handle.seek(max(0, size - LOG_TAIL_BYTES))
-        data = handle.read()
-    text = data.decode("utf-8", errors="replace")
-    return text if size <= LOG_TAIL_BYTES else "…" + text.split("\n", 1)[-1]
-
-
-def _full_text(path: Path) -> str:
-    return path.read_text(encoding="utf-8", errors="replace")
+        log.write(f"perfgate: cleanup failed: {exc}\n".encode())
 
 
 T = TypeVar("T")
@@ -259,14 +420,17 @@ def run_with_retry(
     work_dir: Path,
     cache_root: Path,
     wrap: Callable[[Invocation, AttemptDirs], Invocation] | None = None,
+    keep_env: Iterable[str] = DEFAULT_KEEP_ENV,
 ) -> list[AttemptRecord[T]]:
     """Run up to ``1 + retries`` attempts, each with fresh output and cache directories.
 
-    ``wrap`` (e.g. a container) rewrites each attempt's command after its cache environment is
-    set; outputs are still cleaned through the unwrapped invocation's host paths.
+    ``wrap`` (e.g. a container) rewrites each attempt's command after its cache environment
+    is set. Outputs live inside the attempt's output directory (validation sees to it), so
+    removing that directory removes everything a failed attempt wrote (R10), and nothing
+    outside it is ever deleted (R14).
     """
     records: list[AttemptRecord[T]] = []
-    previous: tuple[Invocation, AttemptDirs] | None = None
+    previous: AttemptDirs | None = None
     for number in range(1, retries + 2):
         dirs = AttemptDirs(
             number=number,
@@ -275,9 +439,7 @@ def run_with_retry(
         )
         invocation = with_cache_env(plan(dirs), dirs.cache_dir)
         if previous is not None:
-            remove_outputs(previous[0])
-            shutil.rmtree(previous[1].output_dir, ignore_errors=True)
-        remove_outputs(invocation)
+            shutil.rmtree(previous.output_dir, ignore_errors=True)
         shutil.rmtree(dirs.output_dir, ignore_errors=True)
         dirs.output_dir.mkdir(parents=True)
         dirs.cache_dir.mkdir(parents=True, exist_ok=True)
@@ -286,6 +448,7 @@ def run_with_retry(
             timeout_s=timeout_s,
             markers=markers,
             log_path=work_dir / f"attempt-{number}" / "log.txt",
+            keep_env=keep_env,
         )
         reading = read(dirs, outcome)
         records.append(
@@ -293,5 +456,5 @@ def run_with_retry(
         )
         if succeeded(outcome, reading):
             break
-        previous = (invocation, dirs)
+        previous = dirs
     return records

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.config import ImageSpec
-from perfgate.errors import ConfigError, GateMalfunction, GitError
+from perfgate.errors import ConfigError, EraConflict, GateMalfunction, GitError
 from perfgate.git import git
 from perfgate.identity import stable_hash
 from perfgate.run.staleness import required_pin
@@ -160,7 +160,8 @@ def read_manifest(repo: Path, tip: str | None, path: str, branch: str) -> dict[s
     return parse_manifest(text, f"{branch}:{path}")
 
 
-def _fill(template: str, values: Mapping[str, str], where: str) -> str:
+def fill_template(template: str, values: Mapping[str, str], where: str) -> str:
+    """``template`` with its ``{name}`` placeholders filled; an unknown one is a ConfigError."""
     try:
         return template.format(**values)
     except (KeyError, IndexError, ValueError) as exc:
@@ -187,7 +188,9 @@ def tag_for(spec: ImageSpec, target_branch: str | None, era: Era) -> str | None:
         return None
     for pattern, template in spec.tags.items():
         if fnmatch.fnmatchcase(target_branch, pattern):
-            return _fill(template, branch_values(target_branch, era), f"image.tags[{pattern!r}]")
+            return fill_template(
+                template, branch_values(target_branch, era), f"image.tags[{pattern!r}]"
+            )
     return None
 
 
@@ -257,8 +260,10 @@ def build_with(spec: ImageSpec, target_branch: str | None, cwd: Path) -> Callabl
 
     def run(era: Era) -> str:
         values = branch_values(target_branch or "", era)
-        image = _fill(build.image, values, "image.build.image")
-        argv = [_fill(arg, {**values, "image": image}, "image.build.argv") for arg in build.argv]
+        image = fill_template(build.image, values, "image.build.image")
+        argv = [
+            fill_template(arg, {**values, "image": image}, "image.build.argv") for arg in build.argv
+        ]
         completed = subprocess.run(argv, cwd=cwd, check=False)
         if completed.returncode != 0:
             raise GateMalfunction(
@@ -270,44 +275,105 @@ def build_with(spec: ImageSpec, target_branch: str | None, cwd: Path) -> Callabl
 
 
 def with_era(
-    manifest: Mapping[str, Any] | None, era: Era, image: str, commit: str | None
+    manifest: Mapping[str, Any] | None,
+    era: Era,
+    image: str,
+    commit: str | None,
+    *,
+    details: Mapping[str, Any] | None = None,
+    keep_recorded: bool = False,
+    force: str | None = None,
 ) -> dict[str, Any]:
-    """The manifest with ``era`` recorded; an era already mapped elsewhere is never rewritten."""
+    """The manifest with ``era`` recorded as ``image``; a recorded era is never rewritten.
+
+    An era recorded with another image raises EraConflict, unless ``keep_recorded`` (a
+    concurrent roll won: converge on its record) or ``force`` (the reason to replace it,
+    kept in the new entry beside the entries it replaced).
+    """
     document: dict[str, Any] = dict(manifest or {})
     document["schema_version"] = MANIFEST_SCHEMA_VERSION
     eras = dict(document.get("eras", {}))
     current = eras.get(era.key)
-    if current is not None and current["image"] != image:
-        raise GateMalfunction(
-            f"era {era.key} is already recorded as {current['image']}; eras are immutable, so a "
-            f"new image ({image}) needs new era inputs"
-        )
-    if current is None:
-        eras[era.key] = {
+    if current is not None and force is None:
+        if current["image"] != image and not keep_recorded:
+            raise EraConflict(
+                f"era {era.key} is already recorded as {current['image']}; a manifest entry "
+                f"is immutable, so {image} is refused. New image inputs make a new era; to "
+                "replace this one, pass --force REASON (roll-era, or resolve-image --record)"
+            )
+    else:
+        entry: dict[str, Any] = {
             "image": image,
             "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "commit": commit,
             "inputs": dict(era.contract["fields"]),
+            **(details or {}),
         }
+        if current is not None:
+            entry["forced"] = force
+            earlier = {k: v for k, v in current.items() if k != "replaced"}
+            entry["replaced"] = [*current.get("replaced", []), earlier]
+        eras[era.key] = entry
     document["eras"] = dict(sorted(eras.items()))
     return document
 
 
-def manifest_editor(path: str, era: Era, image: str, commit: str | None) -> Callable[[Path], bool]:
+def manifest_editor(
+    path: str,
+    era: Era,
+    image: str,
+    commit: str | None,
+    *,
+    details: Mapping[str, Any] | None = None,
+    keep_recorded: bool = False,
+    force: str | None = None,
+) -> Callable[[Path], bool]:
     """An ``apply`` for store.commit_to_branch: add the era to the manifest in a work tree."""
 
     def apply(tree: Path) -> bool:
         file = tree / path
         before = file.read_text(encoding="utf-8") if file.is_file() else None
         current = parse_manifest(before, path) if before is not None else None
-        after = json.dumps(with_era(current, era, image, commit), indent=2, sort_keys=True) + "\n"
-        if current is not None and era.key in current["eras"]:
+        document = with_era(
+            current,
+            era,
+            image,
+            commit,
+            details=details,
+            keep_recorded=keep_recorded,
+            force=force,
+        )
+        if current is not None and force is None and era.key in current["eras"]:
             return False
         file.parent.mkdir(parents=True, exist_ok=True)
-        file.write_text(after, encoding="utf-8")
+        text = json.dumps(document, indent=2, sort_keys=True, allow_nan=False)
+        file.write_text(text + "\n", encoding="utf-8")
         return True
 
     return apply
+
+
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def digest_of(argv: Sequence[str], image: str, cwd: Path, env: Mapping[str, str]) -> str | None:
+    """The registry digest ``argv`` prints for ``image`` (its first ``sha256:...``), or None."""
+    command = [arg.replace("{image}", image) for arg in argv]
+    try:
+        done = subprocess.run(
+            command, cwd=cwd, env=dict(env), capture_output=True, text=True, check=False
+        )
+    except OSError:
+        return None
+    found = _DIGEST.search(done.stdout) if done.returncode == 0 else None
+    return found.group(0) if found else None
+
+
+def pinned(image: str, digest: str | None) -> str:
+    """``name:tag@sha256:...``: the tag kept for people, the digest for the registry."""
+    if digest is None or "@" in image:
+        return image
+    return f"{image}@{digest}"
 
 
 def record_message(era: Era, image: str) -> str:

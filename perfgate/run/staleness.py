@@ -25,6 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
 from perfgate.errors import ConfigError
 from perfgate.result import StaleImage
 
@@ -59,11 +64,6 @@ _CRASHES = (
     re.compile(r"ModuleNotFoundError: No module named '(?P<module>[\w.]+)'"),
     re.compile(r"AttributeError: module '(?P<module>[\w.]+)' has no attribute '(?P<symbol>\w+)'"),
 )
-_REQUIREMENT = re.compile(
-    r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*"
-    r"(?P<spec>(?:[<>=!~]=?|===)[^;#]*?)?\s*(?:[;#].*)?$"
-)
-_EXACT = re.compile(r"^===?\s*(?P<version>[A-Za-z0-9][A-Za-z0-9._+!-]*)$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,14 +85,17 @@ class Pin:
 
     @property
     def exact(self) -> str | None:
-        """The version of an ``==`` pin; None for ranges and unpinned names."""
-        match = _EXACT.match(self.spec)
-        return match["version"] if match and "*" not in match["version"] else None
+        """The version of an ``==`` (or ``===``) pin; None for ranges, wildcards and bare names."""
+        specifiers = list(SpecifierSet(self.spec))
+        if len(specifiers) != 1 or specifiers[0].operator not in ("==", "==="):
+            return None
+        version = specifiers[0].version
+        return None if version.endswith(".*") else version
 
 
 def normalize(name: str) -> str:
     """PEP 503 name normalization: ``Warp_Lang`` -> ``warp-lang``."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return canonicalize_name(name)
 
 
 def distributions(package: str) -> tuple[str, ...]:
@@ -188,12 +191,14 @@ def requirements_in(path: Path) -> list[Pin]:
         texts = _requirements_lines(path)
     pins = []
     for text in texts:
-        if "@" in text.split(";")[0]:  # a direct URL names no version
-            continue
-        match = _REQUIREMENT.match(text)
-        if match:
+        try:
+            # pip options (--hash, -r) and trailing comments are not part of a requirement.
+            requirement = Requirement(text.split(" #", 1)[0].split(" --", 1)[0].strip())
+        except InvalidRequirement:
+            continue  # a string of setup.py, or a line pip options own
+        if requirement.url is None:  # a direct URL names no version
             pins.append(
-                Pin(name=normalize(match["name"]), spec=(match["spec"] or "").strip(), file=path)
+                Pin(name=normalize(requirement.name), spec=str(requirement.specifier), file=path)
             )
     return pins
 
@@ -241,15 +246,13 @@ def required_pin(checkout: Path, file: str, package: str) -> str:
 
 
 def same_version(installed: str, pinned: str) -> bool:
-    """Equal versions; a local segment (``+cu128``) counts only when both sides carry one."""
-
-    def parts(version: str) -> tuple[str, str | None]:
-        public, _, local = version.strip().lower().removeprefix("v").partition("+")
-        release = re.sub(r"(\.0+)+$", "", public)
-        return release, local or None
-
-    (a, a_local), (b, b_local) = parts(installed), parts(pinned)
-    return a == b and (a_local is None or b_local is None or a_local == b_local)
+    """Equal versions (PEP 440); a local segment (``+cu128``) counts only when both carry one."""
+    try:
+        a, b = Version(installed.strip()), Version(pinned.strip())
+    except InvalidVersion:
+        return installed.strip().lower() == pinned.strip().lower()
+    both_local = a.local is not None and b.local is not None
+    return a == b if both_local else Version(a.public) == Version(b.public)
 
 
 def assess(

@@ -181,7 +181,7 @@ def _config(repo: Path, spec: StoreSpec) -> None:
     lines = [
         "version: 1",
         "gate: {mode: advisory}",
-        "defaults: {driver: command, command: {argv: ['true'], output: out.json}}",
+        "defaults: {driver: command, command: {argv: ['true'], output: '{output_dir}/o.json'}}",
         "buckets:",
         *(f"  - {{task: {t}, backends: [{{physics: numpy}}, {{physics: python}}]}}" for t in tasks),
     ]

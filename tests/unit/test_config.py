@@ -10,7 +10,7 @@ import pytest
 
 from perfgate import cli
 from perfgate.backends import VOCABULARIES
-from perfgate.config import BaselinePolicy, Direction, FloorKind, Metric, Mode, load_config
+from perfgate.config import BaselinePolicy, Bucket, Direction, FloorKind, Metric, Mode, load_config
 from perfgate.errors import ConfigError
 from tests.paths import ROOT as REPO
 
@@ -61,6 +61,15 @@ def test_matrix_json_lists_every_bucket_with_the_interface_fields(
             entry
         )
         assert entry["runner"] == ["ubuntu-latest"]
+    # Every field a bucket resolves to, defaults merged: nothing a tool needs is left out.
+    pendulum = matrix[2]
+    assert (pendulum["num_envs"], pendulum["steps"], pendulum["warmup_steps"]) == (2048, 1000, 100)
+    assert pendulum["metric"] == {
+        "path": "runtime.total_fps.mean", "direction": "higher", "unit": "env-steps/s"
+    }  # fmt: skip
+    assert matrix[0]["floors"]["cpu-*"][0] == {"name": "sanity-floor", "value": 1000.0,
+                                               "kind": "BLOCK"}  # fmt: skip
+    assert set(Bucket.__dataclass_fields__) <= set(pendulum)
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -100,7 +100,8 @@ class SeedOptions:
     samples: int | None = None
     strict_ancestry: bool = False
     execute: bool = False
-    seed_key: str = DEFAULT_SEED_KEY
+    # None: the reseed plan's key when it names one, else DEFAULT_SEED_KEY.
+    seed_key: str | None = None
     work_dir: Path
     summary: Path
     config_given: bool = False

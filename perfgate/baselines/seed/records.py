@@ -103,5 +103,5 @@ def write_summary(path: Path, data: Mapping[str, Any]) -> None:
     """Write the summary JSON atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(path.suffix + ".tmp")
-    temporary.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    temporary.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     temporary.replace(path)

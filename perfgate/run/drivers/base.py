@@ -12,6 +12,14 @@ from perfgate.run.bundle import MetricStats
 from perfgate.run.execution import AttemptDirs, Invocation
 
 
+class CheckoutUnsupported(Exception):
+    """The checkout cannot run the bucket's benchmark at all; the message says what was sought.
+
+    Raised by ``Driver.invocation`` before anything is launched; the bucket's result is a
+    HARD_FAILURE in phase ``import`` (the checkout could not load the benchmark).
+    """
+
+
 @dataclass(frozen=True, kw_only=True)
 class Measurement:
     """What a driver read from one attempt's output."""
@@ -20,6 +28,8 @@ class Measurement:
     runtime_fields: Mapping[str, Any] = field(default_factory=dict)
     # Every software version the output reports (hashed or not): stale-image evidence (R7).
     versions: Mapping[str, str] = field(default_factory=dict)
+    # Further finite figures the output reports, keyed by their path (recorded, not gated).
+    figures: Mapping[str, float] = field(default_factory=dict)
     config_mismatch: str | None = None
     error: str | None = None
     output_file: Path | None = None

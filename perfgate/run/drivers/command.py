@@ -52,13 +52,18 @@ class CommandDriver:
         return Invocation(argv=argv, cwd=cwd, outputs=(output,))
 
     def read(self, bucket: Bucket, dirs: AttemptDirs, invocation: Invocation) -> Measurement:
-        """The newest file matching the output pattern, metric at the bucket's path."""
+        """The newest file matching the output pattern, metric at the bucket's path.
+
+        Only files that really lie inside the attempt's output directory count: a symlink
+        the benchmark planted there cannot make perfgate read (or report) another file.
+        """
         pattern = invocation.outputs[0]
+        root = dirs.output_dir.resolve()
         matches = sorted(
             (
                 Path(p)
                 for p in glob.glob(str(invocation.cwd / pattern), recursive=True)
-                if Path(p).is_file()
+                if Path(p).is_file() and Path(p).resolve().is_relative_to(root)
             ),
             key=lambda p: p.stat().st_mtime,
         )
@@ -73,6 +78,7 @@ class CommandDriver:
 
 
 def _placeholders(bucket: Bucket, dirs: AttemptDirs) -> dict[str, str]:
+    """Every placeholder of COMMAND_PLACEHOLDERS (config validates templates against it)."""
     return {
         "output_dir": str(dirs.output_dir),
         "cache_dir": str(dirs.cache_dir),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Any
 
 import perfgate
 from perfgate.config import Bucket, PhaseMarkers
-from perfgate.run import demo
+from perfgate.errors import UsageError
 from perfgate.run.bundle import OutputError, launch_mismatches, load_json, metric_stats
 from perfgate.run.drivers.base import Measurement
 from perfgate.run.execution import AttemptDirs, Invocation
@@ -35,6 +36,19 @@ def _demo_source(checkout: Path) -> tuple[str, dict[str, str]]:
     return chosen, {"PYTHONPATH": os.pathsep.join([root, inherited]) if inherited else root}
 
 
+def _require_numpy(bucket: Bucket) -> None:
+    """The demo needs numpy, an extra: say how to install it instead of crashing."""
+    try:
+        found = importlib.util.find_spec("numpy") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise UsageError(
+            f"{bucket.id}: the demo driver needs numpy, which is not installed; "
+            "install perfgate with its demo extra: pip install 'perfgate[demo]'"
+        )
+
+
 class DemoDriver:
     """Runs the demo benchmark module and reads its RuntimeBundle."""
 
@@ -43,6 +57,10 @@ class DemoDriver:
 
     def markers(self, bucket: Bucket) -> PhaseMarkers:
         """The demo prints when its environments are ready and when stepping starts."""
+        # Imported here: the demo module needs numpy, which only demo buckets require.
+        _require_numpy(bucket)
+        from perfgate.run import demo
+
         return PhaseMarkers(init_done=demo.INIT_DONE, stepping=demo.STEPPING)
 
     def launch_inputs(self, bucket: Bucket) -> dict[str, Any]:
@@ -51,6 +69,7 @@ class DemoDriver:
 
     def invocation(self, bucket: Bucket, dirs: AttemptDirs, checkout: Path) -> Invocation:
         """``python -m perfgate.run.demo`` (the checkout's own) with the bucket's settings."""
+        _require_numpy(bucket)
         module, env = _demo_source(checkout)
         argv = (
             sys.executable, "-m", module,

@@ -1,60 +1,109 @@
-"""The ``isaaclab`` driver: the supported ``isaaclab benchmark runtime`` CLI and its RuntimeBundle.
+"""The ``isaaclab`` driver: Isaac Lab's runtime benchmark, in the flavour the checkout offers.
 
-The bundle's launch echo is checked against the request (a mismatch is a HARD_FAILURE):
+What the checkout offers decides the command (read from the checkout before each attempt):
 
-- ``run.task``, ``run.num_envs``, ``run.seed``: always echoed.
-- ``run.config.physics_backend`` / ``run.config.rendering_backend``: what the Hydra presets
-  actually selected, so a preset that silently did nothing is caught.
-- ``run.config.presets``: each requested token must be listed, when the list is non-empty
-  (current Isaac Lab writes it empty; older bundles list the tokens).
-- ``runtime.iterations_completed``: the number of measured steps (``--num_steps``).
-- warm-up: ``runtime.environment_step_timing.warmup_steps`` or ``extra.warmup_steps``, when
-  the bundle carries either (the current CLI keeps it out of the bundle; ``extra`` is free-form).
+- the current CLI, ``source/isaaclab/isaaclab/benchmark/entrypoints/runtime.py``, run as
+  ``<launcher> benchmark runtime``; the older self-contained ``scripts/benchmarks/runtime.py``,
+  run as ``<launcher> -p scripts/benchmarks/runtime.py``. The step and warm-up flags are the
+  ones the file defines (``--num_steps``/``--warmup_steps`` or ``--num_frames``/
+  ``--warmup_frames``). A checkout with neither is a HARD_FAILURE naming both paths.
+- the launcher: ``./isaaclab.sh`` when the checkout has it (it needs nothing on PATH), else
+  the ``isaaclab`` console script; ``isaaclab.executable`` overrides both.
+- the task id: a bucket's ``isaaclab.task_aliases`` lists the other ids its task has had; the
+  first of ``task`` and its aliases that a ``gym.register(id=...)`` in ``source/**/*.py``
+  registers is run. The bucket keeps its id (and store identity) whichever runs; none
+  registered is a HARD_FAILURE naming them all.
+- the preset spellings: physics is pinned (``isaacsim_physx``, ``newton_mjwarp``), the
+  renderer named (``isaacsim_rtx``, ``newton_renderer`` + ``rgb``, ``ovrtx``); on an older
+  checkout that declares none of a backend's current names, its older spelling is sent
+  (``newton``, ``isaacsim_rtx_renderer``, ``ovrtx_renderer``) or nothing where that backend
+  was the default (PhysX, the RTX renderer). The hashed launch keeps the current names.
+
+The bundle's launch echo is checked against what was sent (a mismatch is a HARD_FAILURE):
+``run.task``, ``run.num_envs``, ``run.seed``, ``runtime.iterations_completed`` (measured
+steps), ``run.config.physics_backend`` / ``rendering_backend`` (schema literals),
+``run.config.presets`` when the bundle lists them (older bundles; a ``presets=a,b`` entry
+counts as ``a`` and ``b``), and the warm-up count wherever the bundle records it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from perfgate.config import Bucket, IsaacLabSpec, PhaseMarkers
 from perfgate.errors import ConfigError
-from perfgate.run.bundle import OutputError, dig, launch_mismatches, load_json, metric_stats
-from perfgate.run.drivers.base import Measurement
+from perfgate.run.bundle import (
+    OutputError,
+    dig,
+    finite_figures,
+    launch_mismatches,
+    load_json,
+    metric_stats,
+)
+from perfgate.run.drivers.base import CheckoutUnsupported, Measurement
 from perfgate.run.execution import AttemptDirs, Invocation
 
 BENCHMARK_FORMATTER = "schema"
+ENTRYPOINT = "source/isaaclab/isaaclab/benchmark/entrypoints/runtime.py"
+SCRIPT = "scripts/benchmarks/runtime.py"
+LAUNCHER = "isaaclab.sh"
 
-# Hydra preset tokens per backend (the reference gate's hydra_args_for_task, facts section 1).
-PHYSICS_PRESETS: Mapping[str, tuple[str, ...]] = {"physx": (), "newton": ("newton_mjwarp",)}
-RENDER_PRESETS: Mapping[str, tuple[str, ...]] = {
-    "rtx_renderer": ("isaacsim_rtx",),
-    "newton_renderer": ("newton", "rgb"),
-    "ovrtx_renderer": ("ovrtx",),
+# Preset spellings per backend, newest first. The first one the checkout declares is sent;
+# None means "send nothing": on checkouts that old, that backend was the default.
+PHYSICS_SPELLINGS: Mapping[str, tuple[str | None, ...]] = {
+    "physx": ("isaacsim_physx", None),
+    "newton": ("newton_mjwarp", "newton"),
 }
-# What run.config echoes for each backend. Isaac Lab 6.0 prereleases report plain "newton".
-PHYSICS_ECHO: Mapping[str, frozenset[str]] = {
-    "physx": frozenset({"physx"}),
-    "newton": frozenset({"newton_mjwarp", "newton"}),
+RENDER_SPELLINGS: Mapping[str, tuple[str | None, ...]] = {
+    "rtx_renderer": ("isaacsim_rtx", "isaacsim_rtx_renderer", None),
+    "newton_renderer": ("newton_renderer",),
+    "ovrtx_renderer": ("ovrtx", "ovrtx_renderer"),
 }
-RENDER_ECHO: Mapping[str | None, frozenset[str]] = {
-    None: frozenset({"none"}),
-    "rtx_renderer": frozenset({"isaacsim_rtx"}),
-    "newton_renderer": frozenset({"newton"}),
-    "ovrtx_renderer": frozenset({"ovrtx"}),
-}
+# The Newton Warp renderer takes the rgb camera data type (the reference gate sends it).
+RENDER_EXTRAS: Mapping[str, tuple[str, ...]] = {"newton_renderer": ("rgb",)}
 
-# Failure phases as the reference gate's subprocess runner tells them (facts section 3).
-MARKERS = PhaseMarkers(
-    import_error=("Traceback",),
-    driver_error=("CudaError", "CUDA_ERROR_"),
-    oom=("oom-kill",),
-    init_done="AppLauncher initialization complete",
-    stepping="Step Frametimes",
+# run.config echoes (isaaclab.benchmark.schema PhysicsBackend / RenderingBackend literals):
+# Isaac Sim PhysX echoes "physx"; the Newton Warp renderer echoes "newton".
+PHYSICS_ECHO: Mapping[str, str] = {"physx": "physx", "newton": "newton_mjwarp"}
+RENDER_ECHO: Mapping[str | None, str] = {
+    None: "none",
+    "rtx_renderer": "isaacsim_rtx",
+    "newton_renderer": "newton",
+    "ovrtx_renderer": "ovrtx",
+}
+WARMUP_ECHOES = (
+    "runtime.environment_step_timing.warmup_steps",  # current bundles
+    "extra.warmup_frames",  # scripts/benchmarks/runtime.py
+    "extra.warmup_steps",
 )
 
-# Runtime contract (facts section 5): always, then by physics, then by render backend.
+# What the CLI prints (nothing at step start, a launcher line only when Kit runs): a failure
+# is `import` when the checkout could not load the benchmark, its task or its presets, and
+# `runtime` once a traceback (or, with PYTHONFAULTHANDLER, a fatal-signal dump) shows the
+# step loop, stepping.run_runtime_loop, which runs the warm-up and the measured steps.
+MARKERS = PhaseMarkers(
+    import_error=("ModuleNotFoundError:", "ImportError:", "NameNotFound:", "Unknown preset(s):"),
+    driver_error=("CudaError", "CUDA_ERROR_"),
+    oom=("oom-kill",),
+    init_done=None,
+    stepping="in run_runtime_loop",
+)
+
+# Startup and memory figures recorded beside the gated metric (not gated yet).
+FIGURES = (
+    "runtime.startup_time_s.python_imports",
+    "runtime.startup_time_s.task_config",
+    "runtime.startup_time_s.app_launch",
+    "runtime.startup_time_s.env_creation",
+    "runtime.startup_time_s.first_step",
+    "resources.gpu_mem_gb.peak",
+)
+
+# Runtime contract: always, then by physics, then by render backend.
 RUNTIME_ALWAYS = (
     "versions.isaacsim",
     "versions.isaaclab",
@@ -71,32 +120,139 @@ RUNTIME_BY_RENDER: Mapping[str, tuple[str, ...]] = {
     for render in ("newton_renderer", "ovrtx_renderer", "warp_renderer", "rtx_renderer")
 }
 
+_TASK_ID = re.compile(r"""\bid\s*=\s*["']([A-Za-z0-9][A-Za-z0-9._-]*)["']""")
+# The names a checkout is searched for: every spelling but a backend's last (the fallback).
+_PROBED = sorted(
+    {
+        spelling
+        for table in (PHYSICS_SPELLINGS, RENDER_SPELLINGS)
+        for spellings in table.values()
+        for spelling in spellings[:-1]
+        if spelling is not None
+    }
+)
+# A preset is declared as a PresetCfg field (`name: Cfg = ...`) or a keyword (`name=...`).
+_PRESET_FIELD = re.compile(r"\b(" + "|".join(_PROBED) + r")\b\s*(?::|=(?!=))")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cli:
+    """How the checkout's runtime benchmark is started and which flags count its steps."""
+
+    entry: tuple[str, ...]
+    steps_flag: str
+    warmup_flag: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sources:
+    """What the checkout's ``source/`` declares: registered task ids and preset names."""
+
+    task_ids: frozenset[str]
+    preset_names: frozenset[str]
+
+
+def detect_cli(checkout: Path) -> Cli:
+    """The CLI flavour the checkout offers, from the flags its entry file defines."""
+    for relative, entry in ((ENTRYPOINT, ("benchmark", "runtime")), (SCRIPT, ("-p", SCRIPT))):
+        path = checkout / relative
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        steps = next((f for f in ("--num_steps", "--num_frames") if f'"{f}"' in text), None)
+        warmup = next((f for f in ("--warmup_steps", "--warmup_frames") if f'"{f}"' in text), None)
+        if steps is None or warmup is None:
+            raise CheckoutUnsupported(
+                f"{path} defines no step flags (looked for --num_steps/--num_frames and "
+                "--warmup_steps/--warmup_frames); this Isaac Lab runtime benchmark is unsupported"
+            )
+        return Cli(entry=entry, steps_flag=steps, warmup_flag=warmup)
+    raise CheckoutUnsupported(
+        f"{checkout} offers no Isaac Lab runtime benchmark: looked for {ENTRYPOINT} "
+        f"(`isaaclab benchmark runtime`) and {SCRIPT} (--num_frames); older checkouts with only "
+        "scripts/benchmarks/benchmark_non_rl.py write no RuntimeBundle and are not supported"
+    )
+
+
+def scan_sources(checkout: Path) -> Sources | None:
+    """Task ids and preset names the checkout's ``source/`` declares; None without it."""
+    root = checkout / "source"
+    if not root.is_dir():
+        return None
+    task_ids: set[str] = set()
+    preset_names: set[str] = set()
+    for path in root.rglob("*.py"):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        # Plain substring tests first: most files hold neither, and they are ten times faster.
+        if "register(" in text:
+            task_ids.update(_TASK_ID.findall(text))
+        if any(name in text for name in _PROBED):
+            preset_names.update(_PRESET_FIELD.findall(text))
+    return Sources(task_ids=frozenset(task_ids), preset_names=frozenset(preset_names))
+
 
 def spec(bucket: Bucket) -> IsaacLabSpec:
     """The bucket's ``isaaclab`` block, or the defaults."""
     return bucket.isaaclab or IsaacLabSpec()
 
 
-def presets(bucket: Bucket) -> tuple[str, ...]:
-    """The Hydra preset tokens for the bucket's backend (or the ones it declares)."""
-    declared = spec(bucket).presets
-    if declared is not None:
-        return declared
-    tokens = list(PHYSICS_PRESETS.get(bucket.physics, ()))
+def _spelling(spellings: Sequence[str | None], declared: frozenset[str] | None) -> str | None:
+    if declared is None:
+        return spellings[0]
+    return next((s for s in spellings if s is None or s in declared), spellings[-1])
+
+
+def presets(bucket: Bucket, declared: frozenset[str] | None = None) -> tuple[str, ...]:
+    """The Hydra preset tokens for the bucket's backend, spelt as ``declared`` spells them.
+
+    ``declared`` is the set of preset names a checkout declares; None gives the current
+    names (what is hashed). Presets the bucket declares itself are sent as they are.
+    """
+    own = spec(bucket).presets
+    if own is not None:
+        return own
+    if bucket.physics not in PHYSICS_SPELLINGS:
+        raise ConfigError(
+            f"bucket {bucket.id}: no Hydra preset is known for physics backend "
+            f"{bucket.physics!r}; declare them with isaaclab.presets in perfgate.yaml"
+        )
+    tokens = [_spelling(PHYSICS_SPELLINGS[bucket.physics], declared)]
     if bucket.render is not None:
-        if bucket.render not in RENDER_PRESETS:
+        if bucket.render not in RENDER_SPELLINGS:
             raise ConfigError(
                 f"bucket {bucket.id}: no Hydra preset is known for render backend "
                 f"{bucket.render!r}; declare them with isaaclab.presets in perfgate.yaml"
             )
-        tokens += RENDER_PRESETS[bucket.render]
-    return tuple(tokens)
+        tokens += [_spelling(RENDER_SPELLINGS[bucket.render], declared)]
+        tokens += RENDER_EXTRAS.get(bucket.render, ())
+    return tuple(token for token in tokens if token is not None)
 
 
-def hydra_args(bucket: Bucket) -> tuple[str, ...]:
-    """``presets=<comma list>``, or nothing for plain PhysX."""
-    tokens = presets(bucket)
+def hydra_args(tokens: Sequence[str]) -> tuple[str, ...]:
+    """``presets=<comma list>``, or nothing."""
     return (f"presets={','.join(tokens)}",) if tokens else ()
+
+
+def resolve_task(bucket: Bucket, sources: Sources | None) -> str:
+    """The id to run: ``task`` without aliases, else the first id the checkout registers."""
+    aliases = spec(bucket).task_aliases
+    if not aliases:
+        return bucket.task
+    known = (bucket.task, *aliases)
+    registered = sources.task_ids if sources is not None else frozenset()
+    for task_id in known:
+        if task_id in registered:
+            return task_id
+    raise CheckoutUnsupported(
+        f"bucket {bucket.id}: the checkout registers none of its task ids "
+        f"({', '.join(known)}): looked for gym.register(id=...) in source/**/*.py; "
+        "add the id this checkout uses to isaaclab.task_aliases"
+    )
+
+
+def default_executable(checkout: Path) -> tuple[str, ...]:
+    """``./isaaclab.sh`` when the checkout has it, else the ``isaaclab`` console script."""
+    return (f"./{LAUNCHER}",) if (checkout / LAUNCHER).is_file() else ("isaaclab",)
 
 
 def runtime_paths(bucket: Bucket) -> tuple[str, ...]:
@@ -108,50 +264,81 @@ def runtime_paths(bucket: Bucket) -> tuple[str, ...]:
     )
 
 
-def expected_echo(bucket: Bucket) -> dict[str, Any]:
-    """Bundle paths that must equal the request exactly."""
-    return {
-        "run.task": bucket.task,
-        "run.num_envs": bucket.num_envs,
-        "run.seed": bucket.seed,
-        "runtime.iterations_completed": bucket.steps,
-    }
+def _argument(argv: Sequence[str], flag: str) -> str | None:
+    return argv[argv.index(flag) + 1] if flag in argv[:-1] else None
 
 
-def echo_mismatches(bundle: Any, bucket: Bucket) -> list[str]:
-    """Every way the bundle's launch echo differs from what the bucket requested."""
-    problems = launch_mismatches(bundle, expected_echo(bucket))
-    for path, allowed in (
+def sent_task(invocation: Invocation) -> str:
+    """The task id an invocation runs (its ``--task``)."""
+    task = _argument(invocation.argv, "--task")
+    assert task is not None, "the driver always passes --task"
+    return task
+
+
+def sent_presets(invocation: Invocation) -> tuple[str, ...]:
+    """The preset names an invocation sends in its ``presets=`` token."""
+    token = next((a for a in invocation.argv if a.startswith("presets=")), "presets=")
+    return tuple(name for name in token.removeprefix("presets=").split(",") if name)
+
+
+def _echoed_presets(echoed: list[Any]) -> list[str]:
+    """Preset names in ``run.config.presets``: older bundles keep ``presets=a,b`` unsplit."""
+    names: list[str] = []
+    for entry in map(str, echoed):
+        selector, has_value, value = entry.partition("=")
+        if has_value and selector == "presets":
+            names += value.split(",")
+        elif has_value and selector in ("physics", "renderer"):
+            names.append(value)
+        else:
+            names.append(entry)
+    return names
+
+
+def echo_mismatches(bundle: Any, bucket: Bucket, *, task: str, tokens: Sequence[str]) -> list[str]:
+    """Every way the bundle's launch echo differs from what was sent for the bucket."""
+    problems = launch_mismatches(
+        bundle,
+        {
+            "run.task": task,
+            "run.num_envs": bucket.num_envs,
+            "run.seed": bucket.seed,
+            "runtime.iterations_completed": bucket.steps,
+        },
+    )
+    for path, wanted in (
         ("run.config.physics_backend", PHYSICS_ECHO.get(bucket.physics)),
         ("run.config.rendering_backend", RENDER_ECHO.get(bucket.render)),
     ):
         got = dig(bundle, path)
-        if allowed is not None and got not in allowed:
-            problems.append(f"{path}={got!r} (requested {' or '.join(sorted(allowed))})")
-    echoed_presets = dig(bundle, "run.config.presets")
-    if isinstance(echoed_presets, list) and echoed_presets:
-        missing = [token for token in presets(bucket) if token not in echoed_presets]
+        if wanted is not None and got != wanted:
+            problems.append(f"{path}={got!r} (requested {wanted})")
+    echoed = dig(bundle, "run.config.presets")
+    if isinstance(echoed, list) and echoed:
+        missing = [token for token in tokens if token not in _echoed_presets(echoed)]
         if missing:
-            problems.append(f"run.config.presets={echoed_presets!r} lacks {missing!r}")
-    for path in ("runtime.environment_step_timing.warmup_steps", "extra.warmup_steps"):
+            problems.append(f"run.config.presets={echoed!r} lacks {missing!r}")
+    for path in WARMUP_ECHOES:
         got = dig(bundle, path)
         if got is not None and got != bucket.warmup_steps:
             problems.append(f"{path}={got!r} (requested {bucket.warmup_steps!r})")
     return problems
 
 
-def find_bundle(output_dir: Path, task: str) -> Path | None:
-    """The schema output in ``output_dir``: ``benchmark_runtime_<task>[_schema].json``."""
-    exact = [output_dir / f"benchmark_runtime_{task}{s}.json" for s in ("_schema", "")]
-    for path in exact:
-        if path.is_file():
-            return path
-    # Some versions add a timestamp to the name; the attempt's directory is private, so the
-    # newest match is this attempt's.
-    matches = sorted(
-        output_dir.glob(f"benchmark_runtime_{task}*.json"), key=lambda p: p.stat().st_mtime
+def bundle_files(output_dir: Path, task: str) -> list[Path]:
+    """The schema outputs in ``output_dir``, named as Isaac Lab's formatters name them.
+
+    ``benchmark_runtime_<task>_<YYYY-MM-DD_HH-MM-SS-ffffff>_<8 hex>.json`` (current),
+    ``benchmark_runtime_<task>_<YYYY-MM-DD_HH-MM-SS>.json`` (older), with ``_schema``
+    appended when several formatters ran; other formatters' files are not bundles.
+    """
+    pattern = re.compile(
+        rf"benchmark_runtime_{re.escape(task)}"
+        r"_\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}(?:-\d{6}_[0-9a-f]{8})?(?:_schema)?\.json"
     )
-    return matches[-1] if matches else None
+    if not output_dir.is_dir():
+        return []
+    return sorted(p for p in output_dir.iterdir() if pattern.fullmatch(p.name) and p.is_file())
 
 
 def _versions(bundle: Any) -> dict[str, str]:
@@ -162,17 +349,21 @@ def _versions(bundle: Any) -> dict[str, str]:
 
 
 class IsaacLabDriver:
-    """Runs ``isaaclab benchmark runtime`` with the bucket's launch and reads the RuntimeBundle."""
+    """Runs the checkout's Isaac Lab runtime benchmark and reads its RuntimeBundle."""
 
     name = "isaaclab"
     version = "1"
 
     def markers(self, bucket: Bucket) -> PhaseMarkers:
-        """Section-3 markers, unless the bucket declares its own."""
+        """The runtime benchmark's markers, unless the bucket declares its own."""
         return spec(bucket).markers or MARKERS
 
     def launch_inputs(self, bucket: Bucket) -> dict[str, Any]:
-        """Presets, formatter and extra arguments change the experiment; the executable does not."""
+        """Presets (current names), formatter and extra arguments change the experiment.
+
+        Neither the executable, the CLI flavour, the task id that ran nor the era's preset
+        spelling does: a bucket keeps one identity across Isaac Lab versions.
+        """
         return {
             "presets": list(presets(bucket)),
             "benchmark_formatter": BENCHMARK_FORMATTER,
@@ -180,30 +371,47 @@ class IsaacLabDriver:
         }
 
     def invocation(self, bucket: Bucket, dirs: AttemptDirs, checkout: Path) -> Invocation:
-        """``<executable> benchmark runtime --task ... --output_path <attempt dir> presets=...``."""
+        """The checkout's CLI with the bucket's launch, writing into the attempt's directory."""
         settings = spec(bucket)
+        cli = detect_cli(checkout)
+        sources = scan_sources(checkout)
+        tokens = presets(bucket, sources.preset_names if sources is not None else None)
         argv = (
-            *settings.executable, "benchmark", "runtime",
-            "--task", bucket.task,
+            *(settings.executable or default_executable(checkout)), *cli.entry,
+            "--task", resolve_task(bucket, sources),
             "--num_envs", str(bucket.num_envs),
-            "--num_steps", str(bucket.steps),
-            "--warmup_steps", str(bucket.warmup_steps),
+            cli.steps_flag, str(bucket.steps),
+            cli.warmup_flag, str(bucket.warmup_steps),
             "--seed", str(bucket.seed),
             "--benchmark_formatter", BENCHMARK_FORMATTER,
             "--output_path", str(dirs.output_dir),
+            # argparse leaves presets=... to Hydra wherever it stands, unless it follows an
+            # option taking several values (the older launcher's --visualizer): so before
+            # the extra arguments.
+            *hydra_args(tokens),
             *settings.extra_args,
-            # Hydra overrides go last: the CLI hands whatever argparse leaves over to Hydra.
-            *hydra_args(bucket),
         )  # fmt: skip
-        return Invocation(argv=argv, cwd=checkout, outputs=(str(dirs.output_dir),))
+        return Invocation(
+            argv=argv,
+            cwd=checkout,
+            # A fatal signal (a segfault in a kernel) then dumps the Python stack, so a crash
+            # in the step loop is told from one before it.
+            env={"PYTHONFAULTHANDLER": "1"},
+            outputs=(str(dirs.output_dir),),
+        )
 
     def read(self, bucket: Bucket, dirs: AttemptDirs, invocation: Invocation) -> Measurement:
         """Find and read the bundle, check the launch echo, take metric and runtime fields."""
         empty = metric_stats({}, bucket.metric.path)
-        path = find_bundle(dirs.output_dir, bucket.task)
-        if path is None:
-            wanted = f"benchmark_runtime_{bucket.task}*.json"
-            return Measurement(stats=empty, error=f"no RuntimeBundle {wanted} in {dirs.output_dir}")
+        task = sent_task(invocation)
+        found = bundle_files(dirs.output_dir, task)
+        if len(found) != 1:
+            wanted = f"benchmark_runtime_{task}_<timestamp>[_<hex>].json"
+            detail = "no" if not found else f"{len(found)} ({', '.join(p.name for p in found)})"
+            return Measurement(
+                stats=empty, error=f"{detail} RuntimeBundle {wanted} in {dirs.output_dir}"
+            )
+        path = found[0]
         try:
             bundle = load_json(path)
         except OutputError as exc:
@@ -213,11 +421,12 @@ class IsaacLabDriver:
                 stats=empty, error=f"{path} is not a RuntimeBundle (no 'runtime')", output_file=path
             )
         stats = metric_stats(bundle, bucket.metric.path)
-        mismatches = echo_mismatches(bundle, bucket)
+        mismatches = echo_mismatches(bundle, bucket, task=task, tokens=sent_presets(invocation))
         return Measurement(
             stats=stats,
             runtime_fields={field: dig(bundle, field) for field in runtime_paths(bucket)},
             versions=_versions(bundle),
+            figures=finite_figures(bundle, FIGURES),
             config_mismatch="; ".join(mismatches) or None,
             error=None
             if stats.value is not None

@@ -133,9 +133,9 @@ def runs(history: History) -> list[str]:
     return [line for line in history.runlog.read_text().splitlines() if line.startswith("start")]
 
 
-def stored(history: History, backend: str) -> list[Sample]:
-    """Every sample of ``sim/<backend>`` on origin's baseline branch."""
-    store = BaselineStore(history.repo, branch="perf-baselines", remote="origin")
+def stored(history: History, backend: str, remote: str | None = "origin") -> list[Sample]:
+    """Every sample of ``sim/<backend>`` on origin's (or the local) baseline branch."""
+    store = BaselineStore(history.repo, branch="perf-baselines", remote=remote)
     tip = store.refresh()
     if tip is None:
         return []
@@ -164,7 +164,7 @@ def worktrees(history: History) -> list[str]:
 
 def test_seed_replays_each_commit_so_its_window_reflects_its_own_speed(history: History) -> None:
     done = perfgate(
-        history, "seed", "--branch", "main", "--last", "3", "--samples", "2",
+        history, "seed", "--push", "--branch", "main", "--last", "3", "--samples", "2",
         "--bucket", "sim/alpha", "--execute",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -202,7 +202,7 @@ def test_seed_replays_each_commit_so_its_window_reflects_its_own_speed(history: 
     # The same seed again finds every sample present and runs nothing.
     before = len(runs(history))
     again = perfgate(
-        history, "seed", "--branch", "main", "--last", "3", "--samples", "2",
+        history, "seed", "--push", "--branch", "main", "--last", "3", "--samples", "2",
         "--bucket", "sim/alpha", "--execute",
     )  # fmt: skip
     assert again.returncode == 0, again.stderr
@@ -211,7 +211,7 @@ def test_seed_replays_each_commit_so_its_window_reflects_its_own_speed(history: 
 
 
 def test_dry_run_prints_the_plan_and_an_estimate_and_writes_nothing(history: History) -> None:
-    done = perfgate(history, "seed", "--branch", "main", "--last", "2", "--samples", "3")
+    done = perfgate(history, "seed", "--push", "--branch", "main", "--last", "2", "--samples", "3")
     assert done.returncode == 0, done.stderr
     for sha in history.commits[1:]:
         assert sha[:12] in done.stdout
@@ -227,11 +227,27 @@ def test_dry_run_prints_the_plan_and_an_estimate_and_writes_nothing(history: His
     assert not (history.repo / ".perfgate").exists()
 
 
+def test_a_laptop_seed_stays_local_unless_asked_to_push(history: History) -> None:
+    """Outside CI, seed reads and writes the local branch; the shared remote is untouched."""
+    args = ("--branch", "main", "--last", "1", "--samples", "2", "--bucket", "sim/alpha")
+    done = perfgate(history, "seed", *args, "--execute")
+    assert done.returncode == 0, done.stderr
+    assert not origin_has_baselines(history)
+    assert len(stored(history, "alpha", remote=None)) == 2
+    # The dry run counts what the local branch already holds.
+    plan = perfgate(history, "seed", *args)
+    assert "0 sample run(s)" in plan.stdout and "(2 already present)" in plan.stdout, plan.stdout
+    # --push reaches the remote: the same samples land there.
+    pushed = perfgate(history, "seed", "--push", *args, "--execute", "--seed-key", "shared")
+    assert pushed.returncode == 0, pushed.stderr
+    assert len(stored(history, "alpha")) == 2
+
+
 def test_interrupted_seed_leaves_whole_buckets_and_resumes_without_duplicates(
     history: History, tmp_path: Path
 ) -> None:
     release = tmp_path / "release"
-    args = ["seed", "--branch", "main", "--last", "3", "--samples", "2",
+    args = ["seed", "--push", "--branch", "main", "--last", "3", "--samples", "2",
             "--backend", "alpha", "--backend", "beta", "--execute"]  # fmt: skip
     process = subprocess.Popen(
         [sys.executable, "-m", "perfgate", *args],
@@ -281,7 +297,7 @@ def test_interrupted_seed_leaves_whole_buckets_and_resumes_without_duplicates(
 def test_allowlist_typo_is_a_usage_error_naming_the_valid_keys(
     history: History, flag: str, typo: str, valid: str
 ) -> None:
-    done = perfgate(history, "seed", "--branch", "main", "--last", "1", flag, typo)
+    done = perfgate(history, "seed", "--push", "--branch", "main", "--last", "1", flag, typo)
     assert done.returncode == 4
     assert typo in done.stderr and valid in done.stderr
 
@@ -290,7 +306,7 @@ def test_non_ancestor_is_dropped_with_a_warning_or_rejected_when_strict(
     history: History,
 ) -> None:
     c1 = history.commits[0]
-    lenient = perfgate(history, "seed", "--commits", c1, history.side, "--target", "main")
+    lenient = perfgate(history, "seed", "--push", "--commits", c1, history.side, "--target", "main")
     assert lenient.returncode == 0, lenient.stderr
     assert f"dropped {history.side[:12]} is not an ancestor of main" in lenient.stdout
     plan = [line for line in lenient.stdout.splitlines() if not line.startswith("warning")]
@@ -298,7 +314,15 @@ def test_non_ancestor_is_dropped_with_a_warning_or_rejected_when_strict(
     assert not any(history.side[:12] in line for line in plan)
 
     strict = perfgate(
-        history, "seed", "--commits", c1, history.side, "--target", "main", "--strict-ancestry"
+        history,
+        "seed",
+        "--push",
+        "--commits",
+        c1,
+        history.side,
+        "--target",
+        "main",
+        "--strict-ancestry",
     )
     assert strict.returncode == 4
     assert history.side[:12] in strict.stderr
@@ -307,18 +331,18 @@ def test_non_ancestor_is_dropped_with_a_warning_or_rejected_when_strict(
 def test_verify_baselines_reports_ready_warming_and_empty(history: History, tmp_path: Path) -> None:
     c2, c3 = history.commits[1:]
     seeded = perfgate(
-        history, "seed", "--commits", c2, c3, "--target", "main",
+        history, "seed", "--push", "--commits", c2, c3, "--target", "main",
         "--bucket", "sim/alpha", "--samples", "2", "--execute",
     )  # fmt: skip
     assert seeded.returncode == 0, seeded.stderr
     seeded = perfgate(
-        history, "seed", "--commit-branch", f"{c3}:main", "--bucket", "sim/beta",
+        history, "seed", "--push", "--commit-branch", f"{c3}:main", "--bucket", "sim/beta",
         "--samples", "1", "--execute",
     )  # fmt: skip
     assert seeded.returncode == 0, seeded.stderr
 
     report_path = tmp_path / "verify.json"
-    done = perfgate(history, "verify-baselines", "--json", str(report_path))
+    done = perfgate(history, "verify-baselines", "--remote", "--json", str(report_path))
     assert done.returncode == 0, done.stderr
     report = json.loads(report_path.read_text())
     status = {b["bucket"]: (b["status"], b["samples"]) for b in report["buckets"]}
@@ -330,13 +354,15 @@ def test_verify_baselines_reports_ready_warming_and_empty(history: History, tmp_
     assert report["ready"] is False
     assert "WARMING" in done.stdout
 
-    required = perfgate(history, "verify-baselines", "--require")
+    required = perfgate(history, "verify-baselines", "--remote", "--require")
     assert required.returncode == 1
     assert "sim/beta" in required.stderr and "sim/gamma" in required.stderr
-    only_ready = perfgate(history, "verify-baselines", "--require", "--bucket", "sim/alpha")
+    only_ready = perfgate(
+        history, "verify-baselines", "--remote", "--require", "--bucket", "sim/alpha"
+    )
     assert only_ready.returncode == 0, only_ready.stderr
-    other_target = perfgate(history, "verify-baselines", "--target", "release", "--json",
-                            str(report_path))  # fmt: skip
+    other_target = perfgate(history, "verify-baselines", "--remote", "--target", "release",
+                            "--json", str(report_path))  # fmt: skip
     assert {b["status"] for b in json.loads(report_path.read_text())["buckets"]} == {"EMPTY"}
     assert other_target.returncode == 0
 
@@ -370,7 +396,7 @@ def test_reseed_plan_from_the_gate_report_seeds_just_those_buckets(
     assert plan["bucket_ids"] == ["sim/beta"]
     assert plan["buckets"] == [{"id": "sim/beta", "have": 1, "samples": 3}]
 
-    seeded = perfgate(history, "seed", "--plan", str(plan_path), "--execute")
+    seeded = perfgate(history, "seed", "--push", "--plan", str(plan_path), "--execute")
     assert seeded.returncode == 0, seeded.stderr
     beta = stored(history, "beta")
     assert [(s.commit, s.sample_index) for s in beta] == [(c3, 0), (c3, 1), (c3, 2)]
@@ -379,7 +405,7 @@ def test_reseed_plan_from_the_gate_report_seeds_just_those_buckets(
     # A plan made for another runner pool would fill the wrong partition.
     elsewhere = plan_path.with_name("elsewhere.json")
     elsewhere.write_text(json.dumps({**plan, "hardware": ["l40s"]}))
-    refused = perfgate(history, "seed", "--plan", str(elsewhere), "--execute")
+    refused = perfgate(history, "seed", "--push", "--plan", str(elsewhere), "--execute")
     assert refused.returncode == 4
     assert "l40s" in refused.stderr
 
@@ -403,7 +429,7 @@ def test_reseed_plan_for_a_commit_off_the_target_is_rejected(
     done = perfgate(history, "reseed-plan", "--underfilled", '["sim/beta"]', "--commit",
                     history.side, "--target", "main", "--out", str(plan_path))  # fmt: skip
     assert done.returncode == 0, done.stderr
-    seeded = perfgate(history, "seed", "--plan", str(plan_path), "--execute")
+    seeded = perfgate(history, "seed", "--push", "--plan", str(plan_path), "--execute")
     assert seeded.returncode == 4
     assert not origin_has_baselines(history)
 
@@ -420,7 +446,7 @@ def test_a_failing_bucket_is_reported_and_the_others_are_recorded(history: Histo
     git("checkout", "-q", "main", cwd=history.repo)
     git("push", "-q", "origin", "main", cwd=history.repo)
     done = perfgate(
-        history, "seed", "--branch", "main", "--last", "1", "--samples", "1", "--execute"
+        history, "seed", "--push", "--branch", "main", "--last", "1", "--samples", "1", "--execute"
     )
     assert done.returncode == 2, done.stderr
     summary = json.loads((history.repo / ".perfgate/seed/seed_records.json").read_text())
@@ -434,8 +460,8 @@ def test_a_worktree_left_by_a_killed_seed_is_replaced_and_removed(history: Histo
     leftover = history.repo / ".perfgate/work/seed/worktrees" / c3[:12]
     git("worktree", "add", "-q", "--detach", str(leftover), history.commits[0], cwd=history.repo)
     (leftover / "stray.txt").write_text("from the killed run")
-    done = perfgate(history, "seed", "--commit-branch", f"{c3}:main", "--bucket", "sim/alpha",
-                    "--samples", "1", "--execute")  # fmt: skip
+    done = perfgate(history, "seed", "--push", "--commit-branch", f"{c3}:main",
+                    "--bucket", "sim/alpha", "--samples", "1", "--execute")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert [s.value for s in stored(history, "alpha")] == [2000.0], "c3's own benchmark ran"
     assert not leftover.exists()
@@ -446,7 +472,7 @@ def test_seeding_a_branch_records_samples_for_that_branch(history: History) -> N
     git("branch", "develop", history.commits[1], cwd=history.repo)
     git("push", "-q", "origin", "develop", cwd=history.repo)
     done = perfgate(
-        history, "seed", "--branch", "develop", "--last", "1", "--samples", "1",
+        history, "seed", "--push", "--branch", "develop", "--last", "1", "--samples", "1",
         "--bucket", "sim/alpha", "--execute",
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr

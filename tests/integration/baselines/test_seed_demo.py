@@ -67,7 +67,7 @@ def test_each_commit_is_measured_with_its_own_demo(tmp_path: Path) -> None:
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_"))}
     done = subprocess.run(
-        [sys.executable, "-m", "perfgate", "seed", "--branch", "main", "--last", "3",
+        [sys.executable, "-m", "perfgate", "seed", "--push", "--branch", "main", "--last", "3",
          "--samples", "2", "--execute"],
         cwd=repo, env={**env, **IDENTITY}, capture_output=True, text=True, timeout=300,
         check=False,

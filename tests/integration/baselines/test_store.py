@@ -121,7 +121,7 @@ def test_a_corrupt_line_is_skipped_with_a_warning_naming_file_and_line(origin_an
     store.append([good], "one")
     path = sample_path("cpu-test", "cartpole", "numpy")
 
-    def corrupt(tree: Path, _tip: str | None) -> bool:
+    def corrupt(tree: Path) -> bool:
         file = tree / path
         file.write_text(file.read_text() + '{"launch_hash":"' + "a" * 16 + '", broken\n')
         return True
@@ -251,7 +251,7 @@ def test_a_line_of_the_wrong_shape_is_skipped_not_crashing_the_statistics(origin
     bad_lines = [good.to_line().replace('"value":7.0', value) for value in
                  ('"value":"123"', '"value":null', '"value":true', '"value":-1')]  # fmt: skip
 
-    def plant(tree: Path, _tip: str | None) -> bool:
+    def plant(tree: Path) -> bool:
         (tree / path).parent.mkdir(parents=True, exist_ok=True)
         (tree / path).write_text("\n".join([good.to_line(), *bad_lines]) + "\n")
         return True
@@ -301,7 +301,7 @@ def test_an_index_left_behind_by_an_older_writer_is_not_trusted(origin_and_clone
     nearest = sample_from_result(result_at(shas[4], 50.0), trusted_source="old")
     path = nearest.path
 
-    def older_writer(tree: Path, _tip: str | None) -> bool:
+    def older_writer(tree: Path) -> bool:
         live = tree / path
         live.write_text(live.read_text() + nearest.to_line() + "\n")
         return True
@@ -351,7 +351,7 @@ def test_windows_from_indexes_equal_windows_from_lines(origin_and_clone, seed) -
     archived = git("ls-tree", "-r", "--name-only", tip, "samples/", cwd=clone).split()
     assert sum(name.endswith(".idx") for name in archived) >= 5
 
-    def drop_indexes(tree: Path, _tip: str | None) -> bool:
+    def drop_indexes(tree: Path) -> bool:
         for name in archived:
             if name.endswith(".idx"):
                 (tree / name).unlink()

@@ -112,25 +112,6 @@ def test_check_fails_with_a_diff_when_a_rendered_file_is_hand_edited(tmp_path: P
     assert _run(check, repo).returncode == 0
 
 
-def test_invoke_render_workflows_leaves_git_clean_and_check_catches_edits(tmp_path: Path) -> None:
-    """`invoke render-workflows` then `git diff --exit-code` is clean; drift fails the check."""
-    pytest.importorskip("invoke")
-    repo = _copy_repo(tmp_path)
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "snapshot")
-    rendered = _run([sys.executable, "-m", "invoke", "render-workflows"], repo)
-    assert rendered.returncode == 0, rendered.stderr
-    assert subprocess.run(["git", "diff", "--exit-code"], cwd=repo, check=False).returncode == 0
-    assert _git(repo, "status", "--porcelain") == ""
-    example = repo / "examples/isaaclab/.github/workflows/perfgate.yml"
-    example.write_text(example.read_text().replace("timeout: 35", "timeout: 36"))
-    checked = _run([sys.executable, "-m", "invoke", "check-workflows"], repo)
-    assert checked.returncode == 1
-    assert "+            timeout: 35" in checked.stdout
-    assert "invoke render-workflows" in checked.stderr
-
-
 @pytest.mark.parametrize(
     ("env", "expected"),
     [
@@ -252,6 +233,7 @@ SEED_EMPTY = {
     "SEED_LAST": "",
     "SEED_COMMITS": "",
     "SEED_COMMIT_BRANCH": "",
+    "SEED_PLAN": "",
     "SEED_BUCKETS": "",
     "SEED_TAGS": "",
     "SEED_BACKENDS": "",
@@ -267,7 +249,7 @@ def test_seed_action_passes_empty_inputs_through_as_all_and_dry_runs(tmp_path: P
     env = {**SEED_EMPTY, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     result = _bash(_action_script("seed"), tmp_path, env)
     assert result.returncode == 0, result.stderr
-    assert _perfgate_args(tmp_path) == ["seed", "--config", "perfgate.yaml"]
+    assert _perfgate_args(tmp_path) == ["seed", "--config", "perfgate.yaml", "--push"]
 
 
 def test_seed_action_turns_every_input_into_its_flag(tmp_path: Path) -> None:
@@ -291,7 +273,7 @@ def test_seed_action_turns_every_input_into_its_flag(tmp_path: Path) -> None:
     result = _bash(_action_script("seed"), tmp_path, env)
     assert result.returncode == 0, result.stderr
     assert _perfgate_args(tmp_path) == [
-        *("seed", "--config", "perfgate.yaml", "--branch", "develop", "--target", "main"),
+        *("seed", "--config", "perfgate.yaml", "--push", "--branch", "develop", "--target", "main"),
         *("--last", "3"),
         *("--commits", "aaa", "bbb", "ccc", "--commit-branch", "aaa:main"),
         *("--bucket", "t/physx", "--bucket", "t/newton", "--tag", "camera"),
@@ -303,6 +285,71 @@ def test_seed_action_turns_every_input_into_its_flag(tmp_path: Path) -> None:
     assert not (tmp_path / "pwned").exists()
     assert args[args.index("--branch") + 1] == "a b"
     assert args[args.index("--bucket") + 1] == "$(touch"
+
+
+def test_seed_action_seeds_one_bucket_of_a_reseed_plan(tmp_path: Path) -> None:
+    """The era workflow's matrix job: the roll's plan, narrowed to its own bucket."""
+    bin_dir = _fake_python(tmp_path)
+    env = {
+        **SEED_EMPTY,
+        "SEED_PLAN": "/runner/temp/reseed plan.json",
+        "SEED_BUCKETS": "Isaac-Cartpole-Direct/physx",
+        "SEED_DRY_RUN": "false",
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+    }
+    result = _bash(_action_script("seed"), tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    assert _perfgate_args(tmp_path) == [
+        *("seed", "--config", "perfgate.yaml", "--push", "--plan", "/runner/temp/reseed plan.json"),
+        *("--bucket", "Isaac-Cartpole-Direct/physx", "--execute"),
+    ]
+
+
+ERA_WORKFLOW = ROOT / "examples/isaaclab/.github/workflows/perfgate-era.yml"
+
+
+@pytest.mark.parametrize("force", ["", "rebuilt upstream; $(touch pwned)"])
+def test_era_roll_step_executes_and_forces_only_with_a_reason(tmp_path: Path, force: str) -> None:
+    """The roll step always executes (the workflow runs only for trusted events); the
+    dispatch's force reason reaches perfgate as one argument, never as shell."""
+    bin_dir = _fake_python(tmp_path)
+    step = _step(ERA_WORKFLOW, "roll", "roll")
+    env = {
+        "PERFGATE_CONFIG": "perfgate.yaml",
+        "PERFGATE_FORCE": force,
+        "GITHUB_TOKEN": "tok",
+        "GITHUB_SERVER_URL": "https://github.com",
+        "RUNNER_TEMP": str(tmp_path),
+        "NGC_API_KEY": "ngc",
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+    }
+    result = _bash(step["run"], tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    expected = ["roll-era", "--config", "perfgate.yaml", "--execute"]
+    expected += ["--out", f"{tmp_path}/reseed-plan.json"]
+    assert _perfgate_args(tmp_path) == expected + (["--force", force] if force else [])
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_era_verify_step_checks_exactly_the_planned_buckets(tmp_path: Path) -> None:
+    bin_dir = _fake_python(tmp_path)
+    verify = yaml.safe_load(ERA_WORKFLOW.read_text())["jobs"]["verify-baselines"]
+    step = next(s for s in verify["steps"] if "run" in s)
+    env = {
+        "PERFGATE_CONFIG": "perfgate.yaml",
+        "RESEED_TARGET": "develop",
+        "RESEED_BUCKETS": "a/physx b/newton_rtx_renderer",
+        "GITHUB_TOKEN": "tok",
+        "GITHUB_SERVER_URL": "https://github.com",
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+    }
+    result = _bash(step["run"], tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    assert _perfgate_args(tmp_path) == [
+        *("verify-baselines", "--config", "perfgate.yaml", "--target", "develop"),
+        *("--all-hardware", "--newest-runtime", "--require"),
+        *("--bucket", "a/physx", "--bucket", "b/newton_rtx_renderer"),
+    ]
 
 
 @pytest.mark.parametrize(("exit_code", "verdict"), [(0, "PASS"), (2, "HARD_FAILURE"), (3, None)])

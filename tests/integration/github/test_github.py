@@ -554,7 +554,7 @@ def test_post_report_re_renders_hostile_text_and_never_pastes_summary_md(
     assert "<img" not in body and "<script" not in body
     assert "@org" not in body
     assert "[link](" not in body
-    assert "&#60;img src=x onerror=alert(1)&#62;" in body  # shown, as text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in body  # shown, as text
 
 
 def rejection_statuses(github: FakeGitHub, sha: str) -> list[dict[str, Any]]:

@@ -118,7 +118,8 @@ def test_an_unreadable_baseline_branch_is_a_malfunction(checkout, tmp_path, monk
     clone, sha = checkout
     git("remote", "set-url", "origin", str(tmp_path / "gone.git"), cwd=clone)
     results = artifacts(tmp_path / "r", sha, 100.0, "1")
-    assert main(["gate", "--results", str(results), "--report-dir", str(tmp_path / "rep")]) == 3
+    rep = str(tmp_path / "rep")
+    assert main(["gate", "--results", str(results), "--report-dir", rep, "--remote"]) == 3
 
 
 def test_no_artifacts_is_a_malfunction_in_any_mode(checkout, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -141,6 +142,18 @@ def test_local_bench_records_and_then_judges_for_real(checkout, tmp_path, monkey
     assert verdict["rows"][0]["baseline"]["samples"] == 5
     assert verdict["rows"][0]["verdict"] in {"PASS", "WARN", "BLOCK"}
     assert "NO_BASELINE" not in verdict["rows"][0]["reasons"]
+    # Outside CI, gate reads the same local branch bench recorded to, and says which one.
+    gate = ["gate", "--results", str(tmp_path / "out"), "--report-dir", str(tmp_path / "rep2")]
+    assert main(gate) == 0
+    judged = json.loads((tmp_path / "rep2" / "verdict.json").read_text())
+    assert judged["rows"][0]["baseline"]["samples"] == 5
+    assert judged["baseline_source"] == "perf-baselines (local)"
+    tip = git("rev-parse", "perf-baselines", cwd=clone).strip()
+    assert judged["baseline_tip"] == tip
+    assert (
+        f"baseline perf-baselines (local) at `{tip[:12]}`"
+        in (tmp_path / "rep2" / "summary.md").read_text()
+    )
 
 
 def test_publish_refuses_unhealthy_results_and_says_so_in_its_exit_code(
@@ -152,10 +165,39 @@ def test_publish_refuses_unhealthy_results_and_says_so_in_its_exit_code(
     github_env(monkeypatch, tmp_path, "push", sha)
     results = artifacts(tmp_path / "r", sha, 100.0, "1")
     crashed = make_result(
-        "cartpole/python", None, commit=sha, run_id="1", exit_code=1, phase=FailurePhase.RUNTIME
+        "cartpole/numpy", None, commit=sha, run_id="2", exit_code=1, phase=FailurePhase.RUNTIME
     )
-    write_result(crashed, results)
+    write_result(crashed, results / "another-run")
     assert main(["publish", "--results", str(results)]) == 2  # blocking mode: HARD_FAILURE
-    assert "refused cartpole/python: unhealthy run" in capsys.readouterr().err
+    assert "refused cartpole/numpy: unhealthy run" in capsys.readouterr().err
     stored = git("show", "origin/perf-baselines:samples/cpu-test/cartpole/numpy.ndjson", cwd=clone)
     assert len(stored.splitlines()) == 1
+
+
+def test_gate_json_is_the_only_thing_on_stdout(checkout, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    _, sha = checkout
+    results = artifacts(tmp_path / "r", sha, 100.0, "1")
+    report = tmp_path / "rep"
+    code = main(["gate", "--results", str(results), "--report-dir", str(report), "--json"])
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)  # the whole of stdout is one JSON document
+    assert document == json.loads((report / "verdict.json").read_text())
+    assert code == document["exit_code"]
+    assert "cartpole/numpy" in captured.err  # the table moved to stderr
+
+
+def test_bench_json_carries_results_and_verdict(checkout, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    clone, _ = checkout
+    (clone / "perfgate.yaml").write_text(
+        CONFIG.replace("blocking", "advisory")
+        + "defaults: {num_envs: 64, steps: 50, warmup_steps: 5}\n"
+    )
+    args = ["bench", "--out", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work"),
+            "--report-dir", str(tmp_path / "rep"), "--json"]  # fmt: skip
+    assert main(args) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [r["bucket"]["id"] for r in document["results"]] == ["cartpole/numpy"]
+    assert document["verdict"]["rows"][0]["bucket"] == "cartpole/numpy"
+    assert main([*args, "--no-judge"]) == 0
+    unjudged = json.loads(capsys.readouterr().out)
+    assert unjudged["verdict"] is None and len(unjudged["results"]) == 1

@@ -48,7 +48,7 @@ def fake_bucket(
     *,
     retries: int = 0,
     timeout_minutes: float = 1.0,
-    output: str = "out/result.json",
+    output: str = "{output_dir}/result.json",
     writes_to: str | None = None,
 ) -> Bucket:
     """A command-driver bucket that runs fake_benchmark.py in ``mode`` from perfgate.yaml."""
@@ -116,6 +116,7 @@ def test_success_reports_the_figure_its_spread_and_a_healthy_run(tmp_path: Path)
         "std": 1.5,
         "min": 1231.5,
         "max": 1237.5,
+        "figures": {},  # the command driver records no further figures
     }
     assert data["health"]["exit_code"] == 0
     assert data["health"]["phase"] is None
@@ -215,7 +216,12 @@ def test_missing_metric_is_an_output_failure_naming_the_path(tmp_path: Path) -> 
 
 def test_no_output_file_at_all_is_an_output_failure(tmp_path: Path) -> None:
     # The program writes where its argv says; the bucket reads a path nothing writes.
-    bucket = fake_bucket(tmp_path, "ok", output="out/never-written.json", writes_to="out/x.json")
+    bucket = fake_bucket(
+        tmp_path,
+        "ok",
+        output="{output_dir}/never-written.json",
+        writes_to="{output_dir}/x.json",
+    )
     result = run(tmp_path, bucket)
     artifact(result, tmp_path / "results")
     assert result.health.exit_code == 0
@@ -239,7 +245,8 @@ def test_retry_never_reports_the_stale_output_of_the_failed_attempt(tmp_path: Pa
     assert result.health.attempts == 2
     assert result.metric.value is None, "the retry reported attempt 1's figure"
     assert result.health.phase is FailurePhase.OUTPUT
-    assert not (tmp_path / "out" / "result.json").exists()
+    attempt_1 = tmp_path / "work" / "runs" / "fake__cpu" / "attempt-1" / "output"
+    assert not attempt_1.exists(), "the failed attempt's output survived the retry"
 
 
 def test_retry_reports_its_own_new_figure(tmp_path: Path) -> None:
@@ -252,25 +259,28 @@ def test_retry_reports_its_own_new_figure(tmp_path: Path) -> None:
 
 
 def test_stale_output_under_a_glob_is_removed_before_the_retry(tmp_path: Path) -> None:
-    bucket = fake_bucket(tmp_path, "stale_then_nothing", retries=1, output="out/*.json")
-    # argv writes to the literal path "out/*.json", which the glob matches.
+    bucket = fake_bucket(tmp_path, "stale_then_nothing", retries=1, output="{output_dir}/*.json")
+    # argv writes to the literal path "<output dir>/*.json", which the glob matches.
     result = run(tmp_path, bucket)
     assert result.metric.value is None
     assert result.health.phase is FailurePhase.OUTPUT
 
 
-@pytest.mark.parametrize("output", [".", "..", "./"])
-def test_an_output_naming_the_checkout_itself_is_refused_not_deleted(
+@pytest.mark.parametrize(
+    "output", [".", "..", "./", "../victim/*", "out/result.json", "{output_dir}/../x.json"]
+)
+def test_an_output_outside_the_attempt_directory_is_refused_and_nothing_is_deleted(
     tmp_path: Path, output: str
 ) -> None:
+    """Outputs are cleaned before each attempt: only the attempt's own directory may hold them."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("precious", encoding="utf-8")
     checkout = tmp_path / "checkout"
     checkout.mkdir()
-    keep = checkout / "keep.txt"
-    keep.write_text("precious", encoding="utf-8")
-    bucket = fake_bucket(tmp_path, "ok", output=output, writes_to="out/result.json")
-    with pytest.raises(ConfigError, match="matches the working directory"):
-        run(checkout, bucket)
-    assert keep.read_text(encoding="utf-8") == "precious"
+    with pytest.raises(ConfigError, match=r"command\.output: .* outside the attempt's output"):
+        fake_bucket(checkout, "ok", output=output, writes_to="{output_dir}/result.json")
+    assert (victim / "keep.txt").read_text(encoding="utf-8") == "precious"
 
 
 def test_each_attempt_gets_its_own_exported_cache_dir(tmp_path: Path) -> None:

@@ -1,9 +1,10 @@
-"""The isaaclab driver end to end against a stand-in ``isaaclab`` executable.
+"""The isaaclab driver end to end against a stand-in Isaac Lab checkout.
 
 No GPU, Isaac Sim or Isaac Lab exists on test machines, so tests/fixtures/isaaclab_standin.py
-plays ``isaaclab benchmark runtime``: it takes the real CLI's arguments, prints the phase
-log lines and writes RuntimeBundles of the real shape. Everything else is real: config
-loading, subprocesses, timeouts, retries, artifacts and their schema.
+writes a miniature checkout (its ./isaaclab.sh, the current entrypoint or the older
+--num_frames script, task registrations and preset declarations where upstream keeps them)
+and plays what Isaac Lab's own files do. Everything else is real: config loading,
+subprocesses, timeouts, retries, git worktrees, artifacts and their schema.
 """
 
 from __future__ import annotations
@@ -11,53 +12,73 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from perfgate.baselines.store import BaselineStore, sample_path
 from perfgate.cli import main
 from perfgate.config import Bucket, load_config
 from perfgate.context import RunContext
+from perfgate.git import git
 from perfgate.result import FailurePhase, Hardware, Result, read_result, validate_result
 from perfgate.run.bench import BenchSettings, run_bucket
+from tests.fixtures import isaaclab_standin as standin
 from tests.paths import FIXTURES, ROOT
 
 pytestmark = pytest.mark.integration
 
 STANDIN = FIXTURES / "isaaclab_standin.py"
 NINE_BUCKETS = FIXTURES / "isaaclab" / "perfgate.yaml"
+EXAMPLE = ROOT / "examples" / "isaaclab" / "perfgate.yaml"
+CAMERA = "IsaacContrib-Reorient-Cube-Shadow-Camera-Benchmark-Direct"
+OLD_CAMERA = "Isaac-Reorient-Cube-Shadow-Camera-Benchmark-Direct"
 
 
-def bucket_for(tmp_path: Path, *, retries: int = 0, timeout_minutes: float = 1.0) -> Bucket:
-    """One Cartpole/newton bucket whose executable is the stand-in."""
-    config = tmp_path / "perfgate.yaml"
-    config.write_text(
+@pytest.fixture(autouse=True)
+def standin_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No `isaaclab` on PATH (the checkout's ./isaaclab.sh must do), a state dir, no CI env."""
+    python_only = tmp_path / "python-only"
+    python_only.mkdir()
+    (python_only / "python3").symlink_to(sys.executable)
+    monkeypatch.setenv("PATH", f"{python_only}:/usr/bin:/bin")
+    monkeypatch.setenv("ISAACLAB_STANDIN_STATE", str(tmp_path / "standin-state"))
+    # Set here, so whatever a test sets is undone after it.
+    monkeypatch.setenv("ISAACLAB_STANDIN_MODE", "success")
+    for name in ("ISAACLAB_STANDIN_MODES", "GITHUB_ACTIONS"):
+        monkeypatch.delenv(name, raising=False)
+    assert shutil.which("isaaclab") is None
+
+
+def config_file(tmp_path: Path, body: str, *, retries: int = 0, timeout: float = 1.0) -> Path:
+    path = tmp_path / "perfgate.yaml"
+    path.write_text(
         f"""
 version: 1
 defaults:
   driver: isaaclab
   retries: {retries}
-  timeout_minutes: {timeout_minutes}
+  timeout_minutes: {timeout}
   num_envs: 256
   steps: 50
   warmup_steps: 10
   seed: 7
   isaaclab:
-    executable: [{json.dumps(sys.executable)}, {json.dumps(str(STANDIN))}]
+    extra_args: [--visualizer, none]
 buckets:
-  - task: Isaac-Cartpole-Direct
-    backends: [{{physics: newton}}]
-""",
+{body}""",
         encoding="utf-8",
     )
-    return load_config(config).buckets[0]
+    return path
 
 
-def settings(tmp_path: Path) -> BenchSettings:
-    checkout = tmp_path / "checkout"
-    checkout.mkdir(exist_ok=True)
+CARTPOLE = "  - task: Isaac-Cartpole-Direct\n    backends: [{physics: physx}, {physics: newton}]\n"
+
+
+def settings(tmp_path: Path, checkout: Path) -> BenchSettings:
     return BenchSettings(
         checkout=checkout,
         work_root=tmp_path / "work",
@@ -67,125 +88,215 @@ def settings(tmp_path: Path) -> BenchSettings:
     )
 
 
-def run(
+def bench(
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    mode: str,
+    bucket_id: str = "Isaac-Cartpole-Direct/newton",
     *,
+    mode: str = "success",
+    body: str = CARTPOLE,
+    flavour: str = "current",
     retries: int = 0,
-    timeout_minutes: float = 1.0,
+    timeout: float = 1.0,
 ) -> Result:
-    monkeypatch.setenv("ISAACLAB_STANDIN_MODE", mode)
-    monkeypatch.setenv("ISAACLAB_STANDIN_STATE", str(tmp_path / "standin-state"))
-    bucket = bucket_for(tmp_path, retries=retries, timeout_minutes=timeout_minutes)
-    result = run_bucket(bucket, settings(tmp_path))
+    """Run one bucket of ``body`` in a fresh stand-in checkout of ``flavour``."""
+    os.environ["ISAACLAB_STANDIN_MODE"] = mode
+    checkout = standin.write_checkout(tmp_path / "checkout", flavour=flavour)
+    config = load_config(config_file(tmp_path, body, retries=retries, timeout=timeout))
+    bucket = next(b for b in config.buckets if b.id == bucket_id)
+    result = run_bucket(bucket, settings(tmp_path, checkout))
     assert validate_result(result.to_json()) == []
     return result
 
 
-def test_success_reads_the_figure_and_runtime_contract_from_the_bundle(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def bundle_of(tmp_path: Path, bucket: Bucket | None = None) -> dict[str, object]:
+    where = tmp_path / "work" / "runs" / (bucket.file_stem if bucket else "")
+    found = sorted(where.rglob("benchmark_runtime_*.json"))
+    assert len(found) == 1, found
+    data: dict[str, object] = json.loads(found[0].read_text())
+    return data
+
+
+def log_of(tmp_path: Path) -> str:
+    return "".join(p.read_text() for p in sorted((tmp_path / "work").rglob("log.txt")))
+
+
+def test_success_through_the_checkouts_launcher_reads_figure_contract_and_startup(
+    tmp_path: Path,
 ) -> None:
-    result = run(tmp_path, monkeypatch, "success")
-    assert result.health.healthy and result.health.phase is None
-    bundle = json.loads(
-        next((tmp_path / "work").rglob("benchmark_runtime_Isaac-Cartpole-Direct.json")).read_text()
-    )
-    assert result.metric.value == bundle["runtime"]["total_fps"]["mean"]
-    assert result.metric.std == bundle["runtime"]["total_fps"]["std"]
+    # No `isaaclab` on PATH: the driver runs the checkout's ./isaaclab.sh.
+    result = bench(tmp_path)
+    assert result.health.healthy, result.health
+    bundle = bundle_of(tmp_path)
+    runtime = bundle["runtime"]
+    assert isinstance(runtime, dict)
+    assert result.metric.value == runtime["total_fps"]["mean"]
+    assert result.metric.std == runtime["total_fps"]["std"]
     fields = result.identity.runtime["fields"]
-    assert fields["versions.newton"] == bundle["versions"]["newton"]
+    assert fields["versions.newton"] == "0.2.0"
     assert "versions.isaaclab_physx" not in fields  # newton bucket: the newton contract only
     assert result.identity.launch["presets"] == ["newton_mjwarp"]
+    startup = runtime["startup_time_s"]
+    assert result.metric.figures == {
+        **{f"runtime.startup_time_s.{k}": v for k, v in startup.items()},
+        "resources.gpu_mem_gb.peak": 6.2,
+    }
+    assert set(startup) == {
+        "python_imports", "task_config", "app_launch", "env_creation", "first_step"
+    }  # fmt: skip
 
 
-def test_crash_at_import_is_an_import_failure(
+def test_launcher_falls_back_to_the_isaaclab_console_script(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    result = run(tmp_path, monkeypatch, "crash_import")
-    assert result.health.phase is FailurePhase.IMPORT
-    assert result.health.exit_code == 1
+    checkout = standin.write_checkout(tmp_path / "checkout")
+    (checkout / "isaaclab.sh").unlink()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shutil.copy(STANDIN, bin_dir / "isaaclab")
+    (bin_dir / "isaaclab").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    bucket = load_config(config_file(tmp_path, CARTPOLE)).buckets[1]
+    result = run_bucket(bucket, settings(tmp_path, checkout))
+    assert result.health.healthy, result.health
+
+
+def test_physx_is_pinned_so_a_newton_default_cannot_slip_in(tmp_path: Path) -> None:
+    # Current Cartpole defaults to Newton MJWarp: an unpinned physx bucket would run Newton.
+    result = bench(tmp_path, "Isaac-Cartpole-Direct/physx")
+    assert result.health.healthy, result.health
+    assert result.identity.launch["presets"] == ["isaacsim_physx"]
+    run = bundle_of(tmp_path)["run"]
+    assert isinstance(run, dict) and run["config"]["physics_backend"] == "physx"
+    # Isaac Sim PhysX needs Kit: the launcher line is on stderr, which the log keeps.
+    assert "[ISAACLAB] KitLauncher initialization complete" in log_of(tmp_path)
+
+
+@pytest.mark.parametrize("backend", ["physx_newton_renderer", "newton_newton_renderer"])
+def test_newton_renderer_buckets_render_with_newton_on_the_requested_physics(
+    tmp_path: Path, backend: str
+) -> None:
+    # `presets=newton` would select Newton *physics* (the deprecated alias of newton_mjwarp).
+    body = (
+        f"  - task: {CAMERA}\n    backends:\n"
+        "      - {physics: physx, render: newton_renderer}\n"
+        "      - {physics: newton, render: newton_renderer}\n"
+    )
+    result = bench(tmp_path, f"{CAMERA}/{backend}", body=body)
+    assert result.health.healthy, result.health
+    config = bundle_of(tmp_path)["run"]["config"]  # type: ignore[index]
+    assert config["rendering_backend"] == "newton"
+    assert config["physics_backend"] == (
+        "physx" if backend.startswith("physx") else "newton_mjwarp"
+    )
+
+
+@pytest.mark.parametrize(
+    ("bucket_id", "mode", "phase"),
+    [
+        # Newton runs start no Kit and print no launcher line.
+        ("Isaac-Cartpole-Direct/newton", "crash_import", FailurePhase.IMPORT),
+        ("Isaac-Cartpole-Direct/newton", "crash_env", FailurePhase.INIT),
+        ("Isaac-Cartpole-Direct/newton", "crash_step", FailurePhase.RUNTIME),
+        ("Isaac-Cartpole-Direct/newton", "import_in_step", FailurePhase.RUNTIME),
+        ("Isaac-Cartpole-Direct/newton", "segfault", FailurePhase.RUNTIME),
+        # Kit runs print the KitLauncher line, then exit 1 through Kit's fast shutdown.
+        ("Isaac-Cartpole-Direct/physx", "crash_env", FailurePhase.INIT),
+        ("Isaac-Cartpole-Direct/physx", "crash_step", FailurePhase.RUNTIME),
+        ("Isaac-Cartpole-Direct/physx", "segfault", FailurePhase.RUNTIME),
+    ],
+)
+def test_failure_phase_follows_what_the_cli_prints(
+    tmp_path: Path, bucket_id: str, mode: str, phase: FailurePhase
+) -> None:
+    result = bench(tmp_path, bucket_id, mode=mode)
+    assert result.health.phase is phase, log_of(tmp_path)
+    assert result.health.exit_code != 0
     assert result.metric.value is None
-    # isaaclab itself is the source under test, not an image package with a pin: no excuse.
+
+
+def test_crash_at_import_is_not_excused_without_a_pin(tmp_path: Path) -> None:
+    result = bench(tmp_path, mode="crash_import")
+    assert result.health.phase is FailurePhase.IMPORT and result.health.exit_code == 1
+    # isaaclab itself is the source under test, not an image package with a pin.
     assert result.health.stale_image is None
 
 
-def test_crash_after_init_is_an_init_failure(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    result = run(tmp_path, monkeypatch, "crash_init")
-    assert result.health.phase is FailurePhase.INIT
-    assert result.metric.value is None
-
-
-def test_crash_while_stepping_is_a_runtime_failure(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    result = run(tmp_path, monkeypatch, "crash_runtime")
-    assert result.health.phase is FailurePhase.RUNTIME
-
-
-def test_a_hang_is_killed_at_the_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    result = run(tmp_path, monkeypatch, "hang", timeout_minutes=0.02)
+def test_a_hang_is_killed_at_the_timeout(tmp_path: Path) -> None:
+    result = bench(tmp_path, mode="hang", timeout=0.02)
     assert result.health.phase is FailurePhase.HANG
-    assert result.health.timed_out
-    assert result.metric.value is None
+    assert result.health.timed_out and result.metric.value is None
 
 
-def test_exit_137_is_an_oom(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    result = run(tmp_path, monkeypatch, "oom")
+def test_a_sigkill_while_stepping_is_an_oom(tmp_path: Path) -> None:
+    result = bench(tmp_path, mode="oom")
     assert result.health.phase is FailurePhase.OOM
-    assert result.health.exit_code == 137
+    assert result.health.exit_code == -9
 
 
-def test_a_bundle_that_echoes_another_launch_is_a_config_mismatch(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    result = run(tmp_path, monkeypatch, "mismatch")
+def test_a_preset_the_task_does_not_declare_fails_before_launch_as_import(tmp_path: Path) -> None:
+    # Factory hard-codes PhysX: pinning isaacsim_physx is an unknown preset there, which
+    # is why the shipped configs send it no presets.
+    body = "  - task: IsaacContrib-Factory-GearMesh-Direct\n    backends: [{physics: physx}]\n"
+    result = bench(tmp_path, "IsaacContrib-Factory-GearMesh-Direct/physx", body=body)
+    assert result.health.phase is FailurePhase.IMPORT
+    assert "ValueError: Unknown preset(s): isaacsim_physx" in result.log_tail
+    assert "KitLauncher" not in result.log_tail
+
+
+def test_a_bundle_that_echoes_another_launch_is_a_config_mismatch(tmp_path: Path) -> None:
+    result = bench(tmp_path, mode="mismatch")
     assert result.health.phase is FailurePhase.CONFIG_MISMATCH
     assert result.health.config_mismatch is not None
     assert "run.num_envs=4096 (requested 256)" in result.health.config_mismatch
-    assert not result.health.healthy
 
 
-def test_a_bundle_without_the_metric_is_an_output_failure(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    result = run(tmp_path, monkeypatch, "no_metric")
-    assert result.health.phase is FailurePhase.OUTPUT
-    assert result.health.exit_code == 0
-    assert result.metric.value is None
+def test_a_bundle_without_the_metric_is_an_output_failure(tmp_path: Path) -> None:
+    result = bench(tmp_path, mode="no_metric")
+    assert result.health.phase is FailurePhase.OUTPUT and result.health.exit_code == 0
     assert result.health.error is not None and "runtime.total_fps.mean" in result.health.error
 
 
-def test_second_attempt_reports_its_own_figures_not_the_failed_first(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    result = run(tmp_path, monkeypatch, "fail_first", retries=1)
+def test_second_attempt_reports_its_own_figures_not_the_failed_first(tmp_path: Path) -> None:
+    result = bench(tmp_path, mode="fail_first", retries=1)
     assert result.health.attempts == 2 and result.health.retried
     assert result.health.phase is None
-    assert [a.phase for a in result.timings.attempts] == [FailurePhase.RUNTIME, None]
-    # The first attempt wrote a bundle with 1000x the environments before crashing.
+    # The first attempt wrote its bundle, with 1000x the environments, then crashed.
+    assert [a.phase for a in result.timings.attempts] == [FailurePhase.INIT, None]
     assert result.metric.value is not None and result.metric.value < 1_000_000
     assert list((tmp_path / "work" / "runs").glob("*/attempt-1/output/*.json")) == []
 
 
-def pin_warp(tmp_path: Path, version: str) -> None:
-    """A checkout whose pyproject.toml pins warp-lang exactly (the stale-image evidence)."""
-    checkout = tmp_path / "checkout"
-    checkout.mkdir()
+def test_the_schema_file_is_read_among_other_formatters_outputs(tmp_path: Path) -> None:
+    # Several formatters: benchmark_runtime_<task>_<time>_<hex>_schema.json and _summary.json
+    # (a phase list, written after the bundle).
+    body = CARTPOLE + "    isaaclab: {extra_args: [--benchmark_formatter, 'schema,summary']}\n"
+    result = bench(tmp_path, body=body)
+    assert result.health.healthy, result.health
+    names = sorted(p.name for p in (tmp_path / "work").rglob("benchmark_runtime_*.json"))
+    assert [n.rsplit("_", 1)[-1] for n in names] == ["schema.json", "summary.json"]
+
+
+def pin_warp(checkout: Path, version: str) -> None:
+    """The checkout's pyproject.toml pins warp-lang exactly (the stale-image evidence)."""
     (checkout / "pyproject.toml").write_text(
         f'[project]\nname = "x"\ndependencies = ["warp-lang=={version}"]\n', encoding="utf-8"
     )
 
 
+@pytest.mark.parametrize(("pinned", "excused"), [("1.9.0", True), ("1.8.1", False)])
 def test_stale_image_crash_is_excused_only_with_version_evidence(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, pinned: str, excused: bool
 ) -> None:
-    pin_warp(tmp_path, "1.9.0")
-    result = run(tmp_path, monkeypatch, "stale_import")
+    os.environ["ISAACLAB_STANDIN_MODE"] = "stale_import"
+    checkout = standin.write_checkout(tmp_path / "checkout")
+    pin_warp(checkout, pinned)
+    bucket = load_config(config_file(tmp_path, CARTPOLE)).buckets[1]
+    result = run_bucket(bucket, settings(tmp_path, checkout))
     assert result.health.phase is FailurePhase.IMPORT
     stale = result.health.stale_image
+    if not excused:
+        assert stale is None
+        return
     assert stale is not None
     assert (stale.package, stale.symbol, stale.installed, stale.pinned) == (
         "warp",
@@ -195,135 +306,111 @@ def test_stale_image_crash_is_excused_only_with_version_evidence(
     )
 
 
-def test_stale_image_is_not_claimed_when_the_pin_matches_the_image(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_checkout_without_a_runtime_benchmark_is_a_hard_failure_naming_what_was_sought(
+    tmp_path: Path,
 ) -> None:
-    pin_warp(tmp_path, "1.8.1")
-    result = run(tmp_path, monkeypatch, "stale_import")
+    checkout = tmp_path / "not-isaaclab"
+    checkout.mkdir()
+    bucket = load_config(config_file(tmp_path, CARTPOLE)).buckets[0]
+    result = run_bucket(bucket, settings(tmp_path, checkout))
+    assert validate_result(result.to_json()) == []
+    assert not result.health.healthy
     assert result.health.phase is FailurePhase.IMPORT
-    assert result.health.stale_image is None
+    assert result.health.error is not None
+    assert standin.ENTRYPOINT in result.health.error and standin.SCRIPT in result.health.error
 
 
-@pytest.fixture
-def standin_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The stand-in installed as ``isaaclab`` on PATH, the driver's default executable."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shutil.copy(STANDIN, bin_dir / "isaaclab")
-    (bin_dir / "isaaclab").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    monkeypatch.setenv("ISAACLAB_STANDIN_STATE", str(tmp_path / "standin-state"))
-    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-    monkeypatch.chdir(tmp_path)
-    return bin_dir
-
-
-def test_nine_bucket_matrix_benches_end_to_end(tmp_path: Path, standin_on_path: Path) -> None:
-    out = tmp_path / "results"
-    code = main(
-        [
-            "bench",
-            "--config",
-            str(NINE_BUCKETS),
-            "--out",
-            str(out),
-            "--work-dir",
-            str(tmp_path / "w"),
-        ]
+def test_an_unregistered_task_is_a_hard_failure_naming_every_alias(tmp_path: Path) -> None:
+    body = (
+        "  - task: Isaac-Lift-Cube-Franka\n"
+        "    isaaclab: {task_aliases: [Isaac-Lift-Cube-Franka-v0]}\n"
+        "    backends: [{physics: newton}]\n"
     )
+    result = bench(tmp_path, "Isaac-Lift-Cube-Franka/newton", body=body)
+    assert result.health.phase is FailurePhase.IMPORT
+    assert result.health.error is not None
+    assert "Isaac-Lift-Cube-Franka, Isaac-Lift-Cube-Franka-v0" in result.health.error
+
+
+def run_matrix(tmp_path: Path, config: Path, flavour: str, *extra: str) -> Path:
+    """``perfgate bench`` of ``config`` from a stand-in checkout of ``flavour`` (its cwd)."""
+    checkout = standin.write_checkout(tmp_path / f"checkout-{flavour}", flavour=flavour)
+    out = tmp_path / f"results-{flavour}"
+    cwd = Path.cwd()
+    os.chdir(checkout)
+    try:
+        argv = ["bench", "--config", str(config), "--out", str(out), "--no-judge"]
+        code = main([*argv, "--work-dir", str(tmp_path / f"work-{flavour}"), *extra])
+    finally:
+        os.chdir(cwd)
     assert code == 0
+    return out
+
+
+def test_nine_buckets_are_healthy_on_current_isaac_lab_and_on_the_older_cli(
+    tmp_path: Path,
+) -> None:
     config = load_config(NINE_BUCKETS)
-    artifacts = sorted(out.glob("*.json"))
-    assert len(artifacts) == 9
-    figures = {}
-    for bucket in config.buckets:
-        path = out / f"{bucket.file_stem}.json"
-        assert validate_result(json.loads(path.read_text())) == []
-        result = read_result(path)
-        assert result.health.healthy, (bucket.id, result.health)
-        bundle_path = next(
-            (tmp_path / "w" / "runs" / bucket.file_stem).glob("attempt-1/output/*.json")
-        )
-        bundle = json.loads(bundle_path.read_text())
-        assert result.metric.value == bundle["runtime"]["total_fps"]["mean"]
-        assert bundle["run"]["num_envs"] == bucket.num_envs
-        figures[bucket.id] = result.metric.value
-    assert len(set(figures.values())) == 9  # each bucket's own bundle was read
-    camera = read_result(
-        out / "Isaac-Reorient-Cube-Shadow-Camera-Benchmark-Direct__newton_newton_renderer.json"
+    identities: dict[str, dict[str, tuple[str, str]]] = {}
+    for flavour in ("current", "frames"):
+        out = run_matrix(tmp_path, NINE_BUCKETS, flavour)
+        figures = {}
+        for bucket in config.buckets:
+            result = read_result(out / f"{bucket.file_stem}.json")
+            assert result.health.healthy, (flavour, bucket.id, result.health)
+            work = tmp_path / f"work-{flavour}" / "runs" / bucket.file_stem
+            bundle = json.loads(next(work.glob("attempt-1/output/*.json")).read_text())
+            assert result.metric.value == bundle["runtime"]["total_fps"]["mean"]
+            assert bundle["run"]["num_envs"] == bucket.num_envs
+            figures[bucket.id] = result.metric.value
+            identities.setdefault(bucket.id, {})[flavour] = (
+                result.identity.launch_hash,
+                result.identity.benchmark_hash,
+            )
+        assert len(set(figures.values())) == 9  # each bucket's own bundle was read
+    # What the reference gate sends, with PhysX pinned (Factory declares no presets).
+    presets = {
+        b.id: read_result(tmp_path / "results-current" / f"{b.file_stem}.json").identity.launch[
+            "presets"
+        ]
+        for b in config.buckets
+    }
+    assert presets[f"{CAMERA}/physx_newton_renderer"] == [
+        "isaacsim_physx",
+        "newton_renderer",
+        "rgb",
+    ]
+    assert presets[f"{CAMERA}/newton_newton_renderer"] == [
+        "newton_mjwarp",
+        "newton_renderer",
+        "rgb",
+    ]
+    assert presets[f"{CAMERA}/newton_rtx_renderer"] == ["newton_mjwarp", "isaacsim_rtx"]
+    assert presets["IsaacContrib-Factory-GearMesh-Direct/physx"] == []
+    # The older CLI ran its own ids and flags, yet every bucket kept its identity.
+    assert all(ids["current"] == ids["frames"] for ids in identities.values()), identities
+    old_run = json.loads(
+        next(
+            (tmp_path / "work-frames" / "runs").rglob(f"benchmark_runtime_{OLD_CAMERA}_*")
+        ).read_text()
     )
-    assert camera.identity.launch["presets"] == ["newton_mjwarp", "newton", "rgb"]
-    assert "versions.isaaclab_ov" in camera.identity.runtime["fields"]
+    assert old_run["extra"] == {"warmup_frames": 100}
 
 
 def test_matrix_with_failing_buckets_still_writes_every_artifact(
-    tmp_path: Path, standin_on_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(
         "ISAACLAB_STANDIN_MODES",
-        json.dumps({"Isaac-Velocity-Flat-G1": "crash_init", "Isaac-Cartpole-Direct": "fail_first"}),
+        json.dumps({"Isaac-Velocity-Flat-G1": "crash_env", "Isaac-Cartpole-Direct": "fail_first"}),
     )
-    out = tmp_path / "results"
-    code = main(
-        ["bench", "--config", str(NINE_BUCKETS), "--out", str(out), "--tag", "always",
-         "--work-dir", str(tmp_path / "w")]
-    )  # fmt: skip
-    assert code == 0
+    out = run_matrix(tmp_path, NINE_BUCKETS, "current", "--tag", "always")
     g1 = read_result(out / "Isaac-Velocity-Flat-G1__physx.json")
     assert g1.health.phase is FailurePhase.INIT and g1.health.attempts == 2
     # The stand-in fails the first call per task: the first Cartpole bucket absorbs it.
     cartpole = read_result(out / "Isaac-Cartpole-Direct__physx.json")
     assert cartpole.health.healthy and cartpole.health.retried
-    assert not (
-        out / "Isaac-Reorient-Cube-Shadow-Camera-Benchmark-Direct__physx_rtx_renderer.json"
-    ).exists()
-
-
-def test_container_bucket_runs_through_docker_with_the_resolved_image(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # No Docker engine here: a fake `docker` records the command it was given and fails.
-    record = tmp_path / "docker-argv.json"
-    fake = tmp_path / "docker"
-    fake.write_text(
-        f"#!{sys.executable}\nimport json, os, sys\n"
-        f"json.dump({{'argv': sys.argv[1:], 'token': os.environ.get('HF_TOKEN')}}, "
-        f"open({str(record)!r}, 'w'))\nsys.exit(125)\n",
-        encoding="utf-8",
-    )
-    fake.chmod(0o755)
-    config = tmp_path / "perfgate.yaml"
-    config.write_text(
-        f"""
-version: 1
-defaults:
-  driver: isaaclab
-  retries: 0
-  container:
-    docker: {json.dumps(str(fake))}
-    env: [HF_TOKEN]
-    checkout_mount: /workspace/isaaclab
-buckets:
-  - task: Isaac-Cartpole-Direct
-    backends: [{{physics: physx}}]
-""",
-        encoding="utf-8",
-    )
-    monkeypatch.setenv("PERFGATE_IMAGE", "registry.example/isaac-lab@sha256:abc")
-    monkeypatch.setenv("HF_TOKEN", "do-not-print")
-    result = run_bucket(load_config(config).buckets[0], settings(tmp_path))
-    recorded = json.loads(record.read_text())
-    argv = recorded["argv"]
-    assert argv[:3] == ["run", "--rm", "--init"]
-    image_at = argv.index("registry.example/isaac-lab@sha256:abc")
-    assert argv[image_at + 1 : image_at + 4] == ["isaaclab", "benchmark", "runtime"]
-    assert argv[argv.index("--output_path") + 1] == "/perfgate/output"
-    assert "HF_TOKEN" in argv and "do-not-print" not in " ".join(argv)
-    assert recorded["token"] == "do-not-print"  # passed by name, through the environment
-    assert result.health.exit_code == 125 and result.health.phase is not None
-
-
-EXAMPLE = ROOT / "examples" / "isaaclab" / "perfgate.yaml"
+    assert not (out / f"{CAMERA.replace('/', '__')}__physx_rtx_renderer.json").exists()
 
 
 def example_with_container(tmp_path: Path, container: dict[str, object] | None) -> Path:
@@ -338,52 +425,123 @@ def example_with_container(tmp_path: Path, container: dict[str, object] | None) 
     return path
 
 
-def test_shipped_isaaclab_example_benches_against_the_standin(
-    tmp_path: Path, standin_on_path: Path
-) -> None:
+def test_shipped_isaaclab_example_benches_against_the_standin(tmp_path: Path) -> None:
     # The example runs each bucket in the CI image through `docker run`. No Docker engine
-    # exists here, so this copy drops only the container block and runs the stand-in
-    # `isaaclab` directly; every other setting is the shipped one. The docker wrapping of
-    # the same example is asserted in the next test.
+    # exists here, so this copy drops only the container block and runs the checkout's
+    # ./isaaclab.sh directly; every other setting is the shipped one. The docker wrapping
+    # of the same example is asserted in the next test.
     shipped = load_config(EXAMPLE)
     assert all(b.container is not None for b in shipped.buckets)
-    assert all(b.isaaclab is not None and b.isaaclab.executable == ("isaaclab",)
-               for b in shipped.buckets)  # fmt: skip
     path = example_with_container(tmp_path, None)
     config = load_config(path)
     assert [b.id for b in config.buckets] == [b.id for b in shipped.buckets]
-    out = tmp_path / "results"
-    argv = ["bench", "--config", str(path), "--out", str(out), "--work-dir", str(tmp_path / "w")]
-    assert main([*argv, "--no-judge"]) == 0
+    out = run_matrix(tmp_path, path, "current")
     for bucket in config.buckets:
         result = read_result(out / f"{bucket.file_stem}.json")
         assert result.health.healthy, (bucket.id, result.health)
         assert result.metric.value is not None and result.metric.value > 0
 
 
-def test_shipped_isaaclab_example_runs_the_checkout_inside_the_resolved_image(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # No Docker engine here: a fake `docker` records its command line and fails, as in
-    # test_container_bucket_runs_through_docker_with_the_resolved_image above.
+def fake_docker(tmp_path: Path) -> tuple[Path, Path]:
+    """No Docker engine here: a `docker` that records its command line and exits 125."""
     record = tmp_path / "docker-argv.json"
     fake = tmp_path / "docker"
     fake.write_text(
-        f"#!{sys.executable}\nimport json, sys\n"
-        f"json.dump(sys.argv[1:], open({str(record)!r}, 'w'))\nsys.exit(125)\n",
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        f"json.dump({{'argv': sys.argv[1:], 'token': os.environ.get('HF_TOKEN')}}, "
+        f"open({str(record)!r}, 'w'))\nsys.exit(125)\n",
         encoding="utf-8",
     )
     fake.chmod(0o755)
+    return fake, record
+
+
+def test_container_bucket_runs_through_docker_with_the_resolved_image(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake, record = fake_docker(tmp_path)
+    body = "  - task: Isaac-Cartpole-Direct\n    backends: [{physics: physx}]\n"
+    path = config_file(tmp_path, body)
+    data = yaml.safe_load(path.read_text())
+    data["defaults"]["container"] = {
+        "docker": str(fake),
+        "env": ["HF_TOKEN"],
+        "checkout_mount": "/workspace/isaaclab",
+    }
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    monkeypatch.setenv("PERFGATE_IMAGE", "registry.example/isaac-lab@sha256:abc")
+    monkeypatch.setenv("HF_TOKEN", "do-not-print")
+    checkout = standin.write_checkout(tmp_path / "checkout")
+    result = run_bucket(load_config(path).buckets[0], settings(tmp_path, checkout))
+    recorded = json.loads(record.read_text())
+    argv = recorded["argv"]
+    assert argv[:3] == ["run", "--rm", "--init"]
+    image_at = argv.index("registry.example/isaac-lab@sha256:abc")
+    assert argv[image_at + 1 : image_at + 4] == ["./isaaclab.sh", "benchmark", "runtime"]
+    assert argv[argv.index("--output_path") + 1] == "/perfgate/output"
+    assert "PYTHONFAULTHANDLER" in argv  # the name only; the value travels in the env
+    assert "HF_TOKEN" in argv and "do-not-print" not in " ".join(argv)
+    assert recorded["token"] == "do-not-print"  # passed by name, through the environment
+    assert result.health.exit_code == 125 and result.health.phase is not None
+
+
+def test_shipped_isaaclab_example_runs_the_checkout_inside_the_resolved_image(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake, record = fake_docker(tmp_path)
     shipped = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))["defaults"]["container"]
     path = example_with_container(tmp_path, {**shipped, "docker": [str(fake)]})
     image = "nvcr.io/nvidian/isaac-lab@sha256:" + "e" * 64
     monkeypatch.setenv("PERFGATE_IMAGE", image)  # what resolve-image wrote in the bench job
-    run_bucket(load_config(path).buckets[0], settings(tmp_path))
-    argv = json.loads(record.read_text())
-    checkout = (tmp_path / "checkout").resolve()
-    assert f"{checkout}:/workspace/isaaclab" in argv
+    checkout = standin.write_checkout(tmp_path / "checkout")
+    run_bucket(load_config(path).buckets[0], settings(tmp_path, checkout))
+    argv = json.loads(record.read_text())["argv"]
+    assert f"{checkout.resolve()}:/workspace/isaaclab" in argv
     assert argv[argv.index("--workdir") + 1] == "/workspace/isaaclab"
     image_at = argv.index(image)
-    assert argv[image_at + 1 : image_at + 4] == ["isaaclab", "benchmark", "runtime"]
+    assert argv[image_at + 1 : image_at + 4] == ["./isaaclab.sh", "benchmark", "runtime"]
     eula = argv.index("ACCEPT_EULA=Y")
     assert argv[eula - 1] == "--env" and eula < image_at
+
+
+IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
+
+
+def test_seeding_replays_an_older_cli_and_a_renamed_task_into_one_baseline(
+    tmp_path: Path,
+) -> None:
+    """Two commits of one Isaac Lab history: the older CLI and ids, then current develop."""
+    origin, repo = tmp_path / "origin.git", tmp_path / "repo"
+    git("init", "-q", "--bare", "-b", "develop", str(origin))
+    git("init", "-q", "-b", "develop", str(repo))
+    git("remote", "add", "origin", str(origin), cwd=repo)
+    shutil.copy(NINE_BUCKETS, repo / "perfgate.yaml")
+    commits = []
+    for flavour in ("frames", "current"):
+        for old in (repo / "source", repo / "scripts"):
+            shutil.rmtree(old, ignore_errors=True)
+        standin.write_checkout(repo, flavour=flavour)
+        git("add", "-A", cwd=repo)
+        git("commit", "-q", "-m", f"isaac lab, {flavour} cli", cwd=repo, env=IDENTITY)
+        commits.append(git("rev-parse", "HEAD", cwd=repo).strip())
+    git("push", "-q", "origin", "develop", cwd=repo)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_"))}
+    env.update(IDENTITY, PYTHONPATH=str(ROOT))
+    bucket = f"{CAMERA}/physx_rtx_renderer"
+    done = subprocess.run(
+        [sys.executable, "-m", "perfgate", "seed", "--push", "--branch", "develop", "--last", "2",
+         "--samples", "1", "--bucket", bucket, "--execute"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    store = BaselineStore(repo, branch="perf-baselines", remote="origin")
+    tip = store.refresh()
+    assert tip is not None
+    hardware = git("ls-tree", "--name-only", f"{tip}:samples", cwd=repo).split()[0]
+    files = git("ls-tree", "-r", "--name-only", f"{tip}:samples/{hardware}", cwd=repo).split()
+    assert [f for f in files if f.endswith(".ndjson")] == [f"{bucket}.ndjson"]
+    path = sample_path(hardware, CAMERA, "physx_rtx_renderer")
+    samples = store.read([path], tip)[path]
+    assert sorted(s.commit for s in samples) == sorted(commits)
+    assert len({(s.launch_hash, s.benchmark_hash, s.runtime_hash) for s in samples}) == 1

@@ -17,6 +17,7 @@ import pytest
 
 from perfgate.cli import main
 from perfgate.git import git
+from perfgate.run.image import digest_of, pinned
 
 pytestmark = pytest.mark.integration
 
@@ -237,3 +238,17 @@ def test_unresolvable_era_input_fails_loudly_naming_the_file(
     assert main(["resolve-image"]) == 4
     err = capsys.readouterr().err
     assert "pyproject.toml" in err and "warp-lang" in err
+
+
+def test_digest_is_read_from_the_command_output_and_pinned_to_the_tag(tmp_path: Path) -> None:
+    digest = "sha256:" + "ab" * 32
+    prints = [sys.executable, "-c", f"print('Name: {{image}}'); print('Digest: {digest}')"]
+    assert digest_of(prints, "reg/lab:latest", tmp_path, os.environ) == digest
+    assert pinned("reg/lab:latest", digest) == f"reg/lab:latest@{digest}"
+    assert pinned("reg/lab@" + digest, digest) == "reg/lab@" + digest
+    assert pinned("reg/lab:latest", None) == "reg/lab:latest"
+    fails = [sys.executable, "-c", f"print('{digest}'); raise SystemExit(1)"]
+    assert digest_of(fails, "reg/lab:latest", tmp_path, os.environ) is None
+    assert digest_of(["no-such-docker-here"], "x", tmp_path, os.environ) is None
+    silent = [sys.executable, "-c", "print('no digest')"]
+    assert digest_of(silent, "x", tmp_path, os.environ) is None

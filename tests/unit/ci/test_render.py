@@ -37,6 +37,11 @@ WRITE_SCOPES = {
     },
     "perfgate-comment.yml": {"comment": {"pull-requests": "write", "statuses": "write"}},
     "perfgate-seed.yml": {"plan": {}, "seed": {"contents": "write"}},
+    "perfgate-era.yml": {
+        "roll": {"contents": "write"},
+        "seed": {"contents": "write"},
+        "verify-baselines": {},
+    },
     "ci.yml": {"unit": {}, "lint": {}, "drift": {}},
 }
 
@@ -135,13 +140,25 @@ def test_every_job_has_minimal_explicit_permissions(rendered: Any) -> None:
             assert writes == expected[job_id], f"{name}:{job_id}"
 
 
-def test_no_secret_is_inherited_and_none_is_read(rendered: Any) -> None:
-    """R12: secrets by name only; these workflows need none beyond the job token."""
-    _, docs = rendered
+def test_no_secret_is_inherited_and_only_the_roll_step_reads_its_registry_secrets(
+    rendered: Any,
+) -> None:
+    """R12: secrets by name only. The job token serves everything but the era roll's
+    registry login, whose secrets (image.roll.secrets) reach the roll step alone."""
+    site, docs = rendered
+    roll = site.config.image.roll if site.config.image else None
+    named = list(roll.secrets) if roll else []
     for path, doc in docs.items():
         text = yaml.safe_dump(doc)
         assert "inherit" not in text, path
-        assert "secrets." not in text, path
+        if path != ".github/workflows/perfgate-era.yml":
+            assert "secrets." not in text, path
+            continue
+        step = next(s for s in doc["jobs"]["roll"]["steps"] if s.get("id") == "roll")
+        read = {k: v for k, v in step["env"].items() if "secrets." in v}
+        assert read == {name: f"${{{{ secrets.{name} }}}}" for name in named}
+        step_free = dict(doc, jobs={**doc["jobs"], "roll": dict(doc["jobs"]["roll"], steps=[])})
+        assert "secrets." not in yaml.safe_dump(step_free), path
 
 
 def test_no_expression_is_expanded_inside_a_shell_script(rendered: Any) -> None:
@@ -204,7 +221,7 @@ def test_isaaclab_example_has_the_nine_l40s_buckets() -> None:
     cartpole = next(b for b in config.buckets if b.id == "Isaac-Cartpole-Direct/physx")
     assert [f.value for f in cartpole.floors_for("l40s")] == [100.0]
     timeouts = {
-        b.id: render.job_timeout_minutes(b) for b in config.buckets if b.task.startswith("Isaac-Re")
+        b.id: render.job_timeout_minutes(b) for b in config.buckets if "Shadow-Camera" in b.task
     }
     assert set(timeouts.values()) == {55}  # 20 min, one retry: 2 x 20 + 15
 
@@ -454,6 +471,62 @@ def test_comment_consumer_stays_green_without_a_report(rendered: Any) -> None:
     assert "::notice" in post["run"]
 
 
+def test_era_workflow_is_rendered_only_for_a_config_with_an_image_block(rendered: Any) -> None:
+    """R11: only a config that resolves CI images has an era to roll."""
+    site, docs = rendered
+    has_era = ".github/workflows/perfgate-era.yml" in docs
+    assert has_era == (site.config.image is not None)
+    assert has_era == (site is SITES["isaaclab"])  # perfgate's own demo matrix has none
+
+
+def test_era_workflow_rolls_on_protected_pushes_then_seeds_then_verifies() -> None:
+    """roll (build, push, record; protected pushes or a dispatch with force) -> seed (each
+    bucket on its own runners, from the roll's plan, in the roll's image) -> verify."""
+    site = SITES["isaaclab"]
+    config = site.config
+    assert config.image is not None and config.image.roll is not None
+    workflow = _parsed(site)[".github/workflows/perfgate-era.yml"]
+    trigger = _on(workflow)
+    assert set(trigger) == {"push", "workflow_dispatch"}
+    assert trigger["push"]["branches"] == list(config.gate.protected_branches)
+    assert trigger["workflow_dispatch"]["inputs"]["force"]["default"] == ""
+    # Rolls queue, never cancel each other: the next one reads the manifest this one wrote.
+    assert workflow["concurrency"] == {"group": "perfgate-era", "cancel-in-progress": False}
+    jobs = workflow["jobs"]
+    roll, seed, verify = jobs["roll"], jobs["seed"], jobs["verify-baselines"]
+    assert roll["runs-on"] == list(config.image.roll.runner)
+    assert roll["timeout-minutes"] == config.image.roll.timeout_minutes
+    step = next(s for s in roll["steps"] if s.get("id") == "roll")
+    assert step["env"]["PERFGATE_FORCE"] == "${{ inputs.force }}"
+    assert "roll-era --config" in step["run"] and "--execute" in step["run"]
+    assert 'export DOCKER_CONFIG="$RUNNER_TEMP/' in step["run"]
+    assert set(roll["outputs"]) == {"image", "reseed-needed", "reseed-plan"}
+
+    assert seed["needs"] == "roll"
+    assert seed["if"] == "needs.roll.outputs.reseed-needed == 'true'"
+    rows = seed["strategy"]["matrix"]["include"]
+    assert [r["bucket"] for r in rows] == list(config.bucket_ids())
+    samples = config.gate.baseline.min_samples
+    for row, bucket in zip(rows, config.buckets, strict=True):
+        assert row["runner"] == list(bucket.runner)
+        attempts = samples * (bucket.retries + 1)
+        assert row["timeout"] == max(30, math.ceil(attempts * bucket.timeout_minutes) + 15)
+    planned = "contains(fromJSON(needs.roll.outputs.reseed-plan).bucket_ids, matrix.bucket)"
+    assert all(s["if"] == planned for s in seed["steps"])
+    action = next(s for s in seed["steps"] if s.get("uses") == "$/actions/seed")
+    assert action["with"]["plan"] == "${{ runner.temp }}/reseed-plan.json"
+    assert action["with"]["buckets"] == "${{ matrix.bucket }}"
+    assert action["with"]["dry-run"] == "false"
+    assert action["with"]["image"] == "${{ needs.roll.outputs.image }}"
+
+    assert verify["needs"] == ["roll", "seed"]
+    assert verify["if"] == "!cancelled() && needs.roll.outputs.reseed-needed == 'true'"
+    assert verify["runs-on"] == render.HOSTED_RUNNER
+    check = next(s for s in verify["steps"] if "run" in s)
+    for flag in ("--all-hardware", "--newest-runtime", "--require", '--target "$RESEED_TARGET"'):
+        assert flag in check["run"]
+
+
 def test_seed_workflow_passes_every_input_through_and_dry_runs_by_default(rendered: Any) -> None:
     """Seed inputs reach the action verbatim (no `|| default`); the write job is not a dry run."""
     _, docs = rendered
@@ -566,9 +639,12 @@ def test_branch_condition_renders_exact_and_prefix_patterns() -> None:
     assert render.branch_condition(["main", "release/**"]) == (
         "github.ref == 'refs/heads/main' || startsWith(github.ref, 'refs/heads/release/')"
     )
-    assert render.branch_condition(["it's"]) == "github.ref == 'refs/heads/it''s'"
     with pytest.raises(ConfigError, match="release/\\*/x"):
         render.branch_condition(["release/*/x"])
+    # Values config validation refuses are refused here again, never printed into an if:.
+    for hostile in ("it's", "main${{ github.event.head_commit.message }}", "a}}b", "x\n"):
+        with pytest.raises(ConfigError):
+            render.branch_condition([hostile])
 
 
 def test_drift_reports_edits_and_stale_generated_files(tmp_path: Path) -> None:

@@ -76,33 +76,44 @@ def test_hostile_bucket_name_log_tail_and_notes_render_inert(tmp_path: Path) -> 
     assert body.count("<details>") == body.count("</details>") == 1
     # No mention or team ping, no link, no code span or fence from the text.
     assert not re.search(r"@[A-Za-z0-9]", body)
-    assert "](" not in body
+    assert not re.search(r"(?<!\\)\]\(", body)  # an escaped \](  is text, not a link
     assert "```" not in body
     # The newline in the text did not start a heading of its own.
     assert not any(line.startswith("## injected") for line in body.splitlines())
     # Every table row still has exactly its columns: no cell was split by a "|".
     for line in body.splitlines():
         if line.startswith("| ") and "Bucket" not in line:
-            assert line.count("|") in (8, 12), line
+            cells = re.split(r"(?<!\\)\|", line)  # an escaped \| is text inside a cell
+            assert len(cells) - 1 in (9, 12), line
 
 
 def test_md_text_escapes_once_and_breaks_mentions_and_autolinks() -> None:
     assert md_text("cartpole/numpy (+1.0% vs median 1,000)") == (
         "cartpole/numpy (+1.0% vs median 1,000)"
     )
-    assert md_text("[x]") == "&#91;x&#93;"
-    assert md_text("a & 'b'") == "a &amp; &#39;b&#39;"
+    assert md_text("[x](y)") == r"\[x\](y)"
+    assert md_text("a & <b> 'c'") == "a &amp; &lt;b&gt; 'c'"
     assert md_text("@org/team") == "@&#8203;org/team"
     assert md_text("see https://evil.example") == "see https:&#8203;//evil.example"
-    assert md_text("a\n## b") == "a &#35;&#35; b"
+    assert md_text("a\n## b") == r"a \#\# b"
+    assert md_text("**b** `c` |x| ~~s~~") == r"\*\*b\*\* \`c\` \|x\| \~\~s\~\~"
+    assert md_text(r"\*") == r"\\\*"  # a backslash of the text cannot cancel an escape
+
+
+def test_md_text_leaves_readable_what_markdown_does_not_need_escaped() -> None:
+    """An underscore inside a word is never emphasis; only a leading or trailing one is."""
+    assert md_text("Isaac-Cartpole/physx_rtx_renderer") == "Isaac-Cartpole/physx_rtx_renderer"
+    assert md_text("_x_ a_b") == r"\_x\_ a_b"
 
 
 def test_a_huge_report_is_cut_to_fit_githubs_comment_limit(tmp_path: Path) -> None:
     verdict = report_json(mixed_report(tmp_path))
     row = verdict["rows"][2]
-    verdict["rows"] = [{**row, "details": ["x" * 3000]} for _ in range(60)]
+    verdict["rows"] = [{**row, "details": ["x" * 3000]} for _ in range(250)]
     body = comment_body(verdict, head_sha=HEAD_SHA, run_url=RUN_URL)
     assert len(body) < 65536
-    assert body.count("<details>") == body.count("</details>") == 1
+    # Cut at a line: every tag opened is closed, and no table row is left half-written.
+    assert body.count("<details>") == body.count("</details>") <= 1
+    assert all(line.endswith("|") for line in body.splitlines() if line.startswith("| "))
     assert "_Truncated: the full report is in the job summary and its artifact._" in body
     assert body.endswith(f"[run]({RUN_URL})_\n")

@@ -190,22 +190,26 @@ def test_results_are_found_in_nested_artifact_directories(tmp_path: Path) -> Non
     assert [r.bucket.id for r in loaded.results] == ["cartpole/numpy"]
 
 
-def test_one_unreadable_artifact_is_named_and_its_bucket_counts_as_missing(tmp_path: Path) -> None:
+def test_one_unreadable_artifact_costs_its_bucket_and_names_the_file(tmp_path: Path) -> None:
     cfg = config(tmp_path)
     results_dir = tmp_path / "results"
-    for result in healthy_all(cfg)[:2]:
-        write_result(result, results_dir)
+    write_result(healthy_all(cfg)[0], results_dir)
     (results_dir / "pendulum__numpy.json").write_text('{"x": 1}')
+    (results_dir / "stray.json").write_text("not json")
     loaded = load_results(results_dir)
-    assert len(loaded.results) == 2
-    assert len(loaded.unreadable) == 1 and "pendulum__numpy.json" in loaded.unreadable[0]
+    assert len(loaded.results) == 1
+    assert sorted(u.path.name for u in loaded.unreadable) == ["pendulum__numpy.json", "stray.json"]
     report = build_report(
         config=cfg, expected=cfg.buckets, results=loaded.results,
-        windows={b.id: STEADY for b in cfg.buckets}, notes=loaded.unreadable,
+        windows={b.id: STEADY for b in cfg.buckets}, unreadable=loaded.unreadable,
     )  # fmt: skip
-    assert report.coverage.missing == ("pendulum/numpy",)
+    row = next(r for r in report.rows if r.bucket.id == "pendulum/numpy")
+    assert row.verdict is Verdict.HARD_FAILURE and row.reasons == ("UNREADABLE_ARTIFACT",)
+    assert row.details[0].startswith(f"{results_dir / 'pendulum__numpy.json'}: not a valid")
+    assert report.coverage.missing == ("cartpole/python",)
     assert report.overall is Verdict.HARD_FAILURE
-    assert any("pendulum__numpy.json" in note for note in report.notes)
+    # A file no bucket can be told from is still named, as a note.
+    assert any("stray.json" in note for note in report.notes)
 
 
 def test_the_window_is_read_for_the_artifact_that_is_judged(tmp_path: Path) -> None:

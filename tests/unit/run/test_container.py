@@ -97,7 +97,7 @@ def test_host_side_stays_for_cleaning_and_timeouts(tmp_path: Path) -> None:
     assert wrapped.cwd == invocation.cwd
     assert wrapped.outputs == (str(dirs.output_dir),)
     assert wrapped.argv[:3] == ("sudo", "docker", "run")
-    assert wrapped.on_timeout == ("sudo", "docker", "rm", "--force", "perfgate-x")
+    assert wrapped.cleanup == ("sudo", "docker", "rm", "--force", "perfgate-x")
 
 
 def test_working_directory_follows_the_host_cwd_inside_the_checkout(tmp_path: Path) -> None:

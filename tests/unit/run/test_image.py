@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from perfgate.config import ImageSpec, PinInput, load_config
-from perfgate.errors import ConfigError, GateMalfunction
+from perfgate.errors import ConfigError, EraConflict, GateMalfunction
 from perfgate.identity import stable_hash
 from perfgate.run.image import (
     Era,
@@ -157,8 +157,22 @@ def test_recorded_eras_are_immutable() -> None:
     manifest = with_era(None, ERA, "reg@sha256:1", "c" * 40)
     assert manifest["eras"][ERA.key]["image"] == "reg@sha256:1"
     assert with_era(manifest, ERA, "reg@sha256:1", None) == manifest
-    with pytest.raises(GateMalfunction, match="eras are immutable"):
+    with pytest.raises(EraConflict, match="is immutable") as refused:
         with_era(manifest, ERA, "reg@sha256:2", None)
+    assert refused.value.exit_code == 4
+    # A concurrent roll that lost the race converges on the recorded image.
+    assert with_era(manifest, ERA, "reg@sha256:2", None, keep_recorded=True) == manifest
+
+
+def test_a_forced_record_replaces_the_era_and_keeps_the_reason_and_history() -> None:
+    manifest = with_era(None, ERA, "reg@sha256:1", "a" * 40, details={"source": "roll"})
+    once = with_era(manifest, ERA, "reg@sha256:2", "b" * 40, force="broken CUDA layer")
+    twice = with_era(once, ERA, "reg@sha256:3", "c" * 40, force="again")
+    entry = twice["eras"][ERA.key]
+    assert (entry["image"], entry["forced"], entry["commit"]) == ("reg@sha256:3", "again", "c" * 40)
+    assert [e["image"] for e in entry["replaced"]] == ["reg@sha256:1", "reg@sha256:2"]
+    assert entry["replaced"][0]["source"] == "roll"
+    assert "replaced" not in entry["replaced"][1]
 
 
 def test_manifest_editor_reports_whether_it_changed_anything(tmp_path: Path) -> None:

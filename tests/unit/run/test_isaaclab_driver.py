@@ -1,4 +1,4 @@
-"""The isaaclab driver's decisions: presets, command line, launch echo, runtime contract."""
+"""The isaaclab driver's decisions: flavour, launcher, task id, presets, command, echo, files."""
 
 from __future__ import annotations
 
@@ -9,9 +9,20 @@ import pytest
 
 from perfgate.config import Bucket, load_config
 from perfgate.errors import ConfigError
-from perfgate.run.drivers import get_driver
-from perfgate.run.drivers.isaaclab import echo_mismatches, find_bundle, hydra_args, runtime_paths
-from perfgate.run.execution import AttemptDirs
+from perfgate.result import FailurePhase
+from perfgate.run.drivers import CheckoutUnsupported, get_driver
+from perfgate.run.drivers.isaaclab import (
+    MARKERS,
+    bundle_files,
+    detect_cli,
+    echo_mismatches,
+    presets,
+    resolve_task,
+    runtime_paths,
+    scan_sources,
+)
+from perfgate.run.execution import AttemptDirs, classify_failure
+from tests.fixtures import isaaclab_standin as standin
 
 CONFIG = """
 version: 1
@@ -26,13 +37,16 @@ defaults:
 buckets:
   - task: Isaac-Cartpole-Direct
     backends: [{physics: physx}, {physics: newton}]
-  - task: Camera
+  - task: IsaacContrib-Reorient-Cube-Shadow-Camera-Benchmark-Direct
+    isaaclab: {task_aliases: [Isaac-Reorient-Cube-Shadow-Camera-Benchmark-Direct]}
     backends:
       - {physics: physx, render: rtx_renderer}
       - {physics: newton, render: rtx_renderer}
       - {physics: physx, render: newton_renderer}
       - {physics: newton, render: newton_renderer}
 """
+CAMERA = "IsaacContrib-Reorient-Cube-Shadow-Camera-Benchmark-Direct"
+OLD_CAMERA = "Isaac-Reorient-Cube-Shadow-Camera-Benchmark-Direct"
 
 
 def buckets(tmp_path: Path, text: str = CONFIG) -> dict[str, Bucket]:
@@ -44,56 +58,47 @@ def buckets(tmp_path: Path, text: str = CONFIG) -> dict[str, Bucket]:
 @pytest.mark.parametrize(
     ("bucket_id", "expected"),
     [
-        ("Isaac-Cartpole-Direct/physx", ()),
-        ("Isaac-Cartpole-Direct/newton", ("presets=newton_mjwarp",)),
-        ("Camera/physx_rtx_renderer", ("presets=isaacsim_rtx",)),
-        ("Camera/newton_rtx_renderer", ("presets=newton_mjwarp,isaacsim_rtx",)),
-        ("Camera/physx_newton_renderer", ("presets=newton,rgb",)),
-        ("Camera/newton_newton_renderer", ("presets=newton_mjwarp,newton,rgb",)),
+        # Physics is pinned; `newton` alone would be the deprecated *physics* alias.
+        ("Isaac-Cartpole-Direct/physx", ("isaacsim_physx",)),
+        ("Isaac-Cartpole-Direct/newton", ("newton_mjwarp",)),
+        (f"{CAMERA}/physx_rtx_renderer", ("isaacsim_physx", "isaacsim_rtx")),
+        (f"{CAMERA}/newton_rtx_renderer", ("newton_mjwarp", "isaacsim_rtx")),
+        (f"{CAMERA}/physx_newton_renderer", ("isaacsim_physx", "newton_renderer", "rgb")),
+        (f"{CAMERA}/newton_newton_renderer", ("newton_mjwarp", "newton_renderer", "rgb")),
     ],
 )
-def test_hydra_presets_follow_the_backend(
+def test_presets_are_current_isaac_lab_tokens_with_physics_pinned(
     tmp_path: Path, bucket_id: str, expected: tuple[str, ...]
 ) -> None:
-    assert hydra_args(buckets(tmp_path)[bucket_id]) == expected
+    assert presets(buckets(tmp_path)[bucket_id]) == expected
 
 
-def test_command_line_is_the_supported_cli_with_measured_steps(tmp_path: Path) -> None:
-    bucket = buckets(tmp_path)["Camera/newton_rtx_renderer"]
-    dirs = AttemptDirs(number=1, output_dir=tmp_path / "out", cache_dir=tmp_path / "cache")
-    invocation = get_driver("isaaclab").invocation(bucket, dirs, tmp_path)
-    assert invocation.argv == (
-        "isaaclab", "benchmark", "runtime",
-        "--task", "Camera",
-        "--num_envs", "512",
-        "--num_steps", "200",
-        "--warmup_steps", "100",
-        "--seed", "42",
-        "--benchmark_formatter", "schema",
-        "--output_path", str(tmp_path / "out"),
-        "--visualizer", "none",
-        "presets=newton_mjwarp,isaacsim_rtx",
-    )  # fmt: skip
-    assert invocation.outputs == (str(tmp_path / "out"),)
-
-
-def test_executable_may_be_an_argument_list(tmp_path: Path) -> None:
-    text = CONFIG.replace("extra_args: [--visualizer, none]", "executable: [uv, run, isaaclab]")
-    bucket = buckets(tmp_path, text)["Isaac-Cartpole-Direct/physx"]
-    dirs = AttemptDirs(number=1, output_dir=tmp_path / "o", cache_dir=tmp_path / "c")
-    argv = get_driver("isaaclab").invocation(bucket, dirs, tmp_path).argv
-    assert argv[:5] == ("uv", "run", "isaaclab", "benchmark", "runtime")
+@pytest.mark.parametrize(
+    ("bucket_id", "declared", "expected"),
+    [
+        # Before isaacsim_physx existed PhysX was the default, and RTX the default renderer.
+        (f"{CAMERA}/physx_rtx_renderer", {"newton_mjwarp"}, ()),
+        (f"{CAMERA}/physx_rtx_renderer", {"isaacsim_rtx_renderer"}, ("isaacsim_rtx_renderer",)),
+        (f"{CAMERA}/newton_newton_renderer", set(), ("newton", "newton_renderer", "rgb")),
+        ("Isaac-Cartpole-Direct/physx", {"isaacsim_physx", "newton_mjwarp"}, ("isaacsim_physx",)),
+    ],
+)
+def test_an_older_checkout_gets_its_own_spelling_of_the_same_presets(
+    tmp_path: Path, bucket_id: str, declared: set[str], expected: tuple[str, ...]
+) -> None:
+    assert presets(buckets(tmp_path)[bucket_id], frozenset(declared)) == expected
 
 
 def test_render_backend_without_known_presets_needs_them_declared(tmp_path: Path) -> None:
-    text = CONFIG.replace(
-        "render: rtx_renderer}\n      - {physics: newton, render: rtx",
-        "render: warp_renderer}\n      - {physics: newton, render: rtx",
-        1,
-    )
-    bucket = buckets(tmp_path, text)["Camera/physx_warp_renderer"]
+    text = CONFIG.replace("render: rtx_renderer}\n", "render: warp_renderer}\n", 1)
     with pytest.raises(ConfigError, match=r"isaaclab\.presets"):
-        hydra_args(bucket)
+        presets(buckets(tmp_path, text)[f"{CAMERA}/physx_warp_renderer"])
+
+
+def test_declared_presets_replace_the_derived_ones_in_every_era(tmp_path: Path) -> None:
+    text = CONFIG.replace("extra_args: [--visualizer, none]", "presets: []")
+    bucket = buckets(tmp_path, text)["Isaac-Cartpole-Direct/physx"]
+    assert presets(bucket) == presets(bucket, frozenset()) == ()
 
 
 def test_unknown_key_in_the_isaaclab_block_is_an_error(tmp_path: Path) -> None:
@@ -110,12 +115,174 @@ def test_unknown_key_in_a_bucket_container_block_is_an_error(tmp_path: Path) -> 
 
 
 def test_bucket_isaaclab_block_merges_over_defaults(tmp_path: Path) -> None:
-    backends = "    backends: [{physics: physx}, {physics: newton}]"
-    text = CONFIG.replace(backends, f"{backends}\n    isaaclab: {{executable: ./isaaclab.sh}}")
-    spec = buckets(tmp_path, text)["Isaac-Cartpole-Direct/physx"].isaaclab
+    spec = buckets(tmp_path)[f"{CAMERA}/physx_rtx_renderer"].isaaclab
     assert spec is not None
-    assert spec.executable == ("./isaaclab.sh",)
+    assert spec.task_aliases == (OLD_CAMERA,)
     assert spec.extra_args == ("--visualizer", "none")
+    assert spec.executable is None  # chosen from the checkout at run time
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "where", "says"),
+    [
+        (
+            "  isaaclab:\n    extra_args",
+            "  isaaclab:\n    task_aliases: [X]\n    extra_args",
+            "defaults.isaaclab.task_aliases",
+            "declare them on that task's bucket entry",
+        ),
+        (
+            f"task_aliases: [{OLD_CAMERA}]",
+            f"task_aliases: [{CAMERA}]",
+            "buckets[1].isaaclab.task_aliases[0]",
+            "this entry's own task",
+        ),
+        (
+            f"task_aliases: [{OLD_CAMERA}]",
+            f"task_aliases: [{OLD_CAMERA}, Isaac-Cartpole-Direct]",
+            "buckets[1].isaaclab.task_aliases[1]",
+            "the task of buckets[0]",
+        ),
+        (
+            "    backends: [{physics: physx}, {physics: newton}]",
+            f"    isaaclab: {{task_aliases: [{OLD_CAMERA}]}}\n"
+            "    backends: [{physics: physx}, {physics: newton}]",
+            "buckets[1].isaaclab.task_aliases[0]",
+            "already an alias of 'Isaac-Cartpole-Direct'",
+        ),
+        (
+            f"task_aliases: [{OLD_CAMERA}]",
+            "task_aliases: [has space]",
+            "buckets[1].isaaclab.task_aliases[0]",
+            "no '/' or spaces",
+        ),
+    ],
+)
+def test_task_aliases_name_one_tasks_other_ids(
+    tmp_path: Path, old: str, new: str, where: str, says: str
+) -> None:
+    assert old in CONFIG
+    with pytest.raises(ConfigError) as raised:
+        buckets(tmp_path, CONFIG.replace(old, new, 1))
+    assert where in str(raised.value) and says in str(raised.value)
+
+
+def test_the_checkout_says_which_cli_it_offers(tmp_path: Path) -> None:
+    current = detect_cli(standin.write_checkout(tmp_path / "current"))
+    assert (current.entry, current.steps_flag, current.warmup_flag) == (
+        ("benchmark", "runtime"),
+        "--num_steps",
+        "--warmup_steps",
+    )
+    older = detect_cli(standin.write_checkout(tmp_path / "older", flavour="frames"))
+    assert (older.entry, older.steps_flag, older.warmup_flag) == (
+        ("-p", "scripts/benchmarks/runtime.py"),
+        "--num_frames",
+        "--warmup_frames",
+    )
+
+
+def test_a_checkout_offering_no_cli_names_what_was_looked_for(tmp_path: Path) -> None:
+    with pytest.raises(CheckoutUnsupported) as raised:
+        detect_cli(tmp_path)
+    message = str(raised.value)
+    assert standin.ENTRYPOINT in message and standin.SCRIPT in message
+    assert "benchmark_non_rl.py" in message  # the oldest era, named as unsupported
+
+
+def test_an_entry_file_without_step_flags_is_unsupported(tmp_path: Path) -> None:
+    script = tmp_path / standin.SCRIPT
+    script.parent.mkdir(parents=True)
+    script.write_text('parser.add_argument("--task")\n', encoding="utf-8")
+    with pytest.raises(CheckoutUnsupported, match="--num_steps/--num_frames"):
+        detect_cli(tmp_path)
+
+
+def test_sources_scan_finds_registered_ids_and_declared_presets(tmp_path: Path) -> None:
+    sources = scan_sources(standin.write_checkout(tmp_path / "c", flavour="frames"))
+    assert sources is not None
+    assert OLD_CAMERA in sources.task_ids and CAMERA not in sources.task_ids
+    assert sources.preset_names == {"newton_mjwarp", "isaacsim_rtx_renderer"}
+    assert scan_sources(tmp_path / "empty") is None
+
+
+def test_the_task_id_the_checkout_registers_is_run(tmp_path: Path) -> None:
+    bucket = buckets(tmp_path)[f"{CAMERA}/physx_rtx_renderer"]
+    current = scan_sources(standin.write_checkout(tmp_path / "current"))
+    older = scan_sources(standin.write_checkout(tmp_path / "older", flavour="frames"))
+    assert resolve_task(bucket, current) == CAMERA
+    assert resolve_task(bucket, older) == OLD_CAMERA
+    # Without aliases the task id is run as declared: the CLI itself says if it is unknown.
+    assert resolve_task(buckets(tmp_path)["Isaac-Cartpole-Direct/physx"], None) == (
+        "Isaac-Cartpole-Direct"
+    )
+
+
+def test_a_task_the_checkout_does_not_register_names_every_alias(tmp_path: Path) -> None:
+    bucket = buckets(tmp_path)[f"{CAMERA}/physx_rtx_renderer"]
+    empty = scan_sources(standin.write_checkout(tmp_path / "c", tasks=()))
+    with pytest.raises(CheckoutUnsupported) as raised:
+        resolve_task(bucket, empty)
+    assert f"{CAMERA}, {OLD_CAMERA}" in str(raised.value)
+    assert "isaaclab.task_aliases" in str(raised.value)
+
+
+def dirs(tmp_path: Path) -> AttemptDirs:
+    return AttemptDirs(number=1, output_dir=tmp_path / "out", cache_dir=tmp_path / "cache")
+
+
+def test_current_command_line_uses_the_checkouts_launcher_and_step_flags(tmp_path: Path) -> None:
+    checkout = standin.write_checkout(tmp_path / "c")
+    bucket = buckets(tmp_path)[f"{CAMERA}/newton_rtx_renderer"]
+    invocation = get_driver("isaaclab").invocation(bucket, dirs(tmp_path), checkout)
+    assert invocation.argv == (
+        "./isaaclab.sh", "benchmark", "runtime",
+        "--task", CAMERA,
+        "--num_envs", "512",
+        "--num_steps", "200",
+        "--warmup_steps", "100",
+        "--seed", "42",
+        "--benchmark_formatter", "schema",
+        "--output_path", str(tmp_path / "out"),
+        "presets=newton_mjwarp,isaacsim_rtx",
+        "--visualizer", "none",
+    )  # fmt: skip
+    assert invocation.cwd == checkout
+    assert invocation.outputs == (str(tmp_path / "out"),)
+    assert invocation.env["PYTHONFAULTHANDLER"] == "1"
+
+
+def test_older_command_line_runs_the_script_with_frame_flags_and_old_ids(tmp_path: Path) -> None:
+    checkout = standin.write_checkout(tmp_path / "c", flavour="frames")
+    bucket = buckets(tmp_path)[f"{CAMERA}/physx_rtx_renderer"]
+    argv = get_driver("isaaclab").invocation(bucket, dirs(tmp_path), checkout).argv
+    assert argv[:3] == ("./isaaclab.sh", "-p", "scripts/benchmarks/runtime.py")
+    assert argv[argv.index("--task") + 1] == OLD_CAMERA
+    assert argv[argv.index("--num_frames") + 1] == "200"
+    assert argv[argv.index("--warmup_frames") + 1] == "100"
+    assert "--num_steps" not in argv
+    # The older launcher's --visualizer takes several values: presets go before it.
+    assert argv[-3:] == ("presets=isaacsim_rtx_renderer", "--visualizer", "none")
+
+
+def test_launcher_default_and_override(tmp_path: Path) -> None:
+    checkout = standin.write_checkout(tmp_path / "c")
+    bucket = buckets(tmp_path)["Isaac-Cartpole-Direct/physx"]
+    driver = get_driver("isaaclab")
+    assert driver.invocation(bucket, dirs(tmp_path), checkout).argv[0] == "./isaaclab.sh"
+    (checkout / "isaaclab.sh").unlink()
+    assert driver.invocation(bucket, dirs(tmp_path), checkout).argv[0] == "isaaclab"
+    text = CONFIG.replace("extra_args: [--visualizer, none]", "executable: [uv, run, isaaclab]")
+    own = buckets(tmp_path, text)["Isaac-Cartpole-Direct/physx"]
+    argv = driver.invocation(own, dirs(tmp_path), checkout).argv
+    assert argv[:5] == ("uv", "run", "isaaclab", "benchmark", "runtime")
+
+
+def test_identity_keeps_current_names_whatever_the_checkout(tmp_path: Path) -> None:
+    bucket = buckets(tmp_path)[f"{CAMERA}/physx_rtx_renderer"]
+    inputs = get_driver("isaaclab").launch_inputs(bucket)
+    assert inputs["presets"] == ["isaacsim_physx", "isaacsim_rtx"]
+    assert "task_aliases" not in inputs and "executable" not in inputs
 
 
 def test_runtime_contract_fields_depend_on_backend(tmp_path: Path) -> None:
@@ -130,7 +297,7 @@ def test_runtime_contract_fields_depend_on_backend(tmp_path: Path) -> None:
     assert set(runtime_paths(all_buckets["Isaac-Cartpole-Direct/physx"])) == always | {
         "versions.isaaclab_physx"
     }
-    assert set(runtime_paths(all_buckets["Camera/newton_newton_renderer"])) == always | {
+    assert set(runtime_paths(all_buckets[f"{CAMERA}/newton_newton_renderer"])) == always | {
         "versions.isaaclab_newton",
         "versions.newton",
         "versions.isaaclab_ov",
@@ -140,7 +307,7 @@ def test_runtime_contract_fields_depend_on_backend(tmp_path: Path) -> None:
 def echo(**overrides: Any) -> dict[str, Any]:
     bundle: dict[str, Any] = {
         "run": {
-            "task": "Camera",
+            "task": CAMERA,
             "num_envs": 512,
             "seed": 42,
             "config": {
@@ -161,8 +328,31 @@ def echo(**overrides: Any) -> dict[str, Any]:
     return bundle
 
 
+SENT = ("newton_mjwarp", "isaacsim_rtx")
+
+
+def mismatches(tmp_path: Path, bundle: dict[str, Any], task: str = CAMERA) -> list[str]:
+    bucket = buckets(tmp_path)[f"{CAMERA}/newton_rtx_renderer"]
+    return echo_mismatches(bundle, bucket, task=task, tokens=SENT)
+
+
 def test_launch_echo_of_the_requested_run_matches(tmp_path: Path) -> None:
-    assert echo_mismatches(echo(), buckets(tmp_path)["Camera/newton_rtx_renderer"]) == []
+    assert mismatches(tmp_path, echo()) == []
+
+
+@pytest.mark.parametrize(
+    "presets_echo",
+    [
+        ["newton_mjwarp", "isaacsim_rtx"],  # split, as newer bundles list them
+        ["presets=newton_mjwarp,isaacsim_rtx"],  # unsplit, as the older CLI echoes them
+    ],
+)
+def test_echoed_presets_of_either_era_are_accepted(tmp_path: Path, presets_echo: list[str]) -> None:
+    assert mismatches(tmp_path, echo(run__config__presets=presets_echo)) == []
+
+
+def test_an_older_id_that_ran_is_the_one_echoed(tmp_path: Path) -> None:
+    assert mismatches(tmp_path, echo(run__task=OLD_CAMERA), task=OLD_CAMERA) == []
 
 
 @pytest.mark.parametrize(
@@ -172,8 +362,11 @@ def test_launch_echo_of_the_requested_run_matches(tmp_path: Path) -> None:
         ({"run__task": "Other"}, "run.task='Other'"),
         ({"runtime__iterations_completed": 300}, "runtime.iterations_completed=300"),
         ({"run__config__physics_backend": "physx"}, "run.config.physics_backend='physx'"),
+        ({"run__config__physics_backend": "newton"}, "run.config.physics_backend='newton'"),
         ({"run__config__rendering_backend": "none"}, "run.config.rendering_backend='none'"),
         ({"run__config__presets": ["newton_mjwarp"]}, "lacks ['isaacsim_rtx']"),
+        ({"run__config__presets": ["presets=newton_mjwarp"]}, "lacks ['isaacsim_rtx']"),
+        ({"extra": {"warmup_frames": 50}}, "extra.warmup_frames=50 (requested 100)"),
         ({"extra": {"warmup_steps": 50}}, "extra.warmup_steps=50 (requested 100)"),
         (
             {"runtime__environment_step_timing": {"warmup_steps": 0}},
@@ -184,17 +377,57 @@ def test_launch_echo_of_the_requested_run_matches(tmp_path: Path) -> None:
 def test_launch_echo_mismatch_names_the_field(
     tmp_path: Path, override: dict[str, Any], problem: str
 ) -> None:
-    problems = echo_mismatches(echo(**override), buckets(tmp_path)["Camera/newton_rtx_renderer"])
+    problems = mismatches(tmp_path, echo(**override))
     assert any(problem in p for p in problems), problems
 
 
-def test_prerelease_newton_spelling_is_accepted(tmp_path: Path) -> None:
-    bundle = echo(run__config__physics_backend="newton")
-    assert echo_mismatches(bundle, buckets(tmp_path)["Camera/newton_rtx_renderer"]) == []
+def test_bundle_files_are_found_by_the_names_isaac_lab_writes(tmp_path: Path) -> None:
+    names = [
+        "benchmark_runtime_T_2026-05-01_12-00-00-123456_0a1b2c3d.json",  # current, one formatter
+        "benchmark_runtime_T_2026-05-01_12-00-01-123456_0a1b2c3d_schema.json",  # several
+        "benchmark_runtime_T_2026-05-01_12-00-02.json",  # older: seconds, no hex
+    ]
+    others = [
+        "benchmark_runtime_T_2026-05-01_12-00-01-123456_0a1b2c3d_summary.json",  # a phase list
+        "benchmark_runtime_T-Play_2026-05-01_12-00-00-123456_0a1b2c3d.json",  # another task
+        "benchmark_runtime_T_2026-05-01_12-00-00-123456_0a1b2c3d.json.tmp",  # half written
+        "benchmark_runtime_multigpu_T_2026-05-01_12-00-00-123456_0a1b2c3d.json",
+    ]
+    for name in names + others:
+        (tmp_path / name).write_text("{}")
+    assert [p.name for p in bundle_files(tmp_path, "T")] == sorted(names)
+    assert bundle_files(tmp_path / "missing", "T") == []
 
 
-def test_bundle_is_found_with_or_without_the_formatter_suffix(tmp_path: Path) -> None:
-    assert find_bundle(tmp_path, "T") is None
-    (tmp_path / "benchmark_runtime_T_summary.json").write_text("{}")
-    (tmp_path / "benchmark_runtime_T_schema.json").write_text("{}")
-    assert find_bundle(tmp_path, "T") == tmp_path / "benchmark_runtime_T_schema.json"
+def classify(log: str) -> FailurePhase | None:
+    return classify_failure(
+        exit_code=1, timed_out=False, wall_s=1.0, timeout_s=600.0, log=log, markers=MARKERS
+    )
+
+
+STEP_FRAME = '  File "/x/isaaclab/benchmark/stepping.py", line 40, in run_runtime_loop\n'
+DUMP_FRAME = '  File "/x/isaaclab/benchmark/stepping.py", line 40 in run_runtime_loop\n'
+KIT = "[ISAACLAB] KitLauncher initialization complete\n"
+
+
+@pytest.mark.parametrize(
+    ("log", "phase"),
+    [
+        ("Traceback\nModuleNotFoundError: No module named 'isaaclab_physx'\n", FailurePhase.IMPORT),
+        (
+            "Traceback\ngymnasium.error.NameNotFound: Environment `T` doesn't exist.\n",
+            FailurePhase.IMPORT,
+        ),
+        ("Traceback\nValueError: Unknown preset(s): isaacsim_physx\n", FailurePhase.IMPORT),
+        # A lazy import in gym.make, after Kit started: still the checkout failing to load.
+        (KIT + "Traceback\nImportError: cannot import name 'X' from 'y'\n", FailurePhase.IMPORT),
+        ("Traceback\nRuntimeError: no rigid body\n", FailurePhase.INIT),
+        (KIT + "Traceback\nRuntimeError: no rigid body\n", FailurePhase.INIT),
+        ("Traceback\n" + STEP_FRAME + "RuntimeError: diverged\n", FailurePhase.RUNTIME),
+        (KIT + "Traceback\n" + STEP_FRAME + "ImportError: lazy\n", FailurePhase.RUNTIME),
+        ("Fatal Python error: Segmentation fault\n" + DUMP_FRAME, FailurePhase.RUNTIME),
+        ("Traceback\n" + STEP_FRAME + "CUDA_ERROR_ILLEGAL_ADDRESS\n", FailurePhase.DRIVER),
+    ],
+)
+def test_phase_follows_what_the_runtime_benchmark_prints(log: str, phase: FailurePhase) -> None:
+    assert classify(log) == phase

@@ -119,6 +119,23 @@ def test_pins_come_from_requirements_and_setup_py(tmp_path: Path) -> None:
     assert torch is not None and torch.exact == "2.7.0"
 
 
+def test_pins_in_every_form_pip_accepts(tmp_path: Path) -> None:
+    """Parenthesised specifiers, hashes and wildcards read as pip reads them (packaging)."""
+    checkout = checkout_with(
+        tmp_path,
+        {
+            "requirements.txt": "newton (==0.2.0)\n"
+            "warp-lang==1.9.0 --hash=sha256:" + "0" * 64 + "\n"
+            "torch==2.7.*\n",
+        },
+    )
+    newton = pinned_version(checkout, "newton", DEFAULT_PIN_FILES)
+    warp = pinned_version(checkout, "warp", DEFAULT_PIN_FILES)
+    assert newton is not None and newton.exact == "0.2.0"
+    assert warp is not None and warp.exact == "1.9.0"
+    assert pinned_version(checkout, "torch", DEFAULT_PIN_FILES) is None  # a wildcard is a range
+
+
 def test_crash_with_differing_installed_and_pinned_versions_is_excused(tmp_path: Path) -> None:
     checkout = checkout_with(tmp_path, {"pyproject.toml": PYPROJECT})
     stale = assess(WARP_IMPORT, {"warp": "1.14.0"}, checkout, DEFAULT_PIN_FILES)
@@ -157,6 +174,11 @@ def test_a_crash_without_a_missing_symbol_is_no_evidence(tmp_path: Path) -> None
         ("0.5.2+head.abc", "0.5.2+head.f62", False),  # both name one: they must agree
         ("1.8.1", "1.9.0", False),
         ("1.15.0.dev20260626", "1.15.0.dev20260701", False),
+        # PEP 440 equality, not text: leading zeros and a "v" prefix are the same release,
+        # a pre-release is not the release.
+        ("1.09", "1.9", True),
+        ("v1.9.0", "1.9.0", True),
+        ("1.9.0rc1", "1.9.0", False),
     ],
 )
 def test_version_comparison(installed: str, pinned: str, same: bool) -> None:

@@ -1,0 +1,100 @@
+"""Read untrusted JSON within size and depth limits, strictly (R3, R14).
+
+Python's ``json`` accepts ``NaN`` and ``Infinity`` (which are not JSON) and recurses once
+per nesting level, so a small hostile file can end in a RecursionError. Untrusted JSON
+(result artifacts, benchmark output, fork reports, GitHub API answers) comes through
+:func:`loads` or :func:`read`: the size is checked before anything is read, the nesting
+depth while parsing, and no non-finite number gets through.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+# A result artifact is a few kilobytes (its log tail is capped at 8 KiB).
+MAX_BYTES = 16 * 1024 * 1024
+# Real documents nest a handful of levels; Python's parser would recurse ~1000 deep.
+MAX_DEPTH = 64
+
+
+class JsonError(ValueError):
+    """Not acceptable JSON; the message names the problem (the caller adds the location)."""
+
+
+def depth(value: Any) -> int:
+    """How many lists and objects deep ``value`` nests (a scalar is 0); no recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        )
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _refuse_constant(name: str) -> Any:
+    raise JsonError(f"{name} is not a JSON number; write finite numbers only")
+
+
+def _finite_float(text: str) -> float:
+    # float("1e999") is inf: a literal too large is as non-finite as Infinity itself.
+    value = float(text)
+    if not math.isfinite(value):
+        raise JsonError(f"{text} overflows to {value}; write finite numbers only")
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    # An integer past any float cannot be compared with one (OverflowError), nor is it data.
+    if len(text.lstrip("-")) > 300:
+        raise JsonError(f"an integer of {len(text)} digits is out of range")
+    return int(text)
+
+
+def loads(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
+    """Parse strict JSON: no NaN or Infinity, nesting at most ``max_depth`` levels."""
+    try:
+        value = json.loads(
+            text,
+            parse_constant=_refuse_constant,
+            parse_float=_finite_float,
+            parse_int=_bounded_int,
+        )
+    except JsonError:
+        raise
+    except ValueError as exc:  # JSONDecodeError, and the parser's own limits
+        raise JsonError(f"not valid JSON: {exc}") from None
+    except RecursionError:
+        # The C parser stops at the interpreter's recursion limit, long before memory runs out.
+        raise JsonError(f"nested deeper than the limit of {max_depth} levels") from None
+    deepest = depth(value)
+    if deepest > max_depth:
+        raise JsonError(f"nested {deepest} levels deep, over the limit of {max_depth}")
+    return value
+
+
+def read(path: Path, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
+    """Load ``path`` as strict UTF-8 JSON; its size is checked before it is read."""
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise JsonError(f"{size} bytes, over the limit of {max_bytes}")
+        with path.open("rb") as handle:
+            # A file still growing (or a FIFO) cannot slip past the limit.
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise JsonError(f"cannot be read: {exc.strerror or exc}") from None
+    if len(data) > max_bytes:
+        raise JsonError(f"over the limit of {max_bytes} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JsonError(f"not UTF-8 text (byte {exc.start})") from None
+    return loads(text, max_depth=max_depth)

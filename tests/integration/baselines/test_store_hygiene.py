@@ -1,0 +1,93 @@
+"""Store hygiene (R3, R14): no silent damage, nothing non-finite, no path outside the tree."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from perfgate.baselines.store import RetryPolicy, commit_to_branch, sample_from_result, sample_path
+from perfgate.config import load_config
+from perfgate.errors import GateMalfunction
+from perfgate.git import git
+from perfgate.judge.gate import evaluate
+from tests.integration.baselines import test_store
+from tests.integration.baselines.test_store import result_at, store_of, window
+
+pytestmark = pytest.mark.integration
+
+# The same bare origin and a clone whose main has five commits.
+origin_and_clone = test_store.origin_and_clone
+
+
+def plant(clone: Path, path: str, text: str) -> None:
+    """Write ``text`` as the whole file ``path`` on the baseline branch, pushed to origin."""
+
+    def write(tree: Path) -> bool:
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_text(text, encoding="utf-8")
+        return True
+
+    commit_to_branch(clone, "perf-baselines", "origin", write, "plant", RetryPolicy(), [path])
+
+
+def test_garbage_and_a_truncated_last_line_each_warn_with_file_and_line(
+    origin_and_clone,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    _, clone, shas = origin_and_clone
+    good = [sample_from_result(result_at(shas[i], 100.0 + i), trusted_source="t") for i in range(3)]
+    path = good[0].path
+    truncated = good[2].to_line()[:40]  # a writer killed mid-line; no launch hash in what is left
+    lines = [good[0].to_line(), "this is not json at all", good[1].to_line(), truncated]
+    plant(clone, path, "\n".join(lines))  # and no final newline
+    reader = store_of(clone)
+    assert window(reader, shas[4]).values == (101.0, 100.0)
+    assert reader.skipped_lines == 2
+    assert [w.split(": ", 1)[0] for w in reader.warnings] == [
+        f"perf-baselines:{path}:2",
+        f"perf-baselines:{path}:4",
+    ]
+
+
+def test_the_report_shows_how_many_lines_were_skipped(
+    origin_and_clone,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    _, clone, shas = origin_and_clone
+    good = sample_from_result(result_at(shas[1], 100.0), trusted_source="t")
+    plant(clone, good.path, "\n".join([good.to_line(), "garbage", "{}", "more garbage"]) + "\n")
+    config_path = tmp_path / "perfgate.yaml"
+    config_path.write_text(
+        "version: 1\nbuckets:\n  - task: cartpole\n    backends: [{physics: numpy}]\n",
+        encoding="utf-8",
+    )
+    config = load_config(config_path)
+    monkeypatch.chdir(clone)
+    report = evaluate(config, config.buckets, [result_at(shas[4], 100.0)], store_of(clone))
+    assert report.notes[0].startswith("3 corrupt baseline line(s) skipped on perf-baselines")
+    assert sum(f"{good.path}:" in note for note in report.notes) == 3
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, 0.0])
+def test_the_store_refuses_to_write_a_figure_that_is_not_positive_and_finite(
+    origin_and_clone,
+    value: float,  # type: ignore[no-untyped-def]
+) -> None:
+    _, clone, shas = origin_and_clone
+    sample = sample_from_result(result_at(shas[1], 100.0), trusted_source="t")
+    with pytest.raises(GateMalfunction, match="refusing to store the figure"):
+        store_of(clone).append([replace(sample, value=value)], "bad")
+    assert git("ls-remote", "origin", "perf-baselines", cwd=clone) == ""
+
+
+@pytest.mark.parametrize(
+    ("hardware", "task", "backend"),
+    [("cpu", "../../../x", "numpy"), ("..", "t", "b"), ("cpu\n", "t", "b"), ("/abs", "t", "b")],
+)
+def test_a_store_path_never_leaves_the_store_tree(hardware: str, task: str, backend: str) -> None:
+    with pytest.raises(GateMalfunction, match="refusing a baseline path"):
+        sample_path(hardware, task, backend)
