@@ -217,8 +217,8 @@ def _read_batches(repo: Path, queued: Mapping[str, str], warnings: list[str]) ->
     """Every sample of the parked batches; a line that is not a sample is skipped and named."""
     samples: list[Sample] = []
     specs = [f"{sha}:{BATCH_FILE}" for sha in queued.values()]
-    for ref, (_, data) in zip(queued, stream_blobs(repo, specs), strict=True):
-        for number, line in enumerate(decode(data or b"").splitlines(), 1):
+    for ref, blob in zip(queued, stream_blobs(repo, specs), strict=True):
+        for number, line in enumerate(decode(blob.data or b"").splitlines(), 1):
             try:
                 sample = Sample.from_line(line)
                 _ = sample.path  # a path that cannot be stored is no sample either
@@ -278,6 +278,6 @@ def _all_stored(repo: Path, tip: str | None, samples: Sequence[Sample]) -> bool:
         return False
     paths = sorted({ids_path(s.path) for s in samples})
     stored: set[str] = set()
-    for _, data in stream_blobs(repo, [f"{tip}:{path}" for path in paths]):
-        stored.update(decode(data or b"").split())
+    for blob in stream_blobs(repo, [f"{tip}:{path}" for path in paths]):
+        stored.update(decode(blob.data or b"").split())
     return all(s.sample_id in stored for s in samples)

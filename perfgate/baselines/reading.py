@@ -12,7 +12,7 @@ import subprocess
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 
 from perfgate.baselines.segments import is_archive
 from perfgate.errors import GateMalfunction, GitError
@@ -131,8 +131,16 @@ def object_ids(repo: Path, specs: Sequence[str]) -> dict[str, str]:
     return found
 
 
-def stream_blobs(repo: Path, specs: Sequence[str]) -> Iterator[tuple[str, bytes | None]]:
-    """Each spec with its blob's bytes (None when absent), in order, read as git produces them.
+class Blob(NamedTuple):
+    """One answer of ``git cat-file --batch``: the spec asked, and the blob (None: absent)."""
+
+    spec: str
+    oid: str | None
+    data: bytes | None
+
+
+def stream_blobs(repo: Path, specs: Sequence[str]) -> Iterator[Blob]:
+    """Each spec's blob, in order, handed over as git produces them.
 
     A thread writes the requests and another reads the answers ahead into a short queue,
     so git decompresses the next blobs while the caller works on this one.
@@ -147,7 +155,7 @@ def stream_blobs(repo: Path, specs: Sequence[str]) -> Iterator[tuple[str, bytes 
         stderr=subprocess.PIPE,
     )
     assert process.stdin is not None and process.stdout is not None
-    answers: queue.Queue[bytes | GateMalfunction | None] = queue.Queue(READ_AHEAD)
+    answers: queue.Queue[tuple[str, bytes] | GateMalfunction | None] = queue.Queue(READ_AHEAD)
     threads = [
         threading.Thread(target=_send, args=(process.stdin, specs), daemon=True),
         threading.Thread(target=_receive, args=(process.stdout, specs, answers), daemon=True),
@@ -160,7 +168,7 @@ def stream_blobs(repo: Path, specs: Sequence[str]) -> Iterator[tuple[str, bytes 
             answer = answers.get()
             if isinstance(answer, GateMalfunction):
                 raise answer
-            yield spec, answer
+            yield Blob(spec, None, None) if answer is None else Blob(spec, *answer)
         finished = True
     finally:
         if not finished:
@@ -184,7 +192,9 @@ def _send(stdin: IO[bytes], specs: Sequence[str]) -> None:
 
 
 def _receive(
-    stdout: IO[bytes], specs: Sequence[str], answers: queue.Queue[bytes | GateMalfunction | None]
+    stdout: IO[bytes],
+    specs: Sequence[str],
+    answers: queue.Queue[tuple[str, bytes] | GateMalfunction | None],
 ) -> None:
     try:
         for _ in specs:
@@ -192,7 +202,7 @@ def _receive(
             if len(parts) == 3 and parts[1] == b"blob":
                 data = stdout.read(int(parts[2]))
                 stdout.read(1)
-                answers.put(data)
+                answers.put((parts[0].decode(), data))
             elif len(parts) >= 2:
                 answers.put(None)  # "<spec> missing", or not a blob
             else:

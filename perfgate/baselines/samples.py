@@ -97,8 +97,7 @@ class Sample:
         epoch = data.get("baseline_epoch")
         if isinstance(epoch, bool) or not isinstance(epoch, int):
             raise ValueError(f"baseline_epoch {epoch!r} is not an integer")
-        known = {name for name in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        return cls(**{k: v for k, v in data.items() if k in _FIELDS})
 
     @classmethod
     def from_line(cls, line: str | bytes) -> Sample:
@@ -108,6 +107,10 @@ class Sample:
 
 # One path component each: what perfgate.yaml (task, backend) and hardware detection allow.
 _COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+# The fields a stored line may set; others (from newer writers) are ignored.
+_FIELDS = frozenset(Sample.__dataclass_fields__)
 
 
 def sample_path(hardware: str, task: str, backend_key: str) -> str:
@@ -305,15 +308,29 @@ class WindowKey:
 
 
 @dataclass(frozen=True, kw_only=True)
+class WindowEntry:
+    """One sample of a window: its commit, when it was stored, its figure."""
+
+    commit: str
+    timestamp: str
+    value: float
+
+    @classmethod
+    def of(cls, sample: Sample) -> WindowEntry:
+        """The entry of a parsed sample."""
+        return cls(commit=sample.commit, timestamp=sample.timestamp, value=sample.value)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Window:
     """The selected baseline samples, nearest commits first."""
 
-    samples: tuple[Sample, ...]
+    entries: tuple[WindowEntry, ...]
 
     @property
     def values(self) -> tuple[float, ...]:
         """The figures of the window."""
-        return tuple(s.value for s in self.samples)
+        return tuple(e.value for e in self.entries)
 
 
 def select_window(
@@ -325,7 +342,7 @@ def select_window(
     """Matching samples whose commit is an ancestor of the base, nearest first, newest first."""
     eligible = [s for s in samples if key.matches(s) and s.commit in distance]
     eligible.sort(key=lambda s: (distance[s.commit], _negated_time(s.timestamp)))
-    return Window(samples=tuple(eligible[:max_samples]))
+    return Window(entries=tuple(WindowEntry.of(s) for s in eligible[:max_samples]))
 
 
 def _negated_time(timestamp: str) -> float:

@@ -8,12 +8,13 @@ newest at most SEGMENT_LINES samples):
   their end, so names sort oldest first;
 - ``<backend>.idx`` and ``<backend>/<count>.idx``: each segment's index.
 
-An index lets a reader rank a segment's lines without parsing them. Its first line names
-the exact blob it describes (``perfgate-index 1 <blob id> <lines>``); then one line per
-segment line: ``<commit> <timestamp> <window digest> <byte offset>``, or ``! - - <offset>``
-for a line that is not a sample and ``- - - <offset>`` for a blank one. A reader trusts an
-index only when it names the segment's current blob, so a segment written by an older
-perfgate, or edited by hand, is read line by line instead: never a wrong window.
+An index lets a reader choose a window without reading the segment at all. Its first line
+names the exact blob it describes (``perfgate-index 1 <blob id> <lines>``); then one line
+per segment line: ``<commit> <timestamp> <window digest> <value> <byte offset>`` for a
+sample (as the writer validated it), ``! - - - <offset>`` for a line that is not one and
+``- - - - <offset>`` for a blank one. A reader trusts an index only when it names the
+segment's current blob, so a segment written by an older perfgate, or edited by hand, is
+read line by line instead: never a wrong window.
 
 Everything here is pure: the store's write path applies the files it returns.
 """
@@ -21,6 +22,7 @@ Everything here is pure: the store's write path applies the files it returns.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,14 +37,15 @@ SEGMENT_LINES = 1000
 RECENT_HORIZON = 200
 INDEX_MAGIC = "perfgate-index"
 INDEX_VERSION = "1"
+INDEX_FIELDS = 5  # per line: commit, timestamp, window digest, value, byte offset
 CORRUPT = "!"
 BLANK = "-"
 
 _SAMPLE_ID = re.compile(r'"sample_id":"([0-9a-f]+)"')
 _TOKEN = re.compile(r"[!-~]+")  # printable, no whitespace: one index field
 
-# (commit, timestamp, window digest) of a sample line; CORRUPT or BLANK otherwise.
-Entry = tuple[str, str, str] | str
+# (commit, timestamp, window digest, value) of a sample line; CORRUPT or BLANK otherwise.
+Entry = tuple[str, str, str, str] | str
 
 
 class Unindexable(ValueError):
@@ -89,7 +92,7 @@ def blob_id(data: bytes, object_format: str = "sha1") -> str:
 
 def sample_entry(sample: Sample) -> Entry:
     """A sample's index fields; Unindexable when a field would not be one token."""
-    fields = (sample.commit, sample.timestamp, sample.window_digest)
+    fields = (sample.commit, sample.timestamp, sample.window_digest, json.dumps(sample.value))
     if not all(_TOKEN.fullmatch(part) for part in fields):
         raise Unindexable(f"sample {sample.sample_id}: commit or timestamp is not one token")
     return fields
@@ -115,7 +118,7 @@ def render_index(lines: Sequence[str], entries: Sequence[Entry], object_format: 
     out = [f"{INDEX_MAGIC} {INDEX_VERSION} {blob_id(data, object_format)} {len(lines)}\n"]
     offset = 0
     for line, entry in zip(lines, entries, strict=True):
-        fields = f"{entry} - -" if isinstance(entry, str) else " ".join(entry)
+        fields = f"{entry} - - -" if isinstance(entry, str) else " ".join(entry)
         out.append(f"{fields} {offset}\n")
         offset += len(encode(line)) + 1
     return "".join(out)
@@ -130,10 +133,10 @@ def parse_index(text: str, segment: bytes, object_format: str) -> list[Entry | N
     if parts[2] != blob_id(segment, object_format):
         return None
     rows = [row.split() for row in body.splitlines()]
-    if len(rows) != int(parts[3]) or any(len(row) != 4 for row in rows):
+    if len(rows) != int(parts[3]) or any(len(row) != INDEX_FIELDS for row in rows):
         return None
     entries: list[Entry | None] = [
-        row[0] if row[0] in (CORRUPT, BLANK) else (row[0], row[1], row[2]) for row in rows
+        row[0] if row[0] in (CORRUPT, BLANK) else (row[0], row[1], row[2], row[3]) for row in rows
     ]
     return entries
 

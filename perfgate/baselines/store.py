@@ -39,6 +39,7 @@ from perfgate.baselines.samples import (
     SAMPLE_SCHEMA_VERSION,
     Sample,
     Window,
+    WindowEntry,
     WindowKey,
     sample_from_result,
     sample_path,
@@ -75,6 +76,7 @@ __all__ = [
     "RetryPolicy",
     "Sample",
     "Window",
+    "WindowEntry",
     "WindowKey",
     "ancestry",
     "archive_dir",
@@ -160,7 +162,7 @@ class BaselineStore:
         files = {p: [*reversed(archives.get(archive_dir(p), [])), p] for p in wanted}
         order = [f for fs in files.values() for f in fs]
         blobs = stream_blobs(self.repo, [f"{tip}:{f}" for f in order])
-        found = {f: self._parse(f, data or b"") for f, (_, data) in zip(order, blobs, strict=True)}
+        found = {f: self._parse(f, blob.data or b"") for f, blob in zip(order, blobs, strict=True)}
         return {path: [s for file in files[path] for s in found[file]] for path in wanted}
 
     def windows(
@@ -173,7 +175,7 @@ class BaselineStore:
     ) -> dict[str, Window]:
         """Each bucket's window (keyed by bucket id) at ``tip``, against merge base ``base``."""
         if tip is None or base is None:
-            return {bucket: Window(samples=()) for bucket in keys}
+            return {bucket: Window(entries=()) for bucket in keys}
         outcome = choose_windows(
             self.repo,
             tip,

@@ -6,22 +6,25 @@ commit, at most ``limit``. Candidates are the whole live segment, then archived 
 newest first while fewer than the horizon's lines were looked at or the window is not
 full (a later seed of an old commit appends far samples after nearer ones).
 
-A segment is ranked from its sidecar index when the index names the segment's current
-blob, otherwise from its own lines; both give the same window. Only candidates that can
-still make the window are kept, and only their lines are parsed, so memory and Python
-work follow the window, not the segment.
+A segment whose sidecar index names its current blob is chosen from the index alone:
+commit, timestamp, window digest and figure of every line, as the writer validated them,
+so the segment itself is never read. A segment without one (an older writer, a hand edit)
+is read and ranked line by line; only the lines that can make the window are parsed. Both
+give the same window. Candidates that can no longer make the window are dropped as they
+come, so memory follows the window, not the segment.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfgate.baselines.reading import list_archives, object_ids, stream_blobs
-from perfgate.baselines.samples import Sample, Window, WindowKey
+from perfgate.baselines.samples import Sample, Window, WindowEntry, WindowKey
 from perfgate.baselines.segments import (
     CORRUPT,
+    INDEX_FIELDS,
     INDEX_MAGIC,
     INDEX_VERSION,
     RECENT_HORIZON,
@@ -29,11 +32,9 @@ from perfgate.baselines.segments import (
     index_path,
 )
 
-# (distance, timestamp, segment, line number, start, end): a line that may make a window.
-# ``end`` is -1 for a segment's last line.
-Candidate = tuple[int, bytes, str, int, int, int]
-# (segment, line number, start, end): a line to report as corrupt.
-Suspect = tuple[str, int, int, int]
+# (distance, timestamp, segment, line number, commit, figure): a line that may make a
+# window. The figure comes from the index; None when the line must be parsed.
+Candidate = tuple[int, bytes, str, int, bytes, float | None]
 
 _INDEX_HEAD = (INDEX_MAGIC.encode(), INDEX_VERSION.encode())
 _CORRUPT = CORRUPT.encode()
@@ -52,7 +53,10 @@ class _Selection:
     scanned: int = 0
     eligible: int = 0
     kept: list[Candidate] = field(default_factory=list)
-    suspects: list[Suspect] = field(default_factory=list)
+    # Lines to report as not being samples, as (segment, line number).
+    suspects: list[tuple[str, int]] = field(default_factory=list)
+    # The bytes of lines that must be parsed, cut out while their segment was in hand.
+    lines: dict[tuple[str, int], bytes] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.digest = self.key.digest().encode()
@@ -79,7 +83,7 @@ class _Selection:
     def feed_index(self, path: str, tokens: list[bytes], distance: Mapping[bytes, int]) -> None:
         """Rank a segment from its index tokens (header already checked)."""
         count = int(tokens[3])
-        commits, stamps, digests, offsets = (tokens[4 + k :: 4] for k in range(4))
+        commits, stamps, digests, values = (tokens[4 + k :: INDEX_FIELDS] for k in range(4))
         self.scanned += count
         found = [(d, i) for i, d in enumerate(map(distance.get, commits)) if d is not None]
         if digests.count(self.digest) != count:
@@ -87,11 +91,9 @@ class _Selection:
         if not self.keep_all and len(found) > self.limit:
             farthest = sorted(d for d, _ in found)[self.limit - 1]
             found = [(d, i) for d, i in found if d <= farthest]
-        self.offer([(d, stamps[i], path, i + 1, *_span(offsets, i)) for d, i in found])
+        self.offer([(d, stamps[i], path, i + 1, commits[i], float(values[i])) for d, i in found])
         if _CORRUPT in commits:
-            self.suspects += [
-                (path, i + 1, *_span(offsets, i)) for i, c in enumerate(commits) if c == _CORRUPT
-            ]
+            self.suspects += [(path, i + 1) for i, c in enumerate(commits) if c == _CORRUPT]
 
     def feed_lines(self, path: str, data: bytes, distance: Mapping[bytes, int]) -> None:
         """Rank a segment from its own lines: commit and timestamp sliced out, nothing parsed."""
@@ -101,17 +103,14 @@ class _Selection:
             lines.pop()
         self.scanned += len(lines)
         candidates: list[Candidate] = []
-        start = 0
         for number, line in enumerate(lines, 1):
-            span = (start, start + len(line))
-            start += len(line) + 1
             if launch not in line:
                 if line.strip() and not _looks_like_sample(line):
-                    self.suspects.append((path, number, *span))
+                    self.suspects.append((path, number))
                 continue
             commit, stamp = _field(line, _COMMIT), _field(line, _TIMESTAMP)
             if commit is None or stamp is None:
-                self.suspects.append((path, number, *span))
+                self.suspects.append((path, number))
                 continue
             where = distance.get(commit)
             if (
@@ -121,8 +120,12 @@ class _Selection:
                 and epoch in line
                 and target in line
             ):
-                candidates.append((where, stamp, path, number, *span))
+                candidates.append((where, stamp, path, number, commit, None))
         self.offer(candidates)
+        # The segment goes once ranked: keep the lines that must still be parsed.
+        wanted = {c[3] for c in self.kept if c[2] == path}
+        wanted.update(number for where, number in self.suspects if where == path)
+        self.lines.update({(path, n): lines[n - 1] for n in wanted})
 
     def ordered(self) -> list[Candidate]:
         """Kept candidates in window order: nearest first, newest first, then as stored."""
@@ -156,9 +159,8 @@ def choose_windows(
     _rank(repo, tip, selections, distance)
     windows, warnings, retry = _pick(repo, tip, selections, label)
     if retry:
-        # A kept line turned out unreadable although farther candidates were dropped: that
-        # bucket is chosen again keeping every candidate (rare: an index from another
-        # version that judged a line readable).
+        # A kept line turned out unreadable although farther candidates were dropped:
+        # that bucket is chosen again keeping every candidate.
         again = {
             b: _Selection(key=keys[b], limit=limit, horizon=horizon, keep_all=True) for b in retry
         }
@@ -178,21 +180,21 @@ def _rank(
         for selection in pending:
             by_path.setdefault(selection.queue[0], []).append(selection)
         paths = sorted(by_path)
-        blobs = object_ids(repo, [f"{tip}:{path}" for path in paths])
-        present = [path for path in paths if f"{tip}:{path}" in blobs]
+        oids = object_ids(repo, [f"{tip}:{path}" for path in paths])
+        present = [path for path in paths if f"{tip}:{path}" in oids]
         unindexed = []
-        specs = [f"{tip}:{index_path(path)}" for path in present]
-        for path, (_, index) in zip(present, stream_blobs(repo, specs), strict=True):
-            tokens = _index_tokens(index, blobs[f"{tip}:{path}"])
+        indexes = stream_blobs(repo, [f"{tip}:{index_path(path)}" for path in present])
+        for path, index in zip(present, indexes, strict=True):
+            tokens = _index_tokens(index.data, oids[f"{tip}:{path}"])
             if tokens is None:
                 unindexed.append(path)
                 continue
             for selection in by_path[path]:
                 selection.feed_index(path, tokens, distance)
-        scans = [blobs[f"{tip}:{path}"] for path in unindexed]
-        for path, (_, data) in zip(unindexed, stream_blobs(repo, scans), strict=True):
+        segments = stream_blobs(repo, [f"{tip}:{path}" for path in unindexed])
+        for path, segment in zip(unindexed, segments, strict=True):
             for selection in by_path[path]:
-                selection.feed_lines(path, data or b"", distance)
+                selection.feed_lines(path, segment.data or b"", distance)
         for selection in pending:
             path = selection.queue.pop(0)
             if not selection.wants_more:
@@ -206,45 +208,50 @@ def _rank(
 def _pick(
     repo: Path, tip: str, selections: Mapping[str, _Selection], label: str
 ) -> tuple[dict[str, Window], list[str], list[str]]:
-    """Parse the kept lines, segment by segment; the windows, warnings, buckets to redo."""
-    wanted: dict[str, list[tuple[int, int, int]]] = {}
+    """The windows, a warning per unreadable line, and the buckets to choose again."""
+    lines: dict[tuple[str, int], bytes] = {}
+    owed: set[tuple[str, int]] = set()
     for selection in selections.values():
-        for _, _, path, number, start, end in selection.kept:
-            wanted.setdefault(path, []).append((number, start, end))
-        for path, number, start, end in selection.suspects:
-            wanted.setdefault(path, []).append((number, start, end))
-    paths = sorted(wanted)
+        lines.update(selection.lines)
+        owed.update(where for where in selection.suspects if where not in selection.lines)
+    # Lines an index marked as not samples: read their segment once, to say what is wrong.
+    paths = sorted({path for path, _ in owed})
+    for path, segment in zip(paths, stream_blobs(repo, [f"{tip}:{p}" for p in paths]), strict=True):
+        text = (segment.data or b"").split(b"\n")
+        lines.update({(path, n): text[n - 1] for p, n in owed if p == path and n <= len(text)})
     parsed: dict[tuple[str, int], Sample | str] = {}
-    for path, (_, data) in zip(
-        paths, stream_blobs(repo, [f"{tip}:{p}" for p in paths]), strict=True
-    ):
-        for number, start, end in wanted[path]:
-            line = (data or b"")[start : None if end < 0 else end].rstrip(b"\n")
-            try:
-                parsed[(path, number)] = Sample.from_line(line)
-            except (ValueError, TypeError, AttributeError, RecursionError) as exc:
-                parsed[(path, number)] = (
-                    f"{label}:{path}:{number}: corrupt baseline line skipped ({exc})"
-                )
+    for (path, number), line in lines.items():
+        try:
+            parsed[(path, number)] = Sample.from_line(line)
+        except (ValueError, TypeError, AttributeError, RecursionError) as exc:
+            parsed[(path, number)] = (
+                f"{label}:{path}:{number}: corrupt baseline line skipped ({exc})"
+            )
     warnings: dict[str, None] = {}
     windows: dict[str, Window] = {}
     retry: list[str] = []
     for bucket, selection in selections.items():
-        chosen: list[Sample] = []
+        chosen: list[WindowEntry] = []
         dropped = False
-        for _, _, path, number, _, _ in selection.ordered():
-            sample = parsed[(path, number)]
-            if isinstance(sample, str) or not selection.key.matches(sample):
-                dropped = True
-                continue
-            chosen.append(sample)
+        for _, stamp, path, number, commit, value in selection.ordered():
+            if value is not None:
+                # From an index naming this very blob: the writer validated the line.
+                chosen.append(
+                    WindowEntry(commit=commit.decode(), timestamp=stamp.decode(), value=value)
+                )
+            else:
+                sample = parsed[(path, number)]
+                if isinstance(sample, str) or not selection.key.matches(sample):
+                    dropped = True
+                    continue
+                chosen.append(WindowEntry.of(sample))
             if len(chosen) == selection.limit:
                 break
         if dropped and len(chosen) < selection.limit and selection.eligible > len(selection.kept):
             retry.append(bucket)
-        windows[bucket] = Window(samples=tuple(chosen))
-        for path, number, _, _ in [*selection.suspects, *(c[2:6] for c in selection.kept)]:
-            outcome = parsed[(path, number)]
+        windows[bucket] = Window(entries=tuple(chosen))
+        for where in [*selection.suspects, *((c[2], c[3]) for c in selection.kept)]:
+            outcome = parsed.get(where)
             if isinstance(outcome, str):
                 warnings[outcome] = None
     return windows, list(warnings), retry
@@ -257,14 +264,9 @@ def _index_tokens(index: bytes | None, blob: str) -> list[bytes] | None:
     tokens = index.split()
     if len(tokens) < 4 or tuple(tokens[:2]) != _INDEX_HEAD or tokens[2] != blob.encode():
         return None
-    if not tokens[3].isdigit() or len(tokens) != 4 + 4 * int(tokens[3]):
+    if not tokens[3].isdigit() or len(tokens) != 4 + INDEX_FIELDS * int(tokens[3]):
         return None
     return tokens
-
-
-def _span(offsets: Sequence[bytes], i: int) -> tuple[int, int]:
-    """Byte range of line ``i`` from the index offsets (-1: to the end of the segment)."""
-    return int(offsets[i]), (int(offsets[i + 1]) - 1 if i + 1 < len(offsets) else -1)
 
 
 def _looks_like_sample(line: bytes) -> bool:

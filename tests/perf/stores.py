@@ -23,15 +23,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import perfgate.baselines.segments as segments
-from perfgate.baselines.samples import Sample, sample_from_result
-from perfgate.baselines.segments import BucketFiles, append_to_bucket
+from perfgate.baselines.samples import SAMPLE_SCHEMA_VERSION, Sample, sample_from_result
+from perfgate.baselines.segments import (
+    INDEX_FIELDS,
+    INDEX_VERSION,
+    SEGMENT_LINES,
+    BucketFiles,
+    append_to_bucket,
+)
 from perfgate.baselines.store import BaselineStore, RetryPolicy
 from perfgate.result import write_result
 from tests.factories import make_result
 
 HARDWARE = "cpu-test"
 EPOCH = 1_700_000_000
+# Bump when the way stores are built changes; a layout change bumps INDEX_VERSION.
+BUILDER = 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,10 +51,9 @@ class StoreSpec:
 
     @property
     def key(self) -> str:
-        """The cache key: the parameters and the source that decides the layout."""
-        sources = [Path(__file__), Path(segments.__file__)]
-        digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:12]
-        return f"b{self.buckets}-h{self.history}-p{self.publishes}-{digest}"
+        """The cache key: the parameters, and the versions of the builder and the layout."""
+        layout = f"i{INDEX_VERSION}.{INDEX_FIELDS}-s{SEGMENT_LINES}-f{SAMPLE_SCHEMA_VERSION}"
+        return f"b{self.buckets}-h{self.history}-p{self.publishes}-v{BUILDER}-{layout}"
 
     def bucket_ids(self) -> list[str]:
         """``t0000/numpy``, ``t0000/python``, ``t0001/numpy``, ..."""
@@ -80,6 +86,7 @@ def cached_store(spec: StoreSpec, cache: Path, say: Say) -> Built:
     built = Built(spec=spec, as_built=home / "as-built", after_gc=home / "after-gc")
     if (home / "done").exists():
         say(f"store {spec.key}: cached")
+        _inputs(built)
         return built
     if home.exists():
         shutil.rmtree(home)
@@ -89,6 +96,7 @@ def cached_store(spec: StoreSpec, cache: Path, say: Say) -> Built:
     say(f"store {spec.key}: git gc on a copy (as hosting repacks)")
     shutil.copytree(built.as_built, built.after_gc, symlinks=True, copy_function=_link)
     _git(built.after_gc, "gc", "--quiet")
+    _inputs(built)
     (home / "done").write_text(f"{time.perf_counter() - began:.0f} s\n")
     say(f"store {spec.key}: built in {time.perf_counter() - began:.0f} s")
     return built
@@ -130,11 +138,22 @@ def _build(spec: StoreSpec, repo: Path, say: Say) -> None:
         took = time.perf_counter() - began
         say(f"store {spec.key}:   publish {k + 1}/{spec.history} ({took:.1f} s)")
     _git(repo, "checkout", "-q", "main")
-    _config(repo, spec)
-    results = repo / "results"
-    for bucket in spec.bucket_ids():
-        result = make_result(bucket, 99.5, commit=commits[-1], event="pull_request")
-        write_result(result, results)
+
+
+def _inputs(built: Built) -> None:
+    """The gate's inputs beside each copy: perfgate.yaml and a pull request's artifacts.
+
+    Written on every use, not cached: they follow the config and artifact formats of the
+    perfgate under test, and take a second to write.
+    """
+    head = subprocess.run(["git", "rev-parse", "main"], cwd=built.as_built, capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    for repo in (built.as_built, built.after_gc):
+        _config(repo, built.spec)
+        results = repo / "results"
+        shutil.rmtree(results, ignore_errors=True)
+        for bucket in built.spec.bucket_ids():
+            write_result(make_result(bucket, 99.5, commit=head, event="pull_request"), results)
 
 
 def _main_history(repo: Path, count: int) -> list[str]:

@@ -77,9 +77,9 @@ def test_nearest_commits_come_first_and_the_window_is_capped(origin_and_clone) -
                for i, sha in enumerate(shas)]  # fmt: skip
     store.append(samples, "seed")
     found = window(store, shas[-1], max_samples=3)
-    assert [s.commit for s in found.samples] == [shas[4], shas[3], shas[2]]
+    assert [s.commit for s in found.entries] == [shas[4], shas[3], shas[2]]
     # Judging an older commit: later commits are not its ancestors.
-    assert [s.commit for s in window(store, shas[1]).samples] == [shas[1], shas[0]]
+    assert [s.commit for s in window(store, shas[1]).entries] == [shas[1], shas[0]]
 
 
 def test_a_sample_from_an_unmerged_branch_is_excluded_by_ancestry(origin_and_clone) -> None:  # type: ignore[no-untyped-def]
@@ -225,8 +225,8 @@ def test_full_segments_move_to_the_archive_and_stay_readable_and_deduplicated(
     assert sorted(values) == [100.0 + i for i in range(11)]
     # The window reaches into the archive when the live file cannot fill it.
     found = window(store, shas[4], max_samples=11)
-    assert len(found.samples) == 11
-    assert found.samples[0].commit == shas[4]
+    assert len(found.entries) == 11
+    assert found.entries[0].commit == shas[4]
 
 
 def test_a_shallow_clone_is_a_malfunction_not_a_silent_no_baseline(
@@ -276,7 +276,7 @@ def test_nearest_commits_win_even_when_farther_samples_were_appended_later(
     store.append(near, "near")
     store.append(far, "far")
     found = window(store, shas[4], max_samples=20)
-    assert {s.commit for s in found.samples} == {shas[3]}
+    assert {s.commit for s in found.entries} == {shas[3]}
     assert found.values == (100.0,) * 20
 
 
@@ -364,7 +364,7 @@ def test_windows_from_indexes_equal_windows_from_lines(origin_and_clone, seed) -
         keys, tip=reader.refresh(), base=shas[4], max_samples=6
     )
     assert scanned == indexed
-    assert any(len(found.samples) == 6 for found in indexed.values())
+    assert any(len(found.entries) == 6 for found in indexed.values())
     # With every sample inside the horizon, both are the plain definition of R4.
     whole = BaselineStore(clone, branch="perf-baselines", remote="origin", horizon=1000)
     tip = whole.refresh()
@@ -373,5 +373,4 @@ def test_windows_from_indexes_equal_windows_from_lines(origin_and_clone, seed) -
     distance = ancestry(clone, shas[4])
     exact = whole.windows(keys, tip=tip, base=shas[4], max_samples=6)
     for name, key in keys.items():
-        expected = select_window(all_samples, key, distance, 6)
-        assert [s.sample_id for s in exact[name].samples] == [s.sample_id for s in expected.samples]
+        assert exact[name] == select_window(all_samples, key, distance, 6)

@@ -90,7 +90,8 @@ def test_each_segment_gets_an_index_of_exactly_its_blob() -> None:
             assert len(entries) == len(segment_lines(text))
             for entry, line in zip(entries, segment_lines(text), strict=True):
                 sample = Sample.from_line(line)
-                assert entry == (sample.commit, sample.timestamp, sample.window_digest)
+                digest = sample.window_digest
+                assert entry == (sample.commit, sample.timestamp, digest, str(sample.value))
     # Another blob (one more line, say by an older perfgate) is not what the index names.
     assert parse_index(files.index or "", (files.live + "x\n").encode(), "sha1") is None
 
