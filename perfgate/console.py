@@ -76,14 +76,46 @@ def bench_table(results: Sequence[Result]) -> str:
     return render_table(["bucket", "figure", "± std", "unit", "health", "attempts", "wall"], rows)
 
 
+FAILURE_TAIL_LINES = 12
+
+
+def failure_cause(result: Result) -> str:
+    """What stopped a bucket: the benchmark's own last words when it crashed.
+
+    A crashed run also leaves no output file; "no file matches the output" is then a
+    consequence, so the log's last line (usually the exception) comes first.
+    """
+    health = result.health
+    crashed = health.phase is not None and health.phase.value not in ("output", "config_mismatch")
+    last = [line.strip() for line in result.log_tail.splitlines() if line.strip()]
+    if crashed and last:
+        return last[-1]
+    return health.config_mismatch or health.error or (last[-1] if last else "see the log")
+
+
+def failure_lines(result: Result) -> list[str]:
+    """Phase, the log's last lines and where the whole log is, for a failed bucket."""
+    health = result.health
+    lines = [f"cause: {failure_cause(result)}"]
+    if health.retried:
+        lines.append(f"attempts: {health.attempts} (the last one is shown)")
+    tail = [line for line in result.log_tail.splitlines() if line.strip()][-FAILURE_TAIL_LINES:]
+    if tail:
+        lines += ["last lines of its output:", *(f"  | {line}" for line in tail)]
+    if result.log_path:
+        lines.append(f"full log: {result.log_path}")
+    return lines
+
+
 class Progress:
     """One line per bucket; on a terminal the line is rewritten when the bucket finishes."""
 
-    def __init__(self, total: int, stream: TextIO | None = None) -> None:
+    def __init__(self, total: int, stream: TextIO | None = None, *, echo: bool = False) -> None:
         self.total = total
         self.done = 0
         self.stream = stream or sys.stderr
-        self.live = self.stream.isatty() and not on_github()
+        # The benchmark's own output between the lines would break a rewritten line.
+        self.live = self.stream.isatty() and not on_github() and not echo
 
     def start(self, bucket: Bucket) -> None:
         """Announce a bucket that is starting."""
@@ -104,5 +136,11 @@ class Progress:
         self.stream.write((f"\r\033[K{text}" if self.live else text) + "\n")
         self.stream.flush()
         if not result.health.healthy:
-            reason = result.health.config_mismatch or result.health.error or "see the log tail"
-            annotate("error", f"{result.bucket.id} failed ({health_text(result)}): {reason}")
+            for line in failure_lines(result):
+                self.stream.write(f"    {line}\n")
+            self.stream.flush()
+            annotate(
+                "error",
+                f"{result.bucket.id} failed ({health_text(result)}): {failure_cause(result)}",
+                stream=self.stream,
+            )

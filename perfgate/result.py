@@ -237,6 +237,8 @@ class Result:
     health: Health
     timings: Timings
     log_tail: str = ""
+    # The final attempt's whole log on the machine that ran it (CI uploads it as an artifact).
+    log_path: str | None = None
     perfgate_version: str = ""
     schema_version: int = SCHEMA_VERSION
 
@@ -275,6 +277,7 @@ class Result:
             health=Health(**health),
             timings=Timings(**timings),
             log_tail=data["log_tail"],
+            log_path=data.get("log_path"),
             perfgate_version=data["perfgate_version"],
             schema_version=data["schema_version"],
         )
@@ -301,6 +304,15 @@ def validate_result(data: Any) -> list[str]:
         f"{'.'.join(str(p) for p in error.absolute_path) or '(top level)'}: {error.message}"
         for error in validator.iter_errors(data)
     ]
+
+
+#: CI uploads each bucket's attempt logs as this artifact (the bench action, the summary).
+LOG_ARTIFACT_PREFIX = "perfgate-log-"
+
+
+def log_artifact_name(bucket_id: str) -> str:
+    """The name of the artifact holding a bucket's attempt logs in CI."""
+    return LOG_ARTIFACT_PREFIX + re.sub(r"[^A-Za-z0-9._-]", "-", bucket_id.replace("/", "__"))
 
 
 def result_file_name(bucket_id: str) -> str:

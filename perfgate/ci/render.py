@@ -25,6 +25,7 @@ import jinja2
 from perfgate import __version__
 from perfgate.config import ActionRef, Bucket, Config, branch_problem
 from perfgate.errors import ConfigError, UsageError
+from perfgate.result import log_artifact_name
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 RENDER_TASK = "invoke render-workflows"
@@ -199,6 +200,7 @@ def bench_matrix(buckets: Sequence[Bucket]) -> list[dict[str, Any]]:
         {
             "bucket": bucket.id,
             "artifact": artifact_name(bucket),
+            "logs": log_artifact_name(bucket.id),
             "runner": list(bucket.runner),
             "timeout": job_timeout_minutes(bucket),
         }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 from perfgate.cli.common import (
@@ -69,8 +70,18 @@ def register(verbs: Verbs) -> None:
         action="store_true",
         help="after judging, keep this run's healthy figures on the local baseline branch",
     )
+    bench.add_argument(
+        "--quiet",
+        action="store_true",
+        help="do not stream the benchmark's output while it runs (its log file keeps it all)",
+    )
     add_report_dir(bench)
     add_json(bench, "the results (and, when judged, the verdict)")
+
+
+def _echo(line: str) -> None:
+    # stderr: stdout belongs to the tables, or to the one --json document.
+    print(f"  | {line}", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,9 +100,11 @@ def run(args: argparse.Namespace) -> int:
         out_dir=args.out.resolve(),
         hardware=hardware.detect(),
         context=context.detect(os.environ, default_target=config.gate.target_branches[0]),
+        echo=None if args.quiet else _echo,
+        say=say,
     )
     say(f"{len(buckets)} bucket(s) on {settings.hardware.slug}, results in {settings.out_dir}")
-    progress = Progress(len(buckets))
+    progress = Progress(len(buckets), echo=not args.quiet)
     results = run_buckets(buckets, settings, on_start=progress.start, on_done=progress.finish)
     out = human(args)
     if args.no_judge or on_github():

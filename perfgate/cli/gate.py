@@ -8,6 +8,7 @@ comment when the token may write, and prints one notice otherwise.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from pathlib import Path
 
@@ -82,8 +83,9 @@ def run(args: argparse.Namespace) -> int:
         open_store(config, local=baseline_is_local(args)),
         unreadable=artifacts.unreadable,
     )
-    paths = write_report(report, args.report_dir)
     run = context.detect(os.environ, default_target=config.gate.target_branches[0])
+    report = dataclasses.replace(report, run_url=run.run_url)
+    paths = write_report(report, args.report_dir)
     if run.on_github:
         from perfgate.github.handoff import write_context
 

@@ -84,6 +84,8 @@ class GateReport:
     baseline_tip: str | None = None
     # Which baseline branch was read: "origin/perf-baselines" or "perf-baselines (local)".
     baseline_source: str | None = None
+    # This CI run's page, where each bucket's attempt logs are artifacts.
+    run_url: str | None = None
     base_commit: str | None = None
     commit: str | None = None
     target_branch: str | None = None

@@ -68,6 +68,23 @@ def _clipped(text: str) -> str:
     return text if len(text) <= WHY_CHARS else text[: WHY_CHARS - 1] + "…"
 
 
+# A run page, as GitHub writes it: anything else (a fork's verdict.json is untrusted) is no link.
+_RUN_URL = re.compile(r"https://[\w.:-]+/[\w.-]+/[\w.-]+/actions/runs/\d+")
+
+
+def _log_cell(log: Mapping[str, Any], run_url: object) -> str:
+    """Where the bucket's whole log is: its artifact on this run's page, or a local path."""
+    artifact, path = log.get("artifact"), log.get("path")
+    if isinstance(artifact, str) and re.fullmatch(r"[A-Za-z0-9.-][A-Za-z0-9._-]{0,199}", artifact):
+        name = f"`{artifact}`"  # only name characters: nothing to escape, in a code span
+        if isinstance(run_url, str) and _RUN_URL.fullmatch(run_url):
+            return f" — log: [{name}]({run_url}#artifacts)"
+        return f" — log: artifact {name}"
+    if isinstance(path, str) and path:
+        return f" — log: {md_text(path)}"
+    return ""
+
+
 def change_cell(row: Row) -> str:
     """A row's change against its baseline median, or a dash."""
     stats = row.judgement.stats if row.judgement else None
@@ -169,13 +186,14 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
         )
         # The bucket's own reasons, where it has them; the verdict's general meaning otherwise.
         why = _clipped("; ".join(_texts(row.get("details")))) if was_reported else ""
+        log = _log_cell(_mapping(row.get("log")), data.get("run_url"))
         lines.append(
             f"| {bucket} | {VERDICT_ICONS[verdict]} | {format_figure(_number(row.get('value')))} | "
             f"{md_text(str(row['unit'])) if row.get('unit') else '—'} | "
             f"{format_figure(_number(stats.get('median')))} | "
             f"{_change_text(_number(stats.get('change_pct')))} | "
             f"{samples if isinstance(samples, int) and not isinstance(samples, bool) else 0} | "
-            f"{md_text(why) if why else meaning} |"
+            f"{md_text(why) if why else meaning}{log} |"
         )
         attempts = row.get("attempts")
         technical.append(

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from perfgate.judge.gate import GateReport, Row
+from perfgate.result import Result, log_artifact_name
 
 
 def report_json(report: GateReport) -> dict[str, Any]:
@@ -26,6 +27,7 @@ def report_json(report: GateReport) -> dict[str, Any]:
         "base_commit": report.base_commit,
         "baseline_tip": report.baseline_tip,
         "baseline_source": report.baseline_source,
+        "run_url": report.run_url,
         "hardware": list(report.hardware),
         "machines": _capped(report.machines, 100),
         "coverage": {
@@ -71,6 +73,7 @@ def _row_json(row: Row) -> dict[str, Any]:
         "hardware": result.hardware.slug if result else None,
         "phase": result.health.phase.value if result and result.health.phase else None,
         "attempts": result.health.attempts if result else None,
+        "log": _log_json(result),
         "baseline": None
         if stats is None
         else {
@@ -82,4 +85,15 @@ def _row_json(row: Row) -> dict[str, Any]:
             "block_line": _finite(stats.block_line),
             "change_pct": _finite(stats.change_pct),
         },
+    }
+
+
+def _log_json(result: Result | None) -> dict[str, Any] | None:
+    """Where a failed or retried run's whole log is: a CI artifact, or a local file."""
+    if result is None or (result.health.healthy and not result.health.retried):
+        return None
+    in_ci = result.ci.run_id is not None
+    return {
+        "artifact": log_artifact_name(result.bucket.id) if in_ci else None,
+        "path": result.log_path,
     }

@@ -35,6 +35,7 @@ from perfgate.run.execution import (
     AttemptRecord,
     Invocation,
     ProcessOutcome,
+    attempt_log,
     read_log_excerpt,
     run_with_retry,
 )
@@ -49,6 +50,10 @@ class BenchSettings:
     out_dir: Path
     hardware: Hardware
     context: RunContext
+    # The benchmark's output, line by line, as it runs (None: quiet; the log file has it all).
+    echo: Callable[[str], None] | None = None
+    # Notices a person should see while it runs: each retry and why.
+    say: Callable[[str], None] = lambda message: None
 
 
 def launch_identity(bucket: Bucket) -> dict[str, object]:
@@ -149,6 +154,8 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
             wrap=_container_wrap(bucket, settings, run_key),
             # A name the container block passes on is wanted by name: kept for docker to read.
             keep_env=(*bucket.keep_env, *(bucket.container.env if bucket.container else ())),
+            on_line=settings.echo,
+            on_retry=lambda record: settings.say(_retry_notice(bucket, record)),
         )
     except CheckoutUnsupported as exc:
         records = [_unsupported(str(exc), cache_root)]
@@ -162,7 +169,7 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
     stale_image = None
     if phase in CRASH_PHASES:
         stale_image = staleness.assess(
-            read_log_excerpt(work_dir / f"attempt-{final.number}" / "log.txt"),
+            read_log_excerpt(attempt_log(work_dir, final.number)),
             measurement.versions,
             settings.checkout,
             _pin_files(bucket),
@@ -214,8 +221,31 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
             ),
         ),
         log_tail=outcome.log_tail,
+        log_path=str(attempt_log(work_dir, final.number)),
         perfgate_version=__version__,
     )
+
+
+def _retry_notice(bucket: Bucket, record: AttemptRecord[Measurement]) -> str:
+    """``cartpole/numpy: attempt 1 of 2 failed (runtime, exit 1: ValueError: boom); retrying``."""
+    outcome, measurement = record.outcome, record.reading
+    what = outcome.phase.value if outcome.phase else "output"
+    exit_text = f", exit {outcome.exit_code}" if outcome.exit_code not in (0, None) else ""
+    last = last_lines(outcome.log_tail, 1)
+    cause = (
+        last[0]
+        if outcome.phase is not None and last
+        else (measurement.config_mismatch or measurement.error or "see its log")
+    )
+    return (
+        f"{bucket.id}: attempt {record.number} of {bucket.retries + 1} failed "
+        f"({what}{exit_text}: {cause}); retrying with fresh outputs and caches"
+    )
+
+
+def last_lines(text: str, count: int) -> list[str]:
+    """The last ``count`` non-empty lines of a log tail."""
+    return [line for line in text.splitlines() if line.strip()][-count:]
 
 
 def _unsupported(message: str, cache_dir: Path) -> AttemptRecord[Measurement]:

@@ -421,13 +421,16 @@ def run_with_retry(
     cache_root: Path,
     wrap: Callable[[Invocation, AttemptDirs], Invocation] | None = None,
     keep_env: Iterable[str] = DEFAULT_KEEP_ENV,
+    on_line: Callable[[str], None] | None = None,
+    on_retry: Callable[[AttemptRecord[T]], None] | None = None,
 ) -> list[AttemptRecord[T]]:
     """Run up to ``1 + retries`` attempts, each with fresh output and cache directories.
 
     ``wrap`` (e.g. a container) rewrites each attempt's command after its cache environment
     is set. Outputs live inside the attempt's output directory (validation sees to it), so
     removing that directory removes everything a failed attempt wrote (R10), and nothing
-    outside it is ever deleted (R14).
+    outside it is ever deleted (R14). ``on_line`` sees the benchmark's output live;
+    ``on_retry`` hears of each failed attempt that another one follows.
     """
     records: list[AttemptRecord[T]] = []
     previous: AttemptDirs | None = None
@@ -447,8 +450,9 @@ def run_with_retry(
             wrap(invocation, dirs) if wrap is not None else invocation,
             timeout_s=timeout_s,
             markers=markers,
-            log_path=work_dir / f"attempt-{number}" / "log.txt",
+            log_path=attempt_log(work_dir, number),
             keep_env=keep_env,
+            on_line=on_line,
         )
         reading = read(dirs, outcome)
         records.append(
@@ -456,5 +460,12 @@ def run_with_retry(
         )
         if succeeded(outcome, reading):
             break
+        if on_retry is not None and number <= retries:
+            on_retry(records[-1])
         previous = dirs
     return records
+
+
+def attempt_log(work_dir: Path, attempt: int) -> Path:
+    """Where an attempt's whole output is kept."""
+    return work_dir / f"attempt-{attempt}" / "log.txt"

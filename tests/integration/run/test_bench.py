@@ -345,3 +345,35 @@ def test_demo_bucket_end_to_end_through_the_cli(
     assert data["identity"]["runtime"]["fields"]["versions.numpy"]
     assert data["source"]["event"] == "local"
     assert "cartpole/numpy" in capsys.readouterr().out
+
+
+def test_a_failed_bucket_explains_itself_through_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The benchmark's own error, its last lines, the log's path, each retry and why; the
+    output streams live unless --quiet."""
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    fake_bucket(tmp_path, "runtime_crash", retries=1)
+    args = ["bench", "--config", str(tmp_path / "perfgate.yaml"), "--no-judge",
+            "--out", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work")]  # fmt: skip
+    assert cli.main(args) == 0
+    err = capsys.readouterr().err
+    assert "  | fake-bench: stepping" in err  # streamed live
+    assert (
+        "fake/cpu: attempt 1 of 2 failed (runtime, exit 1: "
+        "RuntimeError: simulation diverged at step 17); retrying" in err
+    )
+    assert "cause: RuntimeError: simulation diverged at step 17" in err
+    assert "no file matches" not in err.split("cause:", 1)[1].splitlines()[0]
+    assert "  | Traceback (most recent call last):" in err.split("last lines of its output:")[1]
+    log = tmp_path / "work" / "runs" / "fake__cpu" / "attempt-2" / "log.txt"
+    assert f"full log: {log}" in err
+    assert "simulation diverged" in log.read_text()
+    artifact = json.loads((tmp_path / "out" / "fake__cpu.json").read_text())
+    assert artifact["log_path"] == str(log)
+
+    assert cli.main([*args, "--quiet"]) == 0
+    quiet = capsys.readouterr().err
+    assert "  | fake-bench: stepping" not in quiet.split("last lines of its output:")[0]
+    assert "cause: RuntimeError" in quiet

@@ -592,7 +592,7 @@ def test_hostile_bucket_values_cannot_inject_into_yaml_or_shell() -> None:
     assert set(workflow) == set(normal[".github/workflows/perfgate.yml"])
     assert set(workflow["jobs"]) == set(normal[".github/workflows/perfgate.yml"]["jobs"])
     row = workflow["jobs"]["bench"]["strategy"]["matrix"]["include"][0]
-    assert set(row) == {"bucket", "artifact", "runner", "timeout"}
+    assert set(row) == {"bucket", "artifact", "logs", "runner", "timeout"}
     # GitHub evaluates ${{ }} in any string: every expression left in a value is the
     # escape ${{ '${{' }}, which evaluates to the literal text.
     for value in (row["bucket"], *row["runner"], workflow["env"]["PERFGATE_CONFIG"]):
@@ -600,6 +600,7 @@ def test_hostile_bucket_values_cannot_inject_into_yaml_or_shell() -> None:
     unescaped = row["bucket"].replace("${{ '${{' }}", "${{")
     assert unescaped == f"{hostile}/{bucket.backend_key}"
     assert re.fullmatch(r"perfgate-result-[A-Za-z0-9._-]+", row["artifact"])
+    assert re.fullmatch(r"perfgate-log-[A-Za-z0-9._-]+", row["logs"])
     for step in _steps(docs):
         assert "secrets.TOKEN" not in step.get("run", "")
         assert "${{" not in step.get("run", "")

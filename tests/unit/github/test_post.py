@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from perfgate.github.post import MARKER, comment_body, fit_description, footer, plan_statuses
-from perfgate.report.summary import md_text, summary_markdown
+from perfgate.report.summary import md_text, summary_from_verdict, summary_markdown
 from perfgate.report.verdict import report_json
 from tests.github_support import HEAD_SHA, HOSTILE, mixed_report, passing_report
 
@@ -117,3 +117,20 @@ def test_a_huge_report_is_cut_to_fit_githubs_comment_limit(tmp_path: Path) -> No
     assert all(line.endswith("|") for line in body.splitlines() if line.startswith("| "))
     assert "_Truncated: the full report is in the job summary and its artifact._" in body
     assert body.endswith(f"[run]({RUN_URL})_\n")
+
+
+def test_a_failed_bucket_links_its_log_artifact_on_the_run_page(tmp_path: Path) -> None:
+    verdict = report_json(mixed_report(tmp_path))
+    failed = next(row for row in verdict["rows"] if row["verdict"] == "HARD_FAILURE")
+    failed["log"] = {"artifact": "perfgate-log-cartpole__python", "path": "/w/log.txt"}
+    verdict["run_url"] = RUN_URL
+    summary = summary_from_verdict(verdict)
+    assert f"log: [`perfgate-log-cartpole__python`]({RUN_URL}#artifacts)" in summary
+    # A fork's verdict.json is untrusted: a run_url that is not a run page is no link.
+    verdict["run_url"] = "javascript:alert(1)"
+    hostile = summary_from_verdict(verdict)
+    assert "log: artifact `perfgate-log-cartpole__python`" in hostile
+    assert "javascript" not in hostile
+    # Locally there is no artifact: the path of the log file.
+    failed["log"] = {"artifact": None, "path": "/w/runs/x/attempt-1/log.txt"}
+    assert "log: /w/runs/x/attempt-1/log.txt" in summary_from_verdict(verdict)
