@@ -92,7 +92,8 @@ def blob_id(data: bytes, object_format: str = "sha1") -> str:
 
 def sample_entry(sample: Sample) -> Entry:
     """A sample's index fields; Unindexable when a field would not be one token."""
-    fields = (sample.commit, sample.timestamp, sample.window_digest, json.dumps(sample.value))
+    value = json.dumps(sample.value, allow_nan=False)
+    fields = (sample.commit, sample.timestamp, sample.window_digest, value)
     if not all(_TOKEN.fullmatch(part) for part in fields):
         raise Unindexable(f"sample {sample.sample_id}: commit or timestamp is not one token")
     return fields
