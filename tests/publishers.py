@@ -7,7 +7,6 @@ hold every sample exactly once.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -136,8 +135,3 @@ def stored_ids(origin: Path, reader: Path, buckets: int) -> list[str]:
     paths = [f"samples/cpu-test/t{bucket}/numpy.ndjson" for bucket in range(buckets)]
     found = store.read(paths, tip)
     return [sample.sample_id for samples in found.values() for sample in samples]
-
-
-def burst_json(burst: Burst) -> str:
-    """One line for logs."""
-    return json.dumps(burst.__dict__)

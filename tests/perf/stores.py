@@ -15,7 +15,6 @@ write path, so a rerun reuses them and a format change rebuilds them.
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 import subprocess
 import time
@@ -209,8 +208,3 @@ def _config(repo: Path, spec: StoreSpec) -> None:
 
 def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, check=True)
-
-
-def describe(spec: StoreSpec) -> str:
-    """One line naming a store."""
-    return json.dumps({"buckets": spec.buckets, "history": spec.history})
