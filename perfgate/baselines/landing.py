@@ -199,7 +199,7 @@ def _fetch_queue(repo: Path, branch: str, remote: str) -> tuple[str | None, dict
 
 
 def _fetch(repo: Path, remote: str, specs: Sequence[str]) -> None:
-    git("fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head", remote, *specs,
+    git("fetch", "--quiet", "--no-tags", "--prune", remote, *specs,
         cwd=repo)  # fmt: skip
 
 

@@ -42,6 +42,13 @@ while read old new ref; do
 done
 exit 0
 """
+# A server that accepts branches only: no ref outside refs/heads for the queue.
+NO_QUEUE = """#!/bin/sh
+while read old new ref; do
+  case "$ref" in refs/heads/*) ;; *) echo "only branches here" >&2; exit 1 ;; esac
+done
+exit 0
+"""
 # An update hook that lands a rival commit first, every time: a race this push never wins.
 RIVAL = """#!/bin/sh
 [ "$1" = "refs/heads/perf-baselines" ] || exit 0
@@ -181,3 +188,19 @@ def test_samples_that_miss_the_deadline_wait_on_the_origin_for_the_next_publish(
     assert publish(artifacts(tmp_path / "r2", sha, 101.0, "2"), tmp_path / "job2") == 0
     assert stored_values(origin) == [99.0, 100.0, 101.0]
     assert git("for-each-ref", "refs/perfgate/incoming/", cwd=origin) == ""
+
+
+def test_a_server_that_keeps_no_queue_still_gets_plain_retries_and_kept_samples(
+    checkout, tmp_path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    origin, clone, sha = checkout
+    assert publish(artifacts(tmp_path / "r0", sha, 99.0, "0"), tmp_path / "job0") == 0
+    hook(origin, "update", RIVAL)
+    hook(origin, "pre-receive", NO_QUEUE)
+    write_config(clone, deadline=0.05)
+    assert publish(artifacts(tmp_path / "r1", sha, 100.0, "1"), tmp_path / "job1") == 3
+    said = capsys.readouterr().err
+    assert "gave up landing samples" in said and "wait on" not in said
+    assert git("for-each-ref", "refs/perfgate/", cwd=origin) == ""
+    kept = (tmp_path / "job1" / "pending-samples.ndjson").read_text().splitlines()
+    assert [json.loads(line)["value"] for line in kept] == [100.0]
