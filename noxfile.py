@@ -121,8 +121,8 @@ def roll_era(session: nox.Session) -> None:
 
 @nox.session(tags=["perf"])
 def perf(session: nox.Session) -> None:
-    """Measure how the gate's cost grows with buckets and history, what hostile input costs,
-    and what the trend site costs to build and to host."""
+    """Benchmark the gate, the store under load and the trend site (``-- --quick`` for CI);
+    hostile input costs."""
     _install(session, extras="demo,report")
     session.run("python", "tests/perf/gate_scaling.py", *session.posargs)
     session.run("python", "tests/perf/input_limits.py")

@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.baselines.seed import branch_tip
-from perfgate.baselines.store import BaselineStore, Sample, WindowKey, sample_path, select_window
+from perfgate.baselines.store import (
+    BaselineStore,
+    Sample,
+    Window,
+    WindowKey,
+    sample_path,
+    select_window,
+)
 from perfgate.baselines.verify import BucketReadiness, classify, hardware_partitions
 from perfgate.config import Bucket
 from perfgate.git import git
@@ -214,7 +221,7 @@ def group_runs(samples: Iterable[Sample], commits: Mapping[str, BranchCommit]) -
     return runs
 
 
-def windows_before(runs: Sequence[Run], max_samples: int) -> list[tuple[Sample, ...]]:
+def windows_before(runs: Sequence[Run], max_samples: int) -> list[Window]:
     """For each run (oldest first), the window the gate judged it against (R4), nearest first.
 
     The window of a run holds samples of the same experiment recorded before it, at its
@@ -233,8 +240,7 @@ def windows_before(runs: Sequence[Run], max_samples: int) -> list[tuple[Sample, 
             start -= 1  # every earlier sample of this commit ties for nearest
         candidates = seen[start:]
         distance = {sample.commit: here - position for position, sample in candidates}
-        chosen = select_window([s for _, s in candidates], key, distance, max_samples)
-        windows.append(chosen.samples)
+        windows.append(select_window([s for _, s in candidates], key, distance, max_samples))
         seen.extend((here, sample) for sample in run.samples)
     return windows
 

@@ -38,6 +38,7 @@ RESULT_ARTIFACT_PREFIX = "perfgate-result-"
 REPORT_ARTIFACT = "perfgate-report"
 TREND_ARTIFACT = "perfgate-trend"
 BISECT_ARTIFACT = "perfgate-bisect"
+PENDING_ARTIFACT = "perfgate-pending-samples"
 HOSTED_RUNNER = "ubuntu-latest"
 PYTHON_VERSION = "3.11"
 
@@ -251,7 +252,10 @@ def concurrency_group(prefix: str) -> str:
     """Pull requests share one group per PR (cancelled on update); everything else per commit.
 
     A ``labeled`` event for some other label gets a group of its own, so adding an
-    unrelated label never cancels a running benchmark.
+    unrelated label never cancels a running benchmark. Other events are keyed by event,
+    ref and commit: a push of a commit to two protected branches, or a merge-group run and
+    the push of the same commit, never wait on each other, and a third run of one of them
+    can never cancel the other's pending run (and its publish) from the queue.
     """
     pr = "github.event_name == 'pull_request'"
     other_label = (
@@ -260,7 +264,8 @@ def concurrency_group(prefix: str) -> str:
     return (
         f"{prefix}-${{{{ {pr} && !({other_label}) && "
         f"format('pr-{{0}}', github.event.pull_request.number) || "
-        f"{pr} && format('label-{{0}}', github.run_id) || github.sha }}}}"
+        f"{pr} && format('label-{{0}}', github.run_id) || "
+        f"format('{{0}}-{{1}}-{{2}}', github.event_name, github.ref, github.sha) }}}}"
     )
 
 
@@ -385,6 +390,7 @@ def _common(site: Site) -> dict[str, Any]:
         "trend_artifact": TREND_ARTIFACT,
         "bisect_artifact": BISECT_ARTIFACT,
         "report_requirement": report_requirement(site),
+        "pending_artifact": PENDING_ARTIFACT,
         "has_run_label": _quoted(
             "${{ contains(github.event.pull_request.labels.*.name, "
             f"{_expr_string(RUN_LABEL)}) }}}}"
@@ -407,6 +413,7 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
             f"&& ({branch_condition(gate.protected_branches)})"
         ),
         "matrix": bench_matrix(site.config.buckets),
+        "publish_timeout": publish_timeout(gate.baseline.publish_deadline_minutes),
         # Only a config with an image block has an image to resolve (R11).
         "resolve_image": site.config.image is not None,
         "gate_jobs": gate_jobs(),
@@ -419,6 +426,12 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
             "pages": "true" if site.config.report.pages else "false",
         },
     }
+
+
+def publish_timeout(deadline_minutes: float) -> int:
+    """The publish job's timeout: past the retry deadline, so it keeps what did not land."""
+    # Checkout with full history, setup and the pending-samples download come first.
+    return math.ceil(deadline_minutes) + 15
 
 
 def seed_jobs(config: Config) -> list[dict[str, Any]]:

@@ -52,7 +52,7 @@ def judge_series(series: Series, gate: GatePolicy) -> list[JudgedRun]:
         figure = run_figure(run.values)
         judgement = judge_figure(
             figure,
-            [s.value for s in window],
+            window.values,
             direction=direction,
             floors=floors,
             noise_floor_pct=noise_floor,
@@ -61,14 +61,14 @@ def judge_series(series: Series, gate: GatePolicy) -> list[JudgedRun]:
             retried=run.retried,
         )
         # Lines are drawn only where the window could judge (R4: at least min_samples).
-        stats = judgement.stats if len(window) >= gate.baseline.min_samples else None
+        stats = judgement.stats if len(window.values) >= gate.baseline.min_samples else None
         judged.append(
             JudgedRun(
                 run=run,
                 figure=figure,
                 verdict=judgement.verdict.label,
                 reasons=tuple(r.value for r in judgement.reasons),
-                window_size=len(window),
+                window_size=len(window.values),
                 median=stats.median if stats else None,
                 warn_line=stats.warn_line if stats else None,
                 block_line=stats.block_line if stats else None,
