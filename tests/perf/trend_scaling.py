@@ -1,15 +1,18 @@
-"""What the trend site costs at scale (``nox -s perf``): build time and size on disk.
+"""What the trend site costs at scale (``nox -s perf``): build time, size on disk, memory.
 
-Builds the synthetic stores of gate_scaling.py (B buckets x H samples each over 200
-commits of main, archived segments included) and times ``read_history`` plus
-``build_site`` over each, side by side in one run; prints seconds, MB and peak memory.
+Uses the synthetic stores of tests/perf/stores.py (B buckets x H samples each, as
+publishes leave them; cached like gate_scaling.py's) and runs ``python -m perfgate report``
+over each, side by side in one run; prints seconds, MB on disk and the peak memory of the
+report process.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -18,44 +21,49 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from perfgate.baselines.history import read_history  # noqa: E402
-from perfgate.baselines.store import BaselineStore  # noqa: E402
-from perfgate.config import load_config  # noqa: E402
-from perfgate.report.trend import build_site  # noqa: E402
-from tests.perf.gate_scaling import build  # noqa: E402
+from tests.perf.stores import StoreSpec, cached_store  # noqa: E402
 
 
-def time_site(repo: Path, config_path: Path, out: Path) -> tuple[float, int, int]:
-    """Seconds, bytes and pages of one site build over this store."""
-    config = load_config(config_path)
+def site_cost(repo: Path, out: Path) -> tuple[float, int, float]:
+    """Seconds, bytes on disk and peak RSS (MB) of one ``perfgate report`` over ``repo``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_"))}
     began = time.perf_counter()
-    store = BaselineStore(repo, branch="perf-baselines", remote=None)
-    history = read_history(
-        store, config.buckets, target_branch="main", min_samples=config.gate.baseline.min_samples
-    )
-    site = build_site(history, gate=config.gate, out=out)
-    return time.perf_counter() - began, site.bytes, site.pages
+    done = subprocess.run(
+        [sys.executable, "-m", "perfgate", "report", "--out", str(out), "--local-baseline"],
+        cwd=repo, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    seconds = time.perf_counter() - began
+    if done.returncode != 0:
+        raise SystemExit(f"perfgate report failed: {done.stderr}")
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    # The largest child so far: the grid runs smallest first, so this is this run's peak.
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return seconds, size, peak
 
 
 def main() -> int:
-    """Build the grid of stores, time a site over each, print the figures."""
+    """Build (or reuse) the stores, build a site over each, print the figures."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--buckets", type=int, default=1000)
-    parser.add_argument("--history", type=int, default=2000)
-    args = parser.parse_args()
-    b, h = args.buckets, args.history
-    grid = [(b // 10, h), (b, h // 10), (b, h)]
+    parser.add_argument("--quick", action="store_true", help="small sizes, for CI")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "perfgate-perf",
+        help="where built stores are kept between runs (default: %(default)s)",
+    )
+    args, _ = parser.parse_known_args()
+    b, h = (100, 500) if args.quick else (1000, 2000)
+    grid = [StoreSpec(buckets=b, history=h // 10, publishes=2),
+            StoreSpec(buckets=b, history=h, publishes=2)]  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="perfgate-trend-perf-") as tmp:
-        for buckets, history in grid:
-            repo, config, _ = build(Path(tmp), buckets, history)
-            seconds, size, pages = time_site(repo, config, Path(tmp) / "site")
-            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            print(f"buckets={buckets:5d} history={history:5d}  site {seconds:6.1f} s, "
-                  f"{size / 1e6:7.1f} MB, {pages} pages ({seconds / buckets * 1000:.0f} ms and "
-                  f"{size / buckets / 1e3:.0f} kB per bucket; peak RSS so far {peak:.0f} MB)",
-                  flush=True)  # fmt: skip
-            shutil.rmtree(repo)
-            shutil.rmtree(Path(tmp) / "site")
+        for spec in grid:
+            built = cached_store(spec, args.cache, lambda line: print(line, file=sys.stderr))
+            out = Path(tmp) / "site"
+            seconds, size, peak = site_cost(built.as_built, out)
+            print(f"trend site, {spec.buckets} buckets x {spec.history} samples: {seconds:6.1f} s, "
+                  f"{size / 1e6:6.1f} MB on disk ({size / spec.buckets / 1e3:.0f} kB per bucket), "
+                  f"peak RSS {peak:.0f} MB", flush=True)  # fmt: skip
+            shutil.rmtree(out)
     return 0
 
 
