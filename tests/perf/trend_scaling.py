@@ -23,13 +23,20 @@ sys.path.insert(0, str(ROOT))
 
 from tests.perf.stores import StoreSpec, cached_store  # noqa: E402
 
+# ``perfgate report`` with GitHub's 256-job matrix limit lifted: it binds only the rendered
+# workflow, and the site is measured past it (as gate_scaling.py measures the gate).
+LIFTED = (
+    "import sys, perfgate.config; perfgate.config.MAX_BUCKETS = 1_000_000; "
+    "from perfgate.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
 
 def site_cost(repo: Path, out: Path) -> tuple[float, int, float]:
     """Seconds, bytes on disk and peak RSS (MB) of one ``perfgate report`` over ``repo``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_"))}
     began = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "perfgate", "report", "--out", str(out), "--local-baseline"],
+        [sys.executable, "-c", LIFTED, "report", "--out", str(out), "--local-baseline"],
         cwd=repo, env=env, capture_output=True, text=True, check=False,
     )  # fmt: skip
     seconds = time.perf_counter() - began
