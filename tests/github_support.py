@@ -51,11 +51,13 @@ def make_result(
     phase: FailurePhase | None = None,
     error: str | None = None,
     log_tail: str = "",
+    samples: tuple[float, ...] = (),
 ) -> Result:
     """A result artifact for ``bucket`` as a pull request's bench job would write it."""
     result = factories.make_result(
         "placeholder/numpy",
         value,
+        samples=samples,
         exit_code=exit_code,
         phase=phase,
         error=error,
@@ -92,7 +94,7 @@ def mixed_report(directory: Path, *, mode: str = "advisory", hostile: bool = Fal
         error = HOSTILE
     results = [
         make_result(passing, 1001.0),
-        make_result(blocked, 700.0),
+        make_result(blocked, 700.0, samples=(700.0, 701.0, 699.0)),
         make_result(
             failed, None, exit_code=1, phase=FailurePhase.RUNTIME, error=error, log_tail=error
         ),

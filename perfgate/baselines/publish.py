@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from perfgate.baselines.store import BaselineStore, sample_from_result
+from perfgate.baselines.store import BaselineStore, samples_from_result
 from perfgate.console import say
 from perfgate.result import Result
 
@@ -15,9 +15,10 @@ def publishable(results: Sequence[Result]) -> tuple[list[Result], list[str]]:
     keep, skipped = [], []
     for result in results:
         value = result.metric.value
+        figures = [value, *result.metric.sample_values()]
         if not result.health.healthy:
             skipped.append(f"{result.bucket.id}: unhealthy run, not a baseline")
-        elif value is None or not math.isfinite(value) or value <= 0:
+        elif any(v is None or not math.isfinite(v) or v <= 0 for v in figures):
             skipped.append(f"{result.bucket.id}: no positive finite figure, not a baseline")
         else:
             keep.append(result)
@@ -34,7 +35,8 @@ def record_samples(
     if not keep:
         say("nothing to record")
         return len(refused)
-    samples = [sample_from_result(r, trusted_source=trusted_source) for r in keep]
+    # Every sample of every run: the window keeps them grouped by run.
+    samples = [s for r in keep for s in samples_from_result(r, trusted_source=trusted_source)]
     outcome = store.append(samples, message)
     say(
         f"recorded {outcome.added} sample(s) on {store.branch}"

@@ -26,7 +26,7 @@ from perfgate.config import Config
 from perfgate.errors import GateMalfunction, GitError
 from perfgate.git import git, try_git
 from perfgate.identity import stable_hash
-from perfgate.result import Result
+from perfgate.result import Result, SampleReading
 
 SAMPLE_SCHEMA_VERSION = 1
 AUTHOR = {
@@ -68,7 +68,11 @@ class Sample:
     std: float | None = None
     attempts: int = 1
     retried: bool = False
+    # Which sample of its run this is, and the run it came from: samples sharing ``run``
+    # were measured one after another on one runner (None: a line from before repeats,
+    # a run of its own).
     sample_index: int | None = None
+    run: str | None = None
     ci_run_id: str | None = None
     ci_run_attempt: str | None = None
     ci_workflow: str | None = None
@@ -127,23 +131,22 @@ def sample_path(hardware: str, task: str, backend_key: str) -> str:
     return f"samples/{hardware}/{task}/{backend_key}.ndjson"
 
 
-def sample_from_result(
+def samples_from_result(
     result: Result,
     *,
     trusted_source: str,
-    sample_index: int | None = None,
     timestamp: datetime | None = None,
-    sample_id: str | None = None,
-) -> Sample:
-    """Project a healthy result onto a stored sample with a stable id.
+    sample_ids: Callable[[SampleReading], str] | None = None,
+) -> list[Sample]:
+    """One stored sample per sample of a healthy result, each with a stable id.
 
-    ``sample_id`` overrides the derived id; seeding passes :func:`seed_sample_id` so a
-    replay of the same commit, bucket and sample index gets the same id.
+    Every sample of the run shares its ``run`` key; ``sample_ids`` overrides the derived
+    ids (seeding passes :func:`seed_sample_id` so a replay gets the same ids).
     """
     if result.metric.value is None or result.source.commit is None:
         raise GateMalfunction(f"{result.bucket.id}: a sample needs a measured figure and a commit")
     when = (timestamp or datetime.now(UTC)).isoformat()
-    identity = {
+    identity: dict[str, Any] = {
         "run_id": result.ci.run_id,
         "run_attempt": result.ci.run_attempt,
         "commit": result.source.commit,
@@ -153,43 +156,55 @@ def sample_from_result(
         "benchmark_hash": result.identity.benchmark_hash,
         "runtime_hash": result.identity.runtime_hash,
         "baseline_epoch": result.bucket.baseline_epoch,
-        "value": result.metric.value,
         "attempts": result.health.attempts,
-        "sample_index": sample_index,
     }
     if result.ci.run_id is None:
         # Outside CI nothing else tells two runs of the same commit apart.
         identity["started_at"] = result.timings.started_at
-    return Sample(
-        sample_id=sample_id
-        or stable_hash({k: v for k, v in identity.items() if v is not None}, length=24),
-        trusted_source=trusted_source,
-        timestamp=when,
-        value=result.metric.value,
-        hardware=result.hardware.slug,
-        task=result.bucket.task,
-        backend_key=result.bucket.backend_key,
-        commit=result.source.commit,
-        branch=result.source.branch,
-        target_branch=result.source.target_branch or result.source.branch or "",
-        launch_hash=result.identity.launch_hash,
-        benchmark_hash=result.identity.benchmark_hash,
-        runtime_hash=result.identity.runtime_hash,
-        baseline_epoch=result.bucket.baseline_epoch,
-        metric_path=result.metric.path,
-        direction=result.metric.direction.value,
-        unit=result.metric.unit,
-        std=result.metric.std,
-        attempts=result.health.attempts,
-        retried=result.health.retried,
-        sample_index=sample_index,
-        ci_run_id=result.ci.run_id,
-        ci_run_attempt=result.ci.run_attempt,
-        ci_workflow=result.ci.workflow,
-        ci_job=result.ci.job,
-        ci_runner_name=result.ci.runner_name,
-        runtime=result.identity.runtime.get("fields", {}),
-    )
+    run = stable_hash({k: v for k, v in identity.items() if v is not None}, length=24)
+    readings = result.metric.samples or (SampleReading(sample_index=0, value=result.metric.value),)
+    return [
+        Sample(
+            sample_id=sample_ids(reading)
+            if sample_ids is not None
+            else stable_hash(
+                {
+                    **{k: v for k, v in identity.items() if v is not None},
+                    "value": reading.value,
+                    "sample_index": reading.sample_index,
+                },
+                length=24,
+            ),
+            trusted_source=trusted_source,
+            timestamp=when,
+            value=reading.value,
+            hardware=result.hardware.slug,
+            task=result.bucket.task,
+            backend_key=result.bucket.backend_key,
+            commit=result.source.commit,
+            branch=result.source.branch,
+            target_branch=result.source.target_branch or result.source.branch or "",
+            launch_hash=result.identity.launch_hash,
+            benchmark_hash=result.identity.benchmark_hash,
+            runtime_hash=result.identity.runtime_hash,
+            baseline_epoch=result.bucket.baseline_epoch,
+            metric_path=result.metric.path,
+            direction=result.metric.direction.value,
+            unit=result.metric.unit,
+            std=result.metric.std,
+            attempts=result.health.attempts,
+            retried=result.health.retried,
+            sample_index=reading.sample_index,
+            run=run,
+            ci_run_id=result.ci.run_id,
+            ci_run_attempt=result.ci.run_attempt,
+            ci_workflow=result.ci.workflow,
+            ci_job=result.ci.job,
+            ci_runner_name=result.ci.runner_name,
+            runtime=result.identity.runtime.get("fields", {}),
+        )
+        for reading in readings
+    ]
 
 
 def seed_sample_id(
@@ -204,14 +219,19 @@ def seed_sample_id(
     runtime_hash: str,
     baseline_epoch: int,
     sample_index: int,
+    repeat: int = 0,
 ) -> str:
     """A seeded sample's id: what was measured and where, never the figure or the clock.
 
-    Replaying the same seed (same key, commit, bucket, hardware, target, identity and
-    sample index) yields the same id, so a resumed seed skips what is already stored.
+    Replaying the same seed (same key, commit, bucket, hardware, target, identity, replay
+    index ``sample_index`` and ``repeat`` within that run) yields the same id, so a
+    resumed seed skips what is already stored.
     """
+    # The first repeat keeps the id it had before runs took repeats.
+    repeated = {"repeat": repeat} if repeat else {}
     return stable_hash(
         {
+            **repeated,
             "seed_key": seed_key,
             "commit": commit,
             "bucket": bucket,
@@ -290,6 +310,19 @@ class Window:
     def values(self) -> tuple[float, ...]:
         """The figures of the window."""
         return tuple(s.value for s in self.samples)
+
+    def runs(self) -> list[list[float]]:
+        """The figures grouped by the run that took them, nearest run first, in sample order.
+
+        A line written before repeats existed (no ``run``) is a run of its own.
+        """
+        grouped: dict[str, list[Sample]] = {}
+        for sample in self.samples:
+            grouped.setdefault(sample.run or sample.sample_id, []).append(sample)
+        return [
+            [s.value for s in sorted(run, key=lambda s: s.sample_index or 0)]
+            for run in grouped.values()
+        ]
 
 
 def select_window(

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.baselines.store import open_store
     from perfgate.console import say
     from perfgate.judge.gate import exit_code_for, load_results
-    from perfgate.judge.oracle import Verdict
+    from perfgate.judge.verdicts import Verdict
 
     config = load_config(args.config)
     run = context.detect(os.environ, default_target=config.gate.target_branches[0])

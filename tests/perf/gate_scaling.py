@@ -27,7 +27,7 @@ from perfgate.baselines.store import (  # noqa: E402
     BaselineStore,
     archive_dir,
     ids_path,
-    sample_from_result,
+    samples_from_result,
     sample_path,
 )
 from perfgate.config import load_config  # noqa: E402
@@ -82,7 +82,7 @@ def build(root: Path, buckets: int, history: int) -> tuple[Path, Path, Path]:
         template = make_result(bucket, 100.0, commit=head, run_id="0")
         out = []
         for k in range(history):
-            sample = sample_from_result(
+            sample = samples_from_result(
                 replace(
                     template,
                     source=replace(template.source, commit=shas[k % COMMITS]),
@@ -90,7 +90,7 @@ def build(root: Path, buckets: int, history: int) -> tuple[Path, Path, Path]:
                     metric=replace(template.metric, value=100.0 + (k % 7) * 0.3),
                 ),
                 trusted_source="perf",
-            )
+            )[0]
             out.append(sample.to_line())
         # The layout the writer produces: full segments archived, the rest live, an id index.
         live = sample_path("cpu-test", *bucket.split("/"))

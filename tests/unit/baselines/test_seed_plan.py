@@ -21,7 +21,7 @@ from perfgate.baselines.seed import (
     runner_minutes,
     select_buckets,
 )
-from perfgate.baselines.store import Sample, sample_from_result, seed_sample_id
+from perfgate.baselines.store import Sample, samples_from_result, seed_sample_id
 from perfgate.baselines.verify import Readiness, classify
 from perfgate.config import Bucket, Config, GatePolicy, Metric
 from perfgate.errors import ConfigError, UsageError
@@ -128,11 +128,10 @@ def test_seed_id_ignores_figure_and_clock_but_not_index_key_or_target() -> None:
 
 def test_sample_id_override_is_kept_and_publish_ids_are_unchanged() -> None:
     result = make_result("cartpole/numpy", 100.0)
-    derived = sample_from_result(result, trusted_source="protected_branch").sample_id
-    assert sample_from_result(result, trusted_source="protected_branch").sample_id == derived
-    assert sample_from_result(result, trusted_source="seed", sample_id="x" * 24).sample_id == (
-        "x" * 24
-    )
+    derived = samples_from_result(result, trusted_source="protected_branch")[0].sample_id
+    assert samples_from_result(result, trusted_source="protected_branch")[0].sample_id == derived
+    seeded_ids = samples_from_result(result, trusted_source="seed", sample_ids=lambda r: "x" * 24)
+    assert [s.sample_id for s in seeded_ids] == ["x" * 24]
 
 
 def test_present_samples_are_found_by_id_under_any_stored_runtime() -> None:
