@@ -161,7 +161,12 @@ def samples_from_result(
     if result.ci.run_id is None:
         # Outside CI nothing else tells two runs of the same commit apart.
         identity["started_at"] = result.timings.started_at
-    run = stable_hash({k: v for k, v in identity.items() if v is not None}, length=24)
+    # One CI run may hold several runs of a bucket at one commit (a seed's replays).
+    run = stable_hash(
+        {**{k: v for k, v in identity.items() if v is not None},
+         "started_at": result.timings.started_at},
+        length=24,
+    )  # fmt: skip
     readings = result.metric.samples or (SampleReading(sample_index=0, value=result.metric.value),)
     return [
         Sample(

@@ -27,8 +27,8 @@ from perfgate.baselines.store import (  # noqa: E402
     BaselineStore,
     archive_dir,
     ids_path,
-    samples_from_result,
     sample_path,
+    samples_from_result,
 )
 from perfgate.config import load_config  # noqa: E402
 from perfgate.judge.gate import evaluate, load_results  # noqa: E402

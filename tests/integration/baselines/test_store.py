@@ -15,8 +15,8 @@ from perfgate.baselines.store import (
     Sample,
     WindowKey,
     merge_base,
-    samples_from_result,
     sample_path,
+    samples_from_result,
 )
 from perfgate.git import git
 from tests.factories import make_result
@@ -96,7 +96,9 @@ def test_hash_epoch_and_target_mismatches_are_excluded(origin_and_clone) -> None
     store = store_of(clone)
     store.append(
         [
-            samples_from_result(result_at(shas[0], 1.0, launch_hash="f" * 16), trusted_source="t")[0],
+            samples_from_result(result_at(shas[0], 1.0, launch_hash="f" * 16), trusted_source="t")[
+                0
+            ],
             samples_from_result(result_at(shas[1], 2.0, epoch=2), trusted_source="t")[0],
             samples_from_result(
                 result_at(shas[2], 3.0, target_branch="develop"), trusted_source="t"
@@ -190,7 +192,9 @@ def test_eight_concurrent_publishers_lose_nothing(origin_and_clone, tmp_path: Pa
             for k in range(3)
         ]
         # Every publisher also carries one sample shared by all: it must land exactly once.
-        shared = samples_from_result(result_at(shas[0], 1.0, run_id="shared"), trusted_source="t")[0]
+        shared = samples_from_result(result_at(shas[0], 1.0, run_id="shared"), trusted_source="t")[
+            0
+        ]
         samples.append(shared)
         expected |= {s.sample_id for s in samples}
         lines = "\n".join(s.to_line() for s in samples)
@@ -228,7 +232,9 @@ def test_full_segments_move_to_the_archive_and_stay_readable_and_deduplicated(
     _, clone, shas = origin_and_clone
     store = store_of(clone)
     samples = [
-        samples_from_result(result_at(shas[i % 5], 100.0 + i, run_id=f"seg-{i}"), trusted_source="t")[0]
+        samples_from_result(
+            result_at(shas[i % 5], 100.0 + i, run_id=f"seg-{i}"), trusted_source="t"
+        )[0]
         for i in range(11)
     ]
     for chunk in (samples[:3], samples[3:6], samples[6:9], samples[9:]):
@@ -256,7 +262,9 @@ def test_a_shallow_clone_is_a_malfunction_not_a_silent_no_baseline(
     from perfgate.errors import GateMalfunction
 
     origin, clone, shas = origin_and_clone
-    store_of(clone).append([samples_from_result(result_at(shas[0], 1.0), trusted_source="t")[0]], "s")
+    store_of(clone).append(
+        [samples_from_result(result_at(shas[0], 1.0), trusted_source="t")[0]], "s"
+    )
     shallow = tmp_path / "shallow"
     git("clone", "-q", "--depth", "1", f"file://{origin}", str(shallow))
     store = store_of(shallow)
@@ -306,7 +314,9 @@ def test_a_baseline_branch_deleted_on_the_remote_is_not_read_from_a_stale_ref(
     origin_and_clone, tmp_path
 ) -> None:  # type: ignore[no-untyped-def]
     origin, clone, shas = origin_and_clone
-    store_of(clone).append([samples_from_result(result_at(shas[0], 1.0), trusted_source="t")[0]], "s")
+    store_of(clone).append(
+        [samples_from_result(result_at(shas[0], 1.0), trusted_source="t")[0]], "s"
+    )
     reader = tmp_path / "reader"
     git("clone", "-q", str(origin), str(reader))
     assert store_of(reader).refresh() is not None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.baselines.store import commit_to_branch, samples_from_result, sample_path
+from perfgate.baselines.store import commit_to_branch, sample_path, samples_from_result
 from perfgate.config import load_config
 from perfgate.errors import GateMalfunction
 from perfgate.git import git
@@ -38,7 +38,9 @@ def test_garbage_and_a_truncated_last_line_each_warn_with_file_and_line(
     tmp_path: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     _, clone, shas = origin_and_clone
-    good = [samples_from_result(result_at(shas[i], 100.0 + i), trusted_source="t")[0] for i in range(3)]
+    good = [
+        samples_from_result(result_at(shas[i], 100.0 + i), trusted_source="t")[0] for i in range(3)
+    ]
     path = good[0].path
     truncated = good[2].to_line()[:40]  # a writer killed mid-line; no launch hash in what is left
     lines = [good[0].to_line(), "this is not json at all", good[1].to_line(), truncated]
