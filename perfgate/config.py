@@ -98,6 +98,8 @@ class OraclePolicy:
     # Both policies: the smallest drop that may BLOCK (and, calibrated, gain that is IMPROVED).
     min_block_regression_pct: float = 3.0
     noise_floor_pct: float = 0.0
+    # Calibrated policy: a whole run moves with its runner's state by at least this much.
+    run_noise_floor_pct: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -770,7 +772,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
                 return f"is empty; expected {wanted}"
             return f"{value} is {_kind(error.instance)}; expected {wanted}"
         case "enum":
-            choices = ", ".join(str(choice) for choice in expected)
+            # A boolean in an enum is YAML's reading of a bare word (off), not a choice to offer.
+            choices = ", ".join(str(c) for c in expected if not isinstance(c, bool))
             return f"{value} is not allowed; use one of: {choices}"
         case "const":
             return f"{value} is not supported; use {expected!r}"
@@ -842,7 +845,8 @@ def _gate_policy(raw: Mapping[str, Any]) -> GatePolicy:
         protected_branches=tuple(raw.get("protected_branches", GatePolicy.protected_branches)),
         policy=PolicyName(raw.get("policy", PolicyName.CALIBRATED)),
         false_alarm_rate=float(raw.get("false_alarm_rate", GatePolicy.false_alarm_rate)),
-        confirm=ConfirmMode(raw.get("confirm", ConfirmMode.REPEAT)),
+        # YAML 1.1 reads a bare `off` as false: the schema allows it, and it means off.
+        confirm=ConfirmMode(raw.get("confirm", ConfirmMode.REPEAT) or ConfirmMode.OFF),
         oracle=OraclePolicy(**raw.get("oracle", {})),
         baseline=BaselinePolicy(**raw.get("baseline", {})),
     )

@@ -109,6 +109,7 @@ def policy_for(bucket: Bucket, gate: GatePolicy, hardware: str) -> Policy:
         false_alarm_rate=gate.false_alarm_rate,
         min_drop_pct=oracle.min_block_regression_pct,
         noise_floor_pct=floor,
+        run_noise_floor_pct=oracle.run_noise_floor_pct,
         min_samples=window.min_samples,
         min_runs=window.min_runs,
         max_runs=window.max_runs,

@@ -81,6 +81,7 @@ class CalibratedPolicy:
     shift_rate: float = 0.002  # false level-shift rate per window
     run_noise_rate: float = 0.05  # pre-test level for noise shared by a run's samples
     min_run_noise: float = 0.35  # ... assumed at least this fraction of the sample noise
+    run_noise_floor_pct: float = 0.0  # ... and at least this % (a shared machine's drift)
     min_shift_pct: float = 1.5  # smaller steps are left to the robust estimators
     min_post_shift_samples: int = 3  # samples after a shift needed to judge against it
     mode_separation: float = 6.0  # modes must be this many sigma apart (+ 15/n)
@@ -847,6 +848,11 @@ def analyse_window(
         # a small shared part, so a floor is assumed unless an A/A calibration measured it.
         if run_sigma < policy.min_run_noise * sigma:
             run_sigma, run_df = policy.min_run_noise * sigma, math.inf
+    # A runner shared with other work moves whole runs (minutes of contention) by more than
+    # a young window shows: a floor set from an A/A measurement of such runners.
+    floor = math.log1p(policy.run_noise_floor_pct / 100.0)
+    if run_sigma < floor:
+        run_sigma, run_df = floor, math.inf
 
     # 5. The level a new run is judged against: the last segment, refined on its samples'
     #    mode-relative residuals (Huber, with the pooled noise as scale).

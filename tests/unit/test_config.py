@@ -261,7 +261,8 @@ BAD_CONFIGS = [
         "version: 1\ngate:\n  oracle:\n    kwarn: 2\n" + VALID_BUCKET,
         4,
         "gate.oracle.kwarn",
-        "allowed keys: k_block, k_warn, min_block_regression_pct, noise_floor_pct",
+        "allowed keys: k_block, k_warn, min_block_regression_pct, noise_floor_pct, "
+        "run_noise_floor_pct",
     ),
     (
         "bad_gate_mode",
@@ -686,3 +687,14 @@ def test_workflows_perfgate_source_must_be_pinned(
     else:
         with pytest.raises(ConfigError, match=r"workflows\.perfgate_source: .* is not pinned"):
             load_config(path)
+
+
+@pytest.mark.parametrize("written", ["off", "'off'", "false"])
+def test_confirm_off_reads_as_off_however_yaml_types_it(tmp_path: Path, written: str) -> None:
+    """YAML 1.1 reads a bare `off` as false; both spellings mean no confirmation samples."""
+    path = tmp_path / "perfgate.yaml"
+    path.write_text(f"version: 1\ngate:\n  confirm: {written}\n{VALID_BUCKET}", encoding="utf-8")
+    assert load_config(path).gate.confirm is ConfirmMode.OFF
+    path.write_text(f"version: 1\ngate:\n  confirm: true\n{VALID_BUCKET}", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"use one of: repeat, off$"):
+        load_config(path)

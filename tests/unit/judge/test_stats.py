@@ -506,3 +506,18 @@ def test_a_noiseless_window_blocks_a_real_drop_and_passes_an_equal_run() -> None
 def test_figures_far_beyond_float_range_apart_give_an_infinite_change_not_an_error() -> None:
     d = decide([[1e-10, 1e-10]] * 10, [1e308, 1e308], policy=NEW, final=True)
     assert d.effect_pct == math.inf and d.verdict is Verdict.IMPROVED
+
+
+def test_a_run_noise_floor_keeps_a_drifting_runner_from_blocking() -> None:
+    """A shared runner moves whole runs; a young, calm window cannot show it (the floor does)."""
+    rng = random.Random(23)
+    calm = gauss_runs(rng, 5, cv=0.005)  # five runs recorded back to back, 0.5 % apart
+    slow = [92.3, 92.0, 92.4]  # the machine's other load: the whole run 8 % down
+    assert decide(calm, slow, policy=NEW, final=True).verdict is Verdict.BLOCK
+    shared = CalibratedPolicy(run_noise_floor_pct=4.0)
+    d = decide(calm, slow, policy=shared, final=True)
+    assert d.verdict is not Verdict.BLOCK
+    assert d.interval_pct is not None and d.interval_pct[0] < -10.0 < 0.0 < d.interval_pct[1]
+    assert d.run_noise_pct == pytest.approx(4.0, rel=1e-6)
+    # A drop far beyond what the runner's drift explains still blocks.
+    assert decide(calm, [70.1, 70.4, 69.8], policy=shared, final=True).verdict is Verdict.BLOCK
