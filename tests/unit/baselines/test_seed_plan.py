@@ -112,7 +112,8 @@ def test_default_samples_fill_one_minimum_window_across_the_commits() -> None:
 def test_runner_estimate_counts_only_runs_left_and_their_retries() -> None:
     target = SeedTarget(commit=C1, target_branch="main")
     entry = PlanEntry(target=target, bucket=NUMPY, indices=(0, 1, 2), present={0: seeded(NUMPY)})
-    assert runner_minutes([entry]) == (20.0, 40.0)
+    # Two runs left, two repeats each, 10 minutes; one retry doubles it.
+    assert runner_minutes([entry]) == (40.0, 80.0)
     assert format_minutes(95) == "1h 35m"
     assert format_minutes(7) == "7m"
 
