@@ -36,6 +36,7 @@ RUN_LABEL = "perf-gate"
 #: Artifact names shared by the bench, gate and comment templates.
 RESULT_ARTIFACT_PREFIX = "perfgate-result-"
 REPORT_ARTIFACT = "perfgate-report"
+PENDING_ARTIFACT = "perfgate-pending-samples"
 HOSTED_RUNNER = "ubuntu-latest"
 PYTHON_VERSION = "3.11"
 
@@ -260,7 +261,10 @@ def concurrency_group(prefix: str) -> str:
     """Pull requests share one group per PR (cancelled on update); everything else per commit.
 
     A ``labeled`` event for some other label gets a group of its own, so adding an
-    unrelated label never cancels a running benchmark.
+    unrelated label never cancels a running benchmark. Other events are keyed by event,
+    ref and commit: a push of a commit to two protected branches, or a merge-group run and
+    the push of the same commit, never wait on each other, and a third run of one of them
+    can never cancel the other's pending run (and its publish) from the queue.
     """
     pr = "github.event_name == 'pull_request'"
     other_label = (
@@ -269,7 +273,8 @@ def concurrency_group(prefix: str) -> str:
     return (
         f"{prefix}-${{{{ {pr} && !({other_label}) && "
         f"format('pr-{{0}}', github.event.pull_request.number) || "
-        f"{pr} && format('label-{{0}}', github.run_id) || github.sha }}}}"
+        f"{pr} && format('label-{{0}}', github.run_id) || "
+        f"format('{{0}}-{{1}}-{{2}}', github.event_name, github.ref, github.sha) }}}}"
     )
 
 
@@ -378,6 +383,7 @@ def _common(site: Site) -> dict[str, Any]:
         "run_label": RUN_LABEL,
         "result_artifact_glob": RESULT_ARTIFACT_PREFIX + "*",
         "report_artifact": REPORT_ARTIFACT,
+        "pending_artifact": PENDING_ARTIFACT,
         "has_run_label": _quoted(
             "${{ contains(github.event.pull_request.labels.*.name, "
             f"{_expr_string(RUN_LABEL)}) }}}}"
@@ -400,12 +406,19 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
             f"&& ({branch_condition(gate.protected_branches)})"
         ),
         "matrix": bench_matrix(site.config.buckets, site.config.gate.confirm),
+        "publish_timeout": publish_timeout(gate.baseline.publish_deadline_minutes),
         # Only a config with an image block has an image to resolve (R11).
         "resolve_image": site.config.image is not None,
         # A bench job that confirms suspicious runs reads the baseline window (R5).
         "confirm": gate.confirm is ConfirmMode.REPEAT,
         "gate_jobs": gate_jobs(),
     }
+
+
+def publish_timeout(deadline_minutes: float) -> int:
+    """The publish job's timeout: past the retry deadline, so it keeps what did not land."""
+    # Checkout with full history, setup and the pending-samples download come first.
+    return math.ceil(deadline_minutes) + 15
 
 
 def seed_jobs(config: Config) -> list[dict[str, Any]]:

@@ -45,6 +45,8 @@ def run_validate(args: argparse.Namespace) -> int:
     """Validate perfgate.yaml and say how many buckets it expands to."""
     config = load_config(args.config)
     print(f"{config.path}: ok, {len(config.buckets)} buckets")
+    for notice in config.notices:
+        print(f"notice: {notice}")
     return ExitCode.OK
 
 

@@ -174,7 +174,7 @@ def test_seed_replays_each_commit_so_its_window_reflects_its_own_speed(history: 
     assert {s.trusted_source for s in samples} == {"seed"}
     assert len({s.sample_id for s in samples}) == 6
     # Each replay is a run of its own (one sample each: repeats 1).
-    by_commit = {c: {s.run for s in samples if s.commit == c} for c in history.commits}
+    by_commit = {c: {s.timestamp for s in samples if s.commit == c} for c in history.commits}
     assert all(len(runs) == 2 and None not in runs for runs in by_commit.values())
     assert {s.sample_index for s in samples} == {0}
     first = samples[0]
@@ -187,7 +187,7 @@ def test_seed_replays_each_commit_so_its_window_reflects_its_own_speed(history: 
     for commit, speed in zip(history.commits, SPEEDS, strict=True):
         window = store.windows({"sim/alpha": key}, tip=store.refresh(), base=commit, max_samples=2)
         # The nearest samples of each commit's window are that commit's own figures.
-        assert [s.commit for s in window["sim/alpha"].samples] == [commit, commit]
+        assert [s.commit for s in window["sim/alpha"].entries] == [commit, commit]
         assert window["sim/alpha"].values == (speed, speed)
     distance = {c: i for i, c in enumerate(reversed(history.commits))}
     assert (
@@ -269,7 +269,7 @@ def test_interrupted_seed_leaves_whole_buckets_and_resumes_without_duplicates(
     alpha, beta = stored(history, "alpha"), stored(history, "beta")
     assert {s.commit for s in alpha + beta} == {history.commits[2]}
     assert len(alpha) == len(beta) == 2
-    assert len({s.run for s in alpha}) == len({s.run for s in beta}) == 2  # two replays each
+    assert len({s.timestamp for s in alpha}) == len({s.timestamp for s in beta}) == 2  # 2 runs
     assert len(worktrees(history)) == 1, "the interrupted replay's worktree was removed"
     # Let the held benchmark finish (should it have outlived the seed) before resuming.
     release.touch()
@@ -399,7 +399,7 @@ def test_reseed_plan_from_the_gate_report_seeds_just_those_buckets(
     assert seeded.returncode == 0, seeded.stderr
     beta = stored(history, "beta")
     assert [s.commit for s in beta] == [c3, c3, c3]
-    assert len({s.run for s in beta}) == 3  # three replays, one sample each
+    assert len({s.timestamp for s in beta}) == 3  # three replays (runs), one sample each
     assert stored(history, "alpha") == [] and stored(history, "gamma") == []
 
     # A plan made for another runner pool would fill the wrong partition.
