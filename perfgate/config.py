@@ -355,6 +355,10 @@ class Bucket:
         fields = {name: _plain_json(getattr(self, name)) for name in self.__dataclass_fields__}
         return {"id": self.id, "file_stem": self.file_stem, "backend": self.backend_key, **fields}
 
+    def most_samples(self, confirm: ConfirmMode) -> int:
+        """The samples one run may take: up to max_repeats when it confirms, else its repeats."""
+        return self.max_repeats if confirm is ConfirmMode.REPEAT else self.repeats
+
     def floors_for(self, hardware: str) -> tuple[Floor, ...]:
         """Every floor whose hardware pattern matches ``hardware``."""
         return tuple(

@@ -186,10 +186,8 @@ class RenderedFile:
 def sampling_minutes(bucket: Bucket, confirm: ConfirmMode) -> float:
     """The longest a bucket's samples may take: each may use its timeout on every attempt."""
     one = (bucket.retries + 1) * bucket.timeout_minutes
-    if confirm is ConfirmMode.OFF:
-        return bucket.repeats * one
-    worst = bucket.max_repeats * one
-    if bucket.repeat_budget_minutes is not None:
+    worst = bucket.most_samples(confirm) * one
+    if confirm is ConfirmMode.REPEAT and bucket.repeat_budget_minutes is not None:
         # No confirmation sample starts after the budget; the last may start just before it.
         worst = min(worst, max(bucket.repeats * one, bucket.repeat_budget_minutes + one))
     return worst

@@ -15,7 +15,6 @@ from enum import StrEnum
 
 from perfgate.config import (
     Bucket,
-    ConfirmMode,
     Direction,
     Floor,
     FloorKind,
@@ -81,8 +80,7 @@ def window_sample_limit(gate: GatePolicy, buckets: Sequence[Bucket]) -> int:
     """
     if gate.policy is PolicyName.REFERENCE:
         return gate.baseline.max_samples
-    most = max((b.max_repeats if gate.confirm is ConfirmMode.REPEAT else b.repeats)
-               for b in buckets) if buckets else 1  # fmt: skip
+    most = max((b.most_samples(gate.confirm) for b in buckets), default=1)
     # The rule keeps the nearest max_runs runs of what is read.
     return gate.baseline.max_runs * most
 
@@ -104,7 +102,6 @@ def policy_for(bucket: Bucket, gate: GatePolicy, hardware: str) -> Policy:
             min_samples=window.min_samples,
             max_samples=window.max_samples,
         )
-    confirming = gate.confirm is ConfirmMode.REPEAT
     return CalibratedPolicy(
         false_alarm_rate=gate.false_alarm_rate,
         min_drop_pct=oracle.min_block_regression_pct,
@@ -114,7 +111,7 @@ def policy_for(bucket: Bucket, gate: GatePolicy, hardware: str) -> Policy:
         min_runs=window.min_runs,
         max_runs=window.max_runs,
         initial_repeats=bucket.repeats,
-        max_repeats=bucket.max_repeats if confirming else bucket.repeats,
+        max_repeats=bucket.most_samples(gate.confirm),
     )
 
 

@@ -36,7 +36,7 @@ class SamplingPlan:
         return cls(
             confirm=confirm,
             repeats=bucket.repeats,
-            max_repeats=bucket.max_repeats if confirm is ConfirmMode.REPEAT else bucket.repeats,
+            max_repeats=bucket.most_samples(confirm),
             budget_s=None if budget is None else budget * 60.0,
         )
 
