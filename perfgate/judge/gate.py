@@ -90,7 +90,8 @@ class GateReport:
     exit_code: int
     min_samples: int
     max_samples: int = 20
-    # The rule every bucket was judged with (gate.policy) and its target false-alarm rate.
+    # The rule every bucket was judged with (gate.policy) and the settings a reader needs
+    # to read its verdicts: the false-alarm rate, the minimum drop, the window's runs.
     policy: PolicyName = PolicyName.CALIBRATED
     false_alarm_rate: float = 0.001
     min_drop_pct: float = 3.0
