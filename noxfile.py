@@ -127,6 +127,20 @@ def perf(session: nox.Session) -> None:
     session.run("python", "tests/perf/gate_scaling.py", *session.posargs)
     session.run("python", "tests/perf/input_limits.py")
     session.run("python", "tests/perf/trend_scaling.py", *session.posargs)
+    if "--quick" not in session.posargs:
+        # A warm `nox -s bench` against `python -m perfgate bench`, side by side.
+        session.run("python", "tests/perf/warm_loop.py")
+
+
+@nox.session(tags=["perf"])
+def quality(session: nox.Session) -> None:
+    """Score the verdict rule on synthetic series, the seed's reference rule beside it.
+
+    ``--quick`` (the default) runs the 12 suites of issue 11; ``-- --series 640`` is the
+    full run, with two more suites (a few minutes). Exits 1 when a target is missed.
+    """
+    _install(session)
+    session.run("python", "tests/perf/verdict_quality.py", *(session.posargs or ["--quick"]))
 
 
 @nox.session(tags=["check"])

@@ -104,8 +104,20 @@ def run(args: argparse.Namespace) -> int:
         say=say,
     )
     say(f"{len(buckets)} bucket(s) on {settings.hardware.slug}, results in {settings.out_dir}")
+    from perfgate.baselines.store import open_store
+    from perfgate.judge.confirm import WindowConfirmer
+
+    # Locally the local baseline branch; in CI the remote one, read-only (R9).
+    store = open_store(config, local=not on_github())
     progress = Progress(len(buckets), echo=not args.quiet)
-    results = run_buckets(buckets, settings, on_start=progress.start, on_done=progress.finish)
+    results = run_buckets(
+        buckets,
+        settings,
+        on_start=progress.start,
+        on_done=progress.finish,
+        confirm_mode=config.gate.confirm,
+        confirm=WindowConfirmer(config, store, say=say),
+    )
     out = human(args)
     if args.no_judge or on_github():
         # In CI the aggregate job judges every bucket at once (nox -s gate).
@@ -114,13 +126,11 @@ def run(args: argparse.Namespace) -> int:
             print_json({"results": [r.to_json() for r in results], "verdict": None})
         return ExitCode.OK
     from perfgate.baselines.publish import record_samples
-    from perfgate.baselines.store import open_store
     from perfgate.judge.gate import evaluate
     from perfgate.report.surfaces import write_report
     from perfgate.report.terminal import terminal_table
     from perfgate.report.verdict import report_json
 
-    store = open_store(config, local=True)
     report = evaluate(config, buckets, results, store)
     write_report(report, args.report_dir)
     print(terminal_table(report), file=out)
