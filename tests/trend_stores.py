@@ -2,7 +2,7 @@
 
 ``gated_history`` writes a store run by run through the store's own append path and, before
 each run is appended, asks the gate itself (``judge.gate.evaluate``, HEAD at the run's
-commit) what it makes of the run's figure, so a test can hold the site to those verdicts.
+commit) what it makes of the run's samples, so a test can hold the site to those verdicts.
 """
 
 from __future__ import annotations
@@ -12,13 +12,15 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from perfgate.baselines.seed import bucket_hashes
-from perfgate.baselines.store import BaselineStore, sample_from_result
+from perfgate.baselines.store import BaselineStore, samples_from_result
 from perfgate.config import load_config
 from perfgate.git import git
-from perfgate.judge.gate import evaluate
+from perfgate.judge.gate import Row, evaluate
+from perfgate.judge.verdicts import Reason
 from perfgate.result import Result
 from tests.factories import make_result
 from tests.paths import ROOT
@@ -30,18 +32,40 @@ version: 1
 gate:
   target_branches: [main]
   protected_branches: [main]
-  oracle: {noise_floor_pct: 0.5}
-  baseline: {min_samples: 3, max_samples: 6}
-defaults: {driver: command, command: {argv: ['true'], output: '{output_dir}/o.json'}}
+  baseline: {min_samples: 6, min_runs: 3, max_runs: 8}
+defaults:
+  driver: command
+  command: {argv: ['true'], output: '{output_dir}/o.json'}
+  repeats: 3
+  max_repeats: 6
 buckets:
   - task: cartpole
     backends: [{physics: numpy}]
 """
-# Per commit: the run's two repeats. A 10 % drop lands at commit 8; commit 5 is noisy.
-FIGURES = [(100.0, 101.0), (99.0, 100.5), (100.8, 99.6), (100.2, 100.9), (99.4, 100.1),
-           (97.5, 98.0), (100.3, 99.9), (100.6, 100.0), (90.1, 89.7), (90.4, 90.0),
-           (89.8, 90.3), (90.2, 89.9)]  # fmt: skip
+# Per commit: the run's three repeats, about 0.6 % noise. Commit 7 is one wild run, a 10 %
+# drop lands at commit 12, and commit 19 wins 8 % of it back; commit 22 is a noisy run.
+FIGURES = [
+    (99.8, 100.3, 99.9), (99.8, 99.4, 99.9), (100.7, 100.3, 100.6), (100.1, 100.2, 100.1),
+    (99.0, 100.5, 100.3), (100.3, 99.0, 99.0), (99.5, 99.7, 100.2), (96.0, 93.0, 99.0),
+    (100.2, 100.2, 99.6), (101.0, 100.3, 100.7), (99.6, 99.6, 99.8), (99.9, 100.4, 100.1),
+    (89.8, 89.5, 89.7), (90.7, 89.6, 90.1), (90.2, 89.2, 90.0), (90.7, 88.9, 89.8),
+    (89.9, 89.6, 90.3), (90.0, 89.2, 90.4), (90.4, 90.5, 90.8), (98.2, 98.1, 97.2),
+    (98.4, 97.6, 97.7), (97.3, 97.4, 97.7), (95.2, 92.6, 97.4), (98.1, 98.8, 98.3),
+]  # fmt: skip
 RUNNERS = ("gpu-runner-a", "gpu-runner-b")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateSaid:
+    """What the gate made of one run before it was stored (lines None: it could not judge)."""
+
+    verdict: str
+    baseline: float | None
+    warn_line: float | None
+    block_line: float | None
+    window_samples: int
+    # Runs of the window after the level shift it starts after (None: no shift).
+    shift_kept_runs: int | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,8 +74,7 @@ class GatedHistory:
 
     repo: Path
     shas: tuple[str, ...]
-    # Per run: the gate's verdict label and block line (None: the window could not judge).
-    gate_said: tuple[tuple[str, float | None, int], ...]
+    gate_said: tuple[GateSaid, ...]
 
 
 def commit(repo: Path, message: str) -> str:
@@ -61,11 +84,11 @@ def commit(repo: Path, message: str) -> str:
     return git("rev-parse", "HEAD", cwd=repo).strip()
 
 
-def _result(config_path: Path, sha: str, value: float, index: int, scale: float) -> Result:
+def _result(config_path: Path, sha: str, values: tuple[float, ...], index: int) -> Result:
     bucket = load_config(config_path).buckets[0]
     launch, benchmark = bucket_hashes(bucket)
     result = make_result(
-        "cartpole/numpy", value * scale, commit=sha, run_id=f"run-{index}", hardware="cpu-test"
+        "cartpole/numpy", samples=values, commit=sha, run_id=f"run-{index}", hardware="cpu-test"
     )
     return replace(
         result,
@@ -75,8 +98,22 @@ def _result(config_path: Path, sha: str, value: float, index: int, scale: float)
     )
 
 
+def _said(row: Row) -> GateSaid:
+    assert row.judgement is not None and row.judgement.decision is not None
+    decision = row.judgement.decision
+    judged = Reason.INSUFFICIENT_WINDOW not in decision.reasons
+    return GateSaid(
+        verdict=row.verdict.label,
+        baseline=decision.baseline if judged else None,
+        warn_line=decision.warn_line if judged else None,
+        block_line=decision.block_line if judged else None,
+        window_samples=decision.window_samples,
+        shift_kept_runs=decision.shift.kept_runs if decision.shift else None,
+    )
+
+
 def gated_history(root: Path, *, scale: float = 1.0) -> GatedHistory:
-    """FIGURES (times ``scale``) at twelve commits of main; the gate's word on each run."""
+    """FIGURES (times ``scale``) at commits of main, run by run; the gate's word on each."""
     repo = root / "repo"
     git("init", "-q", "-b", "main", str(repo))
     config_path = repo / "perfgate.yaml"
@@ -85,23 +122,14 @@ def gated_history(root: Path, *, scale: float = 1.0) -> GatedHistory:
     config = load_config(config_path)
     store = BaselineStore(repo, branch="perf-baselines", remote=None)
     said = []
+    start = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
     for index, (sha, repeats) in enumerate(zip(shas, FIGURES, strict=True)):
         git("checkout", "-q", "--detach", sha, cwd=repo)
-        figure = sum(repeats) / len(repeats)  # the median of two
-        result = _result(config_path, sha, figure, index, scale)
-        row = evaluate(config, config.buckets, [result], store).rows[0]
-        assert row.judgement is not None
-        stats = row.judgement.stats
-        said.append((row.verdict.label, stats.block_line if stats else None,
-                     stats.size if stats else 0))  # fmt: skip
-        samples = [
-            sample_from_result(
-                _result(config_path, sha, value, index, scale),
-                trusted_source="perf",
-                sample_index=k,
-            )
-            for k, value in enumerate(repeats)
-        ]
+        result = _result(config_path, sha, tuple(v * scale for v in repeats), index)
+        said.append(_said(evaluate(config, config.buckets, [result], store).rows[0]))
+        samples = samples_from_result(
+            result, trusted_source="perf", timestamp=start + timedelta(hours=index)
+        )
         store.append(samples, f"publish {sha[:7]}")
     git("checkout", "-q", "main", cwd=repo)
     return GatedHistory(repo=repo, shas=tuple(shas), gate_said=tuple(said))

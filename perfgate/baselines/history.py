@@ -1,10 +1,10 @@
 """A bucket's stored history along its target branch: every run, in commit order (R4, R9).
 
 Read through the store's own read path (``BaselineStore.read``); a run is the samples one
-bucket run recorded (the same CI run and attempt, or one seeding, at one commit, of one
-experiment). Runs are ordered by their commit's place in the target branch's history
-(``git rev-list --topo-order``); samples of commits that are not on the target branch can
-never enter a window and are counted, not drawn.
+bucket run recorded, grouped as a window groups them: by commit and the run's one
+timestamp (``Window.runs``). Runs are ordered by their commit's place in the target
+branch's history (``git rev-list --topo-order``); samples of commits that are not on the
+target branch can never enter a window and are counted, not drawn.
 """
 
 from __future__ import annotations
@@ -188,59 +188,52 @@ def branch_history(repo: Path, tip: str) -> dict[str, BranchCommit]:
     }
 
 
-def _run_key(sample: Sample) -> tuple[object, ...]:
-    # One bucket run: same CI run and attempt (or none: one seeding) at one commit, of one
-    # experiment (a window never mixes experiments, so neither does a run).
-    return (
-        sample.commit,
-        sample.ci_run_id,
-        sample.ci_run_attempt,
-        sample.target_branch,
-        sample.launch_hash,
-        sample.benchmark_hash,
-        sample.runtime_hash,
-        sample.baseline_epoch,
-    )
+def _run_key(sample: Sample) -> tuple[str, str, str]:
+    # A run's samples share one timestamp, which no other run of the commit has, so a
+    # window groups them by (commit, timestamp) (Window.runs); the experiment's digest
+    # keeps a run's key whole should two experiments ever share both.
+    return (sample.commit, sample.timestamp, sample.window_digest)
 
 
 def group_runs(samples: Iterable[Sample], commits: Mapping[str, BranchCommit]) -> list[Run]:
-    """The samples on the branch grouped into runs: oldest commit first, then in recording order."""
-    grouped: dict[tuple[object, ...], list[Sample]] = defaultdict(list)
+    """The samples on the branch grouped into runs: oldest commit first, then as they ran."""
+    grouped: dict[tuple[str, str, str], list[Sample]] = defaultdict(list)
     for sample in samples:
         if sample.commit in commits:
             grouped[_run_key(sample)].append(sample)
     runs = [
         Run(
             commit=commits[members[0].commit],
-            samples=tuple(sorted(members, key=lambda s: (s.sample_index or 0, s.timestamp))),
+            samples=tuple(sorted(members, key=lambda s: s.sample_index or 0)),
         )
         for members in grouped.values()
     ]
     # Timestamps are UTC ISO strings of one format: they sort as they happened.
-    runs.sort(key=lambda run: (run.commit.position, min(s.timestamp for s in run.samples)))
+    runs.sort(key=lambda run: (run.commit.position, run.samples[0].timestamp))
     return runs
 
 
-def windows_before(runs: Sequence[Run], max_samples: int) -> list[Window]:
+def windows_before(runs: Sequence[Run], limit: int) -> list[Window]:
     """For each run (oldest first), the window the gate judged it against (R4), nearest first.
 
-    The window of a run holds samples of the same experiment recorded before it, at its
-    commit or at commits before it on the branch, chosen by the store's own
-    :func:`~perfgate.baselines.store.select_window`. The nearest ``max_samples`` are always
-    among the last ``max_samples`` earlier samples of that experiment plus any others at
-    the same commit, so only those are offered: linear in history, not quadratic.
+    The window of a run holds up to ``limit`` samples of the same experiment recorded
+    before it, at its commit or at commits before it on the branch, chosen by the store's
+    own :func:`~perfgate.baselines.store.select_window`. Those are always among the last
+    ``limit`` earlier samples of that experiment plus the others of the farthest commit
+    among them (whose order the selection decides), so only those are offered: linear in
+    history, not quadratic.
     """
     earlier: dict[WindowKey, list[tuple[int, Sample]]] = defaultdict(list)
     windows = []
     for run in runs:
         key, here = run.key, run.commit.position
         seen = earlier[key]
-        start = max(0, len(seen) - max_samples)
-        while start > 0 and seen[start - 1][0] == here:
-            start -= 1  # every earlier sample of this commit ties for nearest
+        start = max(0, len(seen) - limit)
+        while 0 < start < len(seen) and seen[start - 1][0] == seen[start][0]:
+            start -= 1  # every sample of the farthest commit competes for the last places
         candidates = seen[start:]
         distance = {sample.commit: here - position for position, sample in candidates}
-        windows.append(select_window([s for _, s in candidates], key, distance, max_samples))
+        windows.append(select_window([s for _, s in candidates], key, distance, limit))
         seen.extend((here, sample) for sample in run.samples)
     return windows
 

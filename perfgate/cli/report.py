@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.baselines.store import open_store
     from perfgate.console import say
     from perfgate.errors import UsageError
+    from perfgate.report.rule import TrendRule
     from perfgate.report.trend import build_site
 
     if args.last < 1:
@@ -95,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
         min_samples=config.gate.baseline.min_samples,
         hardware=tuple(args.hardware),
     )
-    site = build_site(history, gate=config.gate, out=args.out, last=args.last, title=args.title)
+    rule = TrendRule.of(config.gate, config.buckets)
+    site = build_site(history, rule=rule, out=args.out, last=args.last, title=args.title)
     say(
         f"trend site in {site.out}: {site.pages} pages, {site.charts} charts, "
         f"{site.samples} samples, {site.bytes / 1e6:.1f} MB, "

@@ -267,28 +267,64 @@ def judge(
     rule sees every sample of the run (``final``: the bench took its last one).
     """
     signals = _health_signals(result)
-    decision: Decision | None = None
     samples = result.metric.sample_values()
-    value = statistics.median(samples) if samples else result.metric.value
-    if not signals and value is not None:
-        direction = result.metric.direction
-        signals += _floor_signals(value, floors, direction)
-        decision = decide(
-            window,
-            samples,
-            direction=direction,
-            policy=policy,
-            calibration=calibration,
-            final=True,
-        )
-        signals += _window_signals(decision)
+    if signals or not samples:
+        value = statistics.median(samples) if samples else result.metric.value
+        return _concluded(signals, value=value, decision=None, result=result)
+    return judge_run(
+        samples,
+        window,
+        direction=result.metric.direction,
+        floors=floors,
+        policy=policy,
+        calibration=calibration,
+        result=result,
+    )
+
+
+def judge_run(
+    samples: Sequence[float],
+    window: Sequence[Sequence[float]],
+    *,
+    direction: Direction,
+    floors: Sequence[Floor],
+    policy: Policy,
+    calibration: Calibration | None = None,
+    retried: bool = False,
+    result: Result | None = None,
+) -> Judgement:
+    """Judge a healthy run's samples: fixed floors, then the rule against the window.
+
+    What :func:`judge` does once a result proved healthy, on plain numbers, so the trend
+    site and bisect judge stored and replayed runs exactly as the gate does. ``result``,
+    when there is one, names the attempts a retried pass took and sets the bisect label.
+    """
+    value = statistics.median(samples)
+    decision = decide(
+        window, samples, direction=direction, policy=policy, calibration=calibration, final=True
+    )
+    signals = [*_floor_signals(value, floors, direction), *_window_signals(decision)]
+    retried = retried or (result is not None and result.health.retried)
+    return _concluded(signals, value=value, decision=decision, result=result, retried=retried)
+
+
+def _concluded(
+    signals: list[Signal],
+    *,
+    value: float | None,
+    decision: Decision | None,
+    result: Result | None,
+    retried: bool = False,
+) -> Judgement:
+    """The worst signal's verdict; a pass that needed a retry is WARN (R5)."""
     verdict = max((s.verdict for s in signals), key=lambda v: v.severity)
-    if verdict.level is Verdict.PASS and result.health.retried:
+    if verdict.level is Verdict.PASS and retried:
+        attempts = f"{result.health.attempts} attempts" if result is not None else "a retry"
         signals.append(
             Signal(
                 reason=Reason.RETRIED_PASS,
                 verdict=Verdict.WARN,
-                detail=f"passed only after {result.health.attempts} attempts",
+                detail=f"passed only after {attempts}",
             )
         )
         verdict = Verdict.WARN

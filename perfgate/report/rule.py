@@ -1,20 +1,44 @@
 """The gate's verdict rule applied along a stored history: the one adapter the trend uses.
 
-Each run is judged as the gate judged it: its window from the store's own selection
-(:func:`perfgate.baselines.history.windows_before`), its figure and the window's lines from
-the oracle in force (:func:`perfgate.judge.oracle.judge_figure`). A chart's bands and the
-index's verdicts come from here alone, so neither can disagree with a gate run.
+Each run is judged as the gate judged it: its window from the store's own selection with
+the gate's sample limit (:func:`perfgate.baselines.history.windows_before`,
+:func:`perfgate.judge.oracle.window_sample_limit`), grouped into runs as the gate groups
+it (``Window.runs``), and every sample of the run judged by the oracle with the bucket's
+policy (:func:`perfgate.judge.oracle.judge_run`, :func:`perfgate.judge.oracle.policy_for`).
+A chart's bands, its level-shift marks and the index's verdicts come from here alone, so
+neither can disagree with a gate run.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perfgate.baselines.history import Run, Series, windows_before
-from perfgate.config import Direction, GatePolicy
-from perfgate.judge.oracle import judge_figure
+from perfgate.config import Bucket, Direction, GatePolicy, PolicyName
+from perfgate.judge.oracle import judge_run, policy_for, window_sample_limit
+from perfgate.judge.verdicts import Reason
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrendRule:
+    """The gate's policy and the window limit it reads with (set by the whole matrix)."""
+
+    gate: GatePolicy
+    window_limit: int
+
+    @classmethod
+    def of(cls, gate: GatePolicy, buckets: Sequence[Bucket]) -> TrendRule:
+        """The rule for a perfgate.yaml: ``buckets`` is its whole matrix, as the gate reads."""
+        return cls(gate=gate, window_limit=window_sample_limit(gate, buckets))
+
+    @property
+    def window_needs(self) -> str:
+        """What a window must hold before the rule judges with it (R4), in words."""
+        window = self.gate.baseline
+        if self.gate.policy is PolicyName.REFERENCE:
+            return f"{window.min_samples} samples"
+        return f"{window.min_samples} samples in {window.min_runs} runs"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -22,57 +46,67 @@ class JudgedRun:
     """One run, the lines it was judged against and the verdict it got."""
 
     run: Run
+    # The run's figure as the gate reports it: the median of its samples.
     figure: float
     verdict: str
     reasons: tuple[str, ...]
+    detail: str
+    # Window samples and runs the rule used (after a level shift's cut).
     window_size: int
-    median: float | None = None
+    window_runs: int
+    # The baseline level the run was matched against, and its lines (None: no judging).
+    baseline: float | None = None
     warn_line: float | None = None
     block_line: float | None = None
     change_pct: float | None = None
+    # '-6.1 % (-7.9 ... -4.2)': the change with its interval, as the gate's summary prints it.
+    change_text: str = ""
     # The commit where the level shift that the window starts after landed (none found).
     shift_commit: str | None = None
 
 
-def run_figure(values: Sequence[float]) -> float:
-    """What the oracle in force judges of a run's repeats: their median (one run, one figure)."""
-    return statistics.median(values)
-
-
-def judge_series(series: Series, gate: GatePolicy) -> list[JudgedRun]:
+def judge_series(series: Series, rule: TrendRule) -> list[JudgedRun]:
     """Every run of ``series`` judged against the window before it, oldest first."""
     bucket, hardware = series.bucket, series.hardware
     direction = Direction(series.direction)
     floors = bucket.floors_for(hardware)
-    noise_floor = bucket.noise_floor_for(hardware, gate.oracle.noise_floor_pct)
+    policy = policy_for(bucket, rule.gate, hardware)
     judged = []
     for run, window in zip(
-        series.runs, windows_before(series.runs, gate.baseline.max_samples), strict=True
+        series.runs, windows_before(series.runs, rule.window_limit), strict=True
     ):
-        figure = run_figure(run.values)
-        judgement = judge_figure(
-            figure,
-            window.values,
+        runs = window.runs()
+        judgement = judge_run(
+            run.values,
+            runs,
             direction=direction,
             floors=floors,
-            noise_floor_pct=noise_floor,
-            policy=gate.oracle,
-            min_samples=gate.baseline.min_samples,
+            policy=policy,
             retried=run.retried,
         )
-        # Lines are drawn only where the window could judge (R4: at least min_samples).
-        stats = judgement.stats if len(window.values) >= gate.baseline.min_samples else None
+        decision, figure = judgement.decision, judgement.value
+        assert decision is not None and figure is not None  # judge_run always applies the rule
+        # Lines are drawn only where the window could judge (R4).
+        drawn = decision.block_line is not None and (
+            Reason.INSUFFICIENT_WINDOW not in decision.reasons
+        )
+        shift = decision.shift
         judged.append(
             JudgedRun(
                 run=run,
                 figure=figure,
                 verdict=judgement.verdict.label,
                 reasons=tuple(r.value for r in judgement.reasons),
-                window_size=len(window.values),
-                median=stats.median if stats else None,
-                warn_line=stats.warn_line if stats else None,
-                block_line=stats.block_line if stats else None,
-                change_pct=stats.change_pct if stats else None,
+                detail="; ".join(judgement.details(judgement.verdict)),
+                window_size=decision.window_samples,
+                window_runs=decision.window_runs,
+                baseline=decision.baseline if drawn else None,
+                warn_line=decision.warn_line if drawn else None,
+                block_line=decision.block_line if drawn else None,
+                change_pct=decision.effect_pct if drawn else None,
+                change_text=decision.effect_text() if drawn else "",
+                # Window.runs() is nearest first; the runs after the shift are its first ones.
+                shift_commit=window.run_commits()[shift.kept_runs - 1] if shift else None,
             )
         )
     return judged

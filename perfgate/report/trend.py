@@ -3,8 +3,9 @@
 ``index.html`` has one row per bucket, hardware and metric (latest figure, a sparkline of
 the last runs, the latest verdict, readiness); ``buckets/<task>__<backend>.html`` has one
 chart per hardware and metric: every stored sample over the target branch's commits,
-coloured by runner, with the window median and the warn and block lines each run was
-judged against (:mod:`perfgate.report.rule`, the gate's own rule). Charts are plotly.js,
+coloured by runner, with the baseline and the warn and block lines each run was judged
+against, the verdicts other than PASS circled and level shifts marked
+(:mod:`perfgate.report.rule`, the gate's own rule). Charts are plotly.js,
 copied once from the ``plotly`` package into ``assets/``; pages embed their data, so the
 site needs no network and works from GitHub Pages or an unpacked artifact (file://).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -26,17 +28,23 @@ from markupsafe import Markup
 
 from perfgate import __version__
 from perfgate.baselines.history import History, Series
-from perfgate.config import GatePolicy
 from perfgate.console import format_figure
 from perfgate.errors import UsageError
-from perfgate.report.rule import JudgedRun, judge_series
+from perfgate.judge.verdicts import Verdict
+from perfgate.report.rule import JudgedRun, TrendRule, judge_series
 
 #: Runs the index's sparkline and each page's run table show.
 DEFAULT_LAST = 30
 #: Runner colours, in order of first appearance on a page (plotly's default colorway).
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf",
            "#bcbd22", "#7f7f7f", "#d62728")  # fmt: skip
-VERDICT_COLOURS = {"BLOCK": "#d62728", "WARN": "#ff9f1c", "INCONCLUSIVE": "#ff9f1c"}
+#: The circle around a run judged anything but PASS (the CSS badges use the same hues).
+VERDICT_COLOURS = {
+    "BLOCK": "#d62728",
+    "WARN": "#ff9f1c",
+    "INCONCLUSIVE": "#9467bd",
+    "IMPROVED": "#2ca02c",
+}
 ASSETS = ("site.css", "trend.js")
 PLOTLY_ASSET = "plotly.min.js"
 #: Marks a directory as a trend site, so a rebuild may replace it and nothing else.
@@ -122,7 +130,7 @@ def chart_figure(series: Series, judged: Sequence[JudgedRun]) -> dict[str, Any]:
     """Samples by runner, the run figures, the judged lines as bands and the level shifts."""
     unit = series.unit
     data: list[dict[str, Any]] = []
-    banded = [j for j in judged if j.median is not None]
+    banded = [j for j in judged if j.baseline is not None]
     if banded:
         xs = [j.run.commit.position for j in judged]
 
@@ -140,13 +148,13 @@ def chart_figure(series: Series, judged: Sequence[JudgedRun]) -> dict[str, Any]:
                 }
             )
 
-        # Filled to the previous trace: block..warn is the warn zone, warn..median the noise.
+        # Filled to the previous trace: block..warn is the warn zone, warn..baseline the noise.
         # "vh": the step that ends at a run holds the lines that run was judged against.
         line([_round(j.block_line) for j in judged], "block line", "#d62728",
              line={"dash": "dot"})  # fmt: skip
         line([_round(j.warn_line) for j in judged], "warn line", "#ff9f1c",
              fill="tonexty", fillcolor="rgba(255,159,28,0.18)")  # fmt: skip
-        line([_round(j.median) for j in judged], "window median", "#2ca02c",
+        line([_round(j.baseline) for j in judged], "baseline", "#2ca02c",
              fill="tonexty", fillcolor="rgba(44,160,44,0.12)")  # fmt: skip
     runners = sorted({j.run.runner for j in judged})
     for colour, runner in zip(_colours(len(runners)), runners, strict=True):
@@ -168,7 +176,7 @@ def chart_figure(series: Series, judged: Sequence[JudgedRun]) -> dict[str, Any]:
                 f"%{{y:.4s}} {unit} (sample %{{customdata[2]}})<br>{runner}<extra></extra>",
             }
         )
-    flagged = [j for j in judged if j.verdict != "PASS" and j.median is not None]
+    flagged = [j for j in judged if j.verdict != "PASS" and j.baseline is not None]
     for verdict in sorted({j.verdict for j in flagged}):
         chosen = [j for j in flagged if j.verdict == verdict]
         data.append(
@@ -178,10 +186,7 @@ def chart_figure(series: Series, judged: Sequence[JudgedRun]) -> dict[str, Any]:
                 "name": f"judged {verdict}",
                 "x": [j.run.commit.position for j in chosen],
                 "y": [_round(j.figure) for j in chosen],
-                "customdata": [
-                    [j.run.commit.short, f"{j.change_pct:+.1f}%", ", ".join(j.reasons)]
-                    for j in chosen
-                ],
+                "customdata": [[j.run.commit.short, j.change_text, j.detail] for j in chosen],
                 "marker": {
                     "symbol": "circle-open",
                     "size": 14,
@@ -311,10 +316,17 @@ def plotly_js() -> str:
     return text
 
 
-def bucket_charts(history: History, gate: GatePolicy) -> Iterator[tuple[str, list[Chart]]]:
+def verdict_tally(rows: Sequence[IndexRow]) -> list[tuple[str, int]]:
+    """How many charts' latest runs got each verdict, the most severe first."""
+    counts = Counter(row.latest.verdict for row in rows if row.latest is not None)
+    order = sorted(counts, key=lambda label: Verdict[label].severity, reverse=True)
+    return [(label, counts[label]) for label in order]
+
+
+def bucket_charts(history: History, rule: TrendRule) -> Iterator[tuple[str, list[Chart]]]:
     """Each bucket page (its path) with its charts, one bucket at a time."""
     judged = (
-        Chart(series=series, judged=tuple(judge_series(series, gate)), anchor=chart_anchor(series))
+        Chart(series=series, judged=tuple(judge_series(series, rule)), anchor=chart_anchor(series))
         for series in history.series()
     )
     for path, charts in itertools.groupby(judged, key=lambda chart: page_path(chart.series)):
@@ -339,7 +351,7 @@ def _claim(out: Path) -> None:
 def build_site(
     history: History,
     *,
-    gate: GatePolicy,
+    rule: TrendRule,
     out: Path,
     last: int = DEFAULT_LAST,
     title: str = "perfgate trends",
@@ -353,6 +365,7 @@ def build_site(
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "version": __version__,
         "last": last,
+        "rule": rule,
     }
     _claim(out)
     (out / "buckets").mkdir()
@@ -366,17 +379,17 @@ def build_site(
     rows: list[IndexRow] = []
     pages = samples = 0
     # One bucket in memory at a time: its page is written, the index keeps a row per chart.
-    for path, charts in bucket_charts(history, gate):
+    for path, charts in bucket_charts(history, rule):
         (out / path).write_text(
             bucket_page.render(**common, charts=charts, root="../"), encoding="utf-8"
         )
         rows += [IndexRow.of(path, chart, last) for chart in charts]
         pages += 1
         samples += sum(chart.series.samples for chart in charts)
-    (out / "index.html").write_text(
-        env.get_template("index.html.j2").render(**common, rows=rows, root="", sparkline=sparkline),
-        encoding="utf-8",
+    index = env.get_template("index.html.j2").render(
+        **common, rows=rows, root="", sparkline=sparkline, tally=verdict_tally(rows)
     )
+    (out / "index.html").write_text(index, encoding="utf-8")
     # GitHub Pages would otherwise run Jekyll over the site, which it does not need.
     (out / ".nojekyll").write_text("", encoding="utf-8")
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())

@@ -20,8 +20,8 @@ import pytest
 from perfgate.baselines.history import read_history
 from perfgate.baselines.store import BaselineStore
 from perfgate.config import load_config
-from perfgate.report.rule import judge_series
-from tests.trend_stores import RUNNERS, GatedHistory, gated_history
+from perfgate.report.rule import TrendRule, judge_series
+from tests.trend_stores import FIGURES, RUNNERS, GatedHistory, GateSaid, gated_history
 
 pytestmark = pytest.mark.integration
 
@@ -35,16 +35,30 @@ def test_every_run_shows_the_verdict_and_lines_the_gate_gave_it(gated: GatedHist
     repo, shas, gate_said = gated.repo, list(gated.shas), gated.gate_said
     config = load_config(repo / "perfgate.yaml")
     store = BaselineStore(repo, branch="perf-baselines", remote=None)
-    history = read_history(store, config.buckets, target_branch="main", min_samples=3)
+    history = read_history(store, config.buckets, target_branch="main", min_samples=6)
     (series,) = history.series()
-    judged = judge_series(series, config.gate)
+    judged = judge_series(series, TrendRule.of(config.gate, config.buckets))
     assert [j.run.commit.sha for j in judged] == shas
-    shown = [(j.verdict, j.block_line, j.window_size) for j in judged]
-    # Lines are drawn once the window can judge (min_samples 3: from the third run on).
-    expected = [(v, line if size >= 3 else None, size) for v, line, size in gate_said]
-    assert shown == expected
-    verdicts = [v for v, _, _ in gate_said]
-    assert verdicts[8] == "BLOCK" and verdicts[:2] == ["WARN", "WARN"]
+    assert [j.run.values for j in judged] == list(FIGURES)
+    shown = [
+        GateSaid(
+            verdict=j.verdict,
+            baseline=j.baseline,
+            warn_line=j.warn_line,
+            block_line=j.block_line,
+            window_samples=j.window_size,
+            shift_kept_runs=None if j.shift_commit is None else i - shas.index(j.shift_commit),
+        )
+        for i, j in enumerate(judged)
+    ]
+    assert shown == list(gate_said)
+    # The history holds every verdict the rule can reach from stored runs, and level shifts.
+    verdicts = [said.verdict for said in gate_said]
+    assert verdicts[:3] == ["WARN"] * 3 and gate_said[2].block_line is None  # too few runs yet
+    assert verdicts[12] == "BLOCK" and verdicts[19] == "IMPROVED"
+    assert {"PASS", "WARN", "INCONCLUSIVE"} <= set(verdicts)
+    assert gate_said[-2].shift_kept_runs == 3  # the window starts at commit 19's step
+    assert {j.shift_commit for j in judged} >= {shas[12], shas[19]}
     assert series.readiness.status.value == "READY"
     assert {j.run.runner for j in judged} == set(RUNNERS)
 
@@ -65,7 +79,7 @@ def test_report_writes_an_offline_site(gated: GatedHistory, tmp_path: Path) -> N
     index = (site / "index.html").read_text(encoding="utf-8")
     page = site / "buckets" / "cartpole__numpy.html"
     assert 'href="buckets/cartpole__numpy.html#cpu-test--runtime-total_fps-mean"' in index
-    latest = gate_said[-1][0]
+    latest = gate_said[-1].verdict
     assert f'<span class="verdict {latest}">{latest}</span>' in index
     assert "READY" in index and shas[-1][:7] in index
     text = page.read_text(encoding="utf-8")
@@ -73,8 +87,11 @@ def test_report_writes_an_offline_site(gated: GatedHistory, tmp_path: Path) -> N
     figure = json.loads(figure_json)
     points = [t for t in figure["data"] if t.get("meta") == "samples"]
     assert sorted(t["name"] for t in points) == sorted(RUNNERS)
-    assert sum(len(t["y"]) for t in points) == 2 * len(shas)
-    assert [t["name"] for t in figure["data"][:3]] == ["block line", "warn line", "window median"]
+    assert sum(len(t["y"]) for t in points) == sum(len(run) for run in FIGURES)
+    assert [t["name"] for t in figure["data"][:3]] == ["block line", "warn line", "baseline"]
+    circled = {t["name"] for t in figure["data"] if t["name"].startswith("judged ")}
+    assert circled == {f"judged {v.verdict}" for v in gate_said[3:] if v.verdict != "PASS"}
+    assert len(figure["layout"]["shapes"]) >= 2  # the level shifts, marked
     # Nothing is fetched at view time: every script and stylesheet is a file of the site.
     for html in (index, text):
         for ref in re.findall(r'(?:src|href)="([^"#]+)', html):
