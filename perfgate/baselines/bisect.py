@@ -1,12 +1,15 @@
 """Bisect a regression: the first commit between GOOD and BAD where a bucket got slower.
 
 A trusted replay like seed: each commit is checked out in a throwaway worktree and the
-bucket runs *that commit's own* benchmark through the normal bench path (repeats at each
-step). Each step is labelled by the oracle in force, against a window made of the
-figures of the commits already labelled GOOD: GOOD (a clean pass), BAD (a regression, or
-a crash in init or runtime) or SKIP (anything else: a warning, an excused or other
-crash). Every step is kept in a state file, so an interrupted bisection resumes where it
-stopped; nothing is written to the baseline branch.
+bucket runs *that commit's own* benchmark through the normal bench path: one run of
+``--repeats`` samples at each step, more while the rule finds it suspicious, as the bench
+confirms (the good end takes enough runs to fill a window).
+Each step's run is judged by the oracle with the gate's rule (``policy_for``), every
+sample of it, against a window whose runs are those of the commits already labelled GOOD:
+GOOD (a clean pass), BAD (a regression, or a crash in init or runtime) or SKIP (anything
+else: a warning, an inconclusive run, an excused or other crash). Every step is kept in a
+state file, so an interrupted bisection resumes where it stopped; nothing is written to
+the baseline branch.
 """
 
 from __future__ import annotations
@@ -20,15 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.baselines.seed import replay_checkout
-from perfgate.config import Bucket, Config, load_config
+from perfgate.config import Bucket, Config, ConfirmMode, GatePolicy, PolicyName, load_config
 from perfgate.context import RunContext
 from perfgate.errors import ConfigError, GitError, UsageError
 from perfgate.git import git
-from perfgate.judge.oracle import Bisect, judge
+from perfgate.judge.oracle import Bisect, judge, policy_for
+from perfgate.judge.stats import CalibratedPolicy, Policy, needs_more
 from perfgate.result import Hardware, Result, write_result
-from perfgate.run.bench import BenchSettings, run_bucket
+from perfgate.run.bench import BenchSettings, Confirm, run_bucket
+from perfgate.run.sampling import SamplingPlan
 
-BISECT_SCHEMA_VERSION = 1
+# 2: a step keeps its runs (each run's samples), not one flat list of figures.
+BISECT_SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,23 +56,29 @@ class BisectOptions:
 
 @dataclass(frozen=True, kw_only=True)
 class Step:
-    """One measured commit: its figures and what the oracle made of them."""
+    """One measured commit: the samples of each of its runs and what the oracle made of them."""
 
     commit: str
     label: Bisect
-    figures: tuple[float, ...]
+    # The figures each run read, in the order they ran (the good end has several runs).
+    runs: tuple[tuple[float, ...], ...]
     verdict: str
     detail: str
 
     @property
+    def figures(self) -> tuple[float, ...]:
+        """Every figure of the step."""
+        return tuple(value for run in self.runs for value in run)
+
+    @property
     def figure(self) -> float | None:
-        """The median of the repeats that produced a figure (what was judged)."""
+        """The median of the step's samples (the figure the gate reports for a run)."""
         return statistics.median(self.figures) if self.figures else None
 
     def to_json(self) -> dict[str, Any]:
         """The step as stored in the state file and bisect.json."""
-        return {**asdict(self), "label": self.label.value, "figures": list(self.figures),
-                "figure": self.figure}  # fmt: skip
+        return {**asdict(self), "label": self.label.value, "runs": [list(r) for r in self.runs],
+                "figures": list(self.figures), "figure": self.figure}  # fmt: skip
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Step:
@@ -74,7 +86,7 @@ class Step:
         return cls(
             commit=str(data["commit"]),
             label=Bisect(data["label"]),
-            figures=tuple(float(v) for v in data["figures"]),
+            runs=tuple(tuple(float(v) for v in run) for run in data["runs"]),
             verdict=str(data["verdict"]),
             detail=str(data["detail"]),
         )
@@ -89,8 +101,11 @@ class BisectPlan:
     bad: str
     # Commits after GOOD up to BAD (inclusive), oldest first, on BAD's first-parent line.
     candidates: tuple[str, ...]
+    # Samples per run: every step takes one run of them, and up to max_repeats on suspicion.
     repeats: int
-    good_samples: int
+    max_repeats: int
+    # Runs GOOD is measured for: its runs are the first window, so they must fill one (R4).
+    good_runs: int
     hardware: str
     metric: str
 
@@ -100,13 +115,13 @@ class BisectPlan:
         return 2 + math.ceil(math.log2(max(1, len(self.candidates))))
 
     @property
-    def max_runs(self) -> int:
-        """Benchmark runs at most, without skips."""
-        return self.good_samples + (self.max_steps - 1) * self.repeats
+    def max_samples(self) -> int:
+        """Benchmark processes at most, without skips."""
+        return self.good_runs * self.repeats + (self.max_steps - 1) * self.max_repeats
 
     def runner_minutes(self) -> tuple[float, float]:
         """An upper bound of runner time from the bucket's timeout: (plain, every retry used)."""
-        plain = self.max_runs * self.bucket.timeout_minutes
+        plain = self.max_samples * self.bucket.timeout_minutes
         return plain, plain * (self.bucket.retries + 1)
 
 
@@ -184,11 +199,18 @@ def plan_bisect(repo: Path, options: BisectOptions, current: Config, hardware: s
         bad=bad,
         candidates=tuple(listing),
         repeats=options.repeats,
-        # The good commit's figures are the first window: they must fill one (R4).
-        good_samples=max(options.repeats, current.gate.baseline.min_samples),
+        max_repeats=step_sampling(bucket, current.gate, options.repeats).max_repeats,
+        good_runs=good_runs(current.gate, options.repeats),
         hardware=hardware,
         metric=bucket.metric.path,
     )
+
+
+def good_runs(gate: GatePolicy, repeats: int) -> int:
+    """Runs of ``repeats`` samples that fill a window the rule in force can judge with (R4)."""
+    window = gate.baseline
+    runs = math.ceil(window.min_samples / repeats)
+    return runs if gate.policy is PolicyName.REFERENCE else max(runs, window.min_runs)
 
 
 def _commit(repo: Path, ref: str, flag: str) -> str:
@@ -272,62 +294,81 @@ def search(plan: BisectPlan, steps: dict[str, Step]) -> Outcome:
     )
 
 
-def window_for(plan: BisectPlan, steps: dict[str, Step], max_samples: int) -> list[float]:
-    """The figures of the GOOD commits, nearest (newest) first, as the gate's window (R4)."""
+def window_for(plan: BisectPlan, steps: dict[str, Step]) -> list[tuple[float, ...]]:
+    """The runs of the GOOD commits, nearest (newest) first, as the gate's window (R4).
+
+    The rule keeps as many of them as it judges with (``max_runs``, or the reference
+    policy's ``max_samples``).
+    """
     order = (plan.good, *plan.candidates)
-    figures: list[float] = []
+    runs: list[tuple[float, ...]] = []
     for commit in reversed(order):
         step = steps.get(commit)
         if step is not None and step.label is Bisect.GOOD:
-            figures.extend(step.figures)
-    return figures[:max_samples]
+            runs.extend(reversed(step.runs))
+    return runs
 
 
-def _figures(results: Sequence[Result]) -> tuple[float, ...]:
-    """The figures of the healthy repeats, in the order they ran."""
-    return tuple(r.metric.value for r in results if r.health.healthy and r.metric.value is not None)
+def step_sampling(bucket: Bucket, gate: GatePolicy, repeats: int) -> SamplingPlan:
+    """A step's samples: ``repeats``, then more on suspicion as the bench takes them (R5).
+
+    The confirmation budget is the bucket's (``max_repeats``, ``repeat_budget_minutes``)
+    when perfgate.yaml confirms (``gate.confirm: repeat``); a step never takes fewer than
+    ``repeats``.
+    """
+    planned = SamplingPlan.for_bucket(bucket, gate.confirm)
+    return replace(planned, repeats=repeats, max_repeats=max(repeats, planned.max_repeats))
+
+
+def fixed_sampling(repeats: int) -> SamplingPlan:
+    """Exactly ``repeats`` samples: the good end's runs, which have no window to confirm on."""
+    return SamplingPlan(confirm=ConfirmMode.OFF, repeats=repeats, max_repeats=repeats)
+
+
+def step_policy(bucket: Bucket, gate: GatePolicy, hardware: str, sampling: SamplingPlan) -> Policy:
+    """The gate's rule for ``bucket`` (``policy_for``), told the sampling a step has.
+
+    The calibrated rule spreads its false-alarm budget over the looks the sampling can
+    take and asks for more samples while a run is suspicious; ``--repeats`` may differ
+    from the bucket's own ``repeats``, so the rule is given the step's.
+    """
+    policy = policy_for(bucket, gate, hardware)
+    if isinstance(policy, CalibratedPolicy):
+        return replace(policy, initial_repeats=sampling.repeats, max_repeats=sampling.max_repeats)
+    return policy
+
+
+def figures(result: Result) -> tuple[float, ...]:
+    """The figures a run read, in the order its samples ran (a failed run stops early)."""
+    return tuple(sample.value for sample in result.metric.samples)
 
 
 def label(
-    results: Sequence[Result], window: Sequence[float], bucket: Bucket, config: Config
+    result: Result, window: Sequence[Sequence[float]], bucket: Bucket, policy: Policy
 ) -> Step:
-    """The oracle's label for one commit's repeats (an unhealthy one speaks for the commit)."""
-    unhealthy = [r for r in results if not r.health.healthy]
-    healthy = sorted((r for r in results if r.metric.value is not None and r.health.healthy),
-                     key=lambda r: r.metric.value or 0.0)  # fmt: skip
-    # The oracle in force judges one figure per run: the median repeat (an unhealthy
-    # repeat instead, when there is one, so its crash phase decides).
-    judged = unhealthy[0] if unhealthy else (healthy or list(results))[len(healthy) // 2]
-    hardware = judged.hardware.slug
-    gate = config.gate
-    judgement = judge(
-        judged,
-        window,
-        floors=bucket.floors_for(hardware),
-        noise_floor_pct=bucket.noise_floor_for(hardware, gate.oracle.noise_floor_pct),
-        policy=gate.oracle,
-        min_samples=gate.baseline.min_samples,
-    )
+    """The oracle's label for one commit's run: all its samples, judged as one run."""
+    judgement = judge(result, window, floors=bucket.floors_for(result.hardware.slug), policy=policy)
     return Step(
-        commit=judged.source.commit or "",
+        commit=result.source.commit or "",
         label=judgement.bisect,
-        figures=_figures(results),
+        runs=(figures(result),),
         verdict=judgement.verdict.label,
-        detail="; ".join(judgement.details()),
+        detail="; ".join(judgement.details(judgement.verdict)),
     )
 
 
 def baseline_step(commit: str, results: Sequence[Result]) -> Step:
-    """GOOD's own step: its figures are the first window, so it is judged on health alone."""
-    figures = _figures(results)
+    """GOOD's own step: its runs are the first window, so it is judged on health alone."""
+    runs = tuple(figures(r) for r in results)
     failed = [r for r in results if not r.health.healthy or r.metric.value is None]
     if failed:
         health = failed[0].health
         phase = health.phase.value if health.phase else "no figure"
-        return Step(commit=commit, label=Bisect.SKIP, figures=figures, verdict="HARD_FAILURE",
+        return Step(commit=commit, label=Bisect.SKIP, runs=runs, verdict="HARD_FAILURE",
                     detail=f"failed ({phase}, exit {health.exit_code})")  # fmt: skip
-    return Step(commit=commit, label=Bisect.GOOD, figures=figures, verdict="BASELINE",
-                detail=f"{len(figures)} figures: the first window")  # fmt: skip
+    samples = sum(len(run) for run in runs)
+    return Step(commit=commit, label=Bisect.GOOD, runs=runs, verdict="BASELINE",
+                detail=f"{len(runs)} runs, {samples} samples: the first window")  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -340,19 +381,20 @@ class ReplaySettings:
 
 
 def measure(
-    plan: BisectPlan,
     commit: str,
-    samples: int,
+    bucket: Bucket,
+    runs: int,
+    sampling: SamplingPlan,
     settings: ReplaySettings,
-    options: BisectOptions,
-    current: Config,
+    work_dir: Path,
     announce: Callable[[str], None],
-) -> tuple[list[Result], Bucket | None, Config | None]:
-    """Run the bucket ``samples`` times at ``commit`` with that commit's own benchmark."""
-    config = _config_at(settings.repo, commit, options, current)
-    bucket = _bucket_at(settings.repo, commit, options, current)
-    if bucket is None or config is None:
-        return [], None, config
+    confirm: Confirm | None = None,
+) -> list[Result]:
+    """Run ``bucket`` ``runs`` times at ``commit`` with that commit's own benchmark.
+
+    Each run samples through the bench's own loop (``sampling``; ``confirm`` answers
+    whether a suspicious run needs another sample).
+    """
     context = replace(
         settings.context,
         commit=commit,
@@ -362,11 +404,15 @@ def measure(
         pr_number=None,
         head_sha=None,
     )
+    most = f", up to {sampling.max_repeats}" if sampling.max_repeats > sampling.repeats else ""
     results = []
-    with replay_checkout(settings.repo, commit, options.work_dir / "worktrees") as checkout:
-        for index in range(samples):
-            announce(f"{commit[:12]} {bucket.id} repeat {index + 1}/{samples}")
-            scratch = options.work_dir / commit[:12] / f"repeat-{index}"
+    with replay_checkout(settings.repo, commit, work_dir / "worktrees") as checkout:
+        for index in range(runs):
+            announce(
+                f"{commit[:12]} {bucket.id} run {index + 1}/{runs} "
+                f"({sampling.repeats} repeats{most})"
+            )
+            scratch = work_dir / commit[:12] / f"run-{index}"
             result = run_bucket(
                 bucket,
                 BenchSettings(
@@ -375,11 +421,47 @@ def measure(
                     out_dir=scratch / "results",
                     hardware=settings.hardware,
                     context=context,
+                    say=announce,
                 ),
+                plan=sampling,
+                confirm=confirm,
             )
             write_result(result, scratch / "results")
             results.append(result)
-    return results, bucket, config
+    return results
+
+
+def measure_step(
+    plan: BisectPlan,
+    commit: str,
+    steps: dict[str, Step],
+    settings: ReplaySettings,
+    options: BisectOptions,
+    current: Config,
+    log: Callable[[str], None],
+) -> Step:
+    """Measure ``commit`` and label it against the runs of the GOOD commits so far."""
+    config = _config_at(settings.repo, commit, options, current)
+    bucket = _bucket_at(settings.repo, commit, options, current)
+    if bucket is None or config is None:
+        return Step(commit=commit, label=Bisect.SKIP, runs=(), verdict="SKIP",
+                    detail=f"no bucket {plan.bucket.id} in perfgate.yaml here")  # fmt: skip
+    if commit == plan.good:
+        fixed = fixed_sampling(plan.repeats)
+        runs = measure(commit, bucket, plan.good_runs, fixed, settings, options.work_dir, log)
+        return baseline_step(commit, runs)
+    window = window_for(plan, steps)
+    sampling = step_sampling(bucket, config.gate, plan.repeats)
+    policy = step_policy(bucket, config.gate, settings.hardware.slug, sampling)
+
+    def suspicious(_: Bucket, result: Result) -> bool:
+        samples = result.metric.sample_values()
+        return needs_more(window, samples, direction=result.metric.direction, policy=policy)
+
+    (result,) = measure(
+        commit, bucket, 1, sampling, settings, options.work_dir, log, confirm=suspicious
+    )
+    return label(result, window, bucket, policy)
 
 
 def run_bisect(
@@ -393,18 +475,7 @@ def run_bisect(
     """Measure commits until the search concludes; the state is saved after every step."""
     while (outcome := search(plan, state.steps)).next_commit is not None:
         commit = outcome.next_commit
-        samples = plan.good_samples if commit == plan.good else plan.repeats
-        results, bucket, config = measure(
-            plan, commit, samples, settings, options, current, lambda line: log(line)
-        )
-        if bucket is None or config is None:
-            step = Step(commit=commit, label=Bisect.SKIP, figures=(), verdict="SKIP",
-                        detail=f"no bucket {plan.bucket.id} in perfgate.yaml here")  # fmt: skip
-        elif commit == plan.good:
-            step = baseline_step(commit, results)
-        else:
-            window = window_for(plan, state.steps, config.gate.baseline.max_samples)
-            step = replace(label(results, window, bucket, config), commit=commit)
+        step = measure_step(plan, commit, state.steps, settings, options, current, log)
         state.steps[commit] = step
         state.save(options.state)
         log(f"{commit[:12]}: {step.label.value} ({step.verdict}: {step.detail})")
@@ -428,6 +499,7 @@ def bisect_json(plan: BisectPlan, state: BisectState, outcome: Outcome) -> dict[
         "good": plan.good,
         "bad": plan.bad,
         "repeats": plan.repeats,
+        "good_runs": plan.good_runs,
         "candidates": len(plan.candidates),
         "status": "found" if found else ("skipped" if outcome.skipped else "inconclusive"),
         "why": outcome.why or None,

@@ -1,12 +1,14 @@
 """Find the first commit where a bucket regressed (dry run unless --execute).
 
 Replays commits between --good and --bad (on --bad's first-parent line) in throwaway
-worktrees, each with that commit's own benchmark, as seed does; runs the bucket --repeats
-times per step and labels each step GOOD, BAD or SKIP with the oracle's bisect labels
-against the figures of the commits found GOOD (crashes outside init and runtime are
-SKIP). The dry run prints the plan and a bound on runner time. Every step is saved in
---state, so an interrupted bisection resumes; worktrees are removed even on Ctrl-C or
-SIGTERM. Prints the first bad commit with the figures on both sides and writes --out.
+worktrees, each with that commit's own benchmark, as seed does; each step is one run of
+the bucket with --repeats samples (more while the rule finds it suspicious, as the bench
+confirms), judged by the gate's rule against the runs of the commits found GOOD and
+labelled GOOD, BAD or SKIP with the oracle's bisect labels (crashes outside init and
+runtime are SKIP). The dry run prints the plan and a bound on
+runner time. Every step is saved in --state, so an interrupted bisection resumes;
+worktrees are removed even on Ctrl-C or SIGTERM. Prints the first bad commit with the
+figures on both sides and writes --out.
 """
 
 from __future__ import annotations
@@ -55,8 +57,8 @@ def register(verbs: Verbs) -> None:
         type=int,
         default=3,
         metavar="K",
-        help="runs per step, so one noisy sample cannot mislead it (default: %(default)s; "
-        "--good gets at least gate.baseline.min_samples)",
+        help="samples per step, judged together as one run's, so one noisy sample cannot "
+        "mislead it (default: %(default)s; --good takes enough such runs to fill a window)",
     )
     bisect.add_argument("--execute", action="store_true", help="run the bisection")
     bisect.add_argument(
@@ -95,7 +97,8 @@ def plan_text(plan: BisectPlan) -> str:
         f"bisect {plan.bucket.id} ({plan.metric}) on {plan.hardware}: "
         f"good {plan.good[:12]}, bad {plan.bad[:12]}, {len(plan.candidates)} commit(s) after "
         f"good up to bad.\nAt most {plan.max_steps} steps without skips: good x "
-        f"{plan.good_samples}, then {plan.repeats} run(s) per step, {plan.max_runs} runs.\n"
+        f"{plan.good_runs} runs, then one run per step, {plan.repeats} sample(s) each "
+        f"(up to {plan.max_repeats} when suspicious): {plan.max_samples} benchmark runs.\n"
         f"Runner time: at most {format_minutes(plain)} by the bucket's timeout "
         f"({format_minutes(retried)} if every run needed its retries)."
     )
@@ -145,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
     """Plan, and with --execute replay and judge until the first bad commit is named."""
     from perfgate import context
     from perfgate.baselines.bisect import (
+        BISECT_SCHEMA_VERSION,
         BisectOptions,
         BisectState,
         ReplaySettings,
@@ -172,9 +176,9 @@ def run(args: argparse.Namespace) -> int:
     machine = hardware.detect()
     plan = plan_bisect(repo, options, current, machine.slug)
     print(plan_text(plan))
-    key = {"bucket": plan.bucket.id, "good": plan.good, "bad": plan.bad,
-           "repeats": plan.repeats, "hardware": plan.hardware, "metric": plan.metric,
-           "config": str(args.config) if args.config else None}  # fmt: skip
+    key = {"schema": BISECT_SCHEMA_VERSION, "bucket": plan.bucket.id, "good": plan.good,
+           "bad": plan.bad, "repeats": plan.repeats, "hardware": plan.hardware,
+           "metric": plan.metric, "config": str(args.config) if args.config else None}  # fmt: skip
     state = BisectState.load(options.state, key)
     if state.steps:
         say(f"resuming: {len(state.steps)} step(s) already measured in {options.state}")
