@@ -32,7 +32,8 @@ version: 1
 gate:
   target_branches: [main]
   protected_branches: [main]
-  baseline: {min_samples: 6, min_runs: 3, max_runs: 8}
+  policy: POLICY
+  baseline: {min_samples: 6, min_runs: 3, max_runs: 8, max_samples: 16}
 defaults:
   driver: command
   command: {argv: ['true'], output: '{output_dir}/o.json'}
@@ -112,12 +113,12 @@ def _said(row: Row) -> GateSaid:
     )
 
 
-def gated_history(root: Path, *, scale: float = 1.0) -> GatedHistory:
+def gated_history(root: Path, *, scale: float = 1.0, policy: str = "calibrated") -> GatedHistory:
     """FIGURES (times ``scale``) at commits of main, run by run; the gate's word on each."""
     repo = root / "repo"
     git("init", "-q", "-b", "main", str(repo))
     config_path = repo / "perfgate.yaml"
-    config_path.write_text(CONFIG, encoding="utf-8")
+    config_path.write_text(CONFIG.replace("POLICY", policy), encoding="utf-8")
     shas = [commit(repo, f"c{i}") for i in range(len(FIGURES))]
     config = load_config(config_path)
     store = BaselineStore(repo, branch="perf-baselines", remote=None)

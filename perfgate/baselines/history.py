@@ -213,28 +213,32 @@ def group_runs(samples: Iterable[Sample], commits: Mapping[str, BranchCommit]) -
     return runs
 
 
-def windows_before(runs: Sequence[Run], limit: int) -> list[Window]:
+def windows_before(runs: Sequence[Run], limit: int, most_runs: int | None = None) -> list[Window]:
     """For each run (oldest first), the window the gate judged it against (R4), nearest first.
 
     The window of a run holds up to ``limit`` samples of the same experiment recorded
     before it, at its commit or at commits before it on the branch, chosen by the store's
-    own :func:`~perfgate.baselines.store.select_window`. Those are always among the last
-    ``limit`` earlier samples of that experiment plus the others of the farthest commit
-    among them (whose order the selection decides), so only those are offered: linear in
-    history, not quadratic.
+    own :func:`~perfgate.baselines.store.select_window`. Earlier runs come oldest commit
+    first and, at one commit, in the order they ran, so the nearest are the last ones: only
+    those are offered, until they hold ``limit`` samples or ``most_runs`` runs (a rule that
+    judges with the nearest runs only needs those). Linear in history, not quadratic.
     """
-    earlier: dict[WindowKey, list[tuple[int, Sample]]] = defaultdict(list)
+    earlier: dict[WindowKey, list[Run]] = defaultdict(list)
     windows = []
     for run in runs:
         key, here = run.key, run.commit.position
         seen = earlier[key]
-        start = max(0, len(seen) - limit)
-        while 0 < start < len(seen) and seen[start - 1][0] == seen[start][0]:
-            start -= 1  # every sample of the farthest commit competes for the last places
-        candidates = seen[start:]
-        distance = {sample.commit: here - position for position, sample in candidates}
-        windows.append(select_window([s for _, s in candidates], key, distance, limit))
-        seen.extend((here, sample) for sample in run.samples)
+        offered: list[Run] = []
+        samples = 0
+        for past in reversed(seen):
+            if samples >= limit or (most_runs is not None and len(offered) >= most_runs):
+                break
+            offered.append(past)
+            samples += len(past.samples)
+        distance = {past.commit.sha: here - past.commit.position for past in offered}
+        candidates = [sample for past in offered for sample in past.samples]
+        windows.append(select_window(candidates, key, distance, limit))
+        seen.append(run)
     return windows
 
 

@@ -11,6 +11,7 @@ it needs no network, on GitHub Pages or unpacked from an artifact.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -69,7 +70,21 @@ def register(verbs: Verbs) -> None:
         help="runs in the index's sparklines and each page's run table (default: %(default)s)",
     )
     report.add_argument("--title", default="perfgate trends", help="the site's title")
+    report.add_argument(
+        "--jobs",
+        type=int,
+        default=usable_cpus(),
+        metavar="N",
+        help="processes judging the buckets' histories (default: the CPUs here, %(default)s)",
+    )
     add_baseline_source(report)
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.last < 1:
         raise UsageError(f"--last {args.last}: must be at least 1")
+    if args.jobs < 1:
+        raise UsageError(f"--jobs {args.jobs}: must be at least 1")
     repo_top()
     config = load_config(args.config)
     buckets = config.select(args.bucket, args.tag)
@@ -97,7 +114,9 @@ def run(args: argparse.Namespace) -> int:
         hardware=tuple(args.hardware),
     )
     rule = TrendRule.of(config.gate, config.buckets)
-    site = build_site(history, rule=rule, out=args.out, last=args.last, title=args.title)
+    site = build_site(
+        history, rule=rule, out=args.out, last=args.last, title=args.title, jobs=args.jobs
+    )
     say(
         f"trend site in {site.out}: {site.pages} pages, {site.charts} charts, "
         f"{site.samples} samples, {site.bytes / 1e6:.1f} MB, "

@@ -33,6 +33,11 @@ class TrendRule:
         return cls(gate=gate, window_limit=window_sample_limit(gate, buckets))
 
     @property
+    def window_runs(self) -> int | None:
+        """The nearest runs of a window the rule judges with (None: it counts samples only)."""
+        return None if self.gate.policy is PolicyName.REFERENCE else self.gate.baseline.max_runs
+
+    @property
     def window_needs(self) -> str:
         """What a window must hold before the rule judges with it (R4), in words."""
         window = self.gate.baseline
@@ -73,7 +78,7 @@ def judge_series(series: Series, rule: TrendRule) -> list[JudgedRun]:
     policy = policy_for(bucket, rule.gate, hardware)
     judged = []
     for run, window in zip(
-        series.runs, windows_before(series.runs, rule.window_limit), strict=True
+        series.runs, windows_before(series.runs, rule.window_limit, rule.window_runs), strict=True
     ):
         runs = window.runs()
         judgement = judge_run(

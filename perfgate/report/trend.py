@@ -16,7 +16,8 @@ import itertools
 import json
 import shutil
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from importlib import resources
@@ -27,7 +28,7 @@ import jinja2
 from markupsafe import Markup
 
 from perfgate import __version__
-from perfgate.baselines.history import History, Series
+from perfgate.baselines.history import READ_BATCH, History, Series
 from perfgate.console import format_figure
 from perfgate.errors import UsageError
 from perfgate.judge.verdicts import Verdict
@@ -323,14 +324,34 @@ def verdict_tally(rows: Sequence[IndexRow]) -> list[tuple[str, int]]:
     return [(label, counts[label]) for label in order]
 
 
-def bucket_charts(history: History, rule: TrendRule) -> Iterator[tuple[str, list[Chart]]]:
+def bucket_charts(
+    history: History, rule: TrendRule, jobs: int = 1
+) -> Iterator[tuple[str, list[Chart]]]:
     """Each bucket page (its path) with its charts, one bucket at a time."""
-    judged = (
-        Chart(series=series, judged=tuple(judge_series(series, rule)), anchor=chart_anchor(series))
-        for series in history.series()
+    charts = (
+        Chart(series=series, judged=tuple(judged), anchor=chart_anchor(series))
+        for series, judged in judged_series(history.series(), rule, jobs)
     )
-    for path, charts in itertools.groupby(judged, key=lambda chart: page_path(chart.series)):
-        yield path, list(charts)
+    for path, group in itertools.groupby(charts, key=lambda chart: page_path(chart.series)):
+        yield path, list(group)
+
+
+def judged_series(
+    series: Iterable[Series], rule: TrendRule, jobs: int
+) -> Iterator[tuple[Series, list[JudgedRun]]]:
+    """Each series with its judged runs, in order; ``jobs`` processes judge a batch at once.
+
+    Judging every run of a long history is most of a build's time and each series is
+    judged on its own, so they spread over processes; a batch at a time keeps memory to
+    what one read batch holds.
+    """
+    if jobs <= 1:
+        yield from ((one, judge_series(one, rule)) for one in series)
+        return
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        pending = iter(series)
+        while batch := list(itertools.islice(pending, READ_BATCH)):
+            yield from zip(batch, pool.map(judge_series, batch, [rule] * len(batch)), strict=True)
 
 
 def _claim(out: Path) -> None:
@@ -355,6 +376,7 @@ def build_site(
     out: Path,
     last: int = DEFAULT_LAST,
     title: str = "perfgate trends",
+    jobs: int = 1,
 ) -> SiteSummary:
     """Write the site under ``out`` (created; perfgate's own earlier output replaced)."""
     script = plotly_js()
@@ -379,7 +401,7 @@ def build_site(
     rows: list[IndexRow] = []
     pages = samples = 0
     # One bucket in memory at a time: its page is written, the index keeps a row per chart.
-    for path, charts in bucket_charts(history, rule):
+    for path, charts in bucket_charts(history, rule, jobs):
         (out / path).write_text(
             bucket_page.render(**common, charts=charts, root="../"), encoding="utf-8"
         )

@@ -2,7 +2,7 @@
 
 Builds the known-drop history of tests/trend_stores.py (a 10 % drop at one commit, two
 runners, the gate's verdicts), builds its site with ``python -m perfgate report``, and
-photographs the bucket page in headless Chromium with a point's hover showing.
+photographs the bucket page in headless Chromium with the blocked run's hover showing.
 """
 
 from __future__ import annotations
@@ -43,7 +43,16 @@ def main() -> int:
             page = context.new_page()
             page.goto((site / "buckets" / "cartpole__numpy.html").as_uri())
             page.wait_for_selector(".js-plotly-plot .scatterlayer path.point")
-            page.locator(".scatterlayer .trace path.point").nth(16).hover(force=True)
+            # The hover of the run the gate blocked: its change, interval and reason.
+            blocked = page.locator(".js-plotly-plot").first.evaluate(
+                "div => div.data.findIndex(t => t.name === 'judged BLOCK')"
+            )
+            traces = page.locator(".scatterlayer > .trace")
+            circle = traces.nth(blocked).locator("path.point").first
+            box = circle.bounding_box()
+            assert box is not None
+            # On the ring, off its centre: the sample drawn there would take the hover.
+            circle.hover(force=True, position={"x": box["width"] - 2, "y": box["height"] / 2})
             page.wait_for_selector(".hoverlayer .hovertext")
             args.out.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(args.out), full_page=False)

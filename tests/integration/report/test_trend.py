@@ -20,7 +20,8 @@ import pytest
 from perfgate.baselines.history import read_history
 from perfgate.baselines.store import BaselineStore
 from perfgate.config import load_config
-from perfgate.report.rule import TrendRule, judge_series
+from perfgate.report.rule import JudgedRun, TrendRule, judge_series
+from perfgate.report.trend import judged_series
 from tests.trend_stores import FIGURES, RUNNERS, GatedHistory, GateSaid, gated_history
 
 pytestmark = pytest.mark.integration
@@ -31,8 +32,9 @@ def gated(tmp_path: Path) -> GatedHistory:
     return gated_history(tmp_path)
 
 
-def test_every_run_shows_the_verdict_and_lines_the_gate_gave_it(gated: GatedHistory) -> None:
-    repo, shas, gate_said = gated.repo, list(gated.shas), gated.gate_said
+def shown(gated: GatedHistory) -> tuple[list[JudgedRun], list[GateSaid]]:
+    """Every run as the trend site judges it, and what it shows in the gate's terms."""
+    repo, shas = gated.repo, list(gated.shas)
     config = load_config(repo / "perfgate.yaml")
     store = BaselineStore(repo, branch="perf-baselines", remote=None)
     history = read_history(store, config.buckets, target_branch="main", min_samples=6)
@@ -40,7 +42,7 @@ def test_every_run_shows_the_verdict_and_lines_the_gate_gave_it(gated: GatedHist
     judged = judge_series(series, TrendRule.of(config.gate, config.buckets))
     assert [j.run.commit.sha for j in judged] == shas
     assert [j.run.values for j in judged] == list(FIGURES)
-    shown = [
+    return judged, [
         GateSaid(
             verdict=j.verdict,
             baseline=j.baseline,
@@ -51,7 +53,12 @@ def test_every_run_shows_the_verdict_and_lines_the_gate_gave_it(gated: GatedHist
         )
         for i, j in enumerate(judged)
     ]
-    assert shown == list(gate_said)
+
+
+def test_every_run_shows_the_verdict_and_lines_the_gate_gave_it(gated: GatedHistory) -> None:
+    shas, gate_said = list(gated.shas), gated.gate_said
+    judged, said = shown(gated)
+    assert said == list(gate_said)
     # The history holds every verdict the rule can reach from stored runs, and level shifts.
     verdicts = [said.verdict for said in gate_said]
     assert verdicts[:3] == ["WARN"] * 3 and gate_said[2].block_line is None  # too few runs yet
@@ -59,8 +66,28 @@ def test_every_run_shows_the_verdict_and_lines_the_gate_gave_it(gated: GatedHist
     assert {"PASS", "WARN", "INCONCLUSIVE"} <= set(verdicts)
     assert gate_said[-2].shift_kept_runs == 3  # the window starts at commit 19's step
     assert {j.shift_commit for j in judged} >= {shas[12], shas[19]}
-    assert series.readiness.status.value == "READY"
     assert {j.run.runner for j in judged} == set(RUNNERS)
+
+
+def test_judging_in_several_processes_changes_nothing(gated: GatedHistory) -> None:
+    config = load_config(gated.repo / "perfgate.yaml")
+    store = BaselineStore(gated.repo, branch="perf-baselines", remote=None)
+    history = read_history(store, config.buckets, target_branch="main", min_samples=6)
+    rule = TrendRule.of(config.gate, config.buckets)
+    (series,) = history.series()
+    assert (
+        list(judged_series([series, series], rule, jobs=2))
+        == [(series, judge_series(series, rule))] * 2
+    )
+
+
+def test_the_reference_rule_is_drawn_as_the_gate_applies_it(tmp_path: Path) -> None:
+    """policy: reference judges against the nearest 16 samples: five runs and one sample."""
+    gated = gated_history(tmp_path, policy="reference")
+    _, said = shown(gated)
+    assert said == list(gated.gate_said)
+    assert {s.verdict for s in said} >= {"PASS", "BLOCK"}
+    assert [s.window_samples for s in said][-3:] == [16, 16, 16]
 
 
 def _perfgate(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
