@@ -140,7 +140,9 @@ def samples_from_result(
 
     Every sample of the run gets the run's one timestamp (a window's runs are told apart
     by commit and timestamp); ``sample_ids`` overrides the derived ids (seeding passes
-    :func:`seed_sample_id` so a replay gets the same ids).
+    :func:`seed_sample_id` so a replay gets the same ids). A sample admission control set
+    aside is not stored at all: a window read by any perfgate, older ones included, can
+    then never use it (a flag on the line would need every reader to know it).
     """
     if result.metric.value is None or result.source.commit is None:
         raise GateMalfunction(f"{result.bucket.id}: a sample needs a measured figure and a commit")
@@ -163,6 +165,7 @@ def samples_from_result(
     known = {k: v for k, v in identity.items() if v is not None}
     # An artifact from before repeats has its one figure.
     readings = result.metric.samples or (SampleReading(sample_index=0, value=result.metric.value),)
+    aside = result.set_aside
     return [
         Sample(
             sample_id=sample_ids(reading)
@@ -199,6 +202,7 @@ def samples_from_result(
             runtime=result.identity.runtime.get("fields", {}),
         )
         for reading in readings
+        if reading.sample_index not in aside
     ]
 
 

@@ -102,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         context=context.detect(os.environ, default_target=config.gate.target_branches[0]),
         echo=None if args.quiet else _echo,
         say=say,
+        admission=config.admission,
     )
     say(f"{len(buckets)} bucket(s) on {settings.hardware.slug}, results in {settings.out_dir}")
     from perfgate.baselines.store import open_store
@@ -110,13 +111,17 @@ def run(args: argparse.Namespace) -> int:
     # Locally the local baseline branch; in CI the remote one, read-only (R9).
     store = open_store(config, local=not on_github())
     progress = Progress(len(buckets), echo=not args.quiet)
+    confirmer = WindowConfirmer(
+        config, store, say=say, checkout=settings.checkout, work_dir=settings.work_root
+    )
     results = run_buckets(
         buckets,
         settings,
         on_start=progress.start,
         on_done=progress.finish,
         confirm_mode=config.gate.confirm,
-        confirm=WindowConfirmer(config, store, say=say),
+        confirm=confirmer,
+        pairing=confirmer,
     )
     out = human(args)
     if args.no_judge or on_github():

@@ -17,7 +17,7 @@ from perfgate.console import annotate, say
 from perfgate.context import RunContext
 from perfgate.github.client import GitHubClient, GitHubPermissionError
 from perfgate.judge.verdicts import Verdict
-from perfgate.report.summary import md_text, row_change, summary_from_verdict
+from perfgate.report.summary import deciding_change, md_text, summary_from_verdict
 
 MARKER = "<!-- perfgate-verdict -->"
 AGGREGATE_CONTEXT = "perfgate"
@@ -92,7 +92,7 @@ def plan_statuses(verdict: Mapping[str, Any], target_url: str | None) -> tuple[S
                 context=f"{AGGREGATE_CONTEXT} ({bucket})",
                 state="success" if reported and label in PASSING else "failure",
                 description=fit_description(
-                    f"{' '.join(filter(None, (label, row_change(row))))}: {details}"
+                    f"{' '.join(filter(None, (label, deciding_change(row))))}: {details}"
                     if reported
                     else f"{label}: did not report",
                     advisory=advisory,

@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
-from perfgate.config import Bucket, Config, Mode, PolicyName
+from perfgate.config import Bucket, Config, ConfirmMode, Mode, PolicyName
 from perfgate.errors import ExitCode, GateMalfunction
 from perfgate.judge.oracle import (
     Bisect,
     Judgement,
     Signal,
     judge,
+    paired_policy_for,
     policy_for,
     window_sample_limit,
 )
@@ -96,6 +97,8 @@ class GateReport:
     false_alarm_rate: float = 0.001
     min_drop_pct: float = 3.0
     max_runs: int = 20
+    # How a suspicious run is confirmed before it may block (gate.confirm).
+    confirm: ConfirmMode = ConfirmMode.PAIRED
     baseline_tip: str | None = None
     # Which baseline branch was read: "origin/perf-baselines" or "perf-baselines (local)".
     baseline_source: str | None = None
@@ -129,6 +132,15 @@ class GateReport:
         """How many rows have ``verdict``."""
         return sum(1 for row in self.rows if row.verdict is verdict)
 
+    @property
+    def confirmation_minutes(self) -> float:
+        """Runner minutes every bucket spent confirming its verdict (repeats, paired A/B)."""
+        return sum(
+            row.judgement.confirmation.minutes
+            for row in self.rows
+            if row.judgement is not None and row.judgement.confirmation is not None
+        )
+
 
 def latest_per_bucket(results: Sequence[Result]) -> dict[str, Result]:
     """One result per bucket: of several artifacts, the latest attempt's counts."""
@@ -156,8 +168,8 @@ def _blocking_signal(row: Row) -> str:
             continue
         if signal.reason is Reason.FLOOR_CROSSED:
             reasons.append(signal.detail)
-        elif judgement is not None and judgement.decision is not None:
-            reasons.append(judgement.decision.effect_text())
+        elif judgement is not None:
+            reasons.append(judgement.effect_text())
     return " ".join([row.bucket.id, *reasons])
 
 
@@ -328,6 +340,8 @@ def build_report(
             floors=bucket.floors_for(hardware),
             policy=policy_for(bucket, policy, hardware),
             calibration=(calibration or {}).get(bucket.id),
+            confirm=policy.confirm,
+            paired_policy=paired_policy_for(bucket, policy, hardware),
         )
         rows.append(
             Row(bucket=bucket, verdict=judgement.verdict, result=result, judgement=judgement)
@@ -373,6 +387,7 @@ def build_report(
         false_alarm_rate=policy.false_alarm_rate,
         min_drop_pct=policy.oracle.min_block_regression_pct,
         max_runs=policy.baseline.max_runs,
+        confirm=policy.confirm,
         baseline_tip=baseline_tip,
         baseline_source=baseline_source,
         base_commit=base_commit,

@@ -15,12 +15,14 @@ from enum import StrEnum
 
 from perfgate.config import (
     Bucket,
+    ConfirmMode,
     Direction,
     Floor,
     FloorKind,
     GatePolicy,
     PolicyName,
 )
+from perfgate.judge.paired import PairedDecision, PairedPolicy, paired_decide
 from perfgate.judge.stats import (
     CalibratedPolicy,
     Calibration,
@@ -31,7 +33,7 @@ from perfgate.judge.stats import (
     figure_text,
 )
 from perfgate.judge.verdicts import Reason, Verdict
-from perfgate.result import FailurePhase, Result
+from perfgate.result import FailurePhase, PairedSide, PairedStatus, Result
 
 
 class Bisect(StrEnum):
@@ -51,17 +53,48 @@ class Signal:
     detail: str
 
 
+class Method(StrEnum):
+    """How a bucket's verdict was reached."""
+
+    WINDOW = "window"  # the run's repeats against its window, nothing more
+    REPEATS = "repeats"  # more samples on the same runner, against the window
+    PAIRED = "paired"  # the merge base and the change, alternately on the same runner
+
+
+@dataclass(frozen=True, kw_only=True)
+class Confirmation:
+    """How the verdict was reached and what confirming it cost (runner minutes)."""
+
+    method: Method
+    # Samples of the change judged against the window, and those set aside.
+    samples: int
+    set_aside: int = 0
+    minutes: float = 0.0
+    # Why a paired comparison could not be made, when one was wanted.
+    note: str = ""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Judgement:
     """The verdict for one bucket and everything that led to it."""
 
     verdict: Verdict
     signals: tuple[Signal, ...]
-    # The run's figure: the median of its samples.
+    # The run's figure: the median of its samples (those admission control kept).
     value: float | None
     # The statistics behind the window signal (None when health stopped the judging).
     decision: Decision | None
     bisect: Bisect
+    # The paired test, when a paired comparison with the merge base was measured.
+    paired: PairedDecision | None = None
+    confirmation: Confirmation | None = None
+
+    def effect_text(self) -> str:
+        """The change the verdict rests on: the paired one when pairs decided, else the
+        window's ('' when neither has one)."""
+        if self.paired is not None and self.paired.effect_pct is not None:
+            return self.paired.effect_text()
+        return self.decision.effect_text() if self.decision else ""
 
     @property
     def reasons(self) -> tuple[Reason, ...]:
@@ -115,6 +148,16 @@ def policy_for(bucket: Bucket, gate: GatePolicy, hardware: str) -> Policy:
     )
 
 
+def paired_policy_for(bucket: Bucket, gate: GatePolicy, hardware: str) -> PairedPolicy:
+    """The paired test ``bucket`` is confirmed with on ``hardware`` (gate.confirm: paired)."""
+    return PairedPolicy(
+        false_alarm_rate=gate.false_alarm_rate,
+        min_drop_pct=gate.oracle.min_block_regression_pct,
+        noise_floor_pct=bucket.noise_floor_for(hardware, gate.oracle.noise_floor_pct),
+        max_pairs=bucket.max_pairs,
+    )
+
+
 def _worse(value: float, line: float, direction: Direction) -> bool:
     """Strictly on the bad side of ``line``; exactly on a line is not past it."""
     return value < line if direction is Direction.HIGHER else value > line
@@ -144,6 +187,18 @@ def _health_signals(result: Result) -> list[Signal]:
     elif health.error:
         signals.append(
             Signal(reason=Reason.MISSING_RESULT, verdict=Verdict.HARD_FAILURE, detail=health.error)
+        )
+    paired = result.paired
+    failed = [s for s in paired.samples if s.phase] if paired is not None and not signals else []
+    head = next((s for s in failed if s.side is PairedSide.HEAD), None)
+    if head is not None and head.phase is not None:
+        signals.append(
+            Signal(
+                reason=Reason.UNHEALTHY_RUN,
+                verdict=Verdict.HARD_FAILURE,
+                detail=f"a sample of the change failed during the paired comparison "
+                f"(phase={head.phase.value})",
+            )
         )
     if health.stale_image is not None:
         stale = health.stale_image
@@ -260,28 +315,70 @@ def judge(
     floors: Sequence[Floor],
     policy: Policy,
     calibration: Calibration | None = None,
+    confirm: ConfirmMode = ConfirmMode.REPEAT,
+    paired_policy: PairedPolicy | None = None,
 ) -> Judgement:
-    """Judge one result: health first, then fixed floors and the window; worst wins.
+    """Judge one result: health first, then fixed floors, the window, and the pairs.
 
     ``window`` holds the baseline's runs, nearest first, each the samples it took. The
-    rule sees every sample of the run (``final``: the bench took its last one).
+    rule sees every sample of the run that admission control kept (``final``: the bench
+    took its last one). A paired comparison, when measured, decides in the window's place;
+    under ``confirm: paired`` a window BLOCK that no paired comparison confirmed is
+    INCONCLUSIVE. Samples admission control set aside never support a BLOCK.
     """
     signals = _health_signals(result)
     decision: Decision | None = None
-    samples = result.metric.sample_values()
-    value = statistics.median(samples) if samples else result.metric.value
+    paired: PairedDecision | None = None
+    aside = result.set_aside
+    samples = result.metric.sample_values(aside)
+    everything = result.metric.sample_values()
+    measured = samples or everything
+    value = statistics.median(measured) if measured else result.metric.value
     if not signals and value is not None:
         direction = result.metric.direction
         signals += _floor_signals(value, floors, direction)
-        decision = decide(
-            window,
-            samples,
-            direction=direction,
-            policy=policy,
-            calibration=calibration,
-            final=True,
-        )
-        signals += _window_signals(decision)
+
+        def against_window(values: Sequence[float]) -> Decision:
+            return decide(window, values, direction=direction, policy=policy,
+                          calibration=calibration, final=True)  # fmt: skip
+
+        decision = against_window(samples)
+        window_signals = _window_signals(decision)
+        record = result.paired
+        if record is not None and record.status is PairedStatus.MEASURED:
+            paired = paired_decide(
+                record.pairs(),
+                direction=direction,
+                policy=paired_policy or PairedPolicy(),
+                final=True,
+            )
+            window_signals = [_informational(window_signals[0]), *window_signals[1:]]
+            window_signals.append(_paired_signal(paired, result))
+        elif record is not None and confirm is ConfirmMode.PAIRED:
+            window_signals.append(
+                Signal(
+                    reason=Reason.PAIRED_UNAVAILABLE,
+                    verdict=Verdict.PASS,
+                    detail=f"no paired A/B ({record.reason}); confirmed by repeats "
+                    "against the window",
+                )
+            )
+        elif confirm is ConfirmMode.PAIRED and decision.verdict is Verdict.BLOCK:
+            first = window_signals[0]
+            window_signals[0] = Signal(
+                reason=Reason.UNPAIRED,
+                verdict=Verdict.INCONCLUSIVE,
+                detail=f"{first.detail}; not confirmed: the bench made no paired comparison "
+                "with the merge base, and gate.confirm: paired needs one to block",
+            )
+        signals += window_signals
+        if aside and paired is None:
+            unconfirmed = decision.verdict is not Verdict.BLOCK and (
+                not samples or against_window(everything).verdict is Verdict.BLOCK
+            )
+            signals.append(_contamination_signal(result, unconfirmed))
+        elif aside:
+            signals.append(_contamination_signal(result, False))
     verdict = max((s.verdict for s in signals), key=lambda v: v.severity)
     if verdict.level is Verdict.PASS and result.health.retried:
         signals.append(
@@ -298,4 +395,66 @@ def judge(
         value=value,
         decision=decision,
         bisect=bisect_label(verdict, result),
+        paired=paired,
+        confirmation=_confirmation(result, paired),
+    )
+
+
+def _informational(signal: Signal) -> Signal:
+    """The window's verdict when pairs decide: kept for the reader, deciding nothing."""
+    return Signal(
+        reason=Reason.WINDOW_SUSPECT,
+        verdict=Verdict.PASS,
+        detail=f"against the window: {signal.detail} ({signal.verdict.label}-level); "
+        "the paired comparison decides",
+    )
+
+
+def _paired_signal(paired: PairedDecision, result: Result) -> Signal:
+    """The paired test's verdict, naming the pairs admission control set aside."""
+    record = result.paired
+    aside = [s for s in record.samples if s.admission and s.admission.set_aside] if record else []
+    detail = paired.detail
+    if aside:
+        why = "; ".join(dict.fromkeys(r for s in aside if s.admission for r in s.admission.reasons))
+        detail += f"; {len(aside)} paired sample(s) set aside ({why})"
+    return Signal(reason=paired.reason, verdict=paired.verdict, detail=detail)
+
+
+def _contamination_signal(result: Result, unconfirmed: bool) -> Signal:
+    """Samples taken on an unfit machine: named; INCONCLUSIVE when only they could block."""
+    aside = [a for a in result.admission if a.set_aside]
+    why = "; ".join(dict.fromkeys(reason for a in aside for reason in a.reasons))
+    total = len(result.admission)
+    if unconfirmed:
+        return Signal(
+            reason=Reason.CONTAMINATED,
+            verdict=Verdict.INCONCLUSIVE,
+            detail=f"{len(aside)} of {total} samples were taken on an unfit machine and set "
+            f"aside, and the others cannot confirm a regression: {why}",
+        )
+    return Signal(
+        reason=Reason.CONTAMINATED,
+        verdict=Verdict.PASS,
+        detail=f"{len(aside)} of {total} samples set aside by admission control: {why}",
+    )
+
+
+def _confirmation(result: Result, paired: PairedDecision | None) -> Confirmation:
+    """How the verdict was reached: the window alone, repeats, or paired A/B."""
+    sampling = result.sampling
+    record = result.paired
+    if paired is not None:
+        method = Method.PAIRED
+    elif sampling is not None and sampling.confirming_samples:
+        method = Method.REPEATS
+    else:
+        method = Method.WINDOW
+    unavailable = record is not None and record.status is not PairedStatus.MEASURED
+    return Confirmation(
+        method=method,
+        samples=len(result.metric.sample_values(result.set_aside)),
+        set_aside=len(result.set_aside),
+        minutes=sampling.confirmation_s / 60.0 if sampling else 0.0,
+        note=record.reason if record is not None and unavailable else "",
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from perfgate.config import Mode
@@ -107,6 +107,83 @@ def change_cell(row: Row) -> str:
     return (decision.effect_text() if decision else "") or "—"
 
 
+def deciding_change(row: Mapping[str, Any]) -> str:
+    """The change a verdict.json row's verdict rests on: the paired one when pairs decided,
+    else the change against the window ('' when there is none)."""
+    paired = _mapping(_mapping(row.get("confirmation")).get("paired"))
+    effect = _number(paired.get("effect_pct"))
+    if effect is None:
+        return row_change(row)
+    return effect_text(effect, _interval(paired.get("interval_pct")))
+
+
+def _interval(bounds: object) -> tuple[float, float] | None:
+    if isinstance(bounds, list) and len(bounds) == 2:
+        lo, hi = (_number(b) for b in bounds)
+        return (lo, hi) if lo is not None and hi is not None else None
+    return None
+
+
+def confirmation_text(row: Mapping[str, Any], escape: Callable[[str], str] = md_text) -> str:
+    """How a verdict.json row's verdict was reached, in a few words, its untrusted text
+    passed through ``escape`` (inert markdown by default): 'window only', 'repeats (6
+    samples)', 'paired A/B, 8 pairs: ...'."""
+    confirmation = _mapping(row.get("confirmation"))
+    method = confirmation.get("method")
+    samples = _count(confirmation.get("samples"))
+    if method == "paired":
+        paired = _mapping(confirmation.get("paired"))
+        pairs = _count(paired.get("pairs"))
+        base, head = _number(paired.get("base")), _number(paired.get("head"))
+        change = deciding_change(row)
+        text = f"paired A/B, {pairs} pairs: base {format_figure(base)}, head {format_figure(head)}"
+        text += f", {change}" if change else ""
+    elif method == "repeats":
+        text = f"repeats ({samples} samples)"
+    elif method == "window":
+        text = "window only"
+    else:
+        return ""
+    note = confirmation.get("note")
+    if isinstance(note, str) and note:
+        text += f"; no paired A/B: {escape(note[:200])}"
+    aside = _count(confirmation.get("set_aside"))
+    if aside:
+        text += f"; {aside} sample(s) set aside"
+    minutes = _number(confirmation.get("minutes"))
+    if minutes:
+        text += f" ({minutes:.1f} runner-min)"
+    return text
+
+
+def _count(value: object) -> int:
+    """A count from verdict.json; anything that is not a non-negative integer is 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def admission_text(records: object) -> str:
+    """A row's admission records in a few words: '3 admitted' or '2 admitted · 1
+    contaminated (#1: GPU throttled: HW slowdown)' (untrusted strings made inert)."""
+    entries = [r for r in records if isinstance(r, Mapping)] if isinstance(records, list) else []
+    if not entries:
+        return "—"
+    order = ("admitted", "contaminated", "flagged", "not_checked")
+    counts = {status: 0 for status in order}
+    unfit = []
+    for record in entries:
+        status = record.get("status")
+        if status in counts:
+            counts[status] += 1
+        if status in ("contaminated", "flagged"):
+            reasons = "; ".join(_texts(record.get("reasons")))
+            unfit.append(f"#{_count(record.get('sample_index'))}: {reasons}")
+    parts = [f"{n} {status.replace('_', ' ')}" for status, n in counts.items() if n]
+    text = " · ".join(parts)
+    if unfit:
+        text += f" ({_clipped(', '.join(unfit))})"
+    return md_text(text)
+
+
 def _number(value: object) -> float | None:
     """A figure from verdict.json; anything that is not a finite number renders as absent."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -196,8 +273,9 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
         "",
         "### Results",
         "",
-        "| Bucket | Result | Figure | Unit | Baseline | Change (95 % interval) | Samples | Why |",
-        "|---|---|---|---|---|---|---|---|",
+        "| Bucket | Result | Figure | Unit | Baseline | Change (95 % interval) | Samples "
+        "| Confirmed by | Why |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     technical = []
     for row, verdict, was_reported in zip(rows, verdicts, reported, strict=True):
@@ -215,7 +293,7 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
             f"{md_text(str(row['unit'])) if row.get('unit') else '—'} | "
             f"{format_figure(_number(stats.get('median')))} | "
             f"{row_change(row) or '—'} | {_samples_cell(stats, test)} | "
-            f"{md_text(why) if why else meaning}{log} |"
+            f"{confirmation_text(row) or '—'} | {md_text(why) if why else meaning}{log} |"
         )
         attempts = row.get("attempts")
         technical.append(
@@ -234,6 +312,7 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
                     str(attempts) if isinstance(attempts, int) else "—",
                     md_text(str(row["hardware"])) if row.get("hardware") else "—",
                     md_text(str(row["bisect"])) if was_reported and row.get("bisect") else "—",
+                    admission_text(row.get("admission")),
                 ]
             )
             + " |"
@@ -243,10 +322,11 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
         "<details><summary>Technical details</summary>",
         "",
         "| Bucket | Verdict | Reasons | Noise | Warn line | Block line | t (block at) "
-        "| Resolves | Phase | Attempts | Hardware | Bisect |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| Resolves | Phase | Attempts | Hardware | Bisect | Admission (per sample) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         *technical,
         "",
+        *_confirmation_cost(data),
         "</details>",
         "",
     ]
@@ -257,6 +337,17 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
         return "\n".join(lines)  # nothing was compared with a baseline: nothing to explain
     lines += ["### How to read this", "", *_how_to_read(data), ""]
     return "\n".join(lines)
+
+
+def _confirmation_cost(data: Mapping[str, Any]) -> list[str]:
+    """What confirming the verdicts cost in runner time, when it cost anything."""
+    minutes = _number(data.get("confirmation_minutes"))
+    if not minutes:
+        return []
+    return [
+        f"Runner time spent confirming verdicts (repeats and paired A/B): {minutes:.1f} min.",
+        "",
+    ]
 
 
 def _samples_cell(baseline: Mapping[str, Any], test: Mapping[str, Any]) -> str:
@@ -305,13 +396,24 @@ def _how_to_read(data: Mapping[str, Any]) -> list[str]:
     rate_text = f"{rate * 100:g} %" if rate is not None else "a set rate"
     drop_text = f"{drop:g} %" if drop is not None else "the minimum drop"
     runs_text = f"the last {runs} runs" if isinstance(runs, int) else "its recent runs"
+    if policy.get("confirm") == "paired":
+        confirm = (
+            "When the history cannot clear a run (it looks slower, or a drop of "
+            f"{drop_text} is still within its noise), the merge base and the change are "
+            "measured alternately on the same runner, and only that paired comparison can "
+            "block: the runner's own speed and its state that day cancel out of each pair."
+        )
+    else:
+        confirm = "A run whose first samples look slower is measured again on the same runner "
+        confirm += "before it may be blocked."
     return [
         f"Each bucket run takes a few samples; they are compared with the bucket's history "
         f"on the target branch ({runs_text} of the same experiment on the same hardware, every "
         "sample of each). The question is: is this run slower than its history by more than "
         f"noise can explain, and by at least {drop_text}? The rule is set so that unchanged "
-        f"code is blocked in at most {rate_text} of bucket runs. A run whose first samples "
-        "look slower is measured again on the same runner before it may be blocked.",
+        f"code is blocked in at most {rate_text} of bucket runs. {confirm} Samples taken "
+        "while the machine was unfit (a throttled, hot or shared GPU) are set aside: they "
+        "never count towards a block.",
         "",
         "- ✅ **pass**: within the noise of its history, or any drop is provably under "
         f"{drop_text}.",

@@ -11,6 +11,7 @@ import pytest
 from perfgate import cli
 from perfgate.backends import VOCABULARIES
 from perfgate.config import (
+    AdmissionPolicy,
     BaselinePolicy,
     Bucket,
     ConfirmMode,
@@ -52,8 +53,12 @@ def test_demo_config_expands_to_one_bucket_per_task_and_backend() -> None:
     assert {b.demo for b in config.buckets} == {DemoSpec(measure_seconds=1.0, warmup_seconds=0.2)}
     assert {b.threads for b in config.buckets} == {None}  # the demo driver's single thread
     assert config.gate.policy is PolicyName.CALIBRATED
-    assert (config.gate.false_alarm_rate, config.gate.confirm) == (0.001, ConfirmMode.REPEAT)
+    assert (config.gate.false_alarm_rate, config.gate.confirm) == (0.001, ConfirmMode.PAIRED)
     assert (config.gate.baseline.min_runs, config.gate.baseline.max_runs) == (3, 20)
+    # Paired confirmation: up to 16 pairs, none started after two minutes.
+    assert {(b.max_pairs, b.pair_budget_minutes) for b in config.buckets} == {(16, 2.0)}
+    # Admission control as the defaults have it; a CPU runner's checks are recorded only.
+    assert config.admission == AdmissionPolicy()
     # Floors and noise floors land only on the backend they are keyed by.
     (floor,) = by_id["cartpole/numpy"].floors_for("cpu-intel_xeon")
     assert (floor.name, floor.value, floor.kind) == ("sanity-floor", 1000.0, FloorKind.BLOCK)
@@ -247,7 +252,7 @@ BAD_CONFIGS = [
         "version: 1\nbukets: []\n" + VALID_BUCKET,
         2,
         "bukets",
-        "allowed keys: buckets, defaults, gate, image, version",
+        "allowed keys: admission, buckets, defaults, gate, image, version",
     ),
     (
         "unknown_gate_key",
@@ -508,10 +513,10 @@ BAD_CONFIGS = [
     ),
     (
         "unknown_confirm_mode",
-        "version: 1\ngate:\n  confirm: paired\n" + VALID_BUCKET,
+        "version: 1\ngate:\n  confirm: twice\n" + VALID_BUCKET,
         3,
         "gate.confirm",
-        "use one of: repeat, off",
+        "use one of: paired, repeat, off",
     ),
     (
         "min_runs_over_max_runs",
@@ -697,7 +702,7 @@ def test_confirm_off_reads_as_off_however_yaml_types_it(tmp_path: Path, written:
     path.write_text(f"version: 1\ngate:\n  confirm: {written}\n{VALID_BUCKET}", encoding="utf-8")
     assert load_config(path).gate.confirm is ConfirmMode.OFF
     path.write_text(f"version: 1\ngate:\n  confirm: true\n{VALID_BUCKET}", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"use one of: repeat, off$"):
+    with pytest.raises(ConfigError, match=r"use one of: paired, repeat, off$"):
         load_config(path)
 
 

@@ -26,7 +26,7 @@ def config(tmp_path: Path, mode: str = "advisory") -> Config:
     path.write_text(
         f"""
 version: 1
-gate: {{mode: {mode}}}
+gate: {{mode: {mode}, confirm: repeat}}
 buckets:
   - task: cartpole
     backends: [{{physics: numpy}}, {{physics: python}}]
