@@ -240,11 +240,20 @@ def run_bucket(
         return _result(bucket, settings, samples, plan, stopped, timing, sampler.replaced,
                        control, paired)  # fmt: skip
 
+    def remeasure(what: str, wall_s: float, admission: SampleAdmission | None) -> bool:
+        granted = control.may_remeasure(wall_s)
+        why = "; ".join(admission.reasons) if admission else "unfit machine"
+        then = "measuring again" if granted else "set aside (the re-measure budget is spent)"
+        settings.say(f"{bucket.id}: {what} was taken on an unfit machine ({why}); {then}")
+        return granted
+
     sampler = Sampler(
         lambda index: _measure(bucket, settings, run_key, index, control),
         healthy=lambda sample: sample.healthy,
         set_aside=lambda sample: sample.admission.set_aside,
-        remeasure=lambda sample: control.may_remeasure(sample.wall_s),
+        remeasure=lambda sample: remeasure(
+            f"sample {sample.index}", sample.wall_s, sample.admission
+        ),
     )
     wants_more = (
         None
@@ -257,7 +266,7 @@ def run_bucket(
         stopped = sampler.run(replace(plan, confirm=ConfirmMode.OFF), None)
         so_far = assemble(sampler.taken, stopped)
         if stopped is SamplingStop.PLANNED and pairing.suspicious(bucket, so_far):
-            paired = _pair(bucket, settings, run_key, control, pairing, so_far)
+            paired = _pair(bucket, settings, run_key, remeasure, control, pairing, so_far)
             settings.say(_paired_notice(bucket, paired))
             if paired.status is not PairedStatus.MEASURED and not _head_failed(paired):
                 # No merge base to measure: confirm against the window by repeats instead.
@@ -290,6 +299,7 @@ def _pair(
     bucket: Bucket,
     settings: BenchSettings,
     run_key: str,
+    remeasure: Callable[[str, float, SampleAdmission | None], bool],
     control: AdmissionControl,
     pairing: Pairing,
     head: Result,
@@ -343,7 +353,9 @@ def _pair(
             max_pairs=bucket.max_pairs,
             budget_s=None if budget is None else budget * 60.0,
             measure=measure,
-            remeasure=lambda sample: control.may_remeasure(sample.wall_s),
+            remeasure=lambda s: remeasure(
+                f"paired {s.side.value} sample {s.sample_index}", s.wall_s, s.admission
+            ),
             wants_more=lambda taken: pairing.wants_more(bucket, head, record(taken, None)),
         )
     return record(samples, stop)

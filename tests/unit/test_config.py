@@ -11,6 +11,7 @@ import pytest
 from perfgate import cli
 from perfgate.backends import VOCABULARIES
 from perfgate.config import (
+    AdmissionMode,
     AdmissionPolicy,
     BaselinePolicy,
     Bucket,
@@ -253,6 +254,43 @@ BAD_CONFIGS = [
         2,
         "bukets",
         "allowed keys: admission, buckets, defaults, gate, image, version",
+    ),
+    (
+        "unknown_admission_key",
+        "version: 1\nadmission:\n  gpu:\n    max_temp: 80\n" + VALID_BUCKET,
+        4,
+        "admission.gpu.max_temp",
+        "allowed keys: ecc_errors, foreign_processes, ignore_processes, max_power_pct, "
+        "max_temperature_c, min_clock_pct, throttle_reasons",
+    ),
+    (
+        "unknown_throttle_reason",
+        "version: 1\nadmission:\n  gpu: {throttle_reasons: [hw_slowdown, thermal]}\n"
+        + VALID_BUCKET,
+        3,
+        "admission.gpu.throttle_reasons[1]",
+        "use one of: gpu_idle, applications_clocks_setting, sw_power_cap, hw_slowdown",
+    ),
+    (
+        "admission_clock_over_100",
+        "version: 1\nadmission:\n  gpu:\n    min_clock_pct: 120\n" + VALID_BUCKET,
+        4,
+        "admission.gpu.min_clock_pct",
+        "100",
+    ),
+    (
+        "admission_negative_remeasure",
+        "version: 1\nadmission: {remeasure: -1}\n" + VALID_BUCKET,
+        2,
+        "admission.remeasure",
+        "0",
+    ),
+    (
+        "max_pairs_under_three",
+        "version: 1\ndefaults: {max_pairs: 2}\n" + VALID_BUCKET,
+        2,
+        "defaults.max_pairs",
+        "3",
     ),
     (
         "unknown_gate_key",
@@ -693,6 +731,35 @@ def test_workflows_perfgate_source_must_be_pinned(
     else:
         with pytest.raises(ConfigError, match=r"workflows\.perfgate_source: .* is not pinned"):
             load_config(path)
+
+
+def test_an_admission_block_overrides_its_defaults_key_by_key(tmp_path: Path) -> None:
+    """What is written wins; what is left out keeps its readable default."""
+    path = tmp_path / "perfgate.yaml"
+    path.write_text(
+        dedent(
+            """\
+            version: 1
+            admission:
+              mode: record
+              wait_seconds: 0
+              gpu: {throttle_reasons: [sw_power_cap], ignore_processes: [dcgm-exporter]}
+              cpu: {governor: performance}
+            """
+        )
+        + VALID_BUCKET,
+        encoding="utf-8",
+    )
+    admission = load_config(path).admission
+    assert (admission.mode, admission.wait_seconds, admission.remeasure) == (
+        AdmissionMode.RECORD, 0.0, 3,
+    )  # fmt: skip
+    assert admission.gpu.throttle_reasons == ("sw_power_cap",)
+    assert admission.gpu.ignore_processes == ("dcgm-exporter",)
+    assert (admission.gpu.min_clock_pct, admission.gpu.max_temperature_c) == (90.0, 85.0)
+    assert (admission.cpu.governor, admission.cpu.max_load_per_cpu) == ("performance", None)
+    path.write_text("version: 1\nadmission: {mode: off}\n" + VALID_BUCKET, encoding="utf-8")
+    assert load_config(path).admission.mode is AdmissionMode.OFF  # a bare off is false
 
 
 @pytest.mark.parametrize("written", ["off", "'off'", "false"])

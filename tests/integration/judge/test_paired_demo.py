@@ -151,10 +151,16 @@ def test_paired_confirms_a_regression_the_window_overstates(demo: Demo) -> None:
     demo.record_window(1.09)
     demo.commit("feature", 90.0, "paired")
     demo.day(1.0)
-    code, _, row = demo.bench()
+    code, artifact, row = demo.bench("--record")
     assert row["statistics"]["effect_pct"] < -15.0
     assert (code, row["verdict"]) == (1, "BLOCK")
     assert -11.0 < row["confirmation"]["paired"]["effect_pct"] < -9.0
+    # Recorded: the change's two repeats, nothing the paired comparison measured.
+    assert len(artifact["paired"]["samples"]) >= 6
+    stored = git("show", "perf-baselines:samples/l40s/sim/gpu.ndjson", cwd=demo.repo)
+    assert len(stored.splitlines()) == 5 * 2 + 2
+    head = git("rev-parse", "HEAD", cwd=demo.repo).strip()
+    assert [json.loads(line)["commit"] for line in stored.splitlines()[-2:]] == [head, head]
 
 
 def test_paired_clears_a_regression_that_was_only_a_slow_day(demo: Demo) -> None:
