@@ -61,6 +61,13 @@ class Row:
             return ("no result artifact arrived for this bucket",)
         return tuple(s.detail for s in self.judgement.signals)
 
+    @property
+    def headline(self) -> str:
+        """Why the row has its verdict, in one reason: the first signal that set it."""
+        signals = self.judgement.signals if self.judgement else ()
+        setting = [s.detail for s in signals if s.verdict is self.verdict]
+        return (setting or list(self.details) or [self.verdict.label])[0]
+
 
 @dataclass(frozen=True, kw_only=True)
 class Coverage:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from perfgate.config import Mode
+from perfgate.config import PRIMARY, Mode
 from perfgate.console import format_figure
 from perfgate.judge.gate import GateReport, Row
 from perfgate.judge.stats import effect_text
@@ -201,8 +201,6 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
     ]
     technical = []
     for row, verdict, was_reported in zip(rows, verdicts, reported, strict=True):
-        stats = _mapping(row.get("baseline"))
-        test = _mapping(row.get("statistics"))
         bucket = md_text(str(row.get("bucket")))
         meaning = _meaning(
             reported=was_reported, excused=row.get("excused") is True, verdict=verdict
@@ -210,34 +208,29 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
         # The bucket's own reasons, where it has them; the verdict's general meaning otherwise.
         why = _clipped("; ".join(_texts(row.get("details")))) if was_reported else ""
         log = _log_cell(_mapping(row.get("log")), data.get("run_url"))
-        lines.append(
-            f"| {bucket} | {VERDICT_ICONS[verdict]} | {format_figure(_number(row.get('value')))} | "
-            f"{md_text(str(row['unit'])) if row.get('unit') else '—'} | "
-            f"{format_figure(_number(stats.get('median')))} | "
-            f"{row_change(row) or '—'} | {_samples_cell(stats, test)} | "
-            f"{md_text(why) if why else meaning}{log} |"
-        )
+        lines.append(_result_line(bucket, verdict, row, f"{md_text(why) if why else meaning}{log}"))
         attempts = row.get("attempts")
         technical.append(
-            "| "
-            + " | ".join(
+            _technical_line(
+                bucket,
+                verdict,
+                row,
                 [
-                    bucket,
-                    verdict.label,
-                    md_text(", ".join(_texts(row.get("reasons")))),
-                    _percent(_number(test.get("noise_pct"))),
-                    format_figure(_number(stats.get("warn_line"))),
-                    format_figure(_number(stats.get("block_line"))),
-                    _t_cell(_number(test.get("t")), _number(test.get("t_block"))),
-                    _percent(_number(test.get("resolution_pct"))),
                     md_text(str(row["phase"])) if row.get("phase") else "—",
                     str(attempts) if isinstance(attempts, int) else "—",
                     md_text(str(row["hardware"])) if row.get("hardware") else "—",
                     md_text(str(row["bisect"])) if was_reported and row.get("bisect") else "—",
-                ]
+                ],
             )
-            + " |"
         )
+        # A line of its own for each further metric that is not a plain pass.
+        for metric in _noted_metrics(row):
+            name = f"{bucket} · {md_text(str(metric.get('name')))}"
+            judged = _verdict(metric.get("verdict"))
+            gates = "" if metric.get("gates") is not False else "(report only) "
+            why = _clipped("; ".join(_texts(metric.get("details"))))
+            lines.append(_result_line(name, judged, metric, f"{gates}{md_text(why)}"))
+            technical.append(_technical_line(name, judged, metric, ["—"] * 4))
     lines += [
         "",
         "<details><summary>Technical details</summary>",
@@ -257,6 +250,48 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
         return "\n".join(lines)  # nothing was compared with a baseline: nothing to explain
     lines += ["### How to read this", "", *_how_to_read(data), ""]
     return "\n".join(lines)
+
+
+def _noted_metrics(row: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A verdict.json row's metrics besides the primary whose verdict is not PASS."""
+    metrics = row.get("metrics")
+    return [
+        metric
+        for metric in (metrics if isinstance(metrics, list) else [])
+        if isinstance(metric, Mapping)
+        and metric.get("name") != PRIMARY
+        and metric.get("verdict") != Verdict.PASS.label
+    ]
+
+
+def _result_line(name: str, verdict: Verdict, row: Mapping[str, Any], why: str) -> str:
+    """One line of the results table: a bucket (its primary metric), or one further metric."""
+    stats = _mapping(row.get("baseline"))
+    test = _mapping(row.get("statistics"))
+    return (
+        f"| {name} | {VERDICT_ICONS[verdict]} | {format_figure(_number(row.get('value')))} | "
+        f"{md_text(str(row['unit'])) if row.get('unit') else '—'} | "
+        f"{format_figure(_number(stats.get('median')))} | "
+        f"{row_change(row) or '—'} | {_samples_cell(stats, test)} | {why} |"
+    )
+
+
+def _technical_line(name: str, verdict: Verdict, row: Mapping[str, Any], run: list[str]) -> str:
+    """One line of the technical details: the test's figures, then ``run`` (phase ... bisect)."""
+    stats = _mapping(row.get("baseline"))
+    test = _mapping(row.get("statistics"))
+    cells = [
+        name,
+        verdict.label,
+        md_text(", ".join(_texts(row.get("reasons")))),
+        _percent(_number(test.get("noise_pct"))),
+        format_figure(_number(stats.get("warn_line"))),
+        format_figure(_number(stats.get("block_line"))),
+        _t_cell(_number(test.get("t")), _number(test.get("t_block"))),
+        _percent(_number(test.get("resolution_pct"))),
+        *run,
+    ]
+    return "| " + " | ".join(cells) + " |"
 
 
 def _samples_cell(baseline: Mapping[str, Any], test: Mapping[str, Any]) -> str:
