@@ -92,8 +92,9 @@ def plan_statuses(verdict: Mapping[str, Any], target_url: str | None) -> tuple[S
         if not reported:
             description = f"{label}: did not report"
         elif any(name != PRIMARY for name, _ in blocking):
-            # A metric besides the primary blocks: name every one that does.
-            description = f"{label}: {', '.join(text for _, text in blocking)}; {details}"
+            # A metric besides the primary blocks: name every one that does (the report
+            # the status links to has the rest).
+            description = f"{label}: {', '.join(text for _, text in blocking)}"
         else:
             description = f"{' '.join(filter(None, (label, row_change(row))))}: {details}"
         statuses.append(
@@ -125,7 +126,7 @@ def _blocking_metrics(row: Mapping[str, Any]) -> list[tuple[str, str]]:
             continue  # a report-only metric blocks nothing (unless the run lacked it)
         name = str(metric.get("name"))
         shown = str(metric.get("path") or name) if name == PRIMARY else name
-        change = row_change(metric)
+        change = row_change(metric, interval_too=False)
         found.append((name, f"{shown} {change + ' ' if change else ''}({metric['verdict']})"))
     return found
 

@@ -62,15 +62,15 @@ def _meaning(*, reported: bool, excused: bool, verdict: Verdict) -> str:
     return meanings[verdict]
 
 
-def row_change(row: Mapping[str, Any]) -> str:
-    """A verdict.json row's change with its interval ('-6.1 % (-7.9 ... -4.2)'), or ''."""
+def row_change(row: Mapping[str, Any], *, interval_too: bool = True) -> str:
+    """A verdict.json row's (or metric's) change with its interval ('-6.1 % (-7.9 ... -4.2)')."""
     statistics = _mapping(row.get("statistics"))
     effect = _number(statistics.get("effect_pct"))
     if effect is None:
         effect = _number(_mapping(row.get("baseline")).get("change_pct"))
     bounds = statistics.get("interval_pct")
     interval = None
-    if isinstance(bounds, list) and len(bounds) == 2:
+    if interval_too and isinstance(bounds, list) and len(bounds) == 2:
         lo, hi = (_number(b) for b in bounds)
         interval = (lo, hi) if lo is not None and hi is not None else None
     return effect_text(effect, interval)
@@ -117,6 +117,10 @@ def _number(value: object) -> float | None:
 
 def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _texts(value: object) -> list[str]:
@@ -249,15 +253,23 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
     if not any(_mapping(row.get("baseline")).get("samples") for row in rows):
         return "\n".join(lines)  # nothing was compared with a baseline: nothing to explain
     lines += ["### How to read this", "", *_how_to_read(data), ""]
+    if any(len(_list(row.get("metrics"))) > 1 for row in rows):
+        lines += [
+            "A bucket may gate several metrics of one run (say steady-state FPS and startup "
+            "time). Each is judged against its own history, with its own minimum change, and "
+            "has a line of its own (`bucket · metric`) when it is not a pass; the bucket takes "
+            "the worst verdict of those that gate. A metric marked *report only* never "
+            "changes its bucket's verdict.",
+            "",
+        ]
     return "\n".join(lines)
 
 
 def _noted_metrics(row: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """A verdict.json row's metrics besides the primary whose verdict is not PASS."""
-    metrics = row.get("metrics")
     return [
         metric
-        for metric in (metrics if isinstance(metrics, list) else [])
+        for metric in _list(row.get("metrics"))
         if isinstance(metric, Mapping)
         and metric.get("name") != PRIMARY
         and metric.get("verdict") != Verdict.PASS.label
