@@ -18,6 +18,7 @@ from perfgate import __version__
 from perfgate.cli import (
     bench,
     ci,
+    compare,
     config,
     gate,
     image,
@@ -37,6 +38,7 @@ VERB_MODULES = (
     config,
     bench,
     gate,
+    compare,
     post_report,
     publish,
     seed,

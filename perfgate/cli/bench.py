@@ -8,6 +8,7 @@ branch and prints the verdict table; `--record` keeps the run's healthy figures 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -71,6 +72,13 @@ def register(verbs: Verbs) -> None:
         help="after judging, keep this run's healthy figures on the local baseline branch",
     )
     bench.add_argument(
+        "--repeats",
+        type=int,
+        metavar="N",
+        help="take N samples of every bucket instead of its configured repeats (e.g. to "
+        "`compare` two runs, which needs 5 a side)",
+    )
+    bench.add_argument(
         "--quiet",
         action="store_true",
         help="do not stream the benchmark's output while it runs (its log file keeps it all)",
@@ -93,6 +101,15 @@ def run(args: argparse.Namespace) -> int:
 
     config: Config = load_config(args.config)
     buckets = config.select(args.bucket, args.tag)
+    if args.repeats is not None:
+        if not 1 <= args.repeats <= 100:
+            raise UsageError(f"--repeats {args.repeats}: take between 1 and 100 samples")
+        buckets = tuple(
+            dataclasses.replace(
+                b, repeats=args.repeats, max_repeats=max(b.max_repeats, args.repeats)
+            )
+            for b in buckets
+        )
     settings = BenchSettings(
         checkout=Path.cwd(),
         # Absolute: the benchmark may change directory and must still find its cache.
