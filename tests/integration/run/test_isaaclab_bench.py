@@ -602,3 +602,30 @@ def test_a_slower_startup_blocks_on_its_own_metric_while_fps_holds(
     ]
     assert sorted({line["metric"] for line in lines}) == sorted(verdicts)
     assert len(lines) == 3 * 2 * 4
+
+
+def test_further_metrics_are_read_from_each_sample_and_a_missing_required_one_fails(
+    tmp_path: Path,
+) -> None:
+    startup = "[runtime.startup_time_s.app_launch, runtime.startup_time_s.env_creation]"
+    body = CARTPOLE + (
+        "    metrics:\n"
+        f"      - {{name: startup_s, sum: {startup}, direction: lower, unit: s}}\n"
+        "      - {name: vram_gb, path: resources.vram_gb.peak, direction: lower,"
+        " required: false}\n"
+    )
+    result = bench(tmp_path, body=body)
+    assert result.health.healthy, result.health
+    bundle = bundle_of(tmp_path)
+    times = bundle["runtime"]["startup_time_s"]  # type: ignore[index]
+    reading = result.metrics["startup_s"]
+    assert reading.value == times["app_launch"] + times["env_creation"]
+    assert [s.sample_index for s in reading.samples] == [0]
+    # An optional metric the bundle lacks is recorded as absent; the run stays healthy.
+    assert result.metrics["vram_gb"].value is None and result.metrics["vram_gb"].samples == ()
+
+    required = body.replace(", required: false}", "}")
+    failed = bench(tmp_path / "required", body=required)
+    assert failed.health.phase is FailurePhase.OUTPUT
+    assert failed.health.error is not None
+    assert failed.health.error.startswith("metric 'vram_gb' (resources.vram_gb.peak) is missing")
