@@ -116,6 +116,11 @@ def test_a_bucket_overrides_a_default_metric_key_by_key_and_adds_its_own(tmp_pat
             "is not allowed",
         ),
         (
+            f"  metrics: [{{name: x, path: {'a' * 257}, direction: lower}}]\n",
+            r"defaults\.metrics\[0\]\.path",
+            "257 characters long; use at most 256",
+        ),
+        (
             "  metrics: [{name: x, path: a.b, direction: lower, gates: false}]\n",
             r"defaults\.metrics\[0\]",
             "unknown key 'gates'",
