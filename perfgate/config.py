@@ -9,7 +9,7 @@ import math
 import re
 import reprlib
 import string
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
@@ -146,22 +146,51 @@ class GatePolicy:
         )
 
 
+#: The name of a bucket's ``metric`` block: the figure every surface shows first.
+PRIMARY = "primary"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Metric:
-    """Where the figure is read from a benchmark's output and which way is better."""
+    """A figure read from a benchmark's output, which way is better, and how it is judged.
+
+    A bucket has one primary metric (its ``metric`` block) and may declare more
+    (``metrics``), each judged against its own window (R5).
+    """
 
     path: str = "runtime.total_fps.mean"
     direction: Direction = Direction.HIGHER
     unit: str = "steps/s"
+    name: str = PRIMARY
+    # A metric summed from several output paths; ``path`` then names them joined by " + ".
+    sum: tuple[str, ...] = ()
+    # Missing from a run: a HARD_FAILURE when required, a warning otherwise.
+    required: bool = True
+    # False: judged and reported, but its verdict never counts toward the bucket's.
+    gates: bool = True
+    # None: gate.oracle's minimum drop and noise floor.
+    min_drop_pct: float | None = None
+    noise_floor_pct: float | None = None
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The output paths the figure is read from (several for a sum)."""
+        return self.sum or (self.path,)
+
+
+def summed_path(paths: Iterable[str]) -> str:
+    """How a summed metric's paths are named together (and hashed into its window)."""
+    return " + ".join(paths)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Floor:
-    """A fixed threshold on the metric for one hardware pattern and backend."""
+    """A fixed threshold on one metric (the primary unless named) for a hardware and backend."""
 
     name: str
     value: float
     kind: FloorKind
+    metric: str = PRIMARY
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -314,6 +343,8 @@ class Bucket:
     tags: tuple[str, ...]
     baseline_epoch: int
     metric: Metric
+    # Further metrics of the same run, each judged against its own window.
+    metrics: tuple[Metric, ...] = ()
     paths: tuple[str, ...] = ()
     # Samples per run: ``repeats`` always, up to ``max_repeats`` to confirm a suspicious run.
     repeats: int = 2
@@ -359,13 +390,19 @@ class Bucket:
         """The samples one run may take: up to max_repeats when it confirms, else its repeats."""
         return self.max_repeats if confirm is ConfirmMode.REPEAT else self.repeats
 
-    def floors_for(self, hardware: str) -> tuple[Floor, ...]:
-        """Every floor whose hardware pattern matches ``hardware``."""
+    @property
+    def all_metrics(self) -> tuple[Metric, ...]:
+        """The primary metric, then the others in declaration order."""
+        return (self.metric, *self.metrics)
+
+    def floors_for(self, hardware: str, metric: str = PRIMARY) -> tuple[Floor, ...]:
+        """Every floor of ``metric`` whose hardware pattern matches ``hardware``."""
         return tuple(
             floor
             for pattern, floors in self.floors.items()
             if fnmatch.fnmatchcase(hardware, pattern)
             for floor in floors
+            if floor.metric == metric
         )
 
     def noise_floor_for(self, hardware: str, default: float) -> float:
@@ -960,7 +997,14 @@ def _expand(
                 )
         backends.append((backend["physics"], backend.get("render")))
     backend_keys = [f"{p}_{r}" if r else p for p, r in backends]
+    primary = Metric(
+        path=settings["metric"].get("path", Metric.path),
+        direction=Direction(settings["metric"].get("direction", Direction.HIGHER)),
+        unit=settings["metric"].get("unit", Metric.unit),
+    )
+    metrics = _metrics(document, key_path, entry, defaults, primary)
     floors = _per_backend(document, key_path, entry, "floors", backend_keys)
+    _check_floor_metrics(document, key_path, floors, (primary, *metrics))
     noise = _per_backend(document, key_path, entry, "noise_floor_pct", backend_keys)
     return [
         Bucket(
@@ -977,11 +1021,8 @@ def _expand(
             seed=settings["seed"],
             tags=tuple(settings["tags"]),
             baseline_epoch=settings["baseline_epoch"],
-            metric=Metric(
-                path=settings["metric"].get("path", Metric.path),
-                direction=Direction(settings["metric"].get("direction", Direction.HIGHER)),
-                unit=settings["metric"].get("unit", Metric.unit),
-            ),
+            metric=primary,
+            metrics=metrics,
             paths=tuple(settings["paths"]),
             repeats=settings["repeats"],
             max_repeats=settings["max_repeats"],
@@ -1001,6 +1042,7 @@ def _expand(
                         name=f["name"],
                         value=float(f["value"]),
                         kind=FloorKind(f.get("verdict", "BLOCK")),
+                        metric=f.get("metric", PRIMARY),
                     )
                     for f in per_backend[backend_key]
                 )
@@ -1016,6 +1058,101 @@ def _expand(
         )
         for (physics, render), backend_key in zip(backends, backend_keys, strict=True)
     ]
+
+
+def _metrics(
+    document: YamlDocument,
+    key_path: KeyPath,
+    entry: Mapping[str, Any],
+    defaults: Mapping[str, Any],
+    primary: Metric,
+) -> tuple[Metric, ...]:
+    """The bucket's further metrics: the defaults' list, each entry's settings merged by name."""
+    merged: dict[str, dict[str, Any]] = {}
+    written: dict[str, KeyPath] = {}
+    for where, declared in ((("defaults",), defaults), (key_path, entry)):
+        seen: set[str] = set()
+        for index, raw in enumerate(declared.get("metrics", ())):
+            here: KeyPath = (*where, "metrics", index)
+            name = raw["name"]
+            if name in seen:
+                _fail(document, (*here, "name"), f"metric {name!r} is declared twice in this list")
+            seen.add(name)
+            if name == PRIMARY:
+                _fail(
+                    document,
+                    (*here, "name"),
+                    f"{PRIMARY!r} is the name of the 'metric' block; set the primary metric "
+                    "there and give this one another name",
+                )
+            merged[name] = {**merged.get(name, {}), **raw}
+            written[name] = here
+    metrics = []
+    paths = {primary.path: PRIMARY}
+    for name, raw in merged.items():
+        here = written[name]
+        if ("path" in raw) == ("sum" in raw):
+            _fail(
+                document,
+                here,
+                f"metric {name!r} needs exactly one of 'path' (one figure) or 'sum' (a list of "
+                "figures to add up)",
+            )
+        if "direction" not in raw:
+            _fail(
+                document,
+                here,
+                f"metric {name!r} needs a direction: higher (throughput) or lower (a time, "
+                "memory); a wrong guess would call every regression an improvement",
+            )
+        total = tuple(raw.get("sum", ()))
+        path = raw["path"] if "path" in raw else summed_path(total)
+        if path in paths:
+            _fail(
+                document,
+                here,
+                f"metric {name!r} reads {path!r}, which metric {paths[path]!r} reads already; "
+                "each metric of a bucket reads its own figure",
+            )
+        paths[path] = name
+        metrics.append(
+            Metric(
+                name=name,
+                path=path,
+                sum=total,
+                direction=Direction(raw["direction"]),
+                unit=raw.get("unit", ""),
+                required=raw.get("required", True),
+                gates=raw.get("gate", True),
+                min_drop_pct=_optional_float(raw.get("min_drop_pct")),
+                noise_floor_pct=_optional_float(raw.get("noise_floor_pct")),
+            )
+        )
+    return tuple(metrics)
+
+
+def _optional_float(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def _check_floor_metrics(
+    document: YamlDocument,
+    key_path: KeyPath,
+    floors: Mapping[str, Mapping[str, Any]],
+    metrics: Sequence[Metric],
+) -> None:
+    """A floor names a metric the bucket has (the primary when it names none)."""
+    names = [metric.name for metric in metrics]
+    for hardware, per_backend in floors.items():
+        for backend_key, entries in per_backend.items():
+            for index, floor in enumerate(entries):
+                name = floor.get("metric", PRIMARY)
+                if name not in names:
+                    _fail(
+                        document,
+                        (*key_path, "floors", hardware, backend_key, index, "metric"),
+                        f"no metric {name!r} in this bucket; use one of: {', '.join(names)}",
+                    )
 
 
 def _per_backend(

@@ -15,8 +15,9 @@ from typing import Any
 import jsonschema
 
 from perfgate import jsonfile
-from perfgate.config import Bucket, Direction
+from perfgate.config import PRIMARY, Bucket, Direction
 from perfgate.errors import GateMalfunction
+from perfgate.identity import metric_contract, stable_hash
 
 SCHEMA_VERSION = 1
 
@@ -273,6 +274,7 @@ class Result:
     source: Source
     ci: CiInfo
     identity: IdentityRecord
+    # The primary metric: what every reader that knows one figure per run reads.
     metric: MetricReading
     health: Health
     timings: Timings
@@ -281,14 +283,39 @@ class Result:
     log_path: str | None = None
     perfgate_version: str = ""
     sampling: Sampling | None = None
+    # The bucket's further metrics by name, from the same samples (none before metrics existed).
+    metrics: Mapping[str, MetricReading] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
+
+    @property
+    def all_metrics(self) -> dict[str, MetricReading]:
+        """Every metric of the run by name, the primary first."""
+        return {PRIMARY: self.metric, **self.metrics}
+
+    def benchmark_hash(self, metric: str = PRIMARY) -> str:
+        """The measurement contract of one metric: a window holds only samples that share it.
+
+        The primary's is the bucket's own, so declaring more metrics never moves its window;
+        another metric's is the same contract with that metric's figure and direction.
+        """
+        if metric == PRIMARY:
+            return self.identity.benchmark_hash
+        reading = self.metrics[metric]
+        contract = metric_contract(
+            self.identity.benchmark, path=reading.path, direction=reading.direction.value
+        )
+        return stable_hash(contract)
 
     def to_json(self) -> dict[str, Any]:
         """The artifact as a JSON-ready dict."""
         data = asdict(self)
         data["bucket"]["tags"] = list(self.bucket.tags)
         data["timings"]["attempts"] = [asdict(a) for a in self.timings.attempts]
-        data["metric"]["samples"] = [asdict(s) for s in self.metric.samples]
+        for name, reading in self.all_metrics.items():
+            into = data["metric"] if name == PRIMARY else data["metrics"][name]
+            into["samples"] = [asdict(s) for s in reading.samples]
+        if not self.metrics:
+            del data["metrics"]  # a single-metric artifact reads as it did before
         if self.sampling is None:
             del data["sampling"]
         # Enums to values; allow_nan=False: a non-finite number never becomes "JSON" (R3).
@@ -302,9 +329,6 @@ class Result:
         health["phase"] = FailurePhase(health["phase"]) if health["phase"] else None
         stale = health.get("stale_image")
         health["stale_image"] = StaleImage(**stale) if stale else None
-        metric = dict(data["metric"])
-        metric["direction"] = Direction(metric["direction"])
-        metric["samples"] = tuple(SampleReading(**s) for s in metric.get("samples", ()))
         sampling = data.get("sampling")
         timings = dict(data["timings"])
         timings["attempts"] = tuple(
@@ -319,7 +343,8 @@ class Result:
             source=Source(**data["source"]),
             ci=CiInfo(**data["ci"]),
             identity=IdentityRecord(**data["identity"]),
-            metric=MetricReading(**metric),
+            metric=_metric_reading(data["metric"]),
+            metrics={name: _metric_reading(raw) for name, raw in data.get("metrics", {}).items()},
             health=Health(**health),
             timings=Timings(**timings),
             log_tail=data["log_tail"],
@@ -332,6 +357,17 @@ class Result:
             ),
             schema_version=data["schema_version"],
         )
+
+
+def _metric_reading(data: Mapping[str, Any]) -> MetricReading:
+    """One metric of a validated artifact."""
+    return MetricReading(
+        **{
+            **data,
+            "direction": Direction(data["direction"]),
+            "samples": tuple(SampleReading(**s) for s in data.get("samples", ())),
+        }
+    )
 
 
 @cache

@@ -27,7 +27,7 @@ from perfgate.cli.common import (
     human,
     print_json,
 )
-from perfgate.config import Bucket, Config, Direction, load_config
+from perfgate.config import PRIMARY, Bucket, Config, Direction, load_config
 from perfgate.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
@@ -102,7 +102,8 @@ def _from_commit(ref: str, store: BaselineStore, buckets: dict[str, Bucket], slu
     paths = {sample_path(slug, b.task, b.backend_key): b.id for b in buckets.values()}
     samples = {}
     for path, stored in store.read(paths, tip).items():
-        mine = [s for s in stored if s.commit == commit]
+        # The primary metric: a bucket's other metrics have lines of their own.
+        mine = [s for s in stored if s.commit == commit and s.metric == PRIMARY]
         if not mine:
             continue
         # One experiment only: the identity most of this commit's samples carry.

@@ -1,10 +1,12 @@
 """The bench's question after each sample: does the verdict need another one? (R5)
 
 The bench owns the runner, so it re-measures a suspicious bucket there, locally and in
-CI. It asks this module, which reads the bucket's window from the baseline branch once
-(read-only), analyses it once, and answers with the calibrated rule's ``need_more``. The
-gate later judges the recorded samples against the same window with ``final=True`` and
-so reaches the verdict the bench's last look would have.
+CI. It asks this module, which reads the bucket's windows from the baseline branch once
+(read-only), analyses each once, and answers with the calibrated rule's ``need_more``:
+another sample is taken while any metric that gates asks for one (each sample measures
+them all), so a slower startup is confirmed even when the primary figure holds. The
+gate later judges the recorded samples against the same windows with ``final=True`` and
+so reaches the verdicts the bench's last look would have.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
-from perfgate.config import Bucket, Config
+from perfgate.config import PRIMARY, Bucket, Config, Metric
 from perfgate.errors import GateMalfunction
 from perfgate.judge.oracle import policy_for, window_sample_limit
 from perfgate.judge.stats import CalibratedPolicy, Calibration, WindowModel, analyse_window, judge
@@ -39,20 +41,27 @@ class WindowConfirmer:
         self._unreadable = False
 
     def __call__(self, bucket: Bucket, result: Result) -> bool:
-        """True when the run's samples so far leave the verdict open and the budget allows."""
-        policy = policy_for(bucket, self.config.gate, result.hardware.slug)
+        """True when a gating metric's samples so far leave its verdict open."""
+        return any(self._open(bucket, metric, result) for metric in bucket.all_metrics)
+
+    def _open(self, bucket: Bucket, metric: Metric, result: Result) -> bool:
+        """True when ``metric`` gates and the rule asks for another sample of it."""
+        reading = result.all_metrics.get(metric.name)
+        if not metric.gates or reading is None or not reading.samples:
+            return False
+        policy = policy_for(bucket, self.config.gate, result.hardware.slug, metric)
         if not isinstance(policy, CalibratedPolicy):
             return False  # the reference rule takes no confirmation samples
-        model = self._model(bucket, result, policy)
+        model = self._model(bucket, metric, result, policy)
         if model is None:
             return False
-        return judge(model, result.metric.sample_values(), policy=policy).need_more
+        return judge(model, reading.sample_values(), policy=policy).need_more
 
     def _model(
-        self, bucket: Bucket, result: Result, policy: CalibratedPolicy
+        self, bucket: Bucket, metric: Metric, result: Result, policy: CalibratedPolicy
     ) -> WindowModel | None:
-        """The bucket's window, analysed; None when the baseline branch cannot be read."""
-        key = WindowKey.for_result(result)
+        """A metric's window, analysed; None when the baseline branch cannot be read."""
+        key = WindowKey.for_result(result, metric.name)
         if key in self._models:
             return self._models[key]
         model = None
@@ -70,14 +79,15 @@ class WindowConfirmer:
                 model = analyse_window(
                     window,
                     policy=policy,
-                    direction=result.metric.direction,
-                    calibration=self.calibration.get(bucket.id),
+                    direction=result.all_metrics[metric.name].direction,
+                    # An A/A calibration measures the primary metric's noise.
+                    calibration=self.calibration.get(bucket.id) if metric.name == PRIMARY else None,
                 )
         self._models[key] = model
         return model
 
     def _read(self, bucket: Bucket, key: WindowKey) -> list[list[float]]:
-        """The bucket's window runs at the baseline tip, against this checkout's merge base."""
+        """A window's runs at the baseline tip, against this checkout's merge base."""
         assert self.store is not None
         if self._ends is None:
             tip = self.store.refresh()

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
-from perfgate.config import Bucket, Config, Mode, PolicyName
+from perfgate.config import PRIMARY, Bucket, Config, Mode, PolicyName
 from perfgate.errors import ExitCode, GateMalfunction
 from perfgate.judge.oracle import (
     Bisect,
     Judgement,
+    MetricCheck,
     Signal,
     judge,
     policy_for,
@@ -59,6 +60,13 @@ class Row:
         if self.judgement is None:
             return ("no result artifact arrived for this bucket",)
         return tuple(s.detail for s in self.judgement.signals)
+
+    @property
+    def headline(self) -> str:
+        """Why the row has its verdict, in one reason: the first signal that set it."""
+        signals = self.judgement.signals if self.judgement else ()
+        setting = [s.detail for s in signals if s.verdict is self.verdict]
+        return (setting or list(self.details) or [self.verdict.label])[0]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,16 +156,22 @@ def latest_per_bucket(results: Sequence[Result]) -> dict[str, Result]:
 
 
 def _blocking_signal(row: Row) -> str:
-    """What made a BLOCK row block: each crossed floor, and the change against the window."""
-    judgement = row.judgement
+    """What made a BLOCK row block: each crossed floor and each blocked metric's change.
+
+    A metric other than the primary is named before its change (``startup_s +18.0 %``).
+    """
     reasons = []
-    for signal in judgement.signals if judgement else ():
-        if signal.verdict is not Verdict.BLOCK:
+    for metric in row.judgement.metrics if row.judgement else ():
+        if not metric.gates or metric.verdict is not Verdict.BLOCK:
             continue
-        if signal.reason is Reason.FLOOR_CROSSED:
-            reasons.append(signal.detail)
-        elif judgement is not None and judgement.decision is not None:
-            reasons.append(judgement.decision.effect_text())
+        named = [] if metric.name == PRIMARY else [metric.name]
+        for signal in metric.signals:
+            if signal.verdict is not Verdict.BLOCK:
+                continue
+            if signal.reason is Reason.FLOOR_CROSSED:
+                reasons.append(" ".join([*named, signal.detail]))
+            elif metric.decision is not None:
+                reasons.append(" ".join([*named, metric.decision.effect_text()]))
     return " ".join([row.bucket.id, *reasons])
 
 
@@ -294,11 +308,14 @@ def build_report(
     base_commit: str | None = None,
     unreadable: Sequence[UnreadableArtifact] = (),
     calibration: Mapping[str, Calibration] | None = None,
+    metric_windows: Mapping[tuple[str, str], Sequence[Sequence[float]]] | None = None,
 ) -> GateReport:
     """Judge every expected bucket; pure, so every rule is testable without I/O.
 
-    ``windows`` holds each bucket's baseline runs, nearest first, each the samples it
-    took; ``calibration`` an A/A noise model per bucket id, where one was measured.
+    ``windows`` holds each bucket's baseline runs of its primary metric, nearest first,
+    each the samples it took; ``metric_windows`` those of its other metrics, by (bucket
+    id, metric name); ``calibration`` an A/A noise model of the primary per bucket id,
+    where one was measured.
     """
     by_bucket = latest_per_bucket(results)
     counts = Counter(result.bucket.id for result in results)
@@ -328,6 +345,15 @@ def build_report(
             floors=bucket.floors_for(hardware),
             policy=policy_for(bucket, policy, hardware),
             calibration=(calibration or {}).get(bucket.id),
+            metrics=[
+                MetricCheck(
+                    metric=metric,
+                    window=(metric_windows or {}).get((bucket.id, metric.name), ()),
+                    floors=bucket.floors_for(hardware, metric.name),
+                    policy=policy_for(bucket, policy, hardware, metric),
+                )
+                for metric in bucket.metrics
+            ],
         )
         rows.append(
             Row(bucket=bucket, verdict=judgement.verdict, result=result, judgement=judgement)
@@ -429,13 +455,17 @@ def evaluate(
 ) -> GateReport:
     """Read the window of each bucket's judged result from the store, then build the report."""
     # Only expected buckets are judged: an artifact for any other is reported, never read for.
-    wanted = {bucket.id for bucket in expected}
+    # Each metric the config declares and the result reports has a window of its own.
+    declared = {bucket.id: bucket for bucket in expected}
     keys = {
-        bucket: WindowKey.for_result(r)
+        (bucket, metric.name): WindowKey.for_result(r, metric.name)
         for bucket, r in latest_per_bucket(results).items()
-        if bucket in wanted
+        if bucket in declared
+        for metric in declared[bucket].all_metrics
+        if metric.name in r.all_metrics
     }
     windows: dict[str, Sequence[Sequence[float]]] = {}
+    metric_windows: dict[tuple[str, str], Sequence[Sequence[float]]] = {}
     tip = base = source = None
     notes = list(notes)
     if store is None:
@@ -447,7 +477,8 @@ def evaluate(
         source = f"{store.remote}/{store.branch}" if store.remote else f"{store.branch} (local)"
         limit = window_sample_limit(config.gate, config.buckets)
         found = store.windows(keys, tip=tip, base=base, max_samples=limit)
-        windows = {bucket: window.runs() for bucket, window in found.items()}
+        windows = {bucket: w.runs() for (bucket, name), w in found.items() if name == PRIMARY}
+        metric_windows = {key: w.runs() for key, w in found.items() if key[1] != PRIMARY}
         if store.skipped_lines:
             # The count first: it survives the cap on notes however many lines follow.
             notes.append(
@@ -466,4 +497,5 @@ def evaluate(
         base_commit=base,
         unreadable=unreadable,
         calibration=calibration,
+        metric_windows=metric_windows,
     )

@@ -1,8 +1,9 @@
-"""The verdict for one bucket's result against its baseline window (R3, R5). Pure.
+"""The verdict for one bucket's result against its baseline windows (R3, R5). Pure.
 
-Health first (a run that did not produce usable figures is a HARD_FAILURE), then fixed
-floors and the statistical rule (``judge.stats``) on every sample of the run against
-the window's runs; the worst signal wins.
+Health first (a run that did not produce usable figures is a HARD_FAILURE), then, for
+each metric of the bucket apart (the primary and any others it declares), fixed floors
+and the statistical rule (``judge.stats``) on every sample of the run against that
+metric's window; the worst signal of the metrics that gate wins.
 """
 
 from __future__ import annotations
@@ -10,15 +11,17 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from perfgate.config import (
+    PRIMARY,
     Bucket,
     Direction,
     Floor,
     FloorKind,
     GatePolicy,
+    Metric,
     PolicyName,
 )
 from perfgate.judge.stats import (
@@ -31,7 +34,7 @@ from perfgate.judge.stats import (
     figure_text,
 )
 from perfgate.judge.verdicts import Reason, Verdict
-from perfgate.result import FailurePhase, Result
+from perfgate.result import FailurePhase, MetricReading, Result
 
 
 class Bisect(StrEnum):
@@ -52,8 +55,46 @@ class Signal:
 
 
 @dataclass(frozen=True, kw_only=True)
+class MetricJudgement:
+    """One metric of a bucket run against its own window: its verdict and why."""
+
+    name: str
+    path: str
+    unit: str
+    direction: Direction
+    # False: reported only, its verdict never counts toward the bucket's.
+    gates: bool
+    verdict: Verdict
+    signals: tuple[Signal, ...]
+    # The run's figure of this metric: the median of its samples (None: not measured).
+    value: float | None
+    decision: Decision | None
+
+    @property
+    def reasons(self) -> tuple[Reason, ...]:
+        """Every reason, in the order found."""
+        return tuple(signal.reason for signal in self.signals)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetricCheck:
+    """A metric besides the primary, and what it is judged with."""
+
+    metric: Metric
+    window: Sequence[Sequence[float]]
+    floors: Sequence[Floor] = ()
+    policy: Policy
+
+
+@dataclass(frozen=True, kw_only=True)
 class Judgement:
-    """The verdict for one bucket and everything that led to it."""
+    """The verdict for one bucket and everything that led to it.
+
+    ``value`` and ``decision`` are the primary metric's; ``metrics`` holds every metric's
+    own judgement (the primary first), empty when health stopped the judging. The
+    bucket's signals are the primary's, then each other metric's that is not PASS (its
+    detail naming the metric), when that metric gates or failed outright.
+    """
 
     verdict: Verdict
     signals: tuple[Signal, ...]
@@ -62,6 +103,7 @@ class Judgement:
     # The statistics behind the window signal (None when health stopped the judging).
     decision: Decision | None
     bisect: Bisect
+    metrics: tuple[MetricJudgement, ...] = ()
 
     @property
     def reasons(self) -> tuple[Reason, ...]:
@@ -85,26 +127,41 @@ def window_sample_limit(gate: GatePolicy, buckets: Sequence[Bucket]) -> int:
     return gate.baseline.max_runs * most
 
 
-def policy_for(bucket: Bucket, gate: GatePolicy, hardware: str) -> Policy:
-    """The rule ``bucket`` is judged with on ``hardware``, from perfgate.yaml (R5).
+def policy_for(
+    bucket: Bucket, gate: GatePolicy, hardware: str, metric: Metric | None = None
+) -> Policy:
+    """The rule a metric of ``bucket`` (the primary by default) is judged with (R5).
 
     The calibrated policy spends its false-alarm budget over the looks the bench can take,
-    so its repeats and confirmation budget are the bucket's own.
+    so its repeats and confirmation budget are the bucket's own; a bucket whose several
+    metrics gate splits the rate between them, so unchanged code is still BLOCKed in at
+    most ``false_alarm_rate`` of bucket runs. A metric's own minimum drop and noise floor
+    replace the gate's; the per-hardware noise floors are the primary's.
     """
     oracle, window = gate.oracle, gate.baseline
-    floor = bucket.noise_floor_for(hardware, oracle.noise_floor_pct)
+    metric = metric or bucket.metric
+    if metric.noise_floor_pct is not None:
+        floor = metric.noise_floor_pct
+    elif metric.name == PRIMARY:
+        floor = bucket.noise_floor_for(hardware, oracle.noise_floor_pct)
+    else:
+        floor = oracle.noise_floor_pct
+    min_drop = (
+        metric.min_drop_pct if metric.min_drop_pct is not None else oracle.min_block_regression_pct
+    )
     if gate.policy is PolicyName.REFERENCE:
         return ReferencePolicy(
             k_warn=oracle.k_warn,
             k_block=oracle.k_block,
-            min_block_regression_pct=oracle.min_block_regression_pct,
+            min_block_regression_pct=min_drop,
             noise_floor_pct=floor,
             min_samples=window.min_samples,
             max_samples=window.max_samples,
         )
+    gating = sum(1 for m in bucket.all_metrics if m.gates)
     return CalibratedPolicy(
-        false_alarm_rate=gate.false_alarm_rate,
-        min_drop_pct=oracle.min_block_regression_pct,
+        false_alarm_rate=gate.false_alarm_rate / max(1, gating),
+        min_drop_pct=min_drop,
         noise_floor_pct=floor,
         run_noise_floor_pct=oracle.run_noise_floor_pct,
         min_samples=window.min_samples,
@@ -155,37 +212,48 @@ def _health_signals(result: Result) -> list[Signal]:
                 f"{stale.pinned} (missing {stale.symbol}); excused, still not a pass",
             )
         )
-    metric = result.metric
-    if not signals and metric.value is None:
-        signals.append(
+    if signals:
+        return signals
+    return _figure_signals(result.metric, required=True)
+
+
+def _figure_signals(reading: MetricReading, *, required: bool) -> list[Signal]:
+    """A metric the run did not measure, or measured as no real figure (R3)."""
+    if reading.value is None and not required:
+        return [
+            Signal(
+                reason=Reason.METRIC_ABSENT,
+                verdict=Verdict.WARN,
+                detail=f"no number at {reading.path} in this run (an optional metric): not judged",
+            )
+        ]
+    if reading.value is None:
+        return [
             Signal(
                 reason=Reason.MISSING_METRIC,
                 verdict=Verdict.HARD_FAILURE,
-                detail=f"no number at {metric.path}",
+                detail=f"no number at {reading.path}",
             )
-        )
-        return signals
-    for value in (metric.value, *metric.sample_values()):
-        if signals or value is None:
-            break
+        ]
+    for value in (reading.value, *reading.sample_values()):
         if not math.isfinite(value):
             # NaN compares false with every line, so it would otherwise pass as "within noise".
-            signals.append(
+            return [
                 Signal(
                     reason=Reason.NONFINITE_METRIC,
                     verdict=Verdict.HARD_FAILURE,
-                    detail=f"{metric.path} = {value}: not a finite number, not a measurement",
+                    detail=f"{reading.path} = {value}: not a finite number, not a measurement",
                 )
-            )
-        elif value <= 0:
-            signals.append(
+            ]
+        if value <= 0:
+            return [
                 Signal(
                     reason=Reason.NONPOSITIVE_METRIC,
                     verdict=Verdict.HARD_FAILURE,
-                    detail=f"{metric.path} = {value:g}: no forward progress, a dead run",
+                    detail=f"{reading.path} = {value:g}: no forward progress, a dead run",
                 )
-            )
-    return signals
+            ]
+    return []
 
 
 def _floor_signals(value: float, floors: Sequence[Floor], direction: Direction) -> list[Signal]:
@@ -260,28 +328,51 @@ def judge(
     floors: Sequence[Floor],
     policy: Policy,
     calibration: Calibration | None = None,
+    metrics: Sequence[MetricCheck] = (),
 ) -> Judgement:
-    """Judge one result: health first, then fixed floors and the window; worst wins.
+    """Judge one result: health first, then each metric apart; the worst that gates wins.
 
-    ``window`` holds the baseline's runs, nearest first, each the samples it took. The
-    rule sees every sample of the run (``final``: the bench took its last one).
+    ``window``, ``floors``, ``policy`` and ``calibration`` are the primary metric's;
+    ``metrics`` the others the bucket declares, each with its own. A window holds the
+    baseline's runs, nearest first, each the samples it took. The rule sees every sample
+    of the run (``final``: the bench took its last one).
     """
     signals = _health_signals(result)
-    decision: Decision | None = None
     samples = result.metric.sample_values()
     value = statistics.median(samples) if samples else result.metric.value
+    judged: list[MetricJudgement] = []
     if not signals and value is not None:
-        direction = result.metric.direction
-        signals += _floor_signals(value, floors, direction)
-        decision = decide(
-            window,
-            samples,
-            direction=direction,
-            policy=policy,
-            calibration=calibration,
-            final=True,
+        primary = Metric(
+            path=result.metric.path, direction=result.metric.direction, unit=result.metric.unit
         )
-        signals += _window_signals(decision)
+        judged.append(
+            _judge_metric(
+                primary,
+                result.metric,
+                window,
+                floors=floors,
+                policy=policy,
+                calibration=calibration,
+            )
+        )
+        judged += [
+            _judge_metric(
+                check.metric,
+                result.metrics.get(check.metric.name),
+                check.window,
+                floors=check.floors,
+                policy=check.policy,
+            )
+            for check in metrics
+        ]
+        signals += judged[0].signals
+        for other in judged[1:]:
+            signals += [
+                replace(signal, detail=f"{other.name}: {signal.detail}")
+                for signal in other.signals
+                if signal.verdict is not Verdict.PASS
+                and (other.gates or signal.verdict is Verdict.HARD_FAILURE)
+            ]
     verdict = max((s.verdict for s in signals), key=lambda v: v.severity)
     if verdict.level is Verdict.PASS and result.health.retried:
         signals.append(
@@ -296,6 +387,52 @@ def judge(
         verdict=verdict,
         signals=tuple(signals),
         value=value,
-        decision=decision,
+        decision=judged[0].decision if judged else None,
         bisect=bisect_label(verdict, result),
+        metrics=tuple(judged),
+    )
+
+
+def _judge_metric(
+    metric: Metric,
+    reading: MetricReading | None,
+    window: Sequence[Sequence[float]],
+    *,
+    floors: Sequence[Floor],
+    policy: Policy,
+    calibration: Calibration | None = None,
+) -> MetricJudgement:
+    """One metric against its window: its figure, fixed floors, then the rule.
+
+    ``metric`` is the declaration; the run's ``reading`` (None: not reported) says what was
+    measured, and its direction is the one hashed into the window.
+    """
+    measured = reading or MetricReading(
+        path=metric.path, direction=metric.direction, unit=metric.unit, value=None
+    )
+    signals = _figure_signals(measured, required=metric.required)
+    samples = measured.sample_values()
+    value = statistics.median(samples) if samples and not signals else None
+    decision = None
+    if value is not None:
+        signals += _floor_signals(value, floors, measured.direction)
+        decision = decide(
+            window,
+            samples,
+            direction=measured.direction,
+            policy=policy,
+            calibration=calibration,
+            final=True,
+        )
+        signals += _window_signals(decision)
+    return MetricJudgement(
+        name=metric.name,
+        path=measured.path,
+        unit=measured.unit,
+        direction=measured.direction,
+        gates=metric.gates,
+        verdict=max((s.verdict for s in signals), key=lambda v: v.severity),
+        signals=tuple(signals),
+        value=value,
+        decision=decision,
     )

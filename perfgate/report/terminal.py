@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from perfgate.console import format_figure, render_table
 from perfgate.judge.gate import GateReport
+from perfgate.judge.verdicts import Verdict
 from perfgate.report.summary import change_cell
 
 
@@ -24,6 +25,22 @@ def terminal_table(report: GateReport) -> str:
                 "; ".join(row.details),
             ]
         )
+        # A line of its own for each further metric that is not a plain pass (as the summary).
+        for metric in judgement.metrics[1:] if judgement else ():
+            if metric.verdict is Verdict.PASS:
+                continue
+            judged = metric.decision
+            rows.append(
+                [
+                    f"{row.bucket.id} · {metric.name}",
+                    metric.verdict.label + ("" if metric.gates else " (report only)"),
+                    format_figure(metric.value),
+                    format_figure(judged.baseline if judged else None),
+                    (judged.effect_text() if judged else "") or "—",
+                    f"{judged.samples} / {judged.window_samples}" if judged else "0",
+                    "; ".join(signal.detail for signal in metric.signals),
+                ]
+            )
     table = render_table(
         ["bucket", "verdict", "figure", "baseline", "change (95 % interval)", "samples", "why"],
         rows,

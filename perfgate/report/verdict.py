@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from perfgate.judge.gate import GateReport, Row
+from perfgate.judge.oracle import MetricJudgement
 from perfgate.judge.stats import Decision
 from perfgate.result import Result, log_artifact_name
 
@@ -83,6 +84,24 @@ def _row_json(row: Row) -> dict[str, Any]:
         "log": _log_json(result),
         "baseline": _baseline_json(decision),
         "statistics": _statistics_json(decision),
+        "metrics": [_metric_json(metric) for metric in judgement.metrics] if judgement else [],
+    }
+
+
+def _metric_json(metric: MetricJudgement) -> dict[str, Any]:
+    """One metric of a bucket: its own verdict, figure and test (the row has the worst)."""
+    return {
+        "name": metric.name,
+        "path": metric.path,
+        "gates": metric.gates,
+        "verdict": metric.verdict.label,
+        "reasons": _capped([reason.value for reason in metric.reasons], 20),
+        "details": _capped([signal.detail for signal in metric.signals], 20),
+        "value": _finite(metric.value),
+        "unit": metric.unit,
+        "direction": metric.direction.value,
+        "baseline": _baseline_json(metric.decision),
+        "statistics": _statistics_json(metric.decision),
     }
 
 

@@ -11,9 +11,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from perfgate import __version__
-from perfgate.config import Bucket, ConfirmMode
+from perfgate.config import PRIMARY, Bucket, ConfirmMode, Metric
 from perfgate.context import RunContext
-from perfgate.identity import BENCHMARK_CONTRACT_VERSION, Identity, runtime_inputs
+from perfgate.identity import (
+    BENCHMARK_CONTRACT_VERSION,
+    Identity,
+    metric_contract,
+    runtime_inputs,
+)
 from perfgate.result import (
     AttemptTiming,
     BucketRef,
@@ -81,18 +86,18 @@ def launch_identity(bucket: Bucket) -> dict[str, object]:
     }
 
 
-def benchmark_identity(bucket: Bucket) -> dict[str, object]:
-    """The measurement contract (hashed into ``benchmark_hash``)."""
+def benchmark_identity(bucket: Bucket, metric: Metric | None = None) -> dict[str, object]:
+    """The measurement contract of ``metric`` (the primary's by default): ``benchmark_hash``."""
     driver = get_driver(bucket.driver)
-    return {
+    metric = metric or bucket.metric
+    contract = {
         "benchmark_contract_version": BENCHMARK_CONTRACT_VERSION,
         "warmup_steps": bucket.warmup_steps,
         "steps": bucket.steps,
-        "metric_path": bucket.metric.path,
-        "direction": bucket.metric.direction.value,
         "driver": driver.name,
         "driver_version": driver.version,
     }
+    return metric_contract(contract, path=metric.path, direction=metric.direction.value)
 
 
 #: After the initial repeats, and after every further sample: does the verdict need another?
@@ -277,34 +282,17 @@ def _result(
         benchmark=benchmark_identity(bucket),
         runtime=runtime_inputs(measurement.runtime_fields),
     )
-    readings = tuple(
-        SampleReading(
-            sample_index=sample.index,
-            value=value,
-            wall_s=sample.final.outcome.wall_s,
-        )
-        for sample in samples
-        if (value := sample.final.reading.stats.value) is not None
-    )
-    values = [reading.value for reading in readings]
-    several = len(values) > 1
     return Result(
         bucket=BucketRef.of(bucket),
         hardware=settings.hardware,
         source=Source(**ci.source_json()),
         ci=CiInfo(**ci.ci_json()),
         identity=IdentityRecord(**identity.to_json()),
-        metric=MetricReading(
-            path=bucket.metric.path,
-            direction=bucket.metric.direction,
-            unit=bucket.metric.unit,
-            value=statistics.median(values) if values else None,
-            std=statistics.stdev(values) if several else measurement.stats.std,
-            min=min(values) if several else measurement.stats.min,
-            max=max(values) if several else measurement.stats.max,
+        metric=replace(
+            _reading(bucket.metric, samples, measurement.stats),
             figures=dict(measurement.figures),
-            samples=readings,
         ),
+        metrics={metric.name: _reading(metric, samples) for metric in bucket.metrics},
         health=Health(
             exit_code=outcome.exit_code,
             phase=phase,
@@ -343,6 +331,47 @@ def _result(
             stopped=stopped,
         ),
     )
+
+
+def _reading(
+    metric: Metric, samples: Sequence[SampleRun], spread: MetricStats | None = None
+) -> MetricReading:
+    """One metric over the run's samples: each sample's figure, their median and spread.
+
+    ``spread`` is the benchmark's own (the primary's siblings), shown for a single sample.
+    """
+    readings = tuple(
+        SampleReading(sample_index=sample.index, value=value, wall_s=sample.final.outcome.wall_s)
+        for sample in samples
+        if (value := _figure(sample, metric)) is not None
+    )
+    values = [reading.value for reading in readings]
+    several = len(values) > 1
+    own = spread or MetricStats(value=None)
+    return MetricReading(
+        path=metric.path,
+        direction=metric.direction,
+        unit=metric.unit,
+        value=statistics.median(values) if values else None,
+        std=statistics.stdev(values) if several else own.std,
+        min=min(values) if several else own.min,
+        max=max(values) if several else own.max,
+        samples=readings,
+    )
+
+
+def _figure(sample: SampleRun, metric: Metric) -> float | None:
+    """A sample's figure of ``metric``.
+
+    Another metric than the primary counts only where it is positive (an optional one may
+    be absent) and only in samples with a primary figure, so every metric of a run lists
+    the same sample indices.
+    """
+    reading = sample.final.reading
+    if metric.name == PRIMARY or reading.stats.value is None:
+        return reading.stats.value
+    value = reading.metrics.get(metric.name)
+    return value if value is not None and value > 0 else None
 
 
 def _retry_notice(bucket: Bucket, record: AttemptRecord[Measurement]) -> str:
@@ -384,14 +413,24 @@ def _unsupported(message: str, cache_dir: Path) -> AttemptRecord[Measurement]:
 
 
 def _require_metric(bucket: Bucket, measurement: Measurement) -> Measurement:
-    """An output without a finite number at the metric path is an unreadable output (R3)."""
-    if measurement.error is not None or measurement.stats.value is not None:
+    """An output without the primary figure, or a required metric, is unreadable (R3)."""
+    if measurement.error is not None:
         return measurement
     where = measurement.output_file or "the output"
-    return replace(
-        measurement,
-        error=f"metric {bucket.metric.path!r} is missing or not a finite number in {where}",
-    )
+    if measurement.stats.value is None:
+        return replace(
+            measurement,
+            error=f"metric {bucket.metric.path!r} is missing or not a finite number in {where}",
+        )
+    for metric in bucket.metrics:
+        value = measurement.metrics.get(metric.name)
+        if metric.required and (value is None or value <= 0):
+            return replace(
+                measurement,
+                error=f"metric {metric.name!r} ({metric.path}) is missing or not a positive "
+                f"finite number in {where}; if some outputs lack it, declare it required: false",
+            )
+    return measurement
 
 
 def run_buckets(

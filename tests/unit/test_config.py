@@ -86,12 +86,15 @@ def test_matrix_json_lists_every_bucket_with_the_interface_fields(
     pendulum = matrix[2]
     assert (pendulum["num_envs"], pendulum["steps"], pendulum["warmup_steps"]) == (2048, 1000, 100)
     assert pendulum["metric"] == {
-        "path": "runtime.total_fps.median", "direction": "higher", "unit": "env-steps/s"
+        "path": "runtime.total_fps.median", "direction": "higher", "unit": "env-steps/s",
+        "name": "primary", "sum": [], "required": True, "gates": True, "min_drop_pct": None,
+        "noise_floor_pct": None,
     }  # fmt: skip
+    assert pendulum["metrics"] == []
     assert (pendulum["repeats"], pendulum["max_repeats"]) == (2, 10)
     assert pendulum["demo"] == {"measure_seconds": 1.0, "warmup_seconds": 0.2}
     assert matrix[0]["floors"]["cpu-*"][0] == {"name": "sanity-floor", "value": 1000.0,
-                                               "kind": "BLOCK"}  # fmt: skip
+                                               "kind": "BLOCK", "metric": "primary"}  # fmt: skip
     assert set(Bucket.__dataclass_fields__) <= set(pendulum)
 
 

@@ -13,7 +13,7 @@ from perfgate.baselines.store import BaselineStore
 from perfgate.cli import main
 from perfgate.git import git
 from perfgate.result import write_result
-from tests.factories import make_result
+from tests.factories import make_result, with_metric
 
 pytestmark = pytest.mark.integration
 
@@ -70,6 +70,9 @@ def test_two_commits_on_the_baseline_branch(repo: Path, capsys) -> None:  # type
     store = BaselineStore(repo, branch="perf-baselines")
     for sha, level, seed in ((shas[0], 1000.0, 3), (shas[1], 700.0, 4)):
         result = make_result("cartpole/numpy", samples=_samples(level, seed), commit=sha)
+        # A further metric's lines sit beside the primary's, here more of them: compare
+        # reads the primary's, never the most numerous.
+        result = with_metric(result, "startup_s", _samples(5.0, seed)[:7] * 2)
         store.append(samples_from_result(result, trusted_source="seed"), "seed")
     code = main(["compare", shas[0][:7], shas[1][:7], "--hardware", "cpu-test", "--json"])
     rows = json.loads(capsys.readouterr().out)["rows"]
