@@ -105,6 +105,8 @@ class GatePolicy:
     protected_branches: tuple[str, ...] = ("main",)
     oracle: OraclePolicy = field(default_factory=OraclePolicy)
     baseline: BaselinePolicy = field(default_factory=BaselinePolicy)
+    # gate.calibration, resolved against the directory of perfgate.yaml (None: uncalibrated).
+    calibration: Path | None = None
 
     @property
     def blocking(self) -> bool:
@@ -116,6 +118,25 @@ class GatePolicy:
         return branch is not None and any(
             fnmatch.fnmatchcase(branch, pattern) for pattern in self.protected_branches
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class QualifyPolicy:
+    """Runner-pool qualification: its design and the limits a stable pool stays within (R15).
+
+    The defaults are the reference qualification's: 5 allocations x 3 samples on at least
+    3 runners, and 5 % / 5 % / 5 % / 10 % limits.
+    """
+
+    allocations: int = 5
+    samples: int = 3
+    min_runners: int = 3
+    max_pooled_cv_pct: float = 5.0
+    max_sample_deviation_pct: float = 5.0
+    max_runner_deviation_pct: float = 5.0
+    max_block_band_pct: float = 10.0
+    # The report's "smallest detectable regression" is blocked with this probability.
+    detection_power: float = 0.9
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -336,6 +357,7 @@ class Config:
     gate: GatePolicy
     buckets: tuple[Bucket, ...]
     image: ImageSpec | None = None
+    qualify: QualifyPolicy = field(default_factory=QualifyPolicy)
     # workflows.perfgate_source: the pip requirement rendered CI jobs install perfgate from.
     perfgate_source: str | None = None
     # workflows.action_ref: how workflows reference the composite actions (self or local).
@@ -345,9 +367,12 @@ class Config:
         """Every bucket id, in declaration order."""
         return tuple(bucket.id for bucket in self.buckets)
 
-    def select(self, ids: Iterable[str] = (), tags: Iterable[str] = ()) -> tuple[Bucket, ...]:
-        """Buckets named by id or carrying a tag; all buckets when neither is given."""
-        ids, tags = list(ids), list(tags)
+    def select(
+        self, ids: Iterable[str] = (), tags: Iterable[str] = (), backends: Iterable[str] = ()
+    ) -> tuple[Bucket, ...]:
+        """Buckets named by id or carrying a tag (all when neither is given), narrowed to
+        ``backends``; an unknown id, tag or backend key is an error, never dropped."""
+        ids, tags, backends = list(ids), list(tags), list(backends)
         known = set(self.bucket_ids())
         unknown = [bucket_id for bucket_id in ids if bucket_id not in known]
         if unknown:
@@ -362,13 +387,26 @@ class Config:
                 f"unknown tag {', '.join(unknown_tags)} in {self.path}; "
                 f"known tags: {', '.join(sorted(known_tags))}"
             )
-        if not ids and not tags:
-            return self.buckets
-        return tuple(
+        known_backends = {bucket.backend_key for bucket in self.buckets}
+        unknown_backends = [key for key in backends if key not in known_backends]
+        if unknown_backends:
+            # A typo must not narrow the scope into a weaker run that still reads as complete.
+            raise UsageError(
+                f"unknown backend key {', '.join(unknown_backends)} in {self.path}; "
+                f"known backend keys: {', '.join(sorted(known_backends))}"
+            )
+        chosen = tuple(
             bucket
             for bucket in self.buckets
-            if bucket.id in ids or any(tag in bucket.tags for tag in tags)
+            if ((not ids and not tags) or bucket.id in ids or any(t in bucket.tags for t in tags))
+            and (not backends or bucket.backend_key in backends)
         )
+        if not chosen:
+            raise UsageError(
+                f"no bucket of {self.path} is both selected by --bucket/--tag and of backend "
+                f"{', '.join(backends)}; widen the selection or drop --backend"
+            )
+        return chosen
 
 
 _DEFAULT_SETTINGS: dict[str, Any] = {
@@ -413,7 +451,7 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
     _check_schema(document)
     data = document.data
     _check_task_aliases(document, data)
-    gate = _gate_policy(data.get("gate", {}))
+    gate = _gate_policy(document, data.get("gate", {}))
     defaults = {**_DEFAULT_SETTINGS, **data.get("defaults", {})}
     buckets: list[Bucket] = []
     seen: dict[str, KeyPath] = {}
@@ -452,6 +490,7 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
             "would put the block line inside the warn line; make k_block >= k_warn",
         )
     _check_gate(document, gate)
+    qualify = _qualify_policy(document, data.get("qualify", {}))
     image = _image_spec(document, data["image"]) if "image" in data else None
     source = data.get("workflows", {}).get("perfgate_source")
     if source is not None and not _PINNED_REQUIREMENT.fullmatch(source):
@@ -466,6 +505,7 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
         gate=gate,
         buckets=tuple(buckets),
         image=image,
+        qualify=qualify,
         perfgate_source=source,
         action_ref=ActionRef(data.get("workflows", {}).get("action_ref", ActionRef.SELF)),
     )
@@ -787,14 +827,35 @@ def _allowed_keys(schema: Mapping[str, Any]) -> set[str]:
     return keys
 
 
-def _gate_policy(raw: Mapping[str, Any]) -> GatePolicy:
+def _gate_policy(document: YamlDocument, raw: Mapping[str, Any]) -> GatePolicy:
+    calibration = raw.get("calibration")
+    if calibration is not None:
+        # Relative to perfgate.yaml's directory, which is the repository root of a
+        # rendered site; nothing outside the tree is read.
+        problem = path_problem(calibration, what="gate.calibration")
+        if problem:
+            _fail(document, ("gate", "calibration"), problem)
     return GatePolicy(
         mode=Mode(raw.get("mode", Mode.ADVISORY)),
         target_branches=tuple(raw.get("target_branches", GatePolicy.target_branches)),
         protected_branches=tuple(raw.get("protected_branches", GatePolicy.protected_branches)),
         oracle=OraclePolicy(**raw.get("oracle", {})),
         baseline=BaselinePolicy(**raw.get("baseline", {})),
+        calibration=document.path.parent / calibration if calibration is not None else None,
     )
+
+
+def _qualify_policy(document: YamlDocument, raw: Mapping[str, Any]) -> QualifyPolicy:
+    policy = QualifyPolicy(**raw)
+    if policy.min_runners > policy.allocations:
+        _fail(
+            document,
+            ("qualify", "min_runners"),
+            f"min_runners ({policy.min_runners}) exceeds allocations ({policy.allocations}): "
+            "each allocation lands on one runner, so the pool could never qualify; raise "
+            "allocations or lower min_runners",
+        )
+    return policy
 
 
 def _expand(

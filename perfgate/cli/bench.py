@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from perfgate.cli.common import (
@@ -25,6 +26,7 @@ from perfgate.cli.common import (
     closing_lines,
     human,
     print_json,
+    selected,
 )
 from perfgate.config import Config, load_config
 from perfgate.errors import ExitCode, UsageError
@@ -71,6 +73,13 @@ def register(verbs: Verbs) -> None:
         help="after judging, keep this run's healthy figures on the local baseline branch",
     )
     bench.add_argument(
+        "--run-label",
+        default=os.environ.get("PERFGATE_RUN_LABEL") or None,
+        metavar="LABEL",
+        help="name the allocation this run belongs to (a qualification's runner job); "
+        "recorded in each artifact and keys its caches (default: $PERFGATE_RUN_LABEL)",
+    )
+    bench.add_argument(
         "--quiet",
         action="store_true",
         help="do not stream the benchmark's output while it runs (its log file keeps it all)",
@@ -92,14 +101,17 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.run.bench import BenchSettings, run_buckets
 
     config: Config = load_config(args.config)
-    buckets = config.select(args.bucket, args.tag)
+    buckets = selected(config, args)
+    run = context.detect(os.environ, default_target=config.gate.target_branches[0])
+    if args.run_label is not None:
+        run = replace(run, run_label=context.check_run_label(args.run_label))
     settings = BenchSettings(
         checkout=Path.cwd(),
         # Absolute: the benchmark may change directory and must still find its cache.
         work_root=args.work_dir.resolve(),
         out_dir=args.out.resolve(),
         hardware=hardware.detect(),
-        context=context.detect(os.environ, default_target=config.gate.target_branches[0]),
+        context=run,
         echo=None if args.quiet else _echo,
         say=say,
     )

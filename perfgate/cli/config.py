@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from perfgate.cli.common import Verbs, add_config, add_selection, add_verb
+from perfgate.cli.common import Verbs, add_config, add_selection, add_verb, selected
 from perfgate.config import load_config
 from perfgate.errors import ExitCode
 
@@ -51,7 +51,7 @@ def run_validate(args: argparse.Namespace) -> int:
 def run_matrix(args: argparse.Namespace) -> int:
     """Print the expanded bucket matrix."""
     config = load_config(args.config)
-    buckets = config.select(args.bucket, args.tag)
+    buckets = selected(config, args)
     if args.json:
         print(json.dumps([b.matrix_entry() for b in buckets], indent=2, allow_nan=False))
         return ExitCode.OK

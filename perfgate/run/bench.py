@@ -128,7 +128,11 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
     """Run one bucket with retry and return its Result (not yet written)."""
     driver = get_driver(bucket.driver)
     ci = settings.context
-    run_key = f"{ci.run_id or 'local'}-{ci.run_attempt or '1'}"
+    # R10: caches are keyed by run id, attempt and run label, so two allocations of one
+    # qualification run (same run id and attempt) never share a cache directory.
+    run_key = "-".join(
+        part for part in (ci.run_id or "local", ci.run_attempt or "1", ci.run_label) if part
+    )
     work_dir = settings.work_root / "runs" / bucket.file_stem
     started_at, started = datetime.now(UTC), time.monotonic()
     invocations: dict[int, Invocation] = {}
