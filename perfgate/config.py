@@ -97,6 +97,15 @@ class BaselinePolicy:
 
 
 @dataclass(frozen=True, kw_only=True)
+class FileRef:
+    """A file perfgate.yaml names, and where it names it (for errors about the file)."""
+
+    path: Path
+    # ``perfgate.yaml:12: gate.calibration``: file, line and key path of the reference.
+    where: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class GatePolicy:
     """The gate block of perfgate.yaml."""
 
@@ -105,8 +114,8 @@ class GatePolicy:
     protected_branches: tuple[str, ...] = ("main",)
     oracle: OraclePolicy = field(default_factory=OraclePolicy)
     baseline: BaselinePolicy = field(default_factory=BaselinePolicy)
-    # gate.calibration, resolved against the directory of perfgate.yaml (None: uncalibrated).
-    calibration: Path | None = None
+    # gate.calibration: the noise calibration file (None: every bucket uncalibrated).
+    calibration: FileRef | None = None
 
     @property
     def blocking(self) -> bool:
@@ -841,7 +850,12 @@ def _gate_policy(document: YamlDocument, raw: Mapping[str, Any]) -> GatePolicy:
         protected_branches=tuple(raw.get("protected_branches", GatePolicy.protected_branches)),
         oracle=OraclePolicy(**raw.get("oracle", {})),
         baseline=BaselinePolicy(**raw.get("baseline", {})),
-        calibration=document.path.parent / calibration if calibration is not None else None,
+        calibration=None
+        if calibration is None
+        else FileRef(
+            path=document.path.parent / calibration,
+            where=f"{document.where(('gate', 'calibration'))}: gate.calibration",
+        ),
     )
 
 

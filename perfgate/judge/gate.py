@@ -14,6 +14,7 @@ from pathlib import Path
 from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
 from perfgate.config import Bucket, Config, Mode
 from perfgate.errors import ExitCode, GateMalfunction
+from perfgate.judge.calibration import NoiseCalibration, read_calibration
 from perfgate.judge.oracle import Bisect, Judgement, Reason, Signal, Verdict, judge
 from perfgate.result import ArtifactError, Result, read_result
 
@@ -256,14 +257,21 @@ def build_report(
     baseline_source: str | None = None,
     base_commit: str | None = None,
     unreadable: Sequence[UnreadableArtifact] = (),
+    calibration: NoiseCalibration | None = None,
 ) -> GateReport:
-    """Judge every expected bucket; pure, so every rule is testable without I/O."""
+    """Judge every expected bucket; pure, so every rule is testable without I/O.
+
+    A bucket that ``calibration`` measured on this hardware and experiment takes its noise
+    floor from the measurement (the pool's runner-to-runner noise), not from a constant.
+    """
     by_bucket = latest_per_bucket(results)
     counts = Counter(result.bucket.id for result in results)
     expected_ids = tuple(b.id for b in expected)
     policy = config.gate
     rows = []
     placed: set[Path] = set()
+    calibrated: list[str] = []
+    stale: list[str] = []
     for bucket in expected:
         result = by_bucket.get(bucket.id)
         bad = next((u for u in unreadable if u.belongs_to(bucket)), None)
@@ -280,11 +288,18 @@ def build_report(
             )
             continue
         hardware = result.hardware.slug
+        noise_floor = bucket.noise_floor_for(hardware, policy.oracle.noise_floor_pct)
+        measured = calibration.for_result(result) if calibration else None
+        if measured is not None:
+            noise_floor = measured.noise_floor_pct
+            calibrated.append(bucket.id)
+        elif calibration is not None and calibration.stale_for(result) is not None:
+            stale.append(bucket.id)
         judgement = judge(
             result,
             windows.get(bucket.id, ()),
             floors=bucket.floors_for(hardware),
-            noise_floor_pct=bucket.noise_floor_for(hardware, policy.oracle.noise_floor_pct),
+            noise_floor_pct=noise_floor,
             policy=policy.oracle,
             min_samples=policy.baseline.min_samples,
         )
@@ -309,6 +324,17 @@ def build_report(
         all_notes.append(
             f"ignored artifacts for buckets not expected by {config.path} (reported, not "
             "judged): " + ", ".join(coverage.unexpected)
+        )
+    if calibrated and calibration is not None:
+        all_notes.append(
+            f"noise floors from the calibration {calibration.path} (measured runner-to-runner "
+            f"noise) for: {', '.join(calibrated)}"
+        )
+    if stale:
+        all_notes.append(
+            "calibration entries measured another experiment (launch or benchmark hash) and "
+            f"were not applied for: {', '.join(stale)}; qualify the pool again with "
+            "--write-calibration"
         )
     if coverage.duplicates:
         all_notes.append(
@@ -410,6 +436,7 @@ def evaluate(
                 "each is listed below with its file and line"
             )
         notes.extend(store.warnings)
+    ref = config.gate.calibration
     return build_report(
         config=config,
         expected=expected,
@@ -420,4 +447,5 @@ def evaluate(
         baseline_source=source,
         base_commit=base,
         unreadable=unreadable,
+        calibration=read_calibration(ref) if ref is not None else None,
     )
