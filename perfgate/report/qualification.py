@@ -188,12 +188,12 @@ def qualification_markdown(report: QualificationReport) -> str:
         f"{design.allocations} allocations x {design.samples} samples of each bucket on at least "
         f"{design.min_runners} distinct runners"
         + (f"; expected {', '.join(expected)}" if expected else "")
-        + f". Limits: pooled CV ≤ {policy.max_pooled_cv_pct:g} %, every sample and every "
-        f"runner's median within {policy.max_sample_deviation_pct:g} % and "
-        f"{policy.max_runner_deviation_pct:g} % of the pooled median, and the gate's "
+        + f". Limits: pooled CV ≤ {policy.max_pooled_cv_pct:g} %; every sample within "
+        f"{policy.max_sample_deviation_pct:g} % and every runner's median within "
+        f"{policy.max_runner_deviation_pct:g} % of the pooled median; the gate's "
         f"{'/'.join(rules) or 'verdict'} rule blocking at a regression of at most "
-        f'{policy.max_block_band_pct:g} %. "Detects" is the regression it blocks '
-        f"{policy.detection_power:.0%} of the time.",
+        f"{policy.max_block_band_pct:g} % (the effective BLOCK band). Detects: the regression "
+        f"it blocks {policy.detection_power * 100:g} % of the time.",
         "",
         "| Bucket | Verdict | Runners | Samples | Median | MAD | CV | Max sample offset "
         "| Max runner offset | Effective BLOCK | Detects | Rule |",
