@@ -1,0 +1,408 @@
+"""Runner-pool qualification (R15): coverage fails closed, metric limits, named runners.
+
+Pools are built from result artifacts made with tests/factories.py: allocations x samples,
+each artifact one run of one bucket with its run label and runner name, exactly as
+separate `bench --run-label` invocations write them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from perfgate.baselines.qualify import (
+    Design,
+    Evidence,
+    QualVerdict,
+    evidence_from,
+    qualify,
+    rule_figures,
+)
+from perfgate.config import Config, Direction, load_config
+from perfgate.judge import stats
+from perfgate.report.qualification import qualification_json, qualification_markdown
+from perfgate.result import CiInfo, Result, Timings
+from tests.factories import make_result
+from tests.paths import ROOT
+
+# Deterministic per-sample noise, about 0.5 % either way: a quiet pool.
+NOISE = (0.004, -0.003, 0.006, -0.005, 0.001, -0.002, 0.005, -0.006, 0.002, -0.001, 0.003)
+DESIGN = Design(allocations=5, samples=3, min_runners=3)
+# Allocation -> runner: five jobs landing on three machines.
+RUNNERS = {"a1": "gpu-1", "a2": "gpu-2", "a3": "gpu-3", "a4": "gpu-1", "a5": "gpu-3"}
+
+
+def demo_config() -> Config:
+    return load_config(ROOT / "perfgate.yaml")
+
+
+def sample(
+    bucket: str,
+    allocation: str,
+    index: int,
+    value: float,
+    *,
+    runner: str | None = None,
+    **overrides: object,
+) -> tuple[str, Result]:
+    """One bench run of ``bucket`` in ``allocation`` (its ``index``-th, by start time)."""
+    started = f"2026-11-30T10:{int(allocation.strip('a') or 0):02d}:{index:02d}+00:00"
+    result = make_result(
+        bucket,
+        value,
+        ci=CiInfo(
+            run_id="4242",
+            run_attempt="1",
+            job="allocation",
+            runner_name=runner or RUNNERS.get(allocation, "gpu-9"),
+            run_label=allocation,
+        ),
+        timings=Timings(started_at=started, finished_at=started, wall_s=1.0),
+        **overrides,  # type: ignore[arg-type]
+    )
+    return f"results/{allocation}/s{index}/{bucket.replace('/', '__')}.json", result
+
+
+def pool(
+    buckets: tuple[str, ...] = ("cartpole/numpy",),
+    *,
+    offsets: dict[str, float] | None = None,
+    allocations: tuple[str, ...] = ("a1", "a2", "a3", "a4", "a5"),
+    samples: int = 3,
+) -> list[tuple[str, Result]]:
+    """A pool: every allocation runs every bucket ``samples`` times; runners may be offset."""
+    offsets = offsets or {}
+    runs = []
+    for b, bucket in enumerate(buckets):
+        for a, allocation in enumerate(allocations):
+            for k in range(samples):
+                noise = NOISE[(a * samples + k + b) % len(NOISE)]
+                factor = 1.0 + offsets.get(RUNNERS.get(allocation, ""), 0.0)
+                runs.append(sample(bucket, allocation, k, 1000.0 * (1 + noise) * factor))
+    return runs
+
+
+def run_qualify(
+    runs: list[tuple[str, Result]],
+    *,
+    config: Config | None = None,
+    scope: tuple[str, ...] = ("cartpole/numpy",),
+    design: Design = DESIGN,
+    unreadable: tuple[tuple[str, str, str | None], ...] = (),
+    rule: object = None,
+):  # type: ignore[no-untyped-def]
+    config = config or demo_config()
+    evidence = evidence_from(runs, unreadable)
+    return qualify(
+        config,
+        config.select(scope),
+        evidence,
+        design=design,
+        rule=rule,  # type: ignore[arg-type]
+    )
+
+
+def test_a_quiet_pool_is_stable_enough_to_gate() -> None:
+    report = run_qualify(pool())
+    assert report.verdict is QualVerdict.STABLE
+    (bucket,) = report.buckets
+    assert bucket.coverage == () and bucket.instability == ()
+    assert bucket.metrics is not None
+    assert bucket.metrics.samples == 15 and len(bucket.metrics.runners) == 3
+    assert bucket.metrics.cv_pct < 1.0
+    # The reference rule in force: 4 x max(MAD, the 1 % noise floor of perfgate.yaml).
+    assert bucket.metrics.rule.policy == "reference"
+    assert bucket.metrics.rule.block_band_pct == pytest.approx(4.0)
+    assert bucket.metrics.rule.detectable_pct is not None
+    assert bucket.metrics.rule.detectable_pct > bucket.metrics.rule.block_band_pct
+    assert report.unstable_runners == ()
+
+
+def test_one_runner_offset_by_8_percent_is_unstable_and_named() -> None:
+    report = run_qualify(pool(offsets={"gpu-3": -0.08}))
+    assert report.verdict is QualVerdict.UNSTABLE
+    (bucket,) = report.buckets
+    assert bucket.coverage == ()  # complete evidence: the instability is the runner's
+    assert report.unstable_runners == ("gpu-3",)
+    runner_lines = [p for p in bucket.instability if p.startswith("runner ")]
+    assert len(runner_lines) == 1
+    line = runner_lines[0]
+    offending = next(r for r in bucket.metrics.runners if r.runner == "gpu-3")  # type: ignore[union-attr]
+    assert offending.offset_pct == pytest.approx(-8.0, abs=0.5)
+    assert f"runner gpu-3: median {offending.offset_pct:+.1f} % from the pooled median" in line
+    # Its samples and allocations, so a maintainer knows which machine to drain and why.
+    assert f"{offending.samples[0]:.6g}" in line and "a3, a5" in line and "drain it" in line
+    assert offending.over_limit and len(offending.samples) == 6
+    assert all(not r.over_limit for r in bucket.metrics.runners if r.runner != "gpu-3")  # type: ignore[union-attr]
+    markdown = qualification_markdown(report)
+    assert "## ❌ UNSTABLE_DO_NOT_GATE" in markdown
+    assert "### Runners to drain" in markdown
+    assert f"| gpu-3 | cartpole/numpy | {offending.offset_pct:+.1f} % |" in markdown
+
+
+def test_a_runner_offset_within_the_limit_stays_stable() -> None:
+    report = run_qualify(pool(offsets={"gpu-3": -0.03}))
+    assert report.verdict is QualVerdict.STABLE
+    runner = next(r for r in report.buckets[0].metrics.runners if r.runner == "gpu-3")  # type: ignore[union-attr]
+    assert runner.offset_pct == pytest.approx(-3.0, abs=0.6) and not runner.over_limit
+
+
+def test_a_missing_allocation_is_inconclusive_and_named() -> None:
+    runs = pool(("cartpole/numpy", "cartpole/python"))
+    # Allocation a4 died before cartpole/numpy; it did run cartpole/python.
+    runs = [
+        (s, r) for s, r in runs if not (r.ci.run_label == "a4" and r.bucket.id.endswith("numpy"))
+    ]
+    report = run_qualify(runs, scope=("cartpole/numpy", "cartpole/python"))
+    assert report.verdict is QualVerdict.INCONCLUSIVE
+    numpy, python = report.buckets
+    assert python.verdict is QualVerdict.STABLE
+    assert numpy.verdict is QualVerdict.INCONCLUSIVE
+    assert any(
+        "4 of 5 allocations reported; allocation(s) a4 reported other buckets but not this one"
+        in problem
+        for problem in numpy.coverage
+    ), numpy.coverage
+
+
+def test_a_duplicate_sample_id_is_inconclusive() -> None:
+    runs = pool()
+    # The same artifact downloaded twice (two artifact names, one measurement).
+    source, result = runs[4]
+    runs.append((source.replace("results/", "results-copy/"), result))
+    report = run_qualify(runs)
+    assert report.verdict is QualVerdict.INCONCLUSIVE
+    problems = report.buckets[0].coverage
+    assert any("counted 2 times" in p and "results-copy/" in p for p in problems), problems
+    # Counted once more, the allocation also holds one sample too many.
+    assert any("allocation a2: 4 of 3 samples; index 3 outside 0..2" in p for p in problems)
+
+
+def test_two_fingerprints_in_one_bucket_are_inconclusive_and_not_pooled() -> None:
+    runs = pool()
+    source, result = runs[0]
+    runs[0] = (source, replace(result, source=replace(result.source, commit="e" * 40)))
+    report = run_qualify(runs)
+    assert report.verdict is QualVerdict.INCONCLUSIVE
+    (bucket,) = report.buckets
+    assert bucket.metrics is None  # a commit's difference must not read as runner noise
+    assert any(
+        "2 fingerprints in one bucket (commit: " in p and "e" * 40 in p for p in bucket.coverage
+    ), bucket.coverage
+
+
+def test_a_missing_fingerprint_field_is_named() -> None:
+    runs = [
+        (s, replace(r, source=replace(r.source, target_branch=None)) if i == 0 else r)
+        for i, (s, r) in enumerate(pool())
+    ]
+    problems = run_qualify(runs).buckets[0].coverage
+    assert "fingerprint incomplete: target_branch missing in 1 sample" in problems
+
+
+def test_too_few_runners_and_an_allocation_on_two_runners_are_named() -> None:
+    runs = [
+        sample("cartpole/numpy", f"a{a}", k, 1000.0 * (1 + NOISE[a + k]), runner=runner)
+        for a in range(1, 6)
+        for k in range(3)
+        # a2's third sample ran on another machine; all else on gpu-1 or gpu-2.
+        for runner in ["gpu-9" if (a, k) == (2, 2) else f"gpu-{1 + a % 2}"]
+    ]
+    report = run_qualify(runs)
+    assert report.verdict is QualVerdict.INCONCLUSIVE
+    problems = report.buckets[0].coverage
+    assert "allocation a2 ran on 2 runners (gpu-1, gpu-9): an allocation is one runner job" in (
+        problems
+    )
+    runs = [(s, r) for s, r in runs if r.ci.runner_name != "gpu-9"]
+    problems = run_qualify(runs).buckets[0].coverage
+    assert any(p.startswith("2 distinct runners (gpu-1, gpu-2); at least 3") for p in problems)
+
+
+def test_missing_samples_and_indices_are_named() -> None:
+    runs = [
+        (s, r)
+        for s, r in pool()
+        if not (r.ci.run_label == "a3" and s.endswith("s2/cartpole__numpy.json"))
+    ]
+    problems = run_qualify(runs).buckets[0].coverage
+    assert "allocation a3: 2 of 3 samples; missing index 2" in problems
+
+
+def test_a_failed_sample_is_a_named_gap_not_a_figure() -> None:
+    runs = pool()
+    source, result = runs[7]
+    failed = replace(
+        result,
+        health=replace(result.health, exit_code=1),
+        metric=replace(result.metric, value=None),
+    )
+    runs[7] = (source, failed)
+    report = run_qualify(runs)
+    assert report.verdict is QualVerdict.INCONCLUSIVE
+    assert any(
+        "no figure (no figure, exit 1)" in p and source in p for p in report.buckets[0].coverage
+    )
+    assert report.buckets[0].metrics is not None and report.buckets[0].metrics.samples == 14
+
+
+def test_an_artifact_without_allocation_identity_is_named() -> None:
+    runs = pool()
+    source, result = runs[0]
+    runs[0] = (source, replace(result, ci=CiInfo(runner_name="laptop")))
+    problems = run_qualify(runs).buckets[0].coverage
+    assert any("1 artifact name no allocation" in p and "--run-label" in p for p in problems)
+
+
+def test_the_expected_hardware_branch_and_commit_are_checked() -> None:
+    design = replace(DESIGN, hardware="l40s", target_branch="develop", commit="c" * 7)
+    problems = run_qualify(pool(), design=design).buckets[0].coverage
+    assert "hardware cpu-test is not the expected l40s" in problems
+    assert "target_branch main is not the expected develop" in problems
+    # An abbreviated commit matches the full one.
+    assert not any(p.startswith("commit") for p in problems)
+
+
+def test_a_rescoped_run_is_judged_only_on_what_it_selected() -> None:
+    """The seed's defect: a backend allowlist on the sampling side but not on the
+    qualifying side reported every other bucket as missing evidence and failed closed."""
+    config = demo_config()
+    runs = pool(("cartpole/numpy", "pendulum/numpy"))
+    numpy_only = config.select(backends=["numpy"])
+    report = qualify(
+        config, numpy_only, evidence_from(runs), design=DESIGN, flags={"backend": ["numpy"]}
+    )
+    assert report.verdict is QualVerdict.STABLE
+    assert [b.bucket for b in report.buckets] == ["cartpole/numpy", "pendulum/numpy"]
+    assert "--backend numpy" in qualification_markdown(report)
+    assert qualification_json(report)["scope"] == {
+        "flags": {"backend": ["numpy"]},
+        "buckets": ["cartpole/numpy", "pendulum/numpy"],
+    }
+    # The same artifacts judged against the whole matrix are missing the python buckets.
+    whole = qualify(config, config.buckets, evidence_from(runs), design=DESIGN)
+    assert whole.verdict is QualVerdict.INCONCLUSIVE
+    missing = [b.bucket for b in whole.buckets if b.verdict is QualVerdict.INCONCLUSIVE]
+    assert missing == ["cartpole/python", "pendulum/python"]
+    # Artifacts of buckets outside the scope are neither judged nor counted as missing.
+    narrow = qualify(config, config.select(["cartpole/numpy"]), evidence_from(runs), design=DESIGN)
+    assert narrow.verdict is QualVerdict.STABLE
+    assert narrow.notes == (
+        "artifacts of buckets outside the selected scope were not judged: pendulum/numpy",
+    )
+
+
+def test_an_unreadable_artifact_costs_its_bucket_or_the_pool() -> None:
+    named = (("results/a1/x.json", "x.json: not a valid result artifact", "cartpole/numpy"),)
+    report = run_qualify(pool(), unreadable=named)
+    assert report.verdict is QualVerdict.INCONCLUSIVE
+    assert report.buckets[0].coverage == (
+        "unreadable artifact: x.json: not a valid result artifact",
+    )
+    anonymous = (("results/a1/y.json", "y.json: not JSON", None),)
+    report = run_qualify(pool(), unreadable=anonymous)
+    assert report.verdict is QualVerdict.INCONCLUSIVE
+    assert report.buckets[0].verdict is QualVerdict.STABLE
+    assert report.problems == ("unreadable artifact: y.json: not JSON",)
+
+
+def test_limits_come_from_the_qualify_block(tmp_path: Path) -> None:
+    text = (ROOT / "perfgate.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "perfgate.yaml"
+    path.write_text(text + "\nqualify:\n  max_pooled_cv_pct: 0.3\n  max_block_band_pct: 3.5\n")
+    report = run_qualify(pool(), config=load_config(path))
+    assert report.verdict is QualVerdict.UNSTABLE
+    problems = report.buckets[0].instability
+    assert any(p.startswith("pooled CV 0.") and "exceeds 0.3 %" in p for p in problems), problems
+    assert "the gate's reference rule would block only past a 4.0 % regression (limit 3.5 %)" in (
+        problems
+    )
+    assert qualification_json(report)["policy"]["max_pooled_cv_pct"] == 0.3
+
+
+def test_a_noisy_pool_has_a_wide_block_band() -> None:
+    wide = (0.09, -0.08, 0.05, -0.1, 0.02, -0.03, 0.07, -0.06, 0.01, -0.04, 0.08)
+    runs = [
+        sample("cartpole/numpy", f"a{a}", k, 1000.0 * (1 + wide[(a * 3 + k) % len(wide)]))
+        for a in range(1, 6)
+        for k in range(3)
+    ]
+    report = run_qualify(runs)
+    bucket = report.buckets[0]
+    assert bucket.verdict is QualVerdict.UNSTABLE
+    assert bucket.metrics is not None and bucket.metrics.rule.block_band_pct is not None
+    assert bucket.metrics.rule.block_band_pct > 10.0
+    assert any("rule would block only past" in p for p in bucket.instability)
+
+
+def test_the_calibrated_rule_gives_the_band_at_its_false_alarm_rate() -> None:
+    """With the calibrated rule in force, band and detectable regression come from it."""
+    calibrated = stats.CalibratedPolicy()
+    report = run_qualify(pool(), rule=lambda bucket, hardware: calibrated)
+    figures = report.buckets[0].metrics.rule  # type: ignore[union-attr]
+    assert figures.policy == "calibrated" and figures.false_alarm_rate == 0.001
+    # A 0.5 % pool resolves down to the rule's 3 % minimum drop.
+    assert figures.block_band_pct == pytest.approx(3.0)
+    strict = stats.CalibratedPolicy(false_alarm_rate=1e-6, min_drop_pct=1.0)
+    noisy = [
+        (s, replace(r, metric=replace(r.metric, value=r.metric.value * (1 + 4 * NOISE[i % 11]))))  # type: ignore[operator]
+        for i, (s, r) in enumerate(pool())
+    ]
+    loose = run_qualify(noisy, rule=lambda bucket, hardware: calibrated).buckets[0].metrics.rule  # type: ignore[union-attr]
+    tight = run_qualify(noisy, rule=lambda bucket, hardware: strict).buckets[0].metrics.rule  # type: ignore[union-attr]
+    # A lower false-alarm rate needs a larger drop before it blocks.
+    assert tight.block_band_pct > loose.block_band_pct > 3.0  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    "policy", [stats.ReferencePolicy(), stats.CalibratedPolicy()], ids=["reference", "calibrated"]
+)
+def test_rule_figures_are_relative_in_either_direction(policy: stats.Policy) -> None:
+    runs = [[100.0 * (1 + 3 * NOISE[(a * 3 + k) % 11]) for k in range(3)] for a in range(5)]
+    higher = rule_figures(runs, policy=policy, direction=Direction.HIGHER, power=0.9)
+    lower = rule_figures(runs, policy=policy, direction=Direction.LOWER, power=0.9)
+    assert higher.block_band_pct is not None and lower.block_band_pct is not None
+    assert higher.detectable_pct is not None and lower.detectable_pct is not None
+    # The same noise: a drop and a rise of about the same size.
+    assert lower.block_band_pct == pytest.approx(higher.block_band_pct, rel=0.1)
+    assert higher.detectable_pct > higher.block_band_pct
+    # Power 0.5 is the block line itself.
+    middle = rule_figures(runs, policy=policy, direction=Direction.HIGHER, power=0.5)
+    assert middle.detectable_pct == pytest.approx(higher.block_band_pct)
+
+
+def test_the_noise_calibration_measures_within_and_between_allocations() -> None:
+    report = run_qualify(pool(offsets={"gpu-3": 0.02}))
+    noise = report.buckets[0].noise
+    assert noise is not None and report.calibration() == (noise,)
+    assert (noise.bucket, noise.hardware, noise.modes) == ("cartpole/numpy", "cpu-test", 1)
+    assert (noise.samples, noise.allocations, noise.runners) == (15, 5, 3)
+    assert 0.2 < noise.noise_pct < 1.0  # the 0.5 % within-allocation noise
+    # gpu-3's 2 % offset is runner-to-runner noise the allocations share.
+    assert noise.run_noise_pct > 0.5
+    quiet = run_qualify(pool()).buckets[0].noise
+    assert quiet is not None and quiet.run_noise_pct < noise.run_noise_pct
+    # The recommended floor is the pool's unscaled MAD.
+    assert noise.noise_floor_pct == pytest.approx(report.buckets[0].metrics.mad_pct)  # type: ignore[union-attr]
+    assert math.isfinite(noise.df) and noise.df > 3
+
+
+def test_only_stable_buckets_are_calibrated() -> None:
+    report = run_qualify(pool(offsets={"gpu-3": -0.08}))
+    assert report.buckets[0].noise is not None  # measured ...
+    assert report.calibration() == ()  # ... but never allowed to set thresholds
+
+
+def test_no_observation_at_all_names_the_whole_gap() -> None:
+    report = qualify(
+        demo_config(),
+        demo_config().select(["cartpole/numpy"]),
+        Evidence(observations=()),
+        design=DESIGN,
+    )
+    assert report.buckets[0].coverage == (
+        "no allocation reported this bucket (0 of 5 allocations, 0 of 15 samples)",
+    )
