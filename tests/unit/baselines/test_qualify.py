@@ -61,7 +61,7 @@ def sample(
             run_label=allocation,
         ),
         timings=Timings(started_at=started, finished_at=started, wall_s=1.0),
-        **overrides,  # type: ignore[arg-type]
+        **overrides,
     )
     return f"results/{allocation}/s{index}/{bucket.replace('/', '__')}.json", result
 
@@ -93,7 +93,7 @@ def run_qualify(
     design: Design = DESIGN,
     unreadable: tuple[tuple[str, str, str | None], ...] = (),
     rule: object = None,
-):  # type: ignore[no-untyped-def]
+):
     config = config or demo_config()
     evidence = evidence_from(runs, unreadable)
     return qualify(
@@ -101,7 +101,7 @@ def run_qualify(
         config.select(scope),
         evidence,
         design=design,
-        rule=rule,  # type: ignore[arg-type]
+        rule=rule,
     )
 
 
@@ -130,13 +130,13 @@ def test_one_runner_offset_by_8_percent_is_unstable_and_named() -> None:
     runner_lines = [p for p in bucket.instability if p.startswith("runner ")]
     assert len(runner_lines) == 1
     line = runner_lines[0]
-    offending = next(r for r in bucket.metrics.runners if r.runner == "gpu-3")  # type: ignore[union-attr]
+    offending = next(r for r in bucket.metrics.runners if r.runner == "gpu-3")
     assert offending.offset_pct == pytest.approx(-8.0, abs=0.5)
     assert f"runner gpu-3: median {offending.offset_pct:+.1f} % from the pooled median" in line
     # Its samples and allocations, so a maintainer knows which machine to drain and why.
     assert f"{offending.samples[0]:.6g}" in line and "a3, a5" in line and "drain it" in line
     assert offending.over_limit and len(offending.samples) == 6
-    assert all(not r.over_limit for r in bucket.metrics.runners if r.runner != "gpu-3")  # type: ignore[union-attr]
+    assert all(not r.over_limit for r in bucket.metrics.runners if r.runner != "gpu-3")
     markdown = qualification_markdown(report)
     assert "## ❌ UNSTABLE_DO_NOT_GATE" in markdown
     assert "### Runners to drain" in markdown
@@ -146,7 +146,7 @@ def test_one_runner_offset_by_8_percent_is_unstable_and_named() -> None:
 def test_a_runner_offset_within_the_limit_stays_stable() -> None:
     report = run_qualify(pool(offsets={"gpu-3": -0.03}))
     assert report.verdict is QualVerdict.STABLE
-    runner = next(r for r in report.buckets[0].metrics.runners if r.runner == "gpu-3")  # type: ignore[union-attr]
+    runner = next(r for r in report.buckets[0].metrics.runners if r.runner == "gpu-3")
     assert runner.offset_pct == pytest.approx(-3.0, abs=0.6) and not runner.over_limit
 
 
@@ -342,19 +342,19 @@ def test_the_calibrated_rule_gives_the_band_at_its_false_alarm_rate() -> None:
     """With the calibrated rule in force, band and detectable regression come from it."""
     calibrated = stats.CalibratedPolicy()
     report = run_qualify(pool(), rule=lambda bucket, hardware: calibrated)
-    figures = report.buckets[0].metrics.rule  # type: ignore[union-attr]
+    figures = report.buckets[0].metrics.rule
     assert figures.policy == "calibrated" and figures.false_alarm_rate == 0.001
     # A 0.5 % pool resolves down to the rule's 3 % minimum drop.
     assert figures.block_band_pct == pytest.approx(3.0)
     strict = stats.CalibratedPolicy(false_alarm_rate=1e-6, min_drop_pct=1.0)
     noisy = [
-        (s, replace(r, metric=replace(r.metric, value=r.metric.value * (1 + 4 * NOISE[i % 11]))))  # type: ignore[operator]
+        (s, replace(r, metric=replace(r.metric, value=r.metric.value * (1 + 4 * NOISE[i % 11]))))
         for i, (s, r) in enumerate(pool())
     ]
-    loose = run_qualify(noisy, rule=lambda bucket, hardware: calibrated).buckets[0].metrics.rule  # type: ignore[union-attr]
-    tight = run_qualify(noisy, rule=lambda bucket, hardware: strict).buckets[0].metrics.rule  # type: ignore[union-attr]
+    loose = run_qualify(noisy, rule=lambda bucket, hardware: calibrated).buckets[0].metrics.rule
+    tight = run_qualify(noisy, rule=lambda bucket, hardware: strict).buckets[0].metrics.rule
     # A lower false-alarm rate needs a larger drop before it blocks.
-    assert tight.block_band_pct > loose.block_band_pct > 3.0  # type: ignore[operator]
+    assert tight.block_band_pct > loose.block_band_pct > 3.0
 
 
 @pytest.mark.parametrize(
@@ -386,7 +386,7 @@ def test_the_noise_calibration_measures_within_and_between_allocations() -> None
     quiet = run_qualify(pool()).buckets[0].noise
     assert quiet is not None and quiet.run_noise_pct < noise.run_noise_pct
     # The recommended floor is the pool's unscaled MAD.
-    assert noise.noise_floor_pct == pytest.approx(report.buckets[0].metrics.mad_pct)  # type: ignore[union-attr]
+    assert noise.noise_floor_pct == pytest.approx(report.buckets[0].metrics.mad_pct)
     assert math.isfinite(noise.df) and noise.df > 3
 
 
