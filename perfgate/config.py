@@ -376,6 +376,10 @@ class Config:
         """Every bucket id, in declaration order."""
         return tuple(bucket.id for bucket in self.buckets)
 
+    def runner_pools(self) -> tuple[tuple[str, ...], ...]:
+        """The distinct runner label sets of the buckets, in order of first appearance."""
+        return tuple(dict.fromkeys(bucket.runner for bucket in self.buckets))
+
     def select(
         self, ids: Iterable[str] = (), tags: Iterable[str] = (), backends: Iterable[str] = ()
     ) -> tuple[Bucket, ...]:

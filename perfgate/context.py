@@ -17,6 +17,7 @@ from perfgate.errors import GateMalfunction, UsageError
 from perfgate.git import try_git
 
 PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # A run label names a cache directory and appears in reports: one plain path component.
 _RUN_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -167,8 +168,13 @@ def _from_github(env: Mapping[str, str]) -> RunContext:
         branch = _strip_heads(env.get("GITHUB_REF"))
         target = branch
         head_sha = env.get("GITHUB_SHA")
+    # A job that checked out another commit than the run's (the qualify workflow's
+    # commit input) says which one it measured.
+    commit = env.get("PERFGATE_COMMIT") or env.get("GITHUB_SHA")
+    if commit and env.get("PERFGATE_COMMIT") and not _SHA.fullmatch(commit):
+        raise UsageError(f"PERFGATE_COMMIT {commit!r} is not a full commit SHA")
     return RunContext(
-        commit=env.get("GITHUB_SHA"),
+        commit=commit,
         branch=branch,
         target_branch=target,
         event=event_name or "unknown",

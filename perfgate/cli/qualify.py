@@ -121,7 +121,10 @@ def allocation_minutes(buckets: tuple[Bucket, ...], samples: int) -> int:
 
 
 def _plan(config: Config, buckets: tuple[Bucket, ...], allocations: int, samples: int) -> int:
-    """Print the plan; on GitHub, the allocation matrix as step outputs."""
+    """Print the plan; on GitHub, the allocation matrix as step outputs.
+
+    The selected buckets must share one runner pool: a qualification measures one pool.
+    """
     from perfgate.console import render_table, say
 
     pools = sorted({bucket.runner for bucket in buckets})
@@ -142,7 +145,8 @@ def _plan(config: Config, buckets: tuple[Bucket, ...], allocations: int, samples
     output = os.environ.get("GITHUB_OUTPUT")
     if output:
         values = {
-            "runner": json.dumps(list(pools[0])),
+            # Which allocation job of the workflow runs: one per runner pool, numbered.
+            "pool": str(config.runner_pools().index(pools[0]) + 1),
             "allocations": json.dumps([str(i) for i in range(1, allocations + 1)]),
             "samples": str(samples),
             "timeout": str(minutes),

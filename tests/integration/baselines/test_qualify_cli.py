@@ -146,6 +146,8 @@ def test_exit_codes_and_the_calibration_the_gate_reads(
     assert cli.main(["qualify", "--results", "stable", "--samples", "1"]) == 4
     assert cli.main(["qualify", "--results", "stable", "--allocations", "2"]) == 4
     assert cli.main(["qualify"]) == 4
+    assert cli.main(["bench", "--run-label", "a/b", "--bucket", "cartpole/numpy"]) == 4
+    assert "run label 'a/b'" in capsys.readouterr().err
     Path("empty").mkdir()
     assert cli.main(["qualify", "--results", "empty"]) == 3
     assert cli.main(["qualify", "--results", "nowhere"]) == 3
@@ -161,7 +163,7 @@ def test_the_plan_checks_the_scope_and_gives_the_matrix(
     assert "4 allocation(s) x 2 sample(s) x 1 bucket(s) = 8 runs" in capsys.readouterr().out
     lines = dict(line.split("=", 1) for line in output.read_text("utf-8").splitlines())
     assert json.loads(lines["allocations"]) == ["1", "2", "3", "4"]
-    assert json.loads(lines["runner"]) == ["ubuntu-latest"]
+    assert lines["pool"] == "1"  # the config's first (and only) runner pool
     # 2 samples x 10 minutes (the default timeout, no retries) + 15 minutes of setup
     assert (lines["samples"], lines["timeout"]) == ("2", "35")
     # A typo in an allowlist stops the run before any runner time is spent.
