@@ -30,6 +30,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from perfgate.config import Bucket, Config, Direction, QualifyPolicy
+from perfgate.console import format_figure
 from perfgate.errors import GateMalfunction
 from perfgate.identity import stable_hash
 from perfgate.judge import stats
@@ -642,7 +643,7 @@ def _metrics(
             problems.append(
                 f"runner {runner.runner}: median {runner.offset_pct:+.1f} % from the pooled "
                 f"median (limit {policy.max_runner_deviation_pct:g} %); its samples "
-                f"{_names(f'{v:.6g}' for v in runner.samples)} from allocation(s) "
+                f"{_names(format_figure(v) for v in runner.samples)} from allocation(s) "
                 f"{_names(runner.allocations)}: drain it or find out why"
             )
     if figures.block_band_pct is None:

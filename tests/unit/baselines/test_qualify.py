@@ -134,7 +134,7 @@ def test_one_runner_offset_by_8_percent_is_unstable_and_named() -> None:
     assert offending.offset_pct == pytest.approx(-8.0, abs=0.5)
     assert f"runner gpu-3: median {offending.offset_pct:+.1f} % from the pooled median" in line
     # Its samples and allocations, so a maintainer knows which machine to drain and why.
-    assert f"{offending.samples[0]:.6g}" in line and "a3, a5" in line and "drain it" in line
+    assert f"{offending.samples[0]:,.0f}" in line and "a3, a5" in line and "drain it" in line
     assert offending.over_limit and len(offending.samples) == 6
     assert all(not r.over_limit for r in bucket.metrics.runners if r.runner != "gpu-3")
     markdown = qualification_markdown(report)
