@@ -147,7 +147,7 @@ def _plan(config: Config, buckets: tuple[Bucket, ...], allocations: int, samples
         values = {
             # Which allocation job of the workflow runs: one per runner pool, numbered.
             "pool": str(config.runner_pools().index(pools[0]) + 1),
-            "allocations": json.dumps([str(i) for i in range(1, allocations + 1)]),
+            "allocations": json.dumps([str(i) for i in range(1, allocations + 1)], allow_nan=False),
             "samples": str(samples),
             "timeout": str(minutes),
         }

@@ -195,7 +195,7 @@ def test_qualify_block_and_calibration_key_are_read(tmp_path: Path) -> None:
     config = load_config(path)
     assert config.gate.calibration is not None
     assert config.gate.calibration.path == tmp_path / "ci" / "noise.json"
-    assert config.gate.calibration.where == f"{path}:4: gate.calibration"
+    assert config.gate.calibration.where == f"{path}:3: gate.calibration"
     policy = config.qualify
     assert (policy.allocations, policy.samples, policy.min_runners) == (6, 4, 2)
     assert (policy.max_pooled_cv_pct, policy.max_block_band_pct) == (3.5, 8)
