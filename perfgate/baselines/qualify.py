@@ -73,17 +73,6 @@ class Fingerprint:
         """Names of the fields that are absent."""
         return [f.name for f in fields(self) if getattr(self, f.name) in (None, "")]
 
-    def short(self) -> str:
-        """One line: hardware, branch, commit and the hashes, abbreviated."""
-        commit = (self.commit or "?")[:12]
-        hashes = "/".join(
-            (h or "?")[:8] for h in (self.launch_hash, self.benchmark_hash, self.runtime_hash)
-        )
-        return (
-            f"{self.hardware or '?'} {self.target_branch or '?'}@{commit} "
-            f"{hashes} epoch {self.baseline_epoch}"
-        )
-
     @classmethod
     def of(cls, result: Result) -> Fingerprint:
         """The fingerprint a result carries."""
@@ -107,7 +96,8 @@ class Observation:
     allocation: str | None
     runner: str | None
     sample_index: int | None
-    sample_id: str | None
+    # Derived from what identifies the measurement: one counted twice has the same id.
+    sample_id: str
     value: float | None  # None: the run produced no usable figure
     failure: str | None = None
     fingerprint: Fingerprint
@@ -198,17 +188,6 @@ class Design:
     hardware: str | None = None
     target_branch: str | None = None
     commit: str | None = None
-
-    @classmethod
-    def from_policy(cls, policy: QualifyPolicy, **overrides: object) -> Design:
-        """The config's design, with the command line's values where given."""
-        given = {key: value for key, value in overrides.items() if value is not None}
-        return cls(
-            allocations=policy.allocations,
-            samples=policy.samples,
-            min_runners=policy.min_runners,
-            **given,  # type: ignore[arg-type]
-        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -431,24 +410,15 @@ def _names(values: Iterable[object]) -> str:
 def _fingerprint_problems(observations: Sequence[Observation], design: Design) -> list[str]:
     problems = []
     prints = Counter(o.fingerprint for o in observations)
-    for name in (
-        "hardware",
-        "target_branch",
-        "commit",
-        "launch_hash",
-        "benchmark_hash",
-        "runtime_hash",
-        "baseline_epoch",
-    ):
+    names = [f.name for f in fields(Fingerprint)]
+    for name in names:
         missing = sum(n for fp, n in prints.items() if name in fp.missing())
         if missing:
             problems.append(
                 f"fingerprint incomplete: {name} missing in {_plural(missing, 'sample')}"
             )
     if len(prints) > 1:
-        varying = [
-            f.name for f in fields(Fingerprint) if len({getattr(fp, f.name) for fp in prints}) > 1
-        ]
+        varying = [name for name in names if len({getattr(fp, name) for fp in prints}) > 1]
         detail = "; ".join(
             f"{name}: " + _names(sorted({str(getattr(fp, name)) for fp in prints}))
             for name in varying
@@ -492,14 +462,13 @@ def _allocation_problems(
     labels = sorted(by_allocation)
     absent = [label for label in pool_allocations if label not in by_allocation]
     if len(labels) != design.allocations or absent:
-        text = f"{len(labels)} of {design.allocations} allocations reported"
+        text = (
+            f"{len(labels)} allocations reported, {design.allocations} expected ({_names(labels)})"
+            if len(labels) > design.allocations
+            else f"{len(labels)} of {design.allocations} allocations reported"
+        )
         if absent:
             text += f"; allocation(s) {_names(absent)} reported other buckets but not this one"
-        if len(labels) > design.allocations:
-            text = (
-                f"{len(labels)} allocations reported, {design.allocations} expected "
-                f"({_names(labels)})"
-            )
         problems.append(text)
     runners: set[str] = set()
     for label in labels:
@@ -543,13 +512,11 @@ def _sample_problems(label: str, samples: Sequence[Observation], wanted: int) ->
                 f"allocation {label} sample {obs.sample_index} on {obs.runner or 'a runner'}: "
                 f"no figure ({obs.failure}) in {obs.source}"
             )
-        if obs.sample_id is None:
-            problems.append(f"allocation {label} sample {obs.sample_index}: no sample id")
     return problems
 
 
 def _duplicate_ids(observations: Sequence[Observation]) -> list[str]:
-    counts = Counter(o.sample_id for o in observations if o.sample_id is not None)
+    counts = Counter(o.sample_id for o in observations)
     problems = []
     for sample_id, count in sorted(counts.items()):
         if count > 1:
@@ -672,8 +639,8 @@ def measure_noise(
     healthy = [o for o in observations if o.value is not None and o.allocation is not None]
     groups: dict[str, list[float]] = defaultdict(list)
     for obs in healthy:
-        assert obs.value is not None and obs.allocation is not None
-        groups[obs.allocation].append(math.log(obs.value))
+        if obs.value is not None and obs.allocation is not None:
+            groups[obs.allocation].append(math.log(obs.value))
     multi = {label: g for label, g in groups.items() if len(g) >= 2}
     if len(multi) < 2 or not healthy:
         return None

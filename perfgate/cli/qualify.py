@@ -16,6 +16,8 @@ import argparse
 import json
 import math
 import os
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -229,7 +231,8 @@ def _write_calibration(report: QualificationReport, path: Path) -> None:
     from perfgate.console import annotate, say
     from perfgate.judge.calibration import NoiseCalibration, read_calibration, write_calibration
 
-    entries = report.calibration()
+    measured_at = datetime.now(UTC).isoformat(timespec="seconds")
+    entries = [replace(entry, measured_at=measured_at) for entry in report.calibration()]
     calibrated = {entry.bucket for entry in entries}
     skipped = [b.bucket for b in report.buckets if b.bucket not in calibrated]
     if not entries:
