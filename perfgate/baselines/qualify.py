@@ -233,13 +233,21 @@ def _drop_of_g(g: float, direction: Direction) -> float:
 
 
 def rule_figures(
-    runs: Sequence[Sequence[float]], *, policy: stats.Policy, direction: Direction, power: float
+    runs: Sequence[Sequence[float]],
+    *,
+    policy: stats.Policy,
+    direction: Direction,
+    power: float,
+    run_noise_pct: float | None = None,
 ) -> RuleFigures:
     """Block band and smallest detectable regression of ``policy`` on a window of ``runs``.
 
     ``runs`` are the pool's allocations, each the figures of its samples. Allocations ran
     side by side, so their order means nothing: level-shift detection is switched off for
-    the calibrated rule, which otherwise reads a window in time order.
+    the calibrated rule, which otherwise reads a window in time order. ``run_noise_pct``
+    is the runner-to-runner noise these runs measure (``measure_noise``): the calibrated
+    rule takes it as known, as it does once the gate reads the calibration, rather than
+    estimating it again from a handful of runs (a gate's window holds up to 20).
     """
     z = statistics.NormalDist().inv_cdf(power)
     pooled = [value for run in runs for value in run]
@@ -271,7 +279,15 @@ def rule_figures(
             f"at least {policy.min_block_regression_pct:g} %",
         )
     no_shifts = replace(policy, min_shift_pct=math.inf)
-    model = stats.analyse_window(list(runs), policy=no_shifts, direction=rule_direction)
+    # df 0: the per-sample noise is the window's own (the same samples must not count twice).
+    measured = (
+        None
+        if run_noise_pct is None
+        else stats.Calibration(noise_pct=0.0, df=0.0, run_noise_pct=run_noise_pct)
+    )
+    model = stats.analyse_window(
+        list(runs), policy=no_shifts, direction=rule_direction, calibration=measured
+    )
     decision = stats.judge(model, [level] * policy.max_repeats, policy=no_shifts, final=True)
     if (
         decision.resolution_pct is None
@@ -529,7 +545,10 @@ def _duplicate_ids(observations: Sequence[Observation]) -> list[str]:
 
 
 def _metrics(
-    observations: Sequence[Observation], policy: QualifyPolicy, rule: stats.Policy
+    observations: Sequence[Observation],
+    policy: QualifyPolicy,
+    rule: stats.Policy,
+    noise: BucketNoise | None,
 ) -> tuple[BucketMetrics, list[str]]:
     """Pooled statistics and every limit they exceed (UNSTABLE)."""
     healthy = [o for o in observations if o.value is not None]
@@ -580,6 +599,7 @@ def _metrics(
         policy=rule,
         direction=healthy[0].direction,
         power=policy.detection_power,
+        run_noise_pct=noise.run_noise_pct if noise is not None else None,
     )
     metrics = BucketMetrics(
         samples=len(values),
@@ -715,8 +735,11 @@ def qualify_bucket(
     healthy = [o for o in observations if o.value is not None]
     metrics: BucketMetrics | None = None
     instability: list[str] = []
-    if fingerprint is not None and len(healthy) >= 2:
-        metrics, instability = _metrics(healthy, policy, rule(bucket, fingerprint.hardware or ""))
+    gate_policy = rule(bucket, fingerprint.hardware or "") if fingerprint is not None else None
+    calibrated = gate_policy if isinstance(gate_policy, stats.CalibratedPolicy) else None
+    noise = measure_noise(observations, policy=calibrated) if fingerprint is not None else None
+    if gate_policy is not None and len(healthy) >= 2:
+        metrics, instability = _metrics(healthy, policy, gate_policy, noise)
     elif fingerprint is not None and observations:
         coverage.append(f"{_plural(len(healthy), 'usable sample')}: too few to measure noise")
     verdict = QualVerdict.STABLE
@@ -738,7 +761,6 @@ def qualify_bucket(
         )
         for label, samples in sorted(by_allocation.items())
     )
-    noise = measure_noise(observations) if fingerprint is not None else None
     return BucketQualification(
         bucket=bucket.id,
         unit=bucket.metric.unit,

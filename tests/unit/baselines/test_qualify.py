@@ -406,3 +406,27 @@ def test_no_observation_at_all_names_the_whole_gap() -> None:
     assert report.buckets[0].coverage == (
         "no allocation reported this bucket (0 of 5 allocations, 0 of 15 samples)",
     )
+
+
+def test_runner_to_runner_noise_widens_the_calibrated_rules_band() -> None:
+    """A runner 4 % off passes the 5 % runner limit, yet a run landing on either machine
+    is 4 % apart: the calibrated rule, told the pool's measured run noise, needs a drop
+    past the 10 % limit before it could block, and says so."""
+    calibrated = stats.CalibratedPolicy()
+
+    def band(offset: float) -> float:
+        report = run_qualify(pool(offsets={"gpu-3": offset}), rule=lambda b, h: calibrated)
+        figures = report.buckets[0].metrics.rule
+        assert figures.block_band_pct is not None
+        return figures.block_band_pct
+
+    quiet, two, four = band(0.0), band(0.02), band(0.04)
+    assert quiet == pytest.approx(3.0)  # the rule's minimum drop: the pool adds nothing
+    assert 3.0 < two < 10.0 < four
+    report = run_qualify(pool(offsets={"gpu-3": 0.04}), rule=lambda b, h: calibrated)
+    assert report.verdict is QualVerdict.UNSTABLE and report.unstable_runners == ()
+    assert (
+        report.buckets[0]
+        .instability[-1]
+        .startswith("the gate's calibrated rule would block only past a 10.")
+    )
