@@ -223,13 +223,20 @@ def gate_rule(config: Config, bucket: Bucket, hardware: str) -> stats.Policy:
 
 
 def _g_of_drop(pct: float, direction: Direction) -> float:
-    """A regression of ``pct`` % of the metric as a fall of ln(goodness)."""
-    return -math.log1p(-pct / 100.0) if direction is Direction.HIGHER else math.log1p(pct / 100.0)
+    """A regression of ``pct`` % of the metric as a fall of ln(goodness).
+
+    A throughput cannot drop by 100 % or more: that is an infinite fall.
+    """
+    if direction is Direction.HIGHER:
+        return math.inf if pct >= 100.0 else -math.log1p(-pct / 100.0)
+    return math.log1p(pct / 100.0)
 
 
 def _drop_of_g(g: float, direction: Direction) -> float:
-    """The inverse of ``_g_of_drop``."""
-    return -math.expm1(-g) * 100.0 if direction is Direction.HIGHER else math.expm1(g) * 100.0
+    """The inverse of ``_g_of_drop``; saturates rather than overflows."""
+    if direction is Direction.HIGHER:
+        return -math.expm1(-g) * 100.0
+    return math.expm1(min(g, 700.0)) * 100.0
 
 
 def rule_figures(
@@ -639,9 +646,11 @@ def _metrics(
             f"pool's: {figures.detail}"
         )
     elif figures.block_band_pct > policy.max_block_band_pct:
+        never = " (it cannot resolve any regression)" if figures.block_band_pct >= 99.95 else ""
         problems.append(
             f"the gate's {figures.policy} rule would block only past a "
-            f"{figures.block_band_pct:.1f} % regression (limit {policy.max_block_band_pct:g} %)"
+            f"{figures.block_band_pct:.1f} % regression{never} "
+            f"(limit {policy.max_block_band_pct:g} %)"
         )
     return metrics, problems
 
