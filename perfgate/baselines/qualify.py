@@ -239,6 +239,25 @@ def _drop_of_g(g: float, direction: Direction) -> float:
     return math.expm1(min(g, 700.0)) * 100.0
 
 
+def gate_window(
+    allocations: Sequence[Sequence[float]], *, runs: int, repeats: int
+) -> list[list[float]]:
+    """The window the gate will hold on this pool: ``runs`` runs of ``repeats`` samples,
+    taken in turn from the allocations (each run from one allocation, as a bucket run
+    comes from one runner).
+
+    The calibrated rule's thresholds depend on the window's size as well as its noise: a
+    qualification's few allocations would overstate what a full window on the same pool
+    needs, a tiny one absurdly so.
+    """
+    window = []
+    for run in range(runs):
+        own = allocations[run % len(allocations)]
+        first = run // len(allocations) * repeats
+        window.append([own[(first + k) % len(own)] for k in range(repeats)])
+    return window
+
+
 def rule_figures(
     runs: Sequence[Sequence[float]],
     *,
@@ -293,12 +312,17 @@ def rule_figures(
         else stats.Calibration(noise_pct=0.0, df=0.0, run_noise_pct=run_noise_pct)
     )
     model = stats.analyse_window(
-        list(runs), policy=no_shifts, direction=rule_direction, calibration=measured
+        gate_window(runs, runs=policy.max_runs, repeats=policy.initial_repeats),
+        policy=no_shifts,
+        direction=rule_direction,
+        calibration=measured,
     )
     decision = stats.judge(model, [level] * policy.max_repeats, policy=no_shifts, final=True)
+    resolution, interval = decision.resolution_pct, decision.interval_pct
     if (
-        decision.resolution_pct is None
-        or decision.interval_pct is None
+        resolution is None
+        or not math.isfinite(resolution)
+        or interval is None
         or decision.df is None
         or decision.confidence is None
     ):
@@ -308,17 +332,16 @@ def rule_figures(
             detectable_pct=None,
             power=power,
             false_alarm_rate=policy.false_alarm_rate,
-            detail=decision.detail,
+            detail=decision.detail or "the pool's noise leaves no regression it could resolve",
         )
-    # The standard error of the run's effect with the full budget, from its interval.
-    lo, hi = decision.interval_pct
-    t_ci = stats.t_isf((1.0 - decision.confidence) / 2.0, decision.df)
-    se = abs(math.log1p(hi / 100.0) - math.log1p(lo / 100.0)) / (2.0 * t_ci)
-    band = decision.resolution_pct
-    detectable = _drop_of_g(_g_of_drop(band, direction) + z * se, direction)
+    # The standard error of the run's effect with the full budget, from its interval
+    # (a saturated end, -100 % of a throughput, means no bound at all).
+    lo, hi = (math.log1p(p / 100.0) if p > -100.0 else -math.inf for p in interval)
+    se = (hi - lo) / (2.0 * stats.t_isf((1.0 - decision.confidence) / 2.0, decision.df))
+    detectable = _drop_of_g(_g_of_drop(resolution, direction) + z * se, direction)
     return RuleFigures(
         policy=policy.name,
-        block_band_pct=band,
+        block_band_pct=resolution,
         detectable_pct=detectable,
         power=power,
         false_alarm_rate=policy.false_alarm_rate,
