@@ -115,7 +115,7 @@ def roll_era(session: nox.Session) -> None:
 
 @nox.session(tags=["perf"])
 def perf(session: nox.Session) -> None:
-    """Measure how the gate's cost grows with buckets and history, and what hostile input costs."""
+    """Benchmark the gate and the store under load (``-- --quick`` for CI); hostile input costs."""
     _install(session)
     session.run("python", "tests/perf/gate_scaling.py", *session.posargs)
     session.run("python", "tests/perf/input_limits.py")

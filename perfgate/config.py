@@ -93,7 +93,10 @@ class BaselinePolicy:
     remote: str = "origin"
     min_samples: int = 5
     max_samples: int = 20
-    push_retries: int = 5
+    # A publish retries lost races and network failures until this much time has passed.
+    publish_deadline_minutes: float = 10.0
+    # Deprecated (a fixed count is what lost samples); read only to say it is ignored.
+    push_retries: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -369,6 +372,8 @@ class Config:
     qualify: QualifyPolicy = field(default_factory=QualifyPolicy)
     # workflows.perfgate_source: the pip requirement rendered CI jobs install perfgate from.
     perfgate_source: str | None = None
+    # What still works but should change (deprecated keys), each naming file and line.
+    notices: tuple[str, ...] = ()
     # workflows.action_ref: how workflows reference the composite actions (self or local).
     action_ref: ActionRef = ActionRef.SELF
 
@@ -521,6 +526,19 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
         qualify=qualify,
         perfgate_source=source,
         action_ref=ActionRef(data.get("workflows", {}).get("action_ref", ActionRef.SELF)),
+        notices=_deprecations(document, gate),
+    )
+
+
+def _deprecations(document: YamlDocument, gate: GatePolicy) -> tuple[str, ...]:
+    """A notice per deprecated key present: accepted, ignored, and named so it gets removed."""
+    if gate.baseline.push_retries is None:
+        return ()
+    key_path: KeyPath = ("gate", "baseline", "push_retries")
+    return (
+        f"{document.where(key_path)}: {format_key_path(key_path)} is deprecated and ignored: "
+        "a publish now retries until gate.baseline.publish_deadline_minutes (default 10) "
+        "have passed; remove push_retries",
     )
 
 

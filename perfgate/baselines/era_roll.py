@@ -326,7 +326,7 @@ def execute_roll(
             force=request.force,
         ),
         message,
-        store.push_retries,
+        store.retry,
         paths=[spec.manifest],
     )
     if baseline_commit is None:

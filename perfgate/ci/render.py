@@ -36,6 +36,7 @@ RUN_LABEL = "perf-gate"
 #: Artifact names shared by the bench, gate and comment templates.
 RESULT_ARTIFACT_PREFIX = "perfgate-result-"
 REPORT_ARTIFACT = "perfgate-report"
+PENDING_ARTIFACT = "perfgate-pending-samples"
 #: The qualification workflow's artifacts: results and logs per allocation, one report.
 QUALIFY_RESULT_PREFIX = "perfgate-qualify-result-"
 QUALIFY_LOG_PREFIX = "perfgate-qualify-log-"
@@ -253,7 +254,10 @@ def concurrency_group(prefix: str) -> str:
     """Pull requests share one group per PR (cancelled on update); everything else per commit.
 
     A ``labeled`` event for some other label gets a group of its own, so adding an
-    unrelated label never cancels a running benchmark.
+    unrelated label never cancels a running benchmark. Other events are keyed by event,
+    ref and commit: a push of a commit to two protected branches, or a merge-group run and
+    the push of the same commit, never wait on each other, and a third run of one of them
+    can never cancel the other's pending run (and its publish) from the queue.
     """
     pr = "github.event_name == 'pull_request'"
     other_label = (
@@ -262,7 +266,8 @@ def concurrency_group(prefix: str) -> str:
     return (
         f"{prefix}-${{{{ {pr} && !({other_label}) && "
         f"format('pr-{{0}}', github.event.pull_request.number) || "
-        f"{pr} && format('label-{{0}}', github.run_id) || github.sha }}}}"
+        f"{pr} && format('label-{{0}}', github.run_id) || "
+        f"format('{{0}}-{{1}}-{{2}}', github.event_name, github.ref, github.sha) }}}}"
     )
 
 
@@ -372,6 +377,7 @@ def _common(site: Site) -> dict[str, Any]:
         "run_label": RUN_LABEL,
         "result_artifact_glob": RESULT_ARTIFACT_PREFIX + "*",
         "report_artifact": REPORT_ARTIFACT,
+        "pending_artifact": PENDING_ARTIFACT,
         # Names of one allocation's artifacts: the prefix and the action's run-label input.
         "qualify_result_name": _quoted(QUALIFY_RESULT_PREFIX + "${{ inputs.run-label }}"),
         "qualify_log_name": _quoted(QUALIFY_LOG_PREFIX + "${{ inputs.run-label }}"),
@@ -399,10 +405,17 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
             f"&& ({branch_condition(gate.protected_branches)})"
         ),
         "matrix": bench_matrix(site.config.buckets),
+        "publish_timeout": publish_timeout(gate.baseline.publish_deadline_minutes),
         # Only a config with an image block has an image to resolve (R11).
         "resolve_image": site.config.image is not None,
         "gate_jobs": gate_jobs(),
     }
+
+
+def publish_timeout(deadline_minutes: float) -> int:
+    """The publish job's timeout: past the retry deadline, so it keeps what did not land."""
+    # Checkout with full history, setup and the pending-samples download come first.
+    return math.ceil(deadline_minutes) + 15
 
 
 def seed_jobs(config: Config) -> list[dict[str, Any]]:

@@ -50,6 +50,8 @@ def run_validate(args: argparse.Namespace) -> int:
         calibration = read_calibration(config.gate.calibration)
         print(f"{calibration.path}: ok, {len(calibration.buckets)} calibrated bucket(s)")
     print(f"{config.path}: ok, {len(config.buckets)} buckets")
+    for notice in config.notices:
+        print(f"notice: {notice}")
     return ExitCode.OK
 
 

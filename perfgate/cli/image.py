@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
             ),
             image.record_message(era, args.record)
             + (f" (forced: {args.force})" if args.force else ""),
-            store.push_retries,
+            store.retry,
             # Only the manifest is checked out: the samples on the branch can be large.
             paths=[spec.manifest],
         )

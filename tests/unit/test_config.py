@@ -10,7 +10,7 @@ import pytest
 
 from perfgate import cli
 from perfgate.backends import VOCABULARIES
-from perfgate.config import Bucket, Direction, FloorKind, Metric, Mode, load_config
+from perfgate.config import BaselinePolicy, Bucket, Direction, FloorKind, Metric, Mode, load_config
 from perfgate.errors import ConfigError
 from tests.paths import ROOT as REPO
 
@@ -655,3 +655,39 @@ def test_workflows_perfgate_source_must_be_pinned(
     else:
         with pytest.raises(ConfigError, match=r"workflows\.perfgate_source: .* is not pinned"):
             load_config(path)
+
+
+@pytest.mark.parametrize("deadline", ["0", "-1", "301", "soon"])
+def test_the_publish_deadline_must_be_a_sane_number_of_minutes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], deadline: str
+) -> None:
+    path = tmp_path / "perfgate.yaml"
+    path.write_text(
+        f"version: 1\ngate:\n  baseline:\n    publish_deadline_minutes: {deadline}\n"
+        + VALID_BUCKET,
+        encoding="utf-8",
+    )
+    assert cli.main(["validate", "--config", str(path)]) == 4
+    assert f"{path}:4: gate.baseline.publish_deadline_minutes: " in capsys.readouterr().err
+
+
+def test_the_publish_deadline_is_read_in_minutes(tmp_path: Path) -> None:
+    path = tmp_path / "perfgate.yaml"
+    text = "version: 1\ngate: {baseline: {publish_deadline_minutes: 2.5}}\n" + VALID_BUCKET
+    path.write_text(text, encoding="utf-8")
+    assert load_config(path).gate.baseline.publish_deadline_minutes == 2.5
+    assert BaselinePolicy().publish_deadline_minutes == 10
+
+
+def test_push_retries_still_loads_but_a_notice_names_it_deprecated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "perfgate.yaml"
+    path.write_text(
+        "version: 1\ngate:\n  baseline:\n    push_retries: 5\n" + VALID_BUCKET, encoding="utf-8"
+    )
+    assert cli.main(["validate", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"notice: {path}:4: gate.baseline.push_retries is deprecated and ignored" in out
+    assert "publish_deadline_minutes" in out
+    assert load_config(path).notices and not load_config(REPO / "perfgate.yaml").notices

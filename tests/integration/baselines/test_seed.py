@@ -186,7 +186,7 @@ def test_seed_replays_each_commit_so_its_window_reflects_its_own_speed(history: 
     for commit, speed in zip(history.commits, SPEEDS, strict=True):
         window = store.windows({"sim/alpha": key}, tip=store.refresh(), base=commit, max_samples=2)
         # The nearest samples of each commit's window are that commit's own figures.
-        assert [s.commit for s in window["sim/alpha"].samples] == [commit, commit]
+        assert [s.commit for s in window["sim/alpha"].entries] == [commit, commit]
         assert window["sim/alpha"].values == (speed, speed)
     distance = {c: i for i, c in enumerate(reversed(history.commits))}
     assert (

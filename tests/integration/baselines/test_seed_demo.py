@@ -90,7 +90,7 @@ def test_each_commit_is_measured_with_its_own_demo(tmp_path: Path) -> None:
     medians = {}
     for commit in (fast, slow, fixed):
         window = store.windows({"b": key}, tip=tip, base=commit, max_samples=2)["b"]
-        assert [s.commit for s in window.samples] == [commit, commit]
+        assert [s.commit for s in window.entries] == [commit, commit]
         medians[commit] = statistics.median(window.values)
     # 64 envs per 2 ms sleep caps the slow commit far below the numpy demo's own speed.
     assert medians[slow] < 64 / 0.002

@@ -353,11 +353,11 @@ def test_jobs_reading_the_baseline_branch_fetch_full_history(rendered: Any) -> N
         checkout = next(s for s in job["steps"] if "actions/checkout@" in s.get("uses", ""))
         assert checkout["with"]["fetch-depth"] == 0, job["name"]
     # Every step that fetches or pushes the baseline branch carries the job token for git.
+    call = "python -m nox -s" if site.self_ci else "python -m perfgate"
     for action in ("gate", "publish-baseline", "resolve-image", "seed"):
         script = next(s["run"] for s in docs[f"actions/{action}/action.yml"]["runs"]["steps"]
-                      if "run" in s)  # fmt: skip
+                      if call in s.get("run", ""))  # fmt: skip
         assert "export GIT_CONFIG_COUNT=1" in script, action
-        call = "python -m nox -s" if site.self_ci else "python -m perfgate"
         assert script.index("GIT_CONFIG_COUNT") < script.index(call), action
 
 
@@ -373,7 +373,9 @@ def test_triggers_concurrency_and_draft_skip(rendered: Any) -> None:
     assert "merge_group" in on and "workflow_dispatch" in on
     group = workflow["concurrency"]["group"]
     assert "format('pr-{0}', github.event.pull_request.number)" in group
-    assert group.endswith("|| github.sha }}")
+    # Other runs are keyed by event, branch and commit: no push waits on another's group,
+    # and none can cancel another's pending run (and its publish) from the queue.
+    assert group.endswith("|| format('{0}-{1}-{2}', github.event_name, github.ref, github.sha) }}")
     assert workflow["concurrency"]["cancel-in-progress"] == (
         "${{ github.event_name == 'pull_request' }}"
     )
@@ -713,3 +715,17 @@ def test_gate_action_exposes_the_step_outputs_perfgate_writes(rendered: Any) -> 
         ("underfilled", "underfilled"),
     ):
         assert outputs[name]["value"] == f"${{{{ steps.gate.outputs.{key} }}}}"
+
+
+def test_the_publish_job_outlasts_the_publish_deadline(rendered: Any) -> None:
+    """A publish that cannot land keeps its samples: the job must not time out before."""
+    site, docs = rendered
+    publish = docs[".github/workflows/perfgate.yml"]["jobs"]["publish"]
+    deadline = site.config.gate.baseline.publish_deadline_minutes
+    assert publish["timeout-minutes"] >= deadline + 10
+    assert publish["permissions"] == {"contents": "write", "actions": "read"}
+    steps = docs["actions/publish-baseline/action.yml"]["runs"]["steps"]
+    kept = next(s for s in steps if s["name"] == "Keep the samples that could not land")
+    assert kept["if"] == "failure()"
+    assert kept["with"]["path"].endswith("/pending-samples.ndjson")
+    assert render.publish_timeout(10) == 25 and render.publish_timeout(0.5) == 16

@@ -1,0 +1,259 @@
+"""Writing the baseline branch: build a commit off the newest tip, push, retry until a deadline.
+
+A commit is built from a temporary index holding only the files it touches, so a write
+never checks out the samples of other buckets. A push that loses a race to another
+publisher, or meets a passing network failure, is rebuilt on the new tip and retried with
+exponential backoff and full jitter until the deadline; a push the server refuses (a
+hook, a protection rule, missing permission) is reported as such at once, since retrying
+cannot change the answer (R9).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from perfgate.baselines.reading import fetch_tip, resolve
+from perfgate.errors import GateMalfunction, GitError
+from perfgate.git import git
+
+AUTHOR = {
+    "GIT_AUTHOR_NAME": "perfgate",
+    "GIT_AUTHOR_EMAIL": "perfgate@users.noreply.github.com",
+    "GIT_COMMITTER_NAME": "perfgate",
+    "GIT_COMMITTER_EMAIL": "perfgate@users.noreply.github.com",
+}
+
+# What edits the branch: given the work tree (holding the touched paths as they are at
+# the tip), change files; say whether anything changed.
+Editor = Callable[[Path], bool]
+
+
+class PushRefused(GateMalfunction):
+    """The server refused the push for a reason retrying cannot change (hook, protection)."""
+
+
+class PushDeadline(GateMalfunction):
+    """The branch could not be written before the deadline (lost races, network failures)."""
+
+    def __init__(self, message: str, *, parked: str | None = None) -> None:
+        super().__init__(message)
+        # The ref on the remote where the samples wait for the next publish, if any.
+        self.parked = parked
+
+
+class PushFailure(StrEnum):
+    """Why a push (or the fetch before it) failed, as far as git's output tells."""
+
+    RACE = "race"  # another publisher moved the branch first
+    REFUSED = "refused"  # a server hook or protection rule declined it
+    TRANSIENT = "transient"  # the network or the server failed for a moment
+    DENIED = "denied"  # credentials or permissions
+
+
+_FAILURES = (
+    # A hook's refusal is listed first: git's line also says "remote rejected".
+    (PushFailure.REFUSED, re.compile(r"hook declined|protected branch|GH006|GH013")),
+    (
+        PushFailure.RACE,
+        re.compile(
+            r"non-fast-forward|fetch first|failed to update ref|cannot lock ref|"
+            r"incorrect old value|stale info|but expected"
+        ),
+    ),
+    (
+        PushFailure.DENIED,
+        re.compile(
+            r"Permission .*denied|Authentication failed|could not read Username|"
+            r"returned error: 40[13]|403 Forbidden|denied to|Repository not found",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        PushFailure.TRANSIENT,
+        re.compile(
+            r"Could not resolve host|timed out|Connection (refused|reset)|"
+            r"remote end hung up|early EOF|RPC failed|returned error: 5\d\d|"
+            r"unexpected disconnect|Temporary failure|TLS|SSL|unable to access",
+            re.IGNORECASE,
+        ),
+    ),
+)
+
+
+def classify(stderr: str) -> PushFailure | None:
+    """What kind of failure git's error output describes; None when it says nothing known."""
+    for kind, pattern in _FAILURES:
+        if pattern.search(stderr):
+            return kind
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetryPolicy:
+    """How long a write keeps trying, and how it spreads its attempts out."""
+
+    deadline_s: float = 600.0
+    first_delay_s: float = 0.1
+    max_delay_s: float = 30.0
+
+    def delay(
+        self,
+        retry: int,
+        attempt_s: float = 0.0,
+        draw: Callable[[float, float], float] = random.uniform,
+    ) -> float:
+        """Seconds to wait before retry number ``retry`` (1, 2, ...): full-jitter backoff.
+
+        Publishers that lost a race spread out over a window that doubles with every
+        loss. The window is counted in attempts (``attempt_s``, how long the lost one
+        took): a slow remote, or many publishers sharing a machine, spread out as widely
+        as a fast one, instead of colliding again on the next tip.
+        """
+        slot = max(self.first_delay_s, attempt_s)
+        return draw(0.0, min(self.max_delay_s, slot * 2 ** (retry - 1)))
+
+
+def commit_to_branch(
+    repo: Path,
+    branch: str,
+    remote: str | None,
+    edit: Editor,
+    message: str,
+    retry: RetryPolicy,
+    paths: Sequence[str] | None = None,
+) -> str | None:
+    """Commit ``edit``'s changes onto the newest tip of ``branch`` and push, until the deadline.
+
+    ``edit`` works in a temporary work tree holding ``paths`` from the tip (all files when
+    None). Returns the new commit, or None when nothing changed. Raises PushRefused when
+    the server declines the push, PushDeadline when the deadline passes first.
+    """
+    deadline = time.monotonic() + retry.deadline_s
+    attempt = 0
+    while True:
+        attempt += 1
+        began = time.monotonic()
+        try:
+            return _attempt(repo, branch, remote, edit, message, paths)
+        except Retryable as failure:
+            # The last attempt happens at the deadline, never after it.
+            wait = min(retry.delay(attempt, time.monotonic() - began), deadline - time.monotonic())
+            if wait <= 0:
+                raise PushDeadline(
+                    f"gave up writing the baseline branch {branch!r} after {attempt} "
+                    f"attempt(s) in {retry.deadline_s:g} s ({failure.kind.value}: "
+                    f"{failure.detail})"
+                ) from None
+            time.sleep(wait)
+
+
+class Retryable(Exception):
+    """One attempt failed in a way another attempt may not (a lost race, a network blip)."""
+
+    def __init__(self, kind: PushFailure, detail: str) -> None:
+        super().__init__(detail)
+        self.kind = kind
+        self.detail = detail
+
+
+def _attempt(
+    repo: Path,
+    branch: str,
+    remote: str | None,
+    edit: Editor,
+    message: str,
+    paths: Sequence[str] | None,
+) -> str | None:
+    """One fetch, commit and push; Retryable when another attempt may succeed."""
+    try:
+        base = fetch_tip(repo, branch, remote) if remote else resolve(repo, f"refs/heads/{branch}")
+    except GateMalfunction as exc:
+        if classify(str(exc)) is PushFailure.TRANSIENT:
+            raise Retryable(PushFailure.TRANSIENT, str(exc)) from None
+        raise
+    commit = build_commit(repo, base, edit, message, paths)
+    if commit is None:
+        return None
+    if remote is None:
+        try:
+            git("update-ref", f"refs/heads/{branch}", commit, base or "0" * 40, cwd=repo)
+        except GitError as exc:
+            raise Retryable(PushFailure.RACE, reason(exc.stderr)) from None
+        return commit
+    try:
+        git("push", "--quiet", remote, f"{commit}:refs/heads/{branch}", cwd=repo)
+    except GitError as exc:
+        kind = classify(exc.stderr)
+        if kind in (PushFailure.RACE, PushFailure.TRANSIENT):
+            raise Retryable(kind, reason(exc.stderr)) from None
+        if kind is PushFailure.REFUSED:
+            raise PushRefused(
+                f"the server refused the push to the baseline branch {branch!r} on {remote!r}: "
+                f"{remote_says(exc.stderr)}. Retrying cannot help: check the repository's "
+                f"hooks, rulesets and branch protection for {branch!r}"
+            ) from None
+        raise GateMalfunction(
+            f"cannot push the baseline branch {branch!r} to {remote!r}: {remote_says(exc.stderr)}"
+            + ("; check the token's contents: write permission" if kind else "")
+        ) from None
+    git("update-ref", f"refs/remotes/{remote}/{branch}", commit, cwd=repo)
+    return commit
+
+
+def build_commit(
+    repo: Path, base: str | None, edit: Editor, message: str, paths: Sequence[str] | None
+) -> str | None:
+    """The commit of ``edit``'s changes on ``base``, built off a temporary index."""
+    with tempfile.TemporaryDirectory(prefix="perfgate-store-") as tmp:
+        tree = Path(tmp) / "tree"
+        tree.mkdir()
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index"), "GIT_WORK_TREE": str(tree), **AUTHOR}
+        git("read-tree", *([base] if base else ["--empty"]), cwd=repo, env=env)
+        if base is not None and paths is None:
+            git("checkout-index", "-a", "-f", cwd=repo, env=env)
+        elif base is not None and paths:
+            present = git("ls-tree", "-r", "--name-only", base, "--", *paths, cwd=repo).split()
+            if present:
+                git("checkout-index", "-f", "--", *present, cwd=repo, env=env)
+        if not edit(tree):
+            return None
+        if paths is None:
+            git("add", "-A", "--", ":/", cwd=repo, env=env)
+        else:
+            # Only ``paths`` were materialised: the rest of the tree is absent on purpose,
+            # so removals are staged path by path (an edit deletes what it no longer needs).
+            git("add", "--ignore-removal", "--", ":/", cwd=repo, env=env)
+            gone = [path for path in paths if not (tree / path).exists()]
+            if gone:
+                git("rm", "--cached", "--quiet", "--ignore-unmatch", "--", *gone, cwd=repo, env=env)
+        new_tree = git("write-tree", cwd=repo, env=env).strip()
+        parents = ["-p", base] if base else []
+        return git("commit-tree", new_tree, *parents, "-m", message, cwd=repo, env=env).strip()
+
+
+def reason(stderr: str) -> str:
+    """The line of git's output that says why it failed (not its hints)."""
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    for marker in ("rejected]", "error:", "fatal:"):
+        for line in lines:
+            if marker in line:
+                return line
+    return lines[-1] if lines else "no output"
+
+
+def remote_says(stderr: str) -> str:
+    """The server's own words (``remote:`` lines) and git's verdict line, on one line."""
+    said = [
+        line.strip().removeprefix("remote:").strip()
+        for line in stderr.splitlines()
+        if line.strip().startswith("remote:") and line.strip() != "remote:"
+    ]
+    verdict = [line.strip() for line in stderr.splitlines() if "rejected]" in line]
+    return "; ".join([*said, *verdict]) or reason(stderr)

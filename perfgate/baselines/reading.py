@@ -1,0 +1,212 @@
+"""Reading the baseline branch straight from git objects: no checkout, one process per batch.
+
+Blobs stream out of one ``git cat-file --batch`` and are handed over one at a time while
+git decompresses the next ones, so a reader never holds more than the blob in hand.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import subprocess
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, NamedTuple
+
+from perfgate.baselines.segments import is_archive
+from perfgate.errors import GateMalfunction, GitError
+from perfgate.git import git
+
+# Blobs git may decompress ahead of the reader: enough to overlap git's work with ours,
+# few enough that memory stays a handful of segments.
+READ_AHEAD = 4
+
+
+def resolve(repo: Path, ref: str) -> str | None:
+    """The commit ``ref`` points to, or None when it does not exist."""
+    try:
+        return git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", cwd=repo).strip()
+    except GitError:
+        return None
+
+
+def fetch_tip(repo: Path, branch: str, remote: str) -> str | None:
+    """Fetch ``branch`` from ``remote`` into its remote-tracking ref; None when absent there."""
+    tracking = f"refs/remotes/{remote}/{branch}"
+    try:
+        git("fetch", "--quiet", "--no-tags", remote, f"+refs/heads/{branch}:{tracking}", cwd=repo)
+    except GitError as exc:
+        if "couldn't find remote ref" in exc.stderr:
+            return None
+        raise GateMalfunction(
+            f"cannot read the baseline branch {branch!r} from {remote!r}: {exc}; "
+            "check the remote and the token's read access"
+        ) from None
+    return resolve(repo, tracking)
+
+
+def object_format(repo: Path) -> str:
+    """The repository's hash algorithm (``sha1`` or ``sha256``)."""
+    try:
+        return git("rev-parse", "--show-object-format", cwd=repo).strip() or "sha1"
+    except GitError:
+        return "sha1"
+
+
+def ancestry(repo: Path, base: str) -> dict[str, int]:
+    """Every ancestor of ``base`` (itself included) mapped to its distance, nearest first."""
+    return {sha.decode(): index for sha, index in ancestry_ids(repo, base).items()}
+
+
+def ancestry_ids(repo: Path, base: str) -> dict[bytes, int]:
+    """:func:`ancestry` keyed by the ids as bytes, as segment lines and indexes hold them."""
+    # A shallow clone walks without error but sees almost no history: every sample would
+    # fail the ancestry check and every bucket would silently read NO_BASELINE.
+    if git("rev-parse", "--is-shallow-repository", cwd=repo).strip() == "true":
+        raise GateMalfunction(
+            f"{repo} is a shallow clone, so the baseline ancestry check cannot see history; "
+            "check out with full history (actions/checkout: fetch-depth: 0, or "
+            "git fetch --unshallow)"
+        )
+    listing = subprocess.run(
+        ["git", "rev-list", "--topo-order", base], cwd=repo, capture_output=True, check=False
+    )
+    if listing.returncode != 0:
+        raise GateMalfunction(
+            f"cannot walk the history of {base}: {listing.stderr.decode().strip()}; "
+            "CI checkouts need fetch-depth: 0"
+        )
+    shas = listing.stdout.split()
+    return dict(zip(shas, range(len(shas)), strict=True))
+
+
+def merge_base(repo: Path, target_branch: str | None, remote: str | None) -> str | None:
+    """Where this checkout meets its target branch; HEAD when the target is unknown here."""
+    head = resolve(repo, "HEAD")
+    if head is None or not target_branch:
+        return head
+    candidates = [f"refs/remotes/{remote}/{target_branch}"] if remote else []
+    candidates.append(f"refs/heads/{target_branch}")
+    for ref in candidates:
+        if resolve(repo, ref) is not None:
+            try:
+                return git("merge-base", "HEAD", ref, cwd=repo).strip()
+            except GitError:
+                continue
+    return head
+
+
+def list_archives(repo: Path, tip: str) -> dict[str, list[str]]:
+    """Archive segments per bucket directory at ``tip``, newest first."""
+    listing = git("ls-tree", "-r", "--name-only", tip, "--", "samples/", cwd=repo)
+    found: dict[str, list[str]] = {}
+    for name in listing.splitlines():
+        directory, _, leaf = name.rpartition("/")
+        if is_archive(leaf):
+            found.setdefault(directory, []).append(name)
+    return {directory: sorted(names, reverse=True) for directory, names in found.items()}
+
+
+def object_ids(repo: Path, specs: Sequence[str]) -> dict[str, str]:
+    """The blob id of each ``rev:path`` spec that names a blob (one ``cat-file --batch-check``)."""
+    if not specs:
+        return {}
+    listing = subprocess.run(
+        ["git", "cat-file", "--batch-check"],
+        cwd=repo,
+        input="".join(f"{spec}\n" for spec in specs).encode(),
+        capture_output=True,
+        check=False,
+    )
+    if listing.returncode != 0:
+        raise GateMalfunction(
+            f"git cat-file failed while reading baselines: {listing.stderr.decode().strip()}"
+        )
+    found = {}
+    for spec, answer in zip(specs, listing.stdout.decode().splitlines(), strict=True):
+        parts = answer.split()
+        if len(parts) == 3 and parts[1] == "blob":
+            found[spec] = parts[0]
+    return found
+
+
+class Blob(NamedTuple):
+    """One answer of ``git cat-file --batch``: the spec asked, and the blob (None: absent)."""
+
+    spec: str
+    oid: str | None
+    data: bytes | None
+
+
+def stream_blobs(repo: Path, specs: Sequence[str]) -> Iterator[Blob]:
+    """Each spec's blob, in order, handed over as git produces them.
+
+    A thread writes the requests and another reads the answers ahead into a short queue,
+    so git decompresses the next blobs while the caller works on this one.
+    """
+    if not specs:
+        return
+    process = subprocess.Popen(
+        ["git", "cat-file", "--batch"],
+        cwd=repo,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    answers: queue.Queue[tuple[str, bytes] | GateMalfunction | None] = queue.Queue(READ_AHEAD)
+    threads = [
+        threading.Thread(target=_send, args=(process.stdin, specs), daemon=True),
+        threading.Thread(target=_receive, args=(process.stdout, specs, answers), daemon=True),
+    ]
+    for thread in threads:
+        thread.start()
+    finished = False
+    try:
+        for spec in specs:
+            answer = answers.get()
+            if isinstance(answer, GateMalfunction):
+                raise answer
+            yield Blob(spec, None, None) if answer is None else Blob(spec, *answer)
+        finished = True
+    finally:
+        if not finished:
+            process.kill()
+        while any(thread.is_alive() for thread in threads):
+            # Unblock a reader waiting for room (the caller stopped early).
+            with contextlib.suppress(queue.Empty):
+                answers.get(timeout=0.05)
+        process.stdout.close()
+        stderr = process.stderr.read().decode() if process.stderr else ""
+        if process.wait() != 0 and finished:
+            raise GateMalfunction(f"git cat-file failed while reading baselines: {stderr.strip()}")
+
+
+def _send(stdin: IO[bytes], specs: Sequence[str]) -> None:
+    try:
+        with stdin:
+            stdin.write("".join(f"{spec}\n" for spec in specs).encode())
+    except (BrokenPipeError, ValueError):
+        pass  # the reader stopped early and killed git
+
+
+def _receive(
+    stdout: IO[bytes],
+    specs: Sequence[str],
+    answers: queue.Queue[tuple[str, bytes] | GateMalfunction | None],
+) -> None:
+    try:
+        for _ in specs:
+            parts = stdout.readline().split()
+            if len(parts) == 3 and parts[1] == b"blob":
+                data = stdout.read(int(parts[2]))
+                stdout.read(1)
+                answers.put((parts[0].decode(), data))
+            elif len(parts) >= 2:
+                answers.put(None)  # "<spec> missing", or not a blob
+            else:
+                answers.put(GateMalfunction("git cat-file stopped answering"))
+                return
+    except (OSError, ValueError) as exc:
+        answers.put(GateMalfunction(f"git cat-file stopped answering: {exc}"))

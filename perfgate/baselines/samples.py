@@ -1,0 +1,352 @@
+"""One stored measurement, its place on the baseline branch, and what a window matches (R4).
+
+A sample is one canonical NDJSON line. Readers ignore fields they do not know, so a
+newer writer may add fields (repeated samples, more metrics) without breaking an older
+reader, and lines written before a field existed still read with its default.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from perfgate.errors import GateMalfunction
+from perfgate.identity import stable_hash
+from perfgate.result import Result
+
+SAMPLE_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sample:
+    """One trusted measurement kept on the baseline branch."""
+
+    sample_id: str
+    trusted_source: str
+    timestamp: str
+    value: float
+    hardware: str
+    task: str
+    backend_key: str
+    commit: str
+    branch: str | None
+    target_branch: str
+    launch_hash: str
+    benchmark_hash: str
+    runtime_hash: str
+    baseline_epoch: int
+    metric_path: str
+    direction: str
+    unit: str
+    std: float | None = None
+    attempts: int = 1
+    retried: bool = False
+    sample_index: int | None = None
+    ci_run_id: str | None = None
+    ci_run_attempt: str | None = None
+    ci_workflow: str | None = None
+    ci_job: str | None = None
+    ci_runner_name: str | None = None
+    runtime: Mapping[str, Any] = field(default_factory=dict)
+    schema_version: int = SAMPLE_SCHEMA_VERSION
+
+    @property
+    def path(self) -> str:
+        """The file on the branch that holds this sample."""
+        return sample_path(self.hardware, self.task, self.backend_key)
+
+    @property
+    def window_digest(self) -> str:
+        """The digest of what a window must match (see :meth:`WindowKey.digest`)."""
+        return window_digest(
+            target_branch=self.target_branch,
+            launch_hash=self.launch_hash,
+            benchmark_hash=self.benchmark_hash,
+            runtime_hash=self.runtime_hash,
+            baseline_epoch=self.baseline_epoch,
+        )
+
+    def to_line(self) -> str:
+        """One NDJSON line: canonical (sorted keys, compact) so identical samples are identical."""
+        data = asdict(self)
+        data["runtime"] = dict(self.runtime)
+        return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Sample:
+        """Rebuild from a stored line's dict; unknown fields from newer writers are ignored.
+
+        A line of the wrong shape raises ValueError, so it is skipped as corrupt rather than
+        reaching the statistics.
+        """
+        if not isinstance(data, Mapping):
+            raise ValueError("not a JSON object")
+        value = data.get("value")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"value {value!r} is not a number")
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError(f"value {value!r} is not a positive finite number")
+        for name in ("commit", "timestamp", "launch_hash", "benchmark_hash", "runtime_hash"):
+            if not isinstance(data.get(name), str):
+                raise ValueError(f"{name} {data.get(name)!r} is not a string")
+        epoch = data.get("baseline_epoch")
+        if isinstance(epoch, bool) or not isinstance(epoch, int):
+            raise ValueError(f"baseline_epoch {epoch!r} is not an integer")
+        return cls(**{k: v for k, v in data.items() if k in _FIELDS})
+
+    @classmethod
+    def from_line(cls, line: str | bytes) -> Sample:
+        """Parse one stored line; ValueError (or TypeError) when it is not a sample."""
+        return cls.from_json(json.loads(line))
+
+
+# One path component each: what perfgate.yaml (task, backend) and hardware detection allow.
+_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+# The fields a stored line may set; others (from newer writers) are ignored.
+_FIELDS = frozenset(Sample.__dataclass_fields__)
+
+
+def sample_path(hardware: str, task: str, backend_key: str) -> str:
+    """``samples/<hardware>/<task>/<backend>.ndjson``; nothing that could leave the store tree."""
+    for part in (hardware, task, backend_key):
+        if not _COMPONENT.fullmatch(part):
+            raise GateMalfunction(
+                f"refusing a baseline path from {part!r}: hardware, task and backend must be "
+                "plain names (a result artifact naming something else is not trusted)"
+            )
+    return f"samples/{hardware}/{task}/{backend_key}.ndjson"
+
+
+def sample_from_result(
+    result: Result,
+    *,
+    trusted_source: str,
+    sample_index: int | None = None,
+    timestamp: datetime | None = None,
+    sample_id: str | None = None,
+) -> Sample:
+    """Project a healthy result onto a stored sample with a stable id.
+
+    ``sample_id`` overrides the derived id; seeding passes :func:`seed_sample_id` so a
+    replay of the same commit, bucket and sample index gets the same id.
+    """
+    if result.metric.value is None or result.source.commit is None:
+        raise GateMalfunction(f"{result.bucket.id}: a sample needs a measured figure and a commit")
+    when = (timestamp or datetime.now(UTC)).isoformat()
+    identity = {
+        "run_id": result.ci.run_id,
+        "run_attempt": result.ci.run_attempt,
+        "commit": result.source.commit,
+        "bucket": result.bucket.id,
+        "hardware": result.hardware.slug,
+        "launch_hash": result.identity.launch_hash,
+        "benchmark_hash": result.identity.benchmark_hash,
+        "runtime_hash": result.identity.runtime_hash,
+        "baseline_epoch": result.bucket.baseline_epoch,
+        "value": result.metric.value,
+        "attempts": result.health.attempts,
+        "sample_index": sample_index,
+    }
+    if result.ci.run_id is None:
+        # Outside CI nothing else tells two runs of the same commit apart.
+        identity["started_at"] = result.timings.started_at
+    return Sample(
+        sample_id=sample_id
+        or stable_hash({k: v for k, v in identity.items() if v is not None}, length=24),
+        trusted_source=trusted_source,
+        timestamp=when,
+        value=result.metric.value,
+        hardware=result.hardware.slug,
+        task=result.bucket.task,
+        backend_key=result.bucket.backend_key,
+        commit=result.source.commit,
+        branch=result.source.branch,
+        target_branch=result.source.target_branch or result.source.branch or "",
+        launch_hash=result.identity.launch_hash,
+        benchmark_hash=result.identity.benchmark_hash,
+        runtime_hash=result.identity.runtime_hash,
+        baseline_epoch=result.bucket.baseline_epoch,
+        metric_path=result.metric.path,
+        direction=result.metric.direction.value,
+        unit=result.metric.unit,
+        std=result.metric.std,
+        attempts=result.health.attempts,
+        retried=result.health.retried,
+        sample_index=sample_index,
+        ci_run_id=result.ci.run_id,
+        ci_run_attempt=result.ci.run_attempt,
+        ci_workflow=result.ci.workflow,
+        ci_job=result.ci.job,
+        ci_runner_name=result.ci.runner_name,
+        runtime=result.identity.runtime.get("fields", {}),
+    )
+
+
+def seed_sample_id(
+    *,
+    seed_key: str,
+    commit: str,
+    bucket: str,
+    hardware: str,
+    target_branch: str,
+    launch_hash: str,
+    benchmark_hash: str,
+    runtime_hash: str,
+    baseline_epoch: int,
+    sample_index: int,
+) -> str:
+    """A seeded sample's id: what was measured and where, never the figure or the clock.
+
+    Replaying the same seed (same key, commit, bucket, hardware, target, identity and
+    sample index) yields the same id, so a resumed seed skips what is already stored.
+    """
+    return stable_hash(
+        {
+            "seed_key": seed_key,
+            "commit": commit,
+            "bucket": bucket,
+            "hardware": hardware,
+            "target_branch": target_branch,
+            "launch_hash": launch_hash,
+            "benchmark_hash": benchmark_hash,
+            "runtime_hash": runtime_hash,
+            "baseline_epoch": baseline_epoch,
+            "sample_index": sample_index,
+        },
+        length=24,
+    )
+
+
+def window_digest(
+    *,
+    target_branch: str,
+    launch_hash: str,
+    benchmark_hash: str,
+    runtime_hash: str,
+    baseline_epoch: int,
+) -> str:
+    """16 hex digits naming everything a window matches besides the file (hardware, bucket)."""
+    return stable_hash(
+        {
+            "target_branch": target_branch,
+            "launch_hash": launch_hash,
+            "benchmark_hash": benchmark_hash,
+            "runtime_hash": runtime_hash,
+            "baseline_epoch": baseline_epoch,
+        }
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowKey:
+    """What a stored sample must match to be comparable with a result (R4)."""
+
+    hardware: str
+    task: str
+    backend_key: str
+    target_branch: str
+    launch_hash: str
+    benchmark_hash: str
+    runtime_hash: str
+    baseline_epoch: int
+
+    @property
+    def path(self) -> str:
+        """The file holding candidate samples."""
+        return sample_path(self.hardware, self.task, self.backend_key)
+
+    @classmethod
+    def for_result(cls, result: Result) -> WindowKey:
+        """The key a result's window is selected by."""
+        return cls(
+            hardware=result.hardware.slug,
+            task=result.bucket.task,
+            backend_key=result.bucket.backend_key,
+            target_branch=result.source.target_branch or "",
+            launch_hash=result.identity.launch_hash,
+            benchmark_hash=result.identity.benchmark_hash,
+            runtime_hash=result.identity.runtime_hash,
+            baseline_epoch=result.bucket.baseline_epoch,
+        )
+
+    def digest(self) -> str:
+        """What a segment index records per line, so a line is matched without parsing it."""
+        return window_digest(
+            target_branch=self.target_branch,
+            launch_hash=self.launch_hash,
+            benchmark_hash=self.benchmark_hash,
+            runtime_hash=self.runtime_hash,
+            baseline_epoch=self.baseline_epoch,
+        )
+
+    def needles(self) -> tuple[str, ...]:
+        """Exact texts every matching canonical-JSON line contains (most selective first)."""
+        return (
+            f'"launch_hash":"{self.launch_hash}"',
+            f'"runtime_hash":"{self.runtime_hash}"',
+            f'"benchmark_hash":"{self.benchmark_hash}"',
+            f'"baseline_epoch":{self.baseline_epoch},',
+            f'"target_branch":{json.dumps(self.target_branch, allow_nan=False)}',
+        )
+
+    def matches(self, sample: Sample) -> bool:
+        """True when the sample measured the same experiment for the same target."""
+        return (
+            sample.target_branch == self.target_branch
+            and sample.launch_hash == self.launch_hash
+            and sample.benchmark_hash == self.benchmark_hash
+            and sample.runtime_hash == self.runtime_hash
+            and sample.baseline_epoch == self.baseline_epoch
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowEntry:
+    """One sample of a window: its commit, when it was stored, its figure."""
+
+    commit: str
+    timestamp: str
+    value: float
+
+    @classmethod
+    def of(cls, sample: Sample) -> WindowEntry:
+        """The entry of a parsed sample."""
+        return cls(commit=sample.commit, timestamp=sample.timestamp, value=sample.value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Window:
+    """The selected baseline samples, nearest commits first."""
+
+    entries: tuple[WindowEntry, ...]
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        """The figures of the window."""
+        return tuple(e.value for e in self.entries)
+
+
+def select_window(
+    samples: Iterable[Sample],
+    key: WindowKey,
+    distance: Mapping[str, int],
+    max_samples: int,
+) -> Window:
+    """Matching samples whose commit is an ancestor of the base, nearest first, newest first."""
+    eligible = [s for s in samples if key.matches(s) and s.commit in distance]
+    eligible.sort(key=lambda s: (distance[s.commit], _negated_time(s.timestamp)))
+    return Window(entries=tuple(WindowEntry.of(s) for s in eligible[:max_samples]))
+
+
+def _negated_time(timestamp: str) -> float:
+    try:
+        return -datetime.fromisoformat(timestamp).timestamp()
+    except ValueError:
+        return 0.0
