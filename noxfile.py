@@ -119,6 +119,9 @@ def perf(session: nox.Session) -> None:
     _install(session)
     session.run("python", "tests/perf/gate_scaling.py", *session.posargs)
     session.run("python", "tests/perf/input_limits.py")
+    if "--quick" not in session.posargs:
+        # A warm `nox -s bench` against `python -m perfgate bench`, side by side.
+        session.run("python", "tests/perf/warm_loop.py")
 
 
 @nox.session(tags=["check"])
