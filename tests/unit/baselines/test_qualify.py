@@ -27,7 +27,7 @@ from perfgate.judge import stats
 from perfgate.report.qualification import qualification_json, qualification_markdown
 from perfgate.result import CiInfo, Result, Timings
 from tests.factories import make_result
-from tests.paths import ROOT
+from tests.paths import FIXTURES
 
 # Deterministic per-sample noise, about 0.5 % either way: a quiet pool.
 NOISE = (0.004, -0.003, 0.006, -0.005, 0.001, -0.002, 0.005, -0.006, 0.002, -0.001, 0.003)
@@ -37,7 +37,8 @@ RUNNERS = {"a1": "gpu-1", "a2": "gpu-2", "a3": "gpu-3", "a4": "gpu-1", "a5": "gp
 
 
 def demo_config() -> Config:
-    return load_config(ROOT / "perfgate.yaml")
+    """The demo's four buckets (tests/fixtures/qualify.yaml)."""
+    return load_config(FIXTURES / "qualify.yaml")
 
 
 def sample(
@@ -319,7 +320,7 @@ def test_an_unreadable_artifact_costs_its_bucket_or_the_pool() -> None:
 
 
 def test_limits_come_from_the_qualify_block(tmp_path: Path) -> None:
-    text = (ROOT / "perfgate.yaml").read_text(encoding="utf-8")
+    text = (FIXTURES / "qualify.yaml").read_text(encoding="utf-8")
     path = tmp_path / "perfgate.yaml"
     path.write_text(text + "\nqualify:\n  max_pooled_cv_pct: 0.3\n  max_block_band_pct: 2.5\n")
     report = run_qualify(pool(), config=load_config(path))
