@@ -26,7 +26,8 @@ MEANINGS = {
     QualVerdict.INCONCLUSIVE: "The evidence is incomplete, so nothing is known about the pool "
     "yet: do not let the gate block until a complete run qualifies it.",
     QualVerdict.UNSTABLE: "The pool's noise would hide or fake regressions: do not let the "
-    "gate block on it until the runners named below are drained or fixed.",
+    "gate block on it until the reasons below are dealt with (a runner named there is one "
+    "to drain).",
 }
 
 
