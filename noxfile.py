@@ -124,6 +124,17 @@ def perf(session: nox.Session) -> None:
         session.run("python", "tests/perf/warm_loop.py")
 
 
+@nox.session(tags=["perf"])
+def quality(session: nox.Session) -> None:
+    """Score the verdict rule on synthetic series, the seed's reference rule beside it.
+
+    ``--quick`` (the default) runs the 12 suites of issue 11; ``-- --series 640`` is the
+    full run, with two more suites (a few minutes). Exits 1 when a target is missed.
+    """
+    _install(session)
+    session.run("python", "tests/perf/verdict_quality.py", *(session.posargs or ["--quick"]))
+
+
 @nox.session(tags=["check"])
 def unit(session: nox.Session) -> None:
     """Run the test suite (unit and integration)."""

@@ -67,6 +67,20 @@ class ActionRef(StrEnum):
     LOCAL = "local"  # ./actions/NAME after the checkout: GitHub Enterprise Server, older runners
 
 
+class PolicyName(StrEnum):
+    """Which rule turns a run's samples and its window into a verdict (R5)."""
+
+    CALIBRATED = "calibrated"  # thresholds from a target false-alarm rate (judge/stats.py)
+    REFERENCE = "reference"  # the seed's median - k x MAD rule, exactly
+
+
+class ConfirmMode(StrEnum):
+    """How the bench confirms a suspicious run before it may be BLOCKed."""
+
+    REPEAT = "repeat"  # re-measure on the same runner while the rule asks (up to max_repeats)
+    OFF = "off"  # only the initial repeats
+
+
 class FloorKind(StrEnum):
     """What crossing a fixed floor does: force a verdict, or only get recorded."""
 
@@ -77,12 +91,15 @@ class FloorKind(StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class OraclePolicy:
-    """Constants of the rolling-window verdict (R5)."""
+    """Constants of the window verdict (R5); ``k_*`` are the reference policy's alone."""
 
     k_warn: float = 2.5
     k_block: float = 4.0
+    # Both policies: the smallest drop that may BLOCK (and, calibrated, gain that is IMPROVED).
     min_block_regression_pct: float = 3.0
     noise_floor_pct: float = 0.0
+    # Calibrated policy: a whole run moves with its runner's state by at least this much.
+    run_noise_floor_pct: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,7 +109,11 @@ class BaselinePolicy:
     branch: str = "perf-baselines"
     remote: str = "origin"
     min_samples: int = 5
+    # The reference policy's window: the nearest samples.
     max_samples: int = 20
+    # The calibrated policy's window: the nearest runs, every sample of each.
+    min_runs: int = 3
+    max_runs: int = 20
     # A publish retries lost races and network failures until this much time has passed.
     publish_deadline_minutes: float = 10.0
     # Deprecated (a fixed count is what lost samples); read only to say it is ignored.
@@ -115,6 +136,10 @@ class GatePolicy:
     mode: Mode = Mode.ADVISORY
     target_branches: tuple[str, ...] = ("main",)
     protected_branches: tuple[str, ...] = ("main",)
+    policy: PolicyName = PolicyName.CALIBRATED
+    # Calibrated policy: the chance that unchanged code is BLOCKed, per bucket run.
+    false_alarm_rate: float = 0.001
+    confirm: ConfirmMode = ConfirmMode.REPEAT
     oracle: OraclePolicy = field(default_factory=OraclePolicy)
     baseline: BaselinePolicy = field(default_factory=BaselinePolicy)
     # gate.calibration: the noise calibration file (None: every bucket uncalibrated).
@@ -203,6 +228,14 @@ class IsaacLabSpec:
     presets: tuple[str, ...] | None = None
     markers: PhaseMarkers | None = None
     pin_files: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DemoSpec:
+    """How the ``demo`` driver measures one sample: at least so long, after so much warm-up."""
+
+    measure_seconds: float = 0.0
+    warmup_seconds: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -312,8 +345,16 @@ class Bucket:
     baseline_epoch: int
     metric: Metric
     paths: tuple[str, ...] = ()
+    # Samples per run: ``repeats`` always, up to ``max_repeats`` to confirm a suspicious run.
+    repeats: int = 2
+    max_repeats: int = 10
+    # No confirmation sample starts once the run's samples took this long (None: no limit).
+    repeat_budget_minutes: float | None = None
+    # Threads of numeric libraries in the benchmark (None: the driver's choice).
+    threads: int | None = None
     command: CommandSpec | None = None
     isaaclab: IsaacLabSpec | None = None
+    demo: DemoSpec | None = None
     container: ContainerSpec | None = None
     floors: Mapping[str, tuple[Floor, ...]] = field(default_factory=dict)
     noise_floor_pct: Mapping[str, float] = field(default_factory=dict)
@@ -343,6 +384,10 @@ class Bucket:
         """
         fields = {name: _plain_json(getattr(self, name)) for name in self.__dataclass_fields__}
         return {"id": self.id, "file_stem": self.file_stem, "backend": self.backend_key, **fields}
+
+    def most_samples(self, confirm: ConfirmMode) -> int:
+        """The samples one run may take: up to max_repeats when it confirms, else its repeats."""
+        return self.max_repeats if confirm is ConfirmMode.REPEAT else self.repeats
 
     def floors_for(self, hardware: str) -> tuple[Floor, ...]:
         """Every floor whose hardware pattern matches ``hardware``."""
@@ -440,6 +485,8 @@ _DEFAULT_SETTINGS: dict[str, Any] = {
     "baseline_epoch": 1,
     "paths": [],
     "keep_env": [],
+    "repeats": 2,
+    "max_repeats": 10,
 }
 
 
@@ -499,6 +546,13 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
             ("gate", "baseline", "min_samples"),
             f"min_samples ({gate.baseline.min_samples}) exceeds max_samples "
             f"({gate.baseline.max_samples}); raise max_samples or lower min_samples",
+        )
+    if gate.baseline.min_runs > gate.baseline.max_runs:
+        _fail(
+            document,
+            ("gate", "baseline", "min_runs"),
+            f"min_runs ({gate.baseline.min_runs}) exceeds max_runs ({gate.baseline.max_runs}); "
+            "raise max_runs or lower min_runs",
         )
     if gate.oracle.k_warn > gate.oracle.k_block:
         _fail(
@@ -793,7 +847,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
                 return f"is empty; expected {wanted}"
             return f"{value} is {_kind(error.instance)}; expected {wanted}"
         case "enum":
-            choices = ", ".join(str(choice) for choice in expected)
+            # A boolean in an enum is YAML's reading of a bare word (off), not a choice to offer.
+            choices = ", ".join(str(c) for c in expected if not isinstance(c, bool))
             return f"{value} is not allowed; use one of: {choices}"
         case "const":
             return f"{value} is not supported; use {expected!r}"
@@ -870,6 +925,10 @@ def _gate_policy(document: YamlDocument, raw: Mapping[str, Any]) -> GatePolicy:
         mode=Mode(raw.get("mode", Mode.ADVISORY)),
         target_branches=tuple(raw.get("target_branches", GatePolicy.target_branches)),
         protected_branches=tuple(raw.get("protected_branches", GatePolicy.protected_branches)),
+        policy=PolicyName(raw.get("policy", PolicyName.CALIBRATED)),
+        false_alarm_rate=float(raw.get("false_alarm_rate", GatePolicy.false_alarm_rate)),
+        # YAML 1.1 reads a bare `off` as false: the schema allows it, and it means off.
+        confirm=ConfirmMode(raw.get("confirm", ConfirmMode.REPEAT) or ConfirmMode.OFF),
         oracle=OraclePolicy(**raw.get("oracle", {})),
         baseline=BaselinePolicy(**raw.get("baseline", {})),
         calibration=None
@@ -900,7 +959,7 @@ def _expand(
     settings = {**defaults, **entry}
     settings["metric"] = {**defaults.get("metric", {}), **entry.get("metric", {})}
     # Driver blocks merge key by key, like metric, so a bucket can override one setting.
-    for block in ("isaaclab", "container"):
+    for block in ("isaaclab", "container", "demo"):
         if block in defaults or block in entry:
             settings[block] = {**defaults.get(block, {}), **entry.get(block, {})}
     driver = settings["driver"]
@@ -938,6 +997,24 @@ def _expand(
             problem = path_problem(pattern, what="a pin file")
             if problem:
                 _fail(document, origin("isaaclab", "pin_files", index), problem)
+    if "demo" in entry and driver != "demo":
+        _fail(
+            document,
+            (*key_path, "demo"),
+            f"a 'demo' block only applies to driver 'demo' (this bucket's driver is "
+            f"{driver!r}); remove it or set driver: demo",
+        )
+    if settings["max_repeats"] < settings["repeats"]:
+        # Name the key that was written: this entry's, else the defaults' (max_repeats first).
+        written = [key for key in ("max_repeats", "repeats") if key in entry]
+        declared = document.data.get("defaults", {})
+        written += [key for key in ("max_repeats", "repeats") if key in declared]
+        _fail(
+            document,
+            origin(written[0]) if written else ("defaults", "max_repeats"),
+            f"max_repeats ({settings['max_repeats']}) is under repeats ({settings['repeats']}): "
+            "a run always takes its repeats; raise max_repeats to at least repeats",
+        )
     if driver == "demo" and "container" in settings:
         _fail(
             document,
@@ -985,8 +1062,17 @@ def _expand(
                 unit=settings["metric"].get("unit", Metric.unit),
             ),
             paths=tuple(settings["paths"]),
+            repeats=settings["repeats"],
+            max_repeats=settings["max_repeats"],
+            repeat_budget_minutes=(
+                float(settings["repeat_budget_minutes"])
+                if "repeat_budget_minutes" in settings
+                else None
+            ),
+            threads=settings.get("threads"),
             command=command,
             isaaclab=_isaaclab_spec(settings.get("isaaclab")) if driver == "isaaclab" else None,
+            demo=DemoSpec(**settings["demo"]) if driver == "demo" and "demo" in settings else None,
             container=_container_spec(settings.get("container")),
             floors={
                 hardware: tuple(

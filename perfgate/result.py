@@ -155,19 +155,58 @@ class IdentityRecord:
     runtime: dict[str, Any]
 
 
+class SamplingStop(StrEnum):
+    """Why a bucket run took no further sample."""
+
+    PLANNED = "planned"  # the planned repeats; nothing asked for more
+    SETTLED = "settled"  # the rule needed no more samples to decide
+    MAX_REPEATS = "max_repeats"  # max_repeats reached
+    TIME_BUDGET = "time_budget"  # repeat_budget_minutes spent
+    FAILED = "failed"  # a sample failed; a failed run is not measured further
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampleReading:
+    """One sample of a bucket run: one run of its benchmark, in the order taken."""
+
+    sample_index: int
+    value: float
+    wall_s: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sampling:
+    """How a bucket run was sampled: the plan, and why it stopped."""
+
+    confirm: str
+    repeats: int
+    max_repeats: int
+    stopped: SamplingStop
+
+
 @dataclass(frozen=True, kw_only=True)
 class MetricReading:
-    """The measured figure and its spread."""
+    """The measured figure and its spread; ``samples`` are what the verdict uses."""
 
     path: str
     direction: Direction
     unit: str
+    # The run's robust centre (the median of its samples), shown as its figure.
     value: float | None
+    # Over the samples when there are several; else the benchmark's own spread.
     std: float | None = None
     min: float | None = None
     max: float | None = None
     # Further finite figures of the same run, keyed by output path (recorded, not gated).
     figures: Mapping[str, float] = field(default_factory=dict)
+    # Every healthy sample, in order (empty in artifacts written before repeats existed).
+    samples: tuple[SampleReading, ...] = ()
+
+    def sample_values(self) -> tuple[float, ...]:
+        """The figures the verdict judges: every sample, or the one figure of an older run."""
+        if self.samples:
+            return tuple(s.value for s in self.samples)
+        return () if self.value is None else (self.value,)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,13 +246,14 @@ class Health:
 
 @dataclass(frozen=True, kw_only=True)
 class AttemptTiming:
-    """One attempt's exit and wall time."""
+    """One attempt's exit and wall time (of one sample: its ``sample_index``)."""
 
     number: int
     exit_code: int | None
     phase: FailurePhase | None
     timed_out: bool
     wall_s: float
+    sample_index: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -242,6 +282,7 @@ class Result:
     # The final attempt's whole log on the machine that ran it (CI uploads it as an artifact).
     log_path: str | None = None
     perfgate_version: str = ""
+    sampling: Sampling | None = None
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -249,6 +290,9 @@ class Result:
         data = asdict(self)
         data["bucket"]["tags"] = list(self.bucket.tags)
         data["timings"]["attempts"] = [asdict(a) for a in self.timings.attempts]
+        data["metric"]["samples"] = [asdict(s) for s in self.metric.samples]
+        if self.sampling is None:
+            del data["sampling"]
         # Enums to values; allow_nan=False: a non-finite number never becomes "JSON" (R3).
         converted: dict[str, Any] = json.loads(json.dumps(data, default=str, allow_nan=False))
         return converted
@@ -262,6 +306,8 @@ class Result:
         health["stale_image"] = StaleImage(**stale) if stale else None
         metric = dict(data["metric"])
         metric["direction"] = Direction(metric["direction"])
+        metric["samples"] = tuple(SampleReading(**s) for s in metric.get("samples", ()))
+        sampling = data.get("sampling")
         timings = dict(data["timings"])
         timings["attempts"] = tuple(
             AttemptTiming(**{**a, "phase": FailurePhase(a["phase"]) if a["phase"] else None})
@@ -281,6 +327,11 @@ class Result:
             log_tail=data["log_tail"],
             log_path=data.get("log_path"),
             perfgate_version=data["perfgate_version"],
+            sampling=(
+                Sampling(**{**sampling, "stopped": SamplingStop(sampling["stopped"])})
+                if sampling
+                else None
+            ),
             schema_version=data["schema_version"],
         )
 

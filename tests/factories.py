@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -15,6 +17,7 @@ from perfgate.result import (
     IdentityRecord,
     MetricReading,
     Result,
+    SampleReading,
     Source,
     StaleImage,
     Timings,
@@ -25,6 +28,7 @@ def make_result(
     bucket_id: str = "cartpole/numpy",
     value: float | None = 100.0,
     *,
+    samples: Sequence[float] = (),
     direction: Direction = Direction.HIGHER,
     exit_code: int | None = 0,
     phase: FailurePhase | None = None,
@@ -44,7 +48,11 @@ def make_result(
     finished_at: str = "2026-11-30T00:00:01+00:00",
     **overrides: Any,
 ) -> Result:
-    """A healthy result by default; keyword arguments change one aspect at a time."""
+    """A healthy result by default; keyword arguments change one aspect at a time.
+
+    ``samples`` gives the run several samples (the figure is then their median); without
+    them the result has its one figure, as artifacts from before repeats had.
+    """
     task, backend = bucket_id.split("/")
     result = Result(
         bucket=BucketRef(
@@ -69,7 +77,14 @@ def make_result(
             runtime={"fields": {}},
         ),
         metric=MetricReading(
-            path="runtime.total_fps.mean", direction=direction, unit="u", value=value
+            path="runtime.total_fps.mean",
+            direction=direction,
+            unit="u",
+            value=statistics.median(samples) if samples else value,
+            samples=tuple(
+                SampleReading(sample_index=index, value=sample)
+                for index, sample in enumerate(samples)
+            ),
         ),
         health=Health(
             exit_code=exit_code,

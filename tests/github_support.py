@@ -16,6 +16,11 @@ HOSTILE = (
     "<!-- perfgate-verdict --> ```\n## injected\n</details><script>x</script>"
 )
 
+# Ten runs of two samples around 1000 (the calibrated rule's window).
+RUNS = [[1005.0, 992.0], [1009.0, 998.0], [987.0, 1003.0], [1012.0, 1001.0],
+        [994.0, 999.0], [1006.0, 989.0], [997.0, 1014.0], [1002.0, 991.0],
+        [988.0, 1007.0], [1010.0, 996.0]]  # fmt: skip
+
 CONFIG_TEXT = """\
 version: 1
 gate:
@@ -51,11 +56,13 @@ def make_result(
     phase: FailurePhase | None = None,
     error: str | None = None,
     log_tail: str = "",
+    samples: tuple[float, ...] = (),
 ) -> Result:
     """A result artifact for ``bucket`` as a pull request's bench job would write it."""
     result = factories.make_result(
         "placeholder/numpy",
         value,
+        samples=samples,
         exit_code=exit_code,
         phase=phase,
         error=error,
@@ -92,7 +99,7 @@ def mixed_report(directory: Path, *, mode: str = "advisory", hostile: bool = Fal
         error = HOSTILE
     results = [
         make_result(passing, 1001.0),
-        make_result(blocked, 700.0),
+        make_result(blocked, 700.0, samples=(700.0, 701.0, 699.0)),
         make_result(
             failed, None, exit_code=1, phase=FailurePhase.RUNTIME, error=error, log_tail=error
         ),
@@ -118,4 +125,26 @@ def passing_report(directory: Path, *, mode: str = "advisory") -> GateReport:
         expected=config.buckets,
         results=results,
         windows={b.id: WINDOW for b in config.buckets},
+    )
+
+
+def new_verdicts_report(directory: Path, *, mode: str = "advisory") -> GateReport:
+    """PASS, IMPROVED, INCONCLUSIVE and BLOCK from the calibrated rule, every bucket reported.
+
+    The window: ten runs of two samples around 1000, 1 % apart. IMPROVED is 10 % faster;
+    INCONCLUSIVE is 7 % slower on only two samples (a BLOCK needs three).
+    """
+    config = write_config(directory, mode)
+    passing, improved, unsure, blocked = config.buckets
+    results = [
+        make_result(passing, 1000.0, samples=(1001.0, 998.0)),
+        make_result(improved, 1100.0, samples=(1100.0, 1102.0)),
+        make_result(unsure, 930.0, samples=(930.0, 931.0)),
+        make_result(blocked, 930.0, samples=(930.0, 931.0, 929.0)),
+    ]
+    return build_report(
+        config=config,
+        expected=config.buckets,
+        results=results,
+        windows={b.id: RUNS for b in config.buckets},
     )

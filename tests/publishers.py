@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from perfgate.baselines.store import BaselineStore, Sample, sample_from_result
+from perfgate.baselines.store import BaselineStore, Sample, samples_from_result
 from perfgate.git import git
 from tests.factories import make_result
 from tests.paths import ROOT
@@ -75,9 +75,9 @@ def burst_samples(index: int, buckets: int, commits: list[str], trial: str) -> l
             commit=commits[index % len(commits)],
             run_id=f"{trial}-{index}-{bucket}",
         )
-        samples.append(sample_from_result(result, trusted_source="burst"))
+        samples.append(samples_from_result(result, trusted_source="burst")[0])
     shared = replace(template, ci=replace(template.ci, run_id=f"{trial}-shared"))
-    samples.append(sample_from_result(shared, trusted_source="burst"))
+    samples.append(samples_from_result(shared, trusted_source="burst")[0])
     return samples
 
 

@@ -226,14 +226,19 @@ def plan_roll(
 
 
 def runner_minutes(reseed: ReseedPlan, buckets: Sequence[Bucket]) -> tuple[float, float]:
-    """Upper bounds of bucket-runner time for the reseed: by timeouts, and with every retry."""
+    """Upper bounds of bucket-runner time for the reseed: by timeouts, and with every retry.
+
+    Each seeded run takes its bucket's ``repeats`` samples.
+    """
     by_id = {b.id: b for b in buckets}
     plain = retried = 0.0
     for planned in reseed.buckets:
         bucket = by_id.get(planned.id)
         if bucket is not None:
-            plain += planned.samples * bucket.timeout_minutes
-            retried += planned.samples * bucket.timeout_minutes * (1 + bucket.retries)
+            plain += planned.samples * bucket.repeats * bucket.timeout_minutes
+            retried += (
+                planned.samples * bucket.repeats * bucket.timeout_minutes * (1 + bucket.retries)
+            )
     return plain, retried
 
 

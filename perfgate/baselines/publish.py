@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from perfgate.baselines.pushing import PushDeadline
-from perfgate.baselines.store import BaselineStore, Sample, sample_from_result
+from perfgate.baselines.store import BaselineStore, Sample, samples_from_result
 from perfgate.console import say
 from perfgate.errors import GateMalfunction, PerfgateError
 from perfgate.result import Result
@@ -32,9 +32,10 @@ def publishable(results: Sequence[Result]) -> tuple[list[Result], list[str]]:
     keep, skipped = [], []
     for result in results:
         value = result.metric.value
+        figures = [value, *result.metric.sample_values()]
         if not result.health.healthy:
             skipped.append(f"{result.bucket.id}: unhealthy run, not a baseline")
-        elif value is None or not math.isfinite(value) or value <= 0:
+        elif any(v is None or not math.isfinite(v) or v <= 0 for v in figures):
             skipped.append(f"{result.bucket.id}: no positive finite figure, not a baseline")
         else:
             keep.append(result)
@@ -128,7 +129,8 @@ def record_samples(
         carried = [*carried, *kept]
         for note in notes:
             say(note)
-    fresh = [sample_from_result(r, trusted_source=trusted_source) for r in keep]
+    # Every sample of every run, one line each (the window groups them by run).
+    fresh = [s for r in keep for s in samples_from_result(r, trusted_source=trusted_source)]
     samples = list({s.sample_id: s for s in [*fresh, *carried]}.values())
     if not samples:
         say("nothing to record")

@@ -35,6 +35,7 @@ from perfgate.errors import GateMalfunction
 from perfgate.identity import stable_hash
 from perfgate.judge import stats
 from perfgate.judge.calibration import BucketNoise
+from perfgate.judge.oracle import policy_for
 from perfgate.result import ArtifactError, CiInfo, Result, read_result
 
 SCHEMA_VERSION = 1
@@ -119,43 +120,53 @@ def allocation_of(ci: CiInfo) -> str | None:
 
 
 def observations_of(result: Result, source: str) -> list[Observation]:
-    """The samples one artifact holds.
+    """The samples one artifact holds, each with its ``sample_index``.
 
-    An artifact of one figure is one sample; its index is its place among its
-    allocation's runs of that bucket (``index_positionally``). Its id is derived from
-    what identifies the run (CI identity, start time, figure), never its file name, so
-    the same run counted twice shows as a duplicate.
+    A run that failed adds one sample without a figure, at the index it was taking. An
+    artifact of one figure written before runs took samples is one sample; its index is
+    its place among its allocation's runs of that bucket (``index_positionally``). Ids
+    are derived from what identifies the run (CI identity, start time) and the sample,
+    never the file name, so the same measurement counted twice shows as a duplicate.
     """
     health = result.health
-    value = result.metric.value if health.healthy else None
-    failure = None
-    if value is None:
-        phase = health.phase.value if health.phase else "no figure"
-        failure = f"{phase}, exit {health.exit_code}" + (
-            f": {health.error}" if health.error else ""
-        )
-    identity = {
+    run = {
         "ci": asdict(result.ci),
         "bucket": result.bucket.id,
         "commit": result.source.commit,
         "started_at": result.timings.started_at,
         "finished_at": result.timings.finished_at,
-        "value": result.metric.value,
     }
+    common = {
+        "bucket": result.bucket.id,
+        "source": source,
+        "allocation": allocation_of(result.ci),
+        "runner": result.ci.runner_name,
+        "fingerprint": Fingerprint.of(result),
+        "direction": result.metric.direction,
+        "started_at": result.timings.started_at,
+    }
+    readings: list[tuple[int | None, float | None]] = [
+        (s.sample_index, s.value) for s in result.metric.samples
+    ]
+    if not readings and health.healthy:
+        readings = [(None, result.metric.value)]
+    failure = None
+    if not health.healthy:
+        phase = health.phase.value if health.phase else "no figure"
+        failure = f"{phase}, exit {health.exit_code}" + (
+            f": {health.error}" if health.error else ""
+        )
+        taken = [index for index, _ in readings if index is not None]
+        readings.append((max(taken) + 1 if taken else None, None))
     return [
         Observation(
-            bucket=result.bucket.id,
-            source=source,
-            allocation=allocation_of(result.ci),
-            runner=result.ci.runner_name,
-            sample_index=None,
-            sample_id=stable_hash(identity, length=24),
+            **common,  # type: ignore[arg-type]
+            sample_index=index,
+            sample_id=stable_hash({**run, "sample_index": index, "value": value}, length=24),
             value=value,
-            failure=failure,
-            fingerprint=Fingerprint.of(result),
-            direction=result.metric.direction,
-            started_at=result.timings.started_at,
+            failure=failure if value is None else None,
         )
+        for index, value in readings
     ]
 
 
@@ -207,19 +218,11 @@ class RuleFigures:
 def gate_rule(config: Config, bucket: Bucket, hardware: str) -> stats.Policy:
     """The verdict rule the gate applies to ``bucket`` on ``hardware``.
 
-    Today that is the reference rule with perfgate.yaml's constants (``gate.oracle``,
-    the bucket's noise floor for this hardware, the window bounds); this adapter is the
-    one place that maps the config onto the rule's policy.
+    The rule in force (``gate.policy``: calibrated by default, or the seed's reference
+    rule) with perfgate.yaml's constants for this bucket and hardware, as the gate and
+    the bench take it.
     """
-    oracle, baseline = config.gate.oracle, config.gate.baseline
-    return stats.ReferencePolicy(
-        k_warn=oracle.k_warn,
-        k_block=oracle.k_block,
-        min_block_regression_pct=oracle.min_block_regression_pct,
-        noise_floor_pct=bucket.noise_floor_for(hardware, oracle.noise_floor_pct),
-        min_samples=baseline.min_samples,
-        max_samples=baseline.max_samples,
-    )
+    return policy_for(bucket, config.gate, hardware)
 
 
 def _g_of_drop(pct: float, direction: Direction) -> float:
@@ -278,9 +281,8 @@ def rule_figures(
     z = statistics.NormalDist().inv_cdf(power)
     pooled = [value for run in runs for value in run]
     level = statistics.median(pooled)
-    rule_direction = stats.Direction(direction.value)
     if isinstance(policy, stats.ReferencePolicy):
-        decision = stats.decide(runs, [level], policy=policy, direction=rule_direction)
+        decision = stats.decide(runs, [level], policy=policy, direction=direction)
         if decision.threshold_pct is None or decision.noise_pct is None:
             return RuleFigures(
                 policy=policy.name,
@@ -314,7 +316,7 @@ def rule_figures(
     model = stats.analyse_window(
         gate_window(runs, runs=policy.max_runs, repeats=policy.initial_repeats),
         policy=no_shifts,
-        direction=rule_direction,
+        direction=direction,
         calibration=measured,
     )
     decision = stats.judge(model, [level] * policy.max_repeats, policy=no_shifts, final=True)

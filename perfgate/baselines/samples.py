@@ -3,6 +3,11 @@
 A sample is one canonical NDJSON line. Readers ignore fields they do not know, so a
 newer writer may add fields (repeated samples, more metrics) without breaking an older
 reader, and lines written before a field existed still read with its default.
+
+A bucket run stores one line per sample, each with its ``sample_index``; every sample of
+one run carries the run's one ``timestamp``, and no two runs of a commit share one, so a
+window groups its samples into runs by (commit, timestamp), fields the segment index
+already has. A line written before runs took repeats is a run of its own.
 """
 
 from __future__ import annotations
@@ -10,14 +15,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from perfgate.errors import GateMalfunction
 from perfgate.identity import stable_hash
-from perfgate.result import Result
+from perfgate.result import Result, SampleReading
 
 SAMPLE_SCHEMA_VERSION = 1
 
@@ -124,18 +129,18 @@ def sample_path(hardware: str, task: str, backend_key: str) -> str:
     return f"samples/{hardware}/{task}/{backend_key}.ndjson"
 
 
-def sample_from_result(
+def samples_from_result(
     result: Result,
     *,
     trusted_source: str,
-    sample_index: int | None = None,
     timestamp: datetime | None = None,
-    sample_id: str | None = None,
-) -> Sample:
-    """Project a healthy result onto a stored sample with a stable id.
+    sample_ids: Callable[[SampleReading], str] | None = None,
+) -> list[Sample]:
+    """One stored sample per sample of a healthy result, each with a stable id.
 
-    ``sample_id`` overrides the derived id; seeding passes :func:`seed_sample_id` so a
-    replay of the same commit, bucket and sample index gets the same id.
+    Every sample of the run gets the run's one timestamp (a window's runs are told apart
+    by commit and timestamp); ``sample_ids`` overrides the derived ids (seeding passes
+    :func:`seed_sample_id` so a replay gets the same ids).
     """
     if result.metric.value is None or result.source.commit is None:
         raise GateMalfunction(f"{result.bucket.id}: a sample needs a measured figure and a commit")
@@ -150,43 +155,51 @@ def sample_from_result(
         "benchmark_hash": result.identity.benchmark_hash,
         "runtime_hash": result.identity.runtime_hash,
         "baseline_epoch": result.bucket.baseline_epoch,
-        "value": result.metric.value,
         "attempts": result.health.attempts,
-        "sample_index": sample_index,
     }
     if result.ci.run_id is None:
         # Outside CI nothing else tells two runs of the same commit apart.
         identity["started_at"] = result.timings.started_at
-    return Sample(
-        sample_id=sample_id
-        or stable_hash({k: v for k, v in identity.items() if v is not None}, length=24),
-        trusted_source=trusted_source,
-        timestamp=when,
-        value=result.metric.value,
-        hardware=result.hardware.slug,
-        task=result.bucket.task,
-        backend_key=result.bucket.backend_key,
-        commit=result.source.commit,
-        branch=result.source.branch,
-        target_branch=result.source.target_branch or result.source.branch or "",
-        launch_hash=result.identity.launch_hash,
-        benchmark_hash=result.identity.benchmark_hash,
-        runtime_hash=result.identity.runtime_hash,
-        baseline_epoch=result.bucket.baseline_epoch,
-        metric_path=result.metric.path,
-        direction=result.metric.direction.value,
-        unit=result.metric.unit,
-        std=result.metric.std,
-        attempts=result.health.attempts,
-        retried=result.health.retried,
-        sample_index=sample_index,
-        ci_run_id=result.ci.run_id,
-        ci_run_attempt=result.ci.run_attempt,
-        ci_workflow=result.ci.workflow,
-        ci_job=result.ci.job,
-        ci_runner_name=result.ci.runner_name,
-        runtime=result.identity.runtime.get("fields", {}),
-    )
+    known = {k: v for k, v in identity.items() if v is not None}
+    # An artifact from before repeats has its one figure.
+    readings = result.metric.samples or (SampleReading(sample_index=0, value=result.metric.value),)
+    return [
+        Sample(
+            sample_id=sample_ids(reading)
+            if sample_ids is not None
+            else stable_hash(
+                {**known, "value": reading.value, "sample_index": reading.sample_index},
+                length=24,
+            ),
+            trusted_source=trusted_source,
+            timestamp=when,
+            value=reading.value,
+            hardware=result.hardware.slug,
+            task=result.bucket.task,
+            backend_key=result.bucket.backend_key,
+            commit=result.source.commit,
+            branch=result.source.branch,
+            target_branch=result.source.target_branch or result.source.branch or "",
+            launch_hash=result.identity.launch_hash,
+            benchmark_hash=result.identity.benchmark_hash,
+            runtime_hash=result.identity.runtime_hash,
+            baseline_epoch=result.bucket.baseline_epoch,
+            metric_path=result.metric.path,
+            direction=result.metric.direction.value,
+            unit=result.metric.unit,
+            std=result.metric.std,
+            attempts=result.health.attempts,
+            retried=result.health.retried,
+            sample_index=reading.sample_index,
+            ci_run_id=result.ci.run_id,
+            ci_run_attempt=result.ci.run_attempt,
+            ci_workflow=result.ci.workflow,
+            ci_job=result.ci.job,
+            ci_runner_name=result.ci.runner_name,
+            runtime=result.identity.runtime.get("fields", {}),
+        )
+        for reading in readings
+    ]
 
 
 def seed_sample_id(
@@ -201,14 +214,19 @@ def seed_sample_id(
     runtime_hash: str,
     baseline_epoch: int,
     sample_index: int,
+    repeat: int = 0,
 ) -> str:
     """A seeded sample's id: what was measured and where, never the figure or the clock.
 
-    Replaying the same seed (same key, commit, bucket, hardware, target, identity and
-    sample index) yields the same id, so a resumed seed skips what is already stored.
+    Replaying the same seed (same key, commit, bucket, hardware, target, identity, replay
+    index ``sample_index`` and ``repeat`` within that run) yields the same id, so a
+    resumed seed skips what is already stored.
     """
+    # The first repeat keeps the id it had before runs took repeats.
+    repeated = {"repeat": repeat} if repeat else {}
     return stable_hash(
         {
+            **repeated,
             "seed_key": seed_key,
             "commit": commit,
             "bucket": bucket,
@@ -331,6 +349,13 @@ class Window:
     def values(self) -> tuple[float, ...]:
         """The figures of the window."""
         return tuple(e.value for e in self.entries)
+
+    def runs(self) -> list[list[float]]:
+        """The figures grouped by the run that took them (commit and timestamp), nearest first."""
+        grouped: dict[tuple[str, str], list[float]] = {}
+        for entry in self.entries:
+            grouped.setdefault((entry.commit, entry.timestamp), []).append(entry.value)
+        return list(grouped.values())
 
 
 def select_window(

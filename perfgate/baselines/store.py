@@ -41,8 +41,8 @@ from perfgate.baselines.samples import (
     Window,
     WindowEntry,
     WindowKey,
-    sample_from_result,
     sample_path,
+    samples_from_result,
     seed_sample_id,
     select_window,
 )
@@ -88,8 +88,8 @@ __all__ = [
     "merge_base",
     "open_store",
     "resolve",
-    "sample_from_result",
     "sample_path",
+    "samples_from_result",
     "seed_sample_id",
     "select_window",
 ]

@@ -23,7 +23,7 @@ from typing import Any
 import jinja2
 
 from perfgate import __version__
-from perfgate.config import ActionRef, Bucket, Config, branch_problem
+from perfgate.config import ActionRef, Bucket, Config, ConfirmMode, branch_problem
 from perfgate.errors import ConfigError, UsageError
 from perfgate.result import log_artifact_name
 
@@ -187,10 +187,19 @@ class RenderedFile:
 # -- pure decisions ---------------------------------------------------------------------
 
 
-def job_timeout_minutes(bucket: Bucket) -> int:
-    """The bench job's ``timeout-minutes``: every attempt's timeout plus setup margin, >= 30."""
-    # A retried bucket may use its whole timeout on each attempt before the job may end.
-    return max(30, math.ceil((bucket.retries + 1) * bucket.timeout_minutes) + 15)
+def sampling_minutes(bucket: Bucket, confirm: ConfirmMode) -> float:
+    """The longest a bucket's samples may take: each may use its timeout on every attempt."""
+    one = (bucket.retries + 1) * bucket.timeout_minutes
+    worst = bucket.most_samples(confirm) * one
+    if confirm is ConfirmMode.REPEAT and bucket.repeat_budget_minutes is not None:
+        # No confirmation sample starts after the budget; the last may start just before it.
+        worst = min(worst, max(bucket.repeats * one, bucket.repeat_budget_minutes + one))
+    return worst
+
+
+def job_timeout_minutes(bucket: Bucket, confirm: ConfirmMode) -> int:
+    """The bench job's ``timeout-minutes``: every sample's worst case plus setup margin, >= 30."""
+    return max(30, math.ceil(sampling_minutes(bucket, confirm)) + 15)
 
 
 def artifact_name(bucket: Bucket) -> str:
@@ -198,7 +207,7 @@ def artifact_name(bucket: Bucket) -> str:
     return RESULT_ARTIFACT_PREFIX + re.sub(r"[^A-Za-z0-9._-]", "-", bucket.file_stem)
 
 
-def bench_matrix(buckets: Sequence[Bucket]) -> list[dict[str, Any]]:
+def bench_matrix(buckets: Sequence[Bucket], confirm: ConfirmMode) -> list[dict[str, Any]]:
     """The static ``strategy.matrix.include`` rows: one per bucket, in config order."""
     return [
         {
@@ -206,7 +215,7 @@ def bench_matrix(buckets: Sequence[Bucket]) -> list[dict[str, Any]]:
             "artifact": artifact_name(bucket),
             "logs": log_artifact_name(bucket.id),
             "runner": list(bucket.runner),
-            "timeout": job_timeout_minutes(bucket),
+            "timeout": job_timeout_minutes(bucket, confirm),
         }
         for bucket in buckets
     ]
@@ -404,10 +413,12 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
             "needs.config.outputs.run == 'true' "
             f"&& ({branch_condition(gate.protected_branches)})"
         ),
-        "matrix": bench_matrix(site.config.buckets),
+        "matrix": bench_matrix(site.config.buckets, site.config.gate.confirm),
         "publish_timeout": publish_timeout(gate.baseline.publish_deadline_minutes),
         # Only a config with an image block has an image to resolve (R11).
         "resolve_image": site.config.image is not None,
+        # A bench job that confirms suspicious runs reads the baseline window (R5).
+        "confirm": gate.confirm is ConfirmMode.REPEAT,
         "gate_jobs": gate_jobs(),
     }
 
@@ -469,9 +480,9 @@ def seed_workflow_context(site: Site) -> dict[str, Any]:
     }
 
 
-def era_seed_timeout_minutes(bucket: Bucket, samples: int) -> int:
-    """A reseed job's ``timeout-minutes``: every sample with every attempt, plus setup, >= 30."""
-    return max(30, math.ceil(samples * (bucket.retries + 1) * bucket.timeout_minutes) + 15)
+def era_seed_timeout_minutes(bucket: Bucket, runs: int) -> int:
+    """A reseed job's ``timeout-minutes``: every run's repeats with every attempt, plus setup."""
+    return max(30, math.ceil(runs * sampling_minutes(bucket, ConfirmMode.OFF)) + 15)
 
 
 def era_workflow_context(site: Site) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from perfgate import __version__
 from perfgate.cli import (
     bench,
     ci,
+    compare,
     config,
     gate,
     image,
@@ -38,6 +39,7 @@ VERB_MODULES = (
     config,
     bench,
     gate,
+    compare,
     post_report,
     publish,
     seed,

@@ -8,9 +8,9 @@ branch and prints the verdict table; `--record` keeps the run's healthy figures 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from perfgate.cli.common import (
@@ -72,6 +72,21 @@ def register(verbs: Verbs) -> None:
         action="store_true",
         help="after judging, keep this run's healthy figures on the local baseline branch",
     )
+    count = bench.add_mutually_exclusive_group()
+    count.add_argument(
+        "--repeats",
+        type=int,
+        metavar="N",
+        help="take N samples of every bucket instead of its configured repeats (e.g. to "
+        "`compare` two runs, which needs 5 a side); a suspicious bucket may take more",
+    )
+    count.add_argument(
+        "--samples",
+        type=int,
+        metavar="K",
+        help="take exactly K samples of every bucket, never more to confirm (a qualification "
+        "allocation: the same design for every bucket and runner)",
+    )
     bench.add_argument(
         "--run-label",
         default=os.environ.get("PERFGATE_RUN_LABEL") or None,
@@ -102,9 +117,23 @@ def run(args: argparse.Namespace) -> int:
 
     config: Config = load_config(args.config)
     buckets = selected(config, args)
+    count = args.samples if args.samples is not None else args.repeats
+    if count is not None:
+        flag = "--samples" if args.samples is not None else "--repeats"
+        if not 1 <= count <= 100:
+            raise UsageError(f"{flag} {count}: take between 1 and 100 samples")
+        buckets = tuple(
+            dataclasses.replace(
+                b,
+                repeats=count,
+                # --samples: exactly K, so confirmation has no room to take more.
+                max_repeats=count if args.samples is not None else max(b.max_repeats, count),
+            )
+            for b in buckets
+        )
     run = context.detect(os.environ, default_target=config.gate.target_branches[0])
     if args.run_label is not None:
-        run = replace(run, run_label=context.check_run_label(args.run_label))
+        run = dataclasses.replace(run, run_label=context.check_run_label(args.run_label))
     settings = BenchSettings(
         checkout=Path.cwd(),
         # Absolute: the benchmark may change directory and must still find its cache.
@@ -116,8 +145,23 @@ def run(args: argparse.Namespace) -> int:
         say=say,
     )
     say(f"{len(buckets)} bucket(s) on {settings.hardware.slug}, results in {settings.out_dir}")
+    from perfgate.baselines.store import open_store
+    from perfgate.judge.calibration import read_calibration
+    from perfgate.judge.confirm import WindowConfirmer
+
+    ref = config.gate.calibration
+    calibration = read_calibration(ref) if ref is not None else None
+    # Locally the local baseline branch; in CI the remote one, read-only (R9).
+    store = open_store(config, local=not on_github())
     progress = Progress(len(buckets), echo=not args.quiet)
-    results = run_buckets(buckets, settings, on_start=progress.start, on_done=progress.finish)
+    results = run_buckets(
+        buckets,
+        settings,
+        on_start=progress.start,
+        on_done=progress.finish,
+        confirm_mode=config.gate.confirm,
+        confirm=WindowConfirmer(config, store, say=say, calibration=calibration),
+    )
     out = human(args)
     if args.no_judge or on_github():
         # In CI the aggregate job judges every bucket at once (nox -s gate).
@@ -126,13 +170,11 @@ def run(args: argparse.Namespace) -> int:
             print_json({"results": [r.to_json() for r in results], "verdict": None})
         return ExitCode.OK
     from perfgate.baselines.publish import record_samples
-    from perfgate.baselines.store import open_store
     from perfgate.judge.gate import evaluate
     from perfgate.report.surfaces import write_report
     from perfgate.report.terminal import terminal_table
     from perfgate.report.verdict import report_json
 
-    store = open_store(config, local=True)
     report = evaluate(config, buckets, results, store)
     write_report(report, args.report_dir)
     print(terminal_table(report), file=out)

@@ -180,7 +180,7 @@ def print_json(document: object) -> None:
 def closing_lines(report: GateReport, *, local_bench: bool, min_samples: int) -> list[str]:
     """What a person needs to read last: why the exit code is what it is, what to do next."""
     from perfgate.judge.gate import awaits_baseline
-    from perfgate.judge.oracle import Verdict
+    from perfgate.judge.verdicts import Verdict
 
     lines = []
     waiting = [row.bucket.id for row in report.rows if awaits_baseline(row)]
@@ -189,7 +189,7 @@ def closing_lines(report: GateReport, *, local_bench: bool, min_samples: int) ->
             f"no baseline yet for {len(waiting)} bucket(s) on this machine: record one with "
             f"`nox -s bench -- --record` ({min_samples} recorded runs fill a window)"
         )
-    if report.mode.value == "advisory" and report.overall is not Verdict.PASS:
+    if report.mode.value == "advisory" and report.overall.level is not Verdict.PASS:
         lines.append(
             f"advisory mode: exit 0; the verdict is {report.overall.label} "
             "(gate.mode: blocking in perfgate.yaml makes a regression exit 1)"

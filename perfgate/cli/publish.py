@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.baselines.store import Sample, open_store
     from perfgate.console import say
     from perfgate.judge.gate import exit_code_for, load_results
-    from perfgate.judge.oracle import Verdict
+    from perfgate.judge.verdicts import Verdict
 
     config = load_config(args.config)
     for notice in config.notices:

@@ -28,6 +28,7 @@ from perfgate.errors import ConfigError, UsageError
 from perfgate.git import try_git
 from perfgate.github.client import GitHubClient
 from perfgate.github.post import AGGREGATE_CONTEXT, fit_description
+from perfgate.judge.verdicts import Verdict
 
 CONTEXT_FILE = "context.json"
 VERDICT_FILE = "verdict.json"
@@ -101,7 +102,7 @@ def _problems(schema: Mapping[str, Any], data: Any) -> list[str]:
     ]
 
 
-_SEVERITY = {"PASS": 0, "WARN": 1, "BLOCK": 2, "HARD_FAILURE": 3}
+_SEVERITY = {verdict.label: verdict.severity for verdict in Verdict}
 
 
 def validate_verdict(data: Any, trusted_buckets: Sequence[str] = ()) -> list[str]:
@@ -133,7 +134,7 @@ def validate_verdict(data: Any, trusted_buckets: Sequence[str] = ()) -> list[str
         problems.append("rows: empty; a report without buckets cannot be posted")
     elif data["overall_verdict"] != worst:
         problems.append(f"overall_verdict: {data['overall_verdict']} but the worst row is {worst}")
-    passing = data["overall_verdict"] in ("PASS", "WARN")
+    passing = Verdict[data["overall_verdict"]].level in (Verdict.PASS, Verdict.WARN)
     if (data["status_state"] == "success") != passing:
         problems.append("status_state: does not follow from overall_verdict")
     return problems

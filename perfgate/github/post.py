@@ -16,7 +16,8 @@ from typing import Any, TextIO
 from perfgate.console import annotate, say
 from perfgate.context import RunContext
 from perfgate.github.client import GitHubClient, GitHubPermissionError
-from perfgate.report.summary import md_text, summary_from_verdict
+from perfgate.judge.verdicts import Verdict
+from perfgate.report.summary import md_text, row_change, summary_from_verdict
 
 MARKER = "<!-- perfgate-verdict -->"
 AGGREGATE_CONTEXT = "perfgate"
@@ -24,7 +25,8 @@ DESCRIPTION_LIMIT = 140  # GitHub rejects longer commit status descriptions
 ADVISORY_SUFFIX = " (advisory)"
 # GitHub refuses comment bodies over 65536 characters; leave room for the footer.
 COMMENT_LIMIT = 60_000
-PASSING = frozenset({"PASS", "WARN"})
+# PASS- and WARN-level verdicts leave the status green; the description says which.
+PASSING = frozenset(v.label for v in Verdict if v.level in (Verdict.PASS, Verdict.WARN))
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _SAFE_URL = re.compile(r"^https?://[^\s()<>\[\]]+$")
 
@@ -90,7 +92,9 @@ def plan_statuses(verdict: Mapping[str, Any], target_url: str | None) -> tuple[S
                 context=f"{AGGREGATE_CONTEXT} ({bucket})",
                 state="success" if reported and label in PASSING else "failure",
                 description=fit_description(
-                    f"{label}: {details}" if reported else f"{label}: did not report",
+                    f"{' '.join(filter(None, (label, row_change(row))))}: {details}"
+                    if reported
+                    else f"{label}: did not report",
                     advisory=advisory,
                 ),
                 target_url=target_url,

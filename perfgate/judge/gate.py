@@ -8,14 +8,23 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
-from perfgate.config import Bucket, Config, Mode
+from perfgate.config import Bucket, Config, Mode, PolicyName
 from perfgate.errors import ExitCode, GateMalfunction
 from perfgate.judge.calibration import NoiseCalibration, read_calibration
-from perfgate.judge.oracle import Bisect, Judgement, Reason, Signal, Verdict, judge
+from perfgate.judge.oracle import (
+    Bisect,
+    Judgement,
+    Signal,
+    judge,
+    policy_for,
+    window_sample_limit,
+)
+from perfgate.judge.stats import ReferencePolicy
+from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import ArtifactError, Result, read_result
 
 
@@ -82,6 +91,12 @@ class GateReport:
     exit_code: int
     min_samples: int
     max_samples: int = 20
+    # The rule every bucket was judged with (gate.policy) and the settings a reader needs
+    # to read its verdicts: the false-alarm rate, the minimum drop, the window's runs.
+    policy: PolicyName = PolicyName.CALIBRATED
+    false_alarm_rate: float = 0.001
+    min_drop_pct: float = 3.0
+    max_runs: int = 20
     baseline_tip: str | None = None
     # Which baseline branch was read: "origin/perf-baselines" or "perf-baselines (local)".
     baseline_source: str | None = None
@@ -97,8 +112,8 @@ class GateReport:
 
     @property
     def status_state(self) -> str:
-        """GitHub commit status state: success for PASS/WARN, failure otherwise."""
-        return "success" if self.overall.severity <= Verdict.WARN.severity else "failure"
+        """GitHub commit status state: success for PASS- and WARN-level, failure otherwise."""
+        return "success" if self.overall.level in (Verdict.PASS, Verdict.WARN) else "failure"
 
     @property
     def underfilled(self) -> tuple[str, ...]:
@@ -142,8 +157,8 @@ def _blocking_signal(row: Row) -> str:
             continue
         if signal.reason is Reason.FLOOR_CROSSED:
             reasons.append(signal.detail)
-        elif judgement is not None and judgement.stats is not None:
-            reasons.append(f"{judgement.stats.change_pct:+.1f}%")
+        elif judgement is not None and judgement.decision is not None:
+            reasons.append(judgement.decision.effect_text())
     return " ".join([row.bucket.id, *reasons])
 
 
@@ -164,13 +179,22 @@ def _description(rows: Sequence[Row], coverage: Coverage) -> str:
         head = ", ".join(f"{len(names)} {label}" for label, _, names in present)
         tail = "; ".join(f"{short}: {', '.join(names)}" for _, short, names in present)
         return f"{head} — {tail}"
-    warned = [r for r in rows if r.verdict is Verdict.WARN]
+    warned = [r for r in rows if r.verdict.level is Verdict.WARN]
     unjudged = [r for r in warned if awaits_baseline(r)]
+    improved = sum(1 for r in rows if r.verdict is Verdict.IMPROVED)
+    gains = f"; {improved} improved" if improved else ""
     if warned and len(unjudged) == len(warned):
-        return f"no baseline yet for {len(unjudged)} of {len(rows)}; nothing to compare with"
+        return f"no baseline yet for {len(unjudged)} of {len(rows)}; nothing to compare with{gains}"
     if warned:
         also = f" ({len(unjudged)} without a full baseline yet)" if unjudged else ""
-        return f"no confirmed regression; {len(warned)} of {len(rows)} need attention{also}"
+        unsure = sum(1 for r in warned if r.verdict is Verdict.INCONCLUSIVE)
+        unsure_text = f", {unsure} inconclusive" if unsure else ""
+        return (
+            f"no confirmed regression; {len(warned)} of {len(rows)} need attention"
+            f"{unsure_text}{also}{gains}"
+        )
+    if improved:
+        return f"all {len(rows)} buckets pass; {improved} improved"
     return f"all {len(rows)} buckets within noise"
 
 
@@ -180,7 +204,7 @@ def awaits_baseline(row: Row) -> bool:
     judgement = row.judgement
     return (
         judgement is not None
-        and all(s.reason in waiting for s in judgement.signals if s.verdict is Verdict.WARN)
+        and all(s.reason in waiting for s in judgement.signals if s.verdict.level is Verdict.WARN)
         and any(s.reason in waiting for s in judgement.signals)
     )
 
@@ -201,13 +225,22 @@ def _headlines(rows: Sequence[Row], coverage: Coverage) -> tuple[str, ...]:
         )
     if any(r.verdict is Verdict.BLOCK for r in rows):
         lines.append("🚫 One or more blocking-level performance regressions were detected")
-    warned = [r for r in rows if r.verdict is Verdict.WARN]
+    warned = [r for r in rows if r.verdict.level is Verdict.WARN]
     if not lines and warned and all(awaits_baseline(r) for r in warned):
         lines.append("⚠️ No baseline yet for some buckets: there is nothing to compare with")
+    elif not lines and any(r.verdict is Verdict.INCONCLUSIVE for r in warned):
+        lines.append(
+            "🔍 No confirmed regression, but for some buckets the evidence cannot separate "
+            "a change from noise"
+        )
     elif not lines and warned:
         lines.append("⚠️ No confirmed regression, but one or more results need attention")
     if not lines:
         lines.append("✅ No meaningful performance regressions detected")
+    if any(r.verdict is Verdict.IMPROVED for r in rows):
+        lines.append(
+            "🚀 Some buckets improved beyond noise; baselines follow once pushes record it"
+        )
     return tuple(lines)
 
 
@@ -242,7 +275,11 @@ def _unreadable_judgement(artifact: UnreadableArtifact) -> Judgement:
         reason=Reason.UNREADABLE_ARTIFACT, verdict=Verdict.HARD_FAILURE, detail=artifact.problem
     )
     return Judgement(
-        verdict=Verdict.HARD_FAILURE, signals=(signal,), value=None, stats=None, bisect=Bisect.SKIP
+        verdict=Verdict.HARD_FAILURE,
+        signals=(signal,),
+        value=None,
+        decision=None,
+        bisect=Bisect.SKIP,
     )
 
 
@@ -251,7 +288,7 @@ def build_report(
     config: Config,
     expected: Sequence[Bucket],
     results: Sequence[Result],
-    windows: Mapping[str, Sequence[float]],
+    windows: Mapping[str, Sequence[Sequence[float]]],
     notes: Sequence[str] = (),
     baseline_tip: str | None = None,
     baseline_source: str | None = None,
@@ -261,8 +298,10 @@ def build_report(
 ) -> GateReport:
     """Judge every expected bucket; pure, so every rule is testable without I/O.
 
-    A bucket that ``calibration`` measured on this hardware and experiment takes its noise
-    floor from the measurement (the pool's runner-to-runner noise), not from a constant.
+    ``windows`` holds each bucket's baseline runs, nearest first, each the samples it
+    took. A bucket that ``calibration`` measured on this hardware and experiment is
+    judged with that measured noise: the calibrated rule reads it as its A/A calibration,
+    the reference rule takes its noise floor from it instead of from a constant.
     """
     by_bucket = latest_per_bucket(results)
     counts = Counter(result.bucket.id for result in results)
@@ -288,20 +327,20 @@ def build_report(
             )
             continue
         hardware = result.hardware.slug
-        noise_floor = bucket.noise_floor_for(hardware, policy.oracle.noise_floor_pct)
+        rule = policy_for(bucket, policy, hardware)
         measured = calibration.for_result(result) if calibration else None
         if measured is not None:
-            noise_floor = measured.noise_floor_pct
             calibrated.append(bucket.id)
+            if isinstance(rule, ReferencePolicy):
+                rule = replace(rule, noise_floor_pct=measured.noise_floor_pct)
         elif calibration is not None and calibration.stale_for(result) is not None:
             stale.append(bucket.id)
         judgement = judge(
             result,
             windows.get(bucket.id, ()),
             floors=bucket.floors_for(hardware),
-            noise_floor_pct=noise_floor,
-            policy=policy.oracle,
-            min_samples=policy.baseline.min_samples,
+            policy=rule,
+            calibration=measured.for_rule() if measured is not None else None,
         )
         rows.append(
             Row(bucket=bucket, verdict=judgement.verdict, result=result, judgement=judgement)
@@ -327,7 +366,7 @@ def build_report(
         )
     if calibrated and calibration is not None:
         all_notes.append(
-            f"noise floors from the calibration {calibration.path} (measured runner-to-runner "
+            f"noise from the calibration {calibration.path} (measured runner-to-runner "
             f"noise) for: {', '.join(calibrated)}"
         )
     if stale:
@@ -354,6 +393,10 @@ def build_report(
         exit_code=exit_code_for(overall, policy.mode),
         min_samples=policy.baseline.min_samples,
         max_samples=policy.baseline.max_samples,
+        policy=policy.policy,
+        false_alarm_rate=policy.false_alarm_rate,
+        min_drop_pct=policy.oracle.min_block_regression_pct,
+        max_runs=policy.baseline.max_runs,
         baseline_tip=baseline_tip,
         baseline_source=baseline_source,
         base_commit=base_commit,
@@ -407,7 +450,8 @@ def evaluate(
     notes: Sequence[str] = (),
     unreadable: Sequence[UnreadableArtifact] = (),
 ) -> GateReport:
-    """Read the window of each bucket's judged result from the store, then build the report."""
+    """Read the window of each bucket's judged result from the store (and the noise
+    calibration gate.calibration names), then build the report."""
     # Only expected buckets are judged: an artifact for any other is reported, never read for.
     wanted = {bucket.id for bucket in expected}
     keys = {
@@ -415,7 +459,7 @@ def evaluate(
         for bucket, r in latest_per_bucket(results).items()
         if bucket in wanted
     }
-    windows: dict[str, Sequence[float]] = {}
+    windows: dict[str, Sequence[Sequence[float]]] = {}
     tip = base = source = None
     notes = list(notes)
     if store is None:
@@ -425,10 +469,9 @@ def evaluate(
         base = merge_base(store.repo, target, store.remote)
         tip = store.refresh()
         source = f"{store.remote}/{store.branch}" if store.remote else f"{store.branch} (local)"
-        found = store.windows(
-            keys, tip=tip, base=base, max_samples=config.gate.baseline.max_samples
-        )
-        windows = {bucket: window.values for bucket, window in found.items()}
+        limit = window_sample_limit(config.gate, config.buckets)
+        found = store.windows(keys, tip=tip, base=base, max_samples=limit)
+        windows = {bucket: window.runs() for bucket, window in found.items()}
         if store.skipped_lines:
             # The count first: it survives the cap on notes however many lines follow.
             notes.append(

@@ -1,4 +1,9 @@
-"""The verdict for one bucket's result against its baseline window (R3, R5). Pure."""
+"""The verdict for one bucket's result against its baseline window (R3, R5). Pure.
+
+Health first (a run that did not produce usable figures is a HARD_FAILURE), then fixed
+floors and the statistical rule (``judge.stats``) on every sample of the run against
+the window's runs; the worst signal wins.
+"""
 
 from __future__ import annotations
 
@@ -6,50 +11,27 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum, StrEnum
+from enum import StrEnum
 
-from perfgate.config import Direction, Floor, FloorKind, OraclePolicy
+from perfgate.config import (
+    Bucket,
+    Direction,
+    Floor,
+    FloorKind,
+    GatePolicy,
+    PolicyName,
+)
+from perfgate.judge.stats import (
+    CalibratedPolicy,
+    Calibration,
+    Decision,
+    Policy,
+    ReferencePolicy,
+    decide,
+    figure_text,
+)
+from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import FailurePhase, Result
-
-
-class Verdict(Enum):
-    """Bucket verdicts, ordered by severity."""
-
-    PASS = 0
-    WARN = 1
-    BLOCK = 2
-    HARD_FAILURE = 3
-
-    @property
-    def severity(self) -> int:
-        """0 (PASS) to 3 (HARD_FAILURE)."""
-        return self.value
-
-    @property
-    def label(self) -> str:
-        """The verdict's name, as printed and stored."""
-        return self.name
-
-
-class Reason(StrEnum):
-    """Why a verdict was reached; a judgement carries every reason that applied."""
-
-    CONFIG_MISMATCH = "CONFIG_MISMATCH"
-    UNHEALTHY_RUN = "UNHEALTHY_RUN"
-    MISSING_RESULT = "MISSING_RESULT"
-    MISSING_METRIC = "MISSING_METRIC"
-    NONFINITE_METRIC = "NONFINITE_METRIC"
-    NONPOSITIVE_METRIC = "NONPOSITIVE_METRIC"
-    UNREADABLE_ARTIFACT = "UNREADABLE_ARTIFACT"
-    STALE_IMAGE = "STALE_IMAGE"
-    NOT_REPORTED = "NOT_REPORTED"
-    FLOOR_CROSSED = "FLOOR_CROSSED"
-    FLOOR_RECORDED = "FLOOR_RECORDED"
-    NO_BASELINE = "NO_BASELINE"
-    INSUFFICIENT_WINDOW = "INSUFFICIENT_WINDOW"
-    ROLLING_WINDOW = "ROLLING_WINDOW"
-    BELOW_BLOCK_INSIDE_REGRESSION_FLOOR = "BELOW_BLOCK_INSIDE_REGRESSION_FLOOR"
-    RETRIED_PASS = "RETRIED_PASS"  # noqa: S105 (a reason code, not a password)
 
 
 class Bisect(StrEnum):
@@ -70,26 +52,15 @@ class Signal:
 
 
 @dataclass(frozen=True, kw_only=True)
-class WindowStats:
-    """The baseline window's statistics and the lines the figure was compared with."""
-
-    size: int
-    median: float
-    mad: float
-    noise: float
-    warn_line: float
-    block_line: float
-    change_pct: float
-
-
-@dataclass(frozen=True, kw_only=True)
 class Judgement:
     """The verdict for one bucket and everything that led to it."""
 
     verdict: Verdict
     signals: tuple[Signal, ...]
+    # The run's figure: the median of its samples.
     value: float | None
-    stats: WindowStats | None
+    # The statistics behind the window signal (None when health stopped the judging).
+    decision: Decision | None
     bisect: Bisect
 
     @property
@@ -102,28 +73,46 @@ class Judgement:
         return [s.detail for s in self.signals if s.verdict.severity >= at_least.severity]
 
 
-def window_stats(
-    value: float, window: Sequence[float], noise_floor_pct: float, policy: OraclePolicy,
-    direction: Direction,
-) -> WindowStats:  # fmt: skip
-    """Median, MAD (unscaled), effective noise and the warn/block lines for ``value``."""
-    median = statistics.median(window)
-    mad = statistics.median(abs(v - median) for v in window)
-    noise = max(mad, noise_floor_pct / 100.0 * median)
-    sign = -1.0 if direction is Direction.HIGHER else 1.0
-    return WindowStats(
-        size=len(window),
-        median=median,
-        mad=mad,
-        noise=noise,
-        warn_line=median + sign * policy.k_warn * noise,
-        block_line=median + sign * policy.k_block * noise,
-        change_pct=(value - median) / median * 100.0,
+def window_sample_limit(gate: GatePolicy, buckets: Sequence[Bucket]) -> int:
+    """How many of the nearest samples to read so every bucket's window is whole (R4).
+
+    The bench (confirming) and the gate read with the same limit, so they see one window.
+    """
+    if gate.policy is PolicyName.REFERENCE:
+        return gate.baseline.max_samples
+    most = max((b.most_samples(gate.confirm) for b in buckets), default=1)
+    # The rule keeps the nearest max_runs runs of what is read.
+    return gate.baseline.max_runs * most
+
+
+def policy_for(bucket: Bucket, gate: GatePolicy, hardware: str) -> Policy:
+    """The rule ``bucket`` is judged with on ``hardware``, from perfgate.yaml (R5).
+
+    The calibrated policy spends its false-alarm budget over the looks the bench can take,
+    so its repeats and confirmation budget are the bucket's own.
+    """
+    oracle, window = gate.oracle, gate.baseline
+    floor = bucket.noise_floor_for(hardware, oracle.noise_floor_pct)
+    if gate.policy is PolicyName.REFERENCE:
+        return ReferencePolicy(
+            k_warn=oracle.k_warn,
+            k_block=oracle.k_block,
+            min_block_regression_pct=oracle.min_block_regression_pct,
+            noise_floor_pct=floor,
+            min_samples=window.min_samples,
+            max_samples=window.max_samples,
+        )
+    return CalibratedPolicy(
+        false_alarm_rate=gate.false_alarm_rate,
+        min_drop_pct=oracle.min_block_regression_pct,
+        noise_floor_pct=floor,
+        run_noise_floor_pct=oracle.run_noise_floor_pct,
+        min_samples=window.min_samples,
+        min_runs=window.min_runs,
+        max_runs=window.max_runs,
+        initial_repeats=bucket.repeats,
+        max_repeats=bucket.most_samples(gate.confirm),
     )
-
-
-def _figure(value: float) -> str:
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
 
 
 def _worse(value: float, line: float, direction: Direction) -> bool:
@@ -166,32 +155,36 @@ def _health_signals(result: Result) -> list[Signal]:
                 f"{stale.pinned} (missing {stale.symbol}); excused, still not a pass",
             )
         )
-    value = result.metric.value
-    if not signals and value is None:
+    metric = result.metric
+    if not signals and metric.value is None:
         signals.append(
             Signal(
                 reason=Reason.MISSING_METRIC,
                 verdict=Verdict.HARD_FAILURE,
-                detail=f"no number at {result.metric.path}",
+                detail=f"no number at {metric.path}",
             )
         )
-    elif not signals and value is not None and not math.isfinite(value):
-        # NaN compares false with every line, so it would otherwise pass as "within noise".
-        signals.append(
-            Signal(
-                reason=Reason.NONFINITE_METRIC,
-                verdict=Verdict.HARD_FAILURE,
-                detail=f"{result.metric.path} = {value}: not a finite number, not a measurement",
+        return signals
+    for value in (metric.value, *metric.sample_values()):
+        if signals or value is None:
+            break
+        if not math.isfinite(value):
+            # NaN compares false with every line, so it would otherwise pass as "within noise".
+            signals.append(
+                Signal(
+                    reason=Reason.NONFINITE_METRIC,
+                    verdict=Verdict.HARD_FAILURE,
+                    detail=f"{metric.path} = {value}: not a finite number, not a measurement",
+                )
             )
-        )
-    elif not signals and value is not None and value <= 0:
-        signals.append(
-            Signal(
-                reason=Reason.NONPOSITIVE_METRIC,
-                verdict=Verdict.HARD_FAILURE,
-                detail=f"{result.metric.path} = {value:g}: no forward progress, a dead run",
+        elif value <= 0:
+            signals.append(
+                Signal(
+                    reason=Reason.NONPOSITIVE_METRIC,
+                    verdict=Verdict.HARD_FAILURE,
+                    detail=f"{metric.path} = {value:g}: no forward progress, a dead run",
+                )
             )
-        )
     return signals
 
 
@@ -214,63 +207,43 @@ def _floor_signals(value: float, floors: Sequence[Floor], direction: Direction) 
                     reason=Reason.FLOOR_CROSSED,
                     verdict=Verdict[floor.kind.value],
                     detail=f"crossed floor {floor.name} "
-                    f"({_figure(value)} vs {_figure(floor.value)})",
+                    f"({figure_text(value)} vs {figure_text(floor.value)})",
                 )
             )
     return signals
 
 
-def _window_signal(
-    value: float,
-    window: Sequence[float],
-    *,
-    min_samples: int,
-    noise_floor_pct: float,
-    policy: OraclePolicy,
-    direction: Direction,
-) -> tuple[Signal, WindowStats | None]:
-    if not window:
-        return Signal(
-            reason=Reason.NO_BASELINE,
-            verdict=Verdict.WARN,
-            detail="no baseline yet for this experiment on this hardware",
-        ), None
-    stats = window_stats(value, window, noise_floor_pct, policy, direction)
-    if len(window) < min_samples:
-        return Signal(
-            reason=Reason.INSUFFICIENT_WINDOW,
-            verdict=Verdict.WARN,
-            detail=f"only {len(window)} of {min_samples} baseline samples; cannot judge yet",
-        ), stats
-    regression_pct = -stats.change_pct if direction is Direction.HIGHER else stats.change_pct
-    change = f"{stats.change_pct:+.1f}% vs median {_figure(stats.median)}"
-    if _worse(value, stats.block_line, direction):
-        if regression_pct >= policy.min_block_regression_pct:
-            return Signal(
-                reason=Reason.ROLLING_WINDOW,
-                verdict=Verdict.BLOCK,
-                detail=f"regression {change}, past the block line",
-            ), stats
-        return Signal(
-            reason=Reason.BELOW_BLOCK_INSIDE_REGRESSION_FLOOR,
-            verdict=Verdict.WARN,
-            detail=f"past the block line but {change} is under the "
-            f"{policy.min_block_regression_pct:g}% minimum for a block",
-        ), stats
-    if _worse(value, stats.warn_line, direction):
-        return Signal(
-            reason=Reason.ROLLING_WINDOW,
-            verdict=Verdict.WARN,
-            detail=f"possible regression {change}",
-        ), stats
-    return Signal(
-        reason=Reason.ROLLING_WINDOW, verdict=Verdict.PASS, detail=f"within noise ({change})"
-    ), stats
+def _window_signals(decision: Decision) -> list[Signal]:
+    """The rule's verdict, then what it noticed about the window (modes, a level shift)."""
+    signals = [Signal(reason=decision.reasons[0], verdict=decision.verdict, detail=decision.detail)]
+    if decision.multimodal:
+        modes = ", ".join(
+            f"{figure_text(mode.center)} ({mode.share:.0%})" for mode in decision.modes
+        )
+        signals.append(
+            Signal(
+                reason=Reason.MULTIMODAL,
+                verdict=Verdict.PASS,
+                detail=f"the window has {len(decision.modes)} modes: {modes}; each sample is "
+                "judged against the mode it matches",
+            )
+        )
+    if decision.shift is not None:
+        shift = decision.shift
+        signals.append(
+            Signal(
+                reason=Reason.LEVEL_SHIFT,
+                verdict=Verdict.PASS,
+                detail=f"a level shift of {shift.change_pct:+.1f}% landed {shift.kept_runs} "
+                "run(s) ago; the window starts after it",
+            )
+        )
+    return signals
 
 
 def bisect_label(verdict: Verdict, result: Result | None) -> Bisect:
     """GOOD for a clean pass, BAD for a regression or a crash in init/runtime, else SKIP."""
-    if verdict is Verdict.PASS:
+    if verdict.level is Verdict.PASS:
         return Bisect.SKIP if result is not None and result.health.retried else Bisect.GOOD
     if verdict is Verdict.BLOCK:
         return Bisect.BAD
@@ -282,31 +255,35 @@ def bisect_label(verdict: Verdict, result: Result | None) -> Bisect:
 
 def judge(
     result: Result,
-    window: Sequence[float],
+    window: Sequence[Sequence[float]],
     *,
     floors: Sequence[Floor],
-    noise_floor_pct: float,
-    policy: OraclePolicy,
-    min_samples: int,
+    policy: Policy,
+    calibration: Calibration | None = None,
 ) -> Judgement:
-    """Judge one result: health first, then fixed floors and the rolling window; worst wins."""
+    """Judge one result: health first, then fixed floors and the window; worst wins.
+
+    ``window`` holds the baseline's runs, nearest first, each the samples it took. The
+    rule sees every sample of the run (``final``: the bench took its last one).
+    """
     signals = _health_signals(result)
-    stats: WindowStats | None = None
-    value = result.metric.value
+    decision: Decision | None = None
+    samples = result.metric.sample_values()
+    value = statistics.median(samples) if samples else result.metric.value
     if not signals and value is not None:
         direction = result.metric.direction
         signals += _floor_signals(value, floors, direction)
-        window_signal, stats = _window_signal(
-            value,
+        decision = decide(
             window,
-            min_samples=min_samples,
-            noise_floor_pct=noise_floor_pct,
-            policy=policy,
+            samples,
             direction=direction,
+            policy=policy,
+            calibration=calibration,
+            final=True,
         )
-        signals.append(window_signal)
+        signals += _window_signals(decision)
     verdict = max((s.verdict for s in signals), key=lambda v: v.severity)
-    if verdict is Verdict.PASS and result.health.retried:
+    if verdict.level is Verdict.PASS and result.health.retried:
         signals.append(
             Signal(
                 reason=Reason.RETRIED_PASS,
@@ -319,6 +296,6 @@ def judge(
         verdict=verdict,
         signals=tuple(signals),
         value=value,
-        stats=stats,
+        decision=decision,
         bisect=bisect_label(verdict, result),
     )

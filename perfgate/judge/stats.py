@@ -1,26 +1,29 @@
-"""Calibrated verdict for one bucket-run against its baseline window (issue 11, DESIGN.md R5).
+"""The statistical rule: a bucket run's samples against its baseline window (R4, R5). Pure.
 
-Pure Python (``math`` and ``statistics`` only) so the oracle stays importable without numpy.
+Pure Python (``math``, ``statistics``, ``bisect``) so it is importable without numpy and
+callable on plain numbers: any series can be scored (``nox -s quality`` does).
 
-Two policies:
+Two policies (``gate.policy`` in perfgate.yaml):
 
-* ``ReferencePolicy`` -- the seed's rule, reproduced exactly: median - k*MAD (unscaled),
-  WARN at 2.5, BLOCK at 4.0 with a 3 % minimum drop, window 5..20 samples.
-* ``CalibratedPolicy`` -- the new rule: a robust, sigma-consistent test between the window
-  and the run's samples, thresholds from a target false-alarm rate per bucket-run,
+* ``ReferencePolicy``: the seed's rule, reproduced exactly: the mean of the run's samples
+  against the median of the window -/+ k x unscaled MAD; WARN past 2.5, BLOCK past 4.0
+  with at least a 3 % drop; window 5..20 samples.
+* ``CalibratedPolicy`` (the default): a robust, sigma-consistent test between the window
+  and the run's samples, thresholds set from a target false-alarm rate per bucket run,
   multimodal and level-shift aware windows, and sequential confirmation on suspicion.
 
 Everything works in log space on a "goodness" scale ``g = +-ln(value)`` (``+`` when higher
 is better), so a regression is always ``g`` going down and effects are relative.
 
-Typical bench loop::
+The bench loop (the bench step owns the runner)::
 
     model = analyse_window(window, policy=policy, direction=direction)
     samples = [measure() for _ in range(policy.initial_repeats)]
-    while (decision := judge(model, samples, policy=policy)).need_more:
+    while judge(model, samples, policy=policy).need_more and time_left():
         samples.append(measure())
 
-or, in one call, ``decide(window, samples, direction=..., policy=...)``.
+and the verdict, in the bench and again in the gate: ``judge(..., final=True)``, or in
+one call ``decide(window, samples, direction=..., policy=..., final=True)``.
 """
 
 from __future__ import annotations
@@ -31,56 +34,14 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from enum import Enum, StrEnum
 from functools import lru_cache
 
+from perfgate.config import Direction
+from perfgate.judge.verdicts import Reason, Verdict
+
 # ----------------------------------------------------------------------------------------
-# Vocabulary
+# Policies
 # ----------------------------------------------------------------------------------------
-
-
-class Direction(StrEnum):
-    """Which way is better for a metric."""
-
-    HIGHER = "higher"
-    LOWER = "lower"
-
-
-class Verdict(Enum):
-    """Verdicts of the statistical rule; ``level`` is the gate severity (0 PASS .. 2 BLOCK)."""
-
-    PASS = "PASS"  # noqa: S105 (a verdict, not a password)
-    IMPROVED = "IMPROVED"
-    WARN = "WARN"
-    INCONCLUSIVE = "INCONCLUSIVE"
-    BLOCK = "BLOCK"
-
-    @property
-    def level(self) -> int:
-        """Severity: IMPROVED is PASS-level, INCONCLUSIVE is WARN-level."""
-        return {"PASS": 0, "IMPROVED": 0, "WARN": 1, "INCONCLUSIVE": 1, "BLOCK": 2}[self.value]
-
-
-class Reason(StrEnum):
-    """Why a verdict was reached (a decision lists every reason that applied)."""
-
-    NO_BASELINE = "NO_BASELINE"
-    INSUFFICIENT_WINDOW = "INSUFFICIENT_WINDOW"
-    NO_SAMPLES = "NO_SAMPLES"
-    WITHIN_NOISE = "WITHIN_NOISE"
-    IMPROVEMENT = "IMPROVEMENT"
-    REGRESSION = "REGRESSION"
-    SMALL_REGRESSION = "SMALL_REGRESSION"  # significant, but under the minimum drop
-    POSSIBLE_REGRESSION = "POSSIBLE_REGRESSION"  # past the warn line, not confirmed
-    UNRESOLVED = "UNRESOLVED"  # looks like a blocking drop, noise too large to confirm
-    UNCONFIRMED = "UNCONFIRMED"  # significant, but too few samples to be allowed to block
-    MULTIMODAL = "MULTIMODAL"  # informational: judged against the matching mode
-    BETWEEN_MODES = "BETWEEN_MODES"  # the run matches no mode of a multimodal window
-    LEVEL_SHIFT = "LEVEL_SHIFT"  # informational: window starts after a landed shift
-    SHIFT_SETTLING = "SHIFT_SETTLING"  # a shift landed, too few samples after it yet
-    # reference-policy reasons (names as the seed's oracle has them)
-    ROLLING_WINDOW = "ROLLING_WINDOW"
-    BELOW_BLOCK_INSIDE_REGRESSION_FLOOR = "BELOW_BLOCK_INSIDE_REGRESSION_FLOOR"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,6 +81,7 @@ class CalibratedPolicy:
     shift_rate: float = 0.002  # false level-shift rate per window
     run_noise_rate: float = 0.05  # pre-test level for noise shared by a run's samples
     min_run_noise: float = 0.35  # ... assumed at least this fraction of the sample noise
+    run_noise_floor_pct: float = 0.0  # ... and at least this % (a shared machine's drift)
     min_shift_pct: float = 1.5  # smaller steps are left to the robust estimators
     min_post_shift_samples: int = 3  # samples after a shift needed to judge against it
     mode_separation: float = 6.0  # modes must be this many sigma apart (+ 15/n)
@@ -264,13 +226,21 @@ class Decision:
 
     def effect_text(self) -> str:
         """'-6.1 % (-7.9 ... -4.2)' or '' when there is no effect estimate."""
-        if self.effect_pct is None:
-            return ""
-        text = f"{_signed(self.effect_pct)} %"
-        if self.interval_pct is not None:
-            lo, hi = self.interval_pct
-            text += f" ({_signed(lo)} \u2026 {_signed(hi)})"
-        return text
+        return effect_text(self.effect_pct, self.interval_pct)
+
+
+def effect_text(effect_pct: float | None, interval_pct: tuple[float, float] | None) -> str:
+    """A change and its interval, as every surface prints it: '-6.1 % (-7.9 ... -4.2)'.
+
+    The signs are true minus signs and the dots one ellipsis character.
+    """
+    if effect_pct is None:
+        return ""
+    text = f"{_signed(effect_pct)} %"
+    if interval_pct is not None:
+        lo, hi = interval_pct
+        text += f" ({_signed(lo)} \u2026 {_signed(hi)})"
+    return text
 
 
 def _signed(pct: float) -> str:
@@ -542,12 +512,20 @@ def _to_g(value: float, direction: Direction) -> float:
 
 
 def _from_g(g: float, direction: Direction) -> float:
-    return math.exp(g) if direction is Direction.HIGHER else math.exp(-g)
+    return _exp(g if direction is Direction.HIGHER else -g)
 
 
 def _pct_of_g(delta_g: float, direction: Direction) -> float:
     """A change in g as a change of the metric, in %."""
-    return (math.exp(delta_g if direction is Direction.HIGHER else -delta_g) - 1.0) * 100.0
+    return (_exp(delta_g if direction is Direction.HIGHER else -delta_g) - 1.0) * 100.0
+
+
+def _exp(x: float) -> float:
+    """exp that saturates: figures ~1e308 apart give an infinite change, never an error."""
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
 
 
 def _g_of_regression(pct: float, direction: Direction) -> float:
@@ -769,13 +747,17 @@ def analyse_window(
         problem=None,
     )
     if n_total == 0:
-        return _replace(empty, problem=Reason.NO_BASELINE, detail="no baseline yet")
+        return _replace(
+            empty,
+            problem=Reason.NO_BASELINE,
+            detail="no baseline yet for this experiment on this hardware",
+        )
     if n_total < policy.min_samples or len(runs_nf) < policy.min_runs:
         return _replace(
             empty,
             problem=Reason.INSUFFICIENT_WINDOW,
-            detail=f"{n_total} samples in {len(runs_nf)} runs; need {policy.min_samples} "
-            f"samples in {policy.min_runs} runs",
+            detail=f"only {n_total} baseline samples in {len(runs_nf)} runs; "
+            f"{policy.min_samples} samples in {policy.min_runs} runs are needed to judge",
         )
 
     # Oldest first from here on: shifts are found in time order.
@@ -866,6 +848,11 @@ def analyse_window(
         # a small shared part, so a floor is assumed unless an A/A calibration measured it.
         if run_sigma < policy.min_run_noise * sigma:
             run_sigma, run_df = policy.min_run_noise * sigma, math.inf
+    # A runner shared with other work moves whole runs (minutes of contention) by more than
+    # a young window shows: a floor set from an A/A measurement of such runners.
+    floor = math.log1p(policy.run_noise_floor_pct / 100.0)
+    if run_sigma < floor:
+        run_sigma, run_df = floor, math.inf
 
     # 5. The level a new run is judged against: the last segment, refined on its samples'
     #    mode-relative residuals (Huber, with the pooled noise as scale).
@@ -937,8 +924,10 @@ class _Evidence:
 
     @property
     def t(self) -> float:
-        """Studentised change."""
-        return self.delta / self.se if self.se > 0 else 0.0
+        """Studentised change; infinite when a noiseless window meets a different run."""
+        if self.se > 0:
+            return self.delta / self.se
+        return 0.0 if self.delta == 0 else math.copysign(math.inf, self.delta)
 
 
 def _evidence(model: WindowModel, samples_g: Sequence[float]) -> _Evidence:
@@ -1179,9 +1168,10 @@ def reference_decide(
     policy: ReferencePolicy,
     direction: Direction = Direction.HIGHER,
 ) -> Decision:
-    """The seed's verdict: figure = mean of the samples vs median -/+ k * unscaled MAD.
+    """The seed's verdict: the mean of the samples against median -/+ k x unscaled MAD.
 
-    The window is every sample, nearest first, capped at ``max_samples``.
+    The window is every sample, nearest first, capped at ``max_samples``; the lines, the
+    reasons and the texts are the seed's (exactly on a line is not past it).
     """
     flat = [v for run in _runs_of(window) for v in run][: policy.max_samples]
     common = {"policy": policy.name, "samples": len(samples), "window_samples": len(flat)}
@@ -1231,25 +1221,33 @@ def reference_decide(
         return value < line if direction is Direction.HIGHER else value > line
 
     regression_pct = -change_pct if direction is Direction.HIGHER else change_pct
-    if worse(block_line):
-        if regression_pct >= policy.min_block_regression_pct:
-            verdict, reason, detail = Verdict.BLOCK, Reason.ROLLING_WINDOW, "past the block line"
-        else:
-            verdict, reason = Verdict.WARN, Reason.BELOW_BLOCK_INSIDE_REGRESSION_FLOOR
-            detail = (
-                f"past the block line but under the {policy.min_block_regression_pct:g}% minimum"
-            )
+    change = f"{change_pct:+.1f}% vs median {figure_text(median)}"
+    if worse(block_line) and regression_pct >= policy.min_block_regression_pct:
+        verdict, reason = Verdict.BLOCK, Reason.ROLLING_WINDOW
+        detail = f"regression {change}, past the block line"
+    elif worse(block_line):
+        verdict, reason = Verdict.WARN, Reason.BELOW_BLOCK_INSIDE_REGRESSION_FLOOR
+        detail = (
+            f"past the block line but {change} is under the "
+            f"{policy.min_block_regression_pct:g}% minimum for a block"
+        )
     elif worse(warn_line):
-        verdict, reason, detail = Verdict.WARN, Reason.ROLLING_WINDOW, "possible regression"
+        verdict, reason = Verdict.WARN, Reason.ROLLING_WINDOW
+        detail = f"possible regression {change}"
     else:
-        verdict, reason, detail = Verdict.PASS, Reason.ROLLING_WINDOW, "within noise"
+        verdict, reason, detail = Verdict.PASS, Reason.ROLLING_WINDOW, f"within noise ({change})"
     return Decision(
         verdict=verdict,
         reasons=(reason,),
-        detail=f"{detail} ({change_pct:+.1f}% vs median {median:.6g})",
+        detail=detail,
         **common,  # type: ignore[arg-type]
         **stats,  # type: ignore[arg-type]
     )
+
+
+def figure_text(value: float) -> str:
+    """A figure as the reports print it: thousands grouped, else 4 significant digits."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
 
 
 # ----------------------------------------------------------------------------------------
@@ -1300,16 +1298,14 @@ __all__ = [
     "CalibratedPolicy",
     "Calibration",
     "Decision",
-    "Direction",
     "Mode",
     "Policy",
-    "Reason",
     "ReferencePolicy",
     "Shift",
-    "Verdict",
     "WindowModel",
     "analyse_window",
     "decide",
+    "effect_text",
     "find_modes",
     "huber_location",
     "judge",

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from perfgate.judge.gate import GateReport, Row
-from perfgate.judge.oracle import Verdict
+from perfgate.judge.verdicts import Verdict
 
 # XML 1.0 forbids most control characters; a log tail can carry any of them.
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -29,6 +29,11 @@ def _case(row: Row) -> ET.Element:
     details = _clean("\n".join(row.details))
     if not row.reported:
         ET.SubElement(case, "skipped", {"message": "no result artifact arrived for this bucket"})
+    elif row.verdict is Verdict.INCONCLUSIVE:
+        # Neither passed nor failed: the evidence could not decide (WARN-level, R5).
+        summary = row.details[0] if row.details else row.verdict.label
+        ET.SubElement(case, "skipped", {"message": _clean(f"INCONCLUSIVE: {summary}")})
+        ET.SubElement(case, "system-out").text = f"{row.verdict.label}: {details}"
     elif row.verdict in (Verdict.BLOCK, Verdict.HARD_FAILURE):
         summary = row.details[0] if row.details else row.verdict.label
         failure = ET.SubElement(
@@ -57,12 +62,16 @@ def _coverage_case(missing: tuple[str, ...]) -> ET.Element:
 
 
 def junit_tree(report: GateReport) -> ET.ElementTree[ET.Element]:
-    """The report as JUnit: BLOCK and HARD_FAILURE fail; a missing bucket skips, coverage fails."""
+    """The report as JUnit: BLOCK and HARD_FAILURE fail; INCONCLUSIVE and a missing bucket skip.
+
+    A missing bucket also fails the coverage case; PASS, IMPROVED and WARN pass with their
+    reasons as output.
+    """
     missing = report.coverage.missing
     failures = sum(
         1 for r in report.rows if r.reported and r.verdict in (Verdict.BLOCK, Verdict.HARD_FAILURE)
     ) + (1 if missing else 0)
-    skipped = sum(1 for r in report.rows if not r.reported)
+    skipped = sum(1 for r in report.rows if not r.reported or r.verdict is Verdict.INCONCLUSIVE)
     suites = ET.Element("testsuites", {"name": "perfgate"})
     suite = ET.SubElement(
         suites,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -9,12 +10,15 @@ from typing import Any
 from perfgate.config import Mode
 from perfgate.console import format_figure
 from perfgate.judge.gate import GateReport, Row
-from perfgate.judge.oracle import Verdict
+from perfgate.judge.stats import effect_text
+from perfgate.judge.verdicts import Verdict
 from perfgate.report.verdict import report_json
 
 VERDICT_ICONS = {
     Verdict.PASS: "✅ pass",
+    Verdict.IMPROVED: "🚀 improved",
     Verdict.WARN: "⚠️ warn",
+    Verdict.INCONCLUSIVE: "🔍 inconclusive",
     Verdict.BLOCK: "🚫 regression",
     Verdict.HARD_FAILURE: "❌ failed",
 }
@@ -49,15 +53,27 @@ def _meaning(*, reported: bool, excused: bool, verdict: Verdict) -> str:
         return "could not run on this CI image (stale image, with evidence)"
     meanings = {
         Verdict.PASS: "within the noise of its baseline",
-        Verdict.WARN: "could not tell, or a possible regression: read the reasons",
+        Verdict.IMPROVED: "faster than its baseline beyond noise and the minimum change",
+        Verdict.WARN: "a small or possible regression, or no baseline yet: read the reasons",
+        Verdict.INCONCLUSIVE: "the evidence cannot separate a change from noise: read the reasons",
         Verdict.BLOCK: "slower than its baseline beyond noise and the minimum drop",
         Verdict.HARD_FAILURE: "the benchmark did not produce a usable figure",
     }
     return meanings[verdict]
 
 
-def _change_text(change_pct: float | None) -> str:
-    return f"{change_pct:+.1f}%" if change_pct is not None else "—"
+def row_change(row: Mapping[str, Any]) -> str:
+    """A verdict.json row's change with its interval ('-6.1 % (-7.9 ... -4.2)'), or ''."""
+    statistics = _mapping(row.get("statistics"))
+    effect = _number(statistics.get("effect_pct"))
+    if effect is None:
+        effect = _number(_mapping(row.get("baseline")).get("change_pct"))
+    bounds = statistics.get("interval_pct")
+    interval = None
+    if isinstance(bounds, list) and len(bounds) == 2:
+        lo, hi = (_number(b) for b in bounds)
+        interval = (lo, hi) if lo is not None and hi is not None else None
+    return effect_text(effect, interval)
 
 
 # The visible table keeps each bucket's reasons to a glance; verdict.json has them whole.
@@ -86,16 +102,17 @@ def _log_cell(log: Mapping[str, Any], run_url: object) -> str:
 
 
 def change_cell(row: Row) -> str:
-    """A row's change against its baseline median, or a dash."""
-    stats = row.judgement.stats if row.judgement else None
-    return _change_text(stats.change_pct if stats else None)
+    """A row's change against its baseline with its interval, or a dash."""
+    decision = row.judgement.decision if row.judgement else None
+    return (decision.effect_text() if decision else "") or "—"
 
 
 def _number(value: object) -> float | None:
-    """A figure from verdict.json; anything that is not a number renders as absent."""
+    """A figure from verdict.json; anything that is not a finite number renders as absent."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    number = float(value)
+    return number if math.isfinite(number) else None
 
 
 def _mapping(value: object) -> Mapping[str, Any]:
@@ -134,11 +151,17 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
     failures = sum(
         1 for v, r in zip(verdicts, reported, strict=True) if r and v is Verdict.HARD_FAILURE
     )
-    counts = (
-        f"✅ {verdicts.count(Verdict.PASS)} passed · ⚠️ {verdicts.count(Verdict.WARN)} "
-        f"warning(s) · 🚫 {verdicts.count(Verdict.BLOCK)} regression(s) · "
-        f"❌ {failures} failure(s)"
-    )
+    tallies = [
+        f"✅ {verdicts.count(Verdict.PASS)} passed",
+        f"🚀 {verdicts.count(Verdict.IMPROVED)} improved" if Verdict.IMPROVED in verdicts else "",
+        f"⚠️ {verdicts.count(Verdict.WARN)} warning(s)",
+        f"🔍 {verdicts.count(Verdict.INCONCLUSIVE)} inconclusive"
+        if Verdict.INCONCLUSIVE in verdicts
+        else "",
+        f"🚫 {verdicts.count(Verdict.BLOCK)} regression(s)",
+        f"❌ {failures} failure(s)",
+    ]
+    counts = " · ".join(t for t in tallies if t)
     if missing:
         counts += f" · ❔ {len(missing)} did not report ({', '.join(md_text(b) for b in missing)})"
     if data.get("mode") == Mode.BLOCKING.value:
@@ -173,13 +196,13 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
         "",
         "### Results",
         "",
-        "| Bucket | Result | Figure | Unit | Baseline median | Change | Samples | Why |",
+        "| Bucket | Result | Figure | Unit | Baseline | Change (95 % interval) | Samples | Why |",
         "|---|---|---|---|---|---|---|---|",
     ]
     technical = []
     for row, verdict, was_reported in zip(rows, verdicts, reported, strict=True):
         stats = _mapping(row.get("baseline"))
-        samples = stats.get("samples")
+        test = _mapping(row.get("statistics"))
         bucket = md_text(str(row.get("bucket")))
         meaning = _meaning(
             reported=was_reported, excused=row.get("excused") is True, verdict=verdict
@@ -191,8 +214,7 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
             f"| {bucket} | {VERDICT_ICONS[verdict]} | {format_figure(_number(row.get('value')))} | "
             f"{md_text(str(row['unit'])) if row.get('unit') else '—'} | "
             f"{format_figure(_number(stats.get('median')))} | "
-            f"{_change_text(_number(stats.get('change_pct')))} | "
-            f"{samples if isinstance(samples, int) and not isinstance(samples, bool) else 0} | "
+            f"{row_change(row) or '—'} | {_samples_cell(stats, test)} | "
             f"{md_text(why) if why else meaning}{log} |"
         )
         attempts = row.get("attempts")
@@ -203,10 +225,11 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
                     bucket,
                     verdict.label,
                     md_text(", ".join(_texts(row.get("reasons")))),
-                    format_figure(_number(stats.get("mad"))),
-                    format_figure(_number(stats.get("noise"))),
+                    _percent(_number(test.get("noise_pct"))),
                     format_figure(_number(stats.get("warn_line"))),
                     format_figure(_number(stats.get("block_line"))),
+                    _t_cell(_number(test.get("t")), _number(test.get("t_block"))),
+                    _percent(_number(test.get("resolution_pct"))),
                     md_text(str(row["phase"])) if row.get("phase") else "—",
                     str(attempts) if isinstance(attempts, int) else "—",
                     md_text(str(row["hardware"])) if row.get("hardware") else "—",
@@ -219,9 +242,9 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
         "",
         "<details><summary>Technical details</summary>",
         "",
-        "| Bucket | Verdict | Reasons | MAD | Noise | Warn line | Block line | Phase | Attempts "
-        "| Hardware | Bisect |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| Bucket | Verdict | Reasons | Noise | Warn line | Block line | t (block at) "
+        "| Resolves | Phase | Attempts | Hardware | Bisect |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
         *technical,
         "",
         "</details>",
@@ -232,18 +255,78 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
         lines += ["### Notes", ""] + [f"- {md_text(note)}" for note in notes] + [""]
     if not any(_mapping(row.get("baseline")).get("samples") for row in rows):
         return "\n".join(lines)  # nothing was compared with a baseline: nothing to explain
-    min_samples, max_samples = data.get("min_samples"), data.get("max_samples")
-    window = f"the {max_samples} nearest" if isinstance(max_samples, int) else "the nearest"
-    lines += [
-        "### How to read this",
-        "",
-        f"Each figure is compared with the median of {window} trusted baseline samples of the "
-        "same experiment on the same hardware"
-        + (f" (at least {min_samples} are needed to judge)" if isinstance(min_samples, int) else "")
-        + ". Noise is the larger of the median absolute deviation and the bucket's noise floor. "
-        "A result past the block line that also dropped by the minimum percentage is a "
-        "regression; past the warn line it needs attention. No baseline, too few samples, "
-        "a retried run or a bucket that did not report never count as a pass.",
-        "",
-    ]
+    lines += ["### How to read this", "", *_how_to_read(data), ""]
     return "\n".join(lines)
+
+
+def _samples_cell(baseline: Mapping[str, Any], test: Mapping[str, Any]) -> str:
+    """``3 / 40``: the run's samples against the window's (``40`` alone from older reports)."""
+    window = baseline.get("samples")
+    run = test.get("run_samples")
+    window_text = str(window) if isinstance(window, int) and not isinstance(window, bool) else "0"
+    if isinstance(run, int) and not isinstance(run, bool):
+        return f"{run} / {window_text}"
+    return window_text
+
+
+def _percent(value: float | None) -> str:
+    return f"{value:.1f} %" if value is not None else "—"
+
+
+def _t_cell(t: float | None, t_block: float | None) -> str:
+    """``-5.09 (-4.25)``: the run's t and the t a BLOCK needed at its last look."""
+    if t is None:
+        return "—"
+    return f"{t:+.2f}" + (f" ({-t_block:+.2f})" if t_block is not None else "")
+
+
+def _how_to_read(data: Mapping[str, Any]) -> list[str]:
+    """The rule in plain words: the calibrated one, or the seed's under ``policy: reference``."""
+    policy = _mapping(data.get("policy"))
+    min_samples, max_samples = data.get("min_samples"), data.get("max_samples")
+    if policy.get("name") == "reference" or not policy:
+        window = f"the {max_samples} nearest" if isinstance(max_samples, int) else "the nearest"
+        return [
+            f"Each figure is compared with the median of {window} trusted baseline samples of "
+            "the same experiment on the same hardware"
+            + (
+                f" (at least {min_samples} are needed to judge)"
+                if isinstance(min_samples, int)
+                else ""
+            )
+            + ". Noise is the larger of the median absolute deviation and the bucket's noise "
+            "floor. A result past the block line that also dropped by the minimum percentage "
+            "is a regression; past the warn line it needs attention. No baseline, too few "
+            "samples, a retried run or a bucket that did not report never count as a pass."
+        ]
+    rate = _number(policy.get("false_alarm_rate"))
+    drop = _number(policy.get("min_drop_pct"))
+    runs = policy.get("max_runs")
+    rate_text = f"{rate * 100:g} %" if rate is not None else "a set rate"
+    drop_text = f"{drop:g} %" if drop is not None else "the minimum drop"
+    runs_text = f"the last {runs} runs" if isinstance(runs, int) else "its recent runs"
+    return [
+        f"Each bucket run takes a few samples; they are compared with the bucket's history "
+        f"on the target branch ({runs_text} of the same experiment on the same hardware, every "
+        "sample of each). The question is: is this run slower than its history by more than "
+        f"noise can explain, and by at least {drop_text}? The rule is set so that unchanged "
+        f"code is blocked in at most {rate_text} of bucket runs. A run whose first samples "
+        "look slower is measured again on the same runner before it may be blocked.",
+        "",
+        "- ✅ **pass**: within the noise of its history, or any drop is provably under "
+        f"{drop_text}.",
+        f"- 🚀 **improved**: faster by at least {drop_text}, beyond noise (counts as a pass).",
+        "- ⚠️ **warn**: a real but small slowdown (under the minimum), a possible one the "
+        "samples could not settle, no baseline yet or too few baseline samples, or a pass "
+        "that needed a retry.",
+        "- 🔍 **inconclusive**: the evidence cannot separate a change from noise (a noisy "
+        "runner, a run between the history's modes, a history that just moved to a new level, "
+        "or too few samples to confirm). Never a block, never a pass.",
+        f"- 🚫 **regression**: a confirmed slowdown of at least {drop_text}: at least 3 samples "
+        "and both a robust t-test and a rank test past the line set by the false-alarm rate.",
+        "",
+        "The change is shown with its 95 % interval. The history starts after the last level "
+        "shift, so a regression that landed on the target branch is not blamed on the commits "
+        "after it; a history with several modes is judged mode by mode. *Resolves* is the "
+        "smallest drop the bucket could block with its full sample budget.",
+    ]

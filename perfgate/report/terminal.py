@@ -8,23 +8,25 @@ from perfgate.report.summary import change_cell
 
 
 def terminal_table(report: GateReport) -> str:
-    """The verdict table for a terminal."""
+    """The verdict table for a terminal: figure, baseline, change with its interval, samples."""
     rows = []
     for row in report.rows:
-        stats = row.judgement.stats if row.judgement else None
+        judgement = row.judgement
+        decision = judgement.decision if judgement else None
         rows.append(
             [
                 row.bucket.id,
                 row.verdict.label,
-                format_figure(row.result.metric.value if row.result else None),
-                format_figure(stats.median if stats else None),
+                format_figure(judgement.value if judgement and row.result else None),
+                format_figure(decision.baseline if decision else None),
                 change_cell(row),
-                str(stats.size if stats else 0),
+                f"{decision.samples} / {decision.window_samples}" if decision else "0",
                 "; ".join(row.details),
             ]
         )
     table = render_table(
-        ["bucket", "verdict", "figure", "median", "change", "samples", "why"], rows
+        ["bucket", "verdict", "figure", "baseline", "change (95 % interval)", "samples", "why"],
+        rows,
     )
     headline = "\n".join(report.headlines)
     return f"{table}\n\n{headline}\n{report.overall.label}: {report.description}"

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import os
+import statistics
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from perfgate import __version__
-from perfgate.config import Bucket
+from perfgate.config import Bucket, ConfirmMode
 from perfgate.context import RunContext
 from perfgate.identity import BENCHMARK_CONTRACT_VERSION, Identity, runtime_inputs
 from perfgate.result import (
@@ -23,6 +24,9 @@ from perfgate.result import (
     IdentityRecord,
     MetricReading,
     Result,
+    SampleReading,
+    Sampling,
+    SamplingStop,
     Source,
     Timings,
     write_result,
@@ -39,6 +43,7 @@ from perfgate.run.execution import (
     read_log_excerpt,
     run_with_retry,
 )
+from perfgate.run.sampling import SamplingPlan, take_samples
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +63,8 @@ class BenchSettings:
 
 def launch_identity(bucket: Bucket) -> dict[str, object]:
     """Everything that changes the experiment (hashed into ``launch_hash``)."""
+    driver = get_driver(bucket.driver)
+    threads = bucket.threads if bucket.threads is not None else driver.default_threads
     return {
         "task": bucket.task,
         "backend_key": bucket.backend_key,
@@ -68,7 +75,9 @@ def launch_identity(bucket: Bucket) -> dict[str, object]:
         "steps": bucket.steps,
         "warmup_steps": bucket.warmup_steps,
         "seed": bucket.seed,
-        **get_driver(bucket.driver).launch_inputs(bucket),
+        # Only when set: buckets that leave threads alone keep the hashes they had.
+        **({"threads": threads} if threads is not None else {}),
+        **driver.launch_inputs(bucket),
     }
 
 
@@ -85,6 +94,14 @@ def benchmark_identity(bucket: Bucket) -> dict[str, object]:
         "driver_version": driver.version,
     }
 
+
+#: After the initial repeats, and after every further sample: does the verdict need another?
+#: It sees the run so far as a Result (the judge side reads the bucket's window for it).
+Confirm = Callable[[Bucket, Result], bool]
+
+#: What numeric libraries read for their thread count.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "NUMEXPR_NUM_THREADS")  # fmt: skip
 
 # Crashes whose log may show a stale image (R7); a hang, an OOM or a mismatch cannot.
 CRASH_PHASES = frozenset(
@@ -124,27 +141,93 @@ def _container_wrap(
     return wrap
 
 
-def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
-    """Run one bucket with retry and return its Result (not yet written)."""
-    driver = get_driver(bucket.driver)
+def thread_env(threads: int | None) -> dict[str, str]:
+    """The environment that caps numeric libraries at ``threads`` (nothing when None)."""
+    if threads is None:
+        return {}
+    return {name: str(threads) for name in THREAD_VARIABLES}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampleRun:
+    """One sample: one run of the benchmark, with its retries (R10)."""
+
+    index: int
+    records: list[AttemptRecord[Measurement]]
+    work_dir: Path
+
+    @property
+    def final(self) -> AttemptRecord[Measurement]:
+        """The attempt that counts: the first success, else the last failure."""
+        return self.records[-1]
+
+    @property
+    def healthy(self) -> bool:
+        """Ran cleanly and gave a positive figure; anything else ends the bucket run."""
+        final = self.final
+        value = final.reading.stats.value
+        return (
+            final.outcome.phase is None and final.reading.usable and value is not None and value > 0
+        )
+
+
+def run_bucket(
+    bucket: Bucket,
+    settings: BenchSettings,
+    *,
+    plan: SamplingPlan | None = None,
+    confirm: Confirm | None = None,
+) -> Result:
+    """Run one bucket's samples (each with retry) and return its Result (not yet written).
+
+    ``plan`` says how many samples (default: the bucket's repeats, no confirmation);
+    ``confirm`` answers, from the samples so far, whether the verdict needs another.
+    """
+    plan = plan or SamplingPlan.for_bucket(bucket, ConfirmMode.OFF)
     ci = settings.context
     # R10: caches are keyed by run id, attempt and run label, so two allocations of one
     # qualification run (same run id and attempt) never share a cache directory.
     run_key = "-".join(
         part for part in (ci.run_id or "local", ci.run_attempt or "1", ci.run_label) if part
     )
-    work_dir = settings.work_root / "runs" / bucket.file_stem
     started_at, started = datetime.now(UTC), time.monotonic()
+
+    def assemble(samples: Sequence[SampleRun], stopped: SamplingStop) -> Result:
+        return _result(bucket, settings, samples, plan, stopped, started_at, started)
+
+    samples, stopped = take_samples(
+        plan,
+        lambda index: _measure(bucket, settings, run_key, index),
+        healthy=lambda sample: sample.healthy,
+        wants_more=(
+            None
+            if confirm is None
+            else lambda taken: confirm(bucket, assemble(taken, SamplingStop.PLANNED))
+        ),
+    )
+    if len(samples) > plan.repeats:
+        settings.say(f"{bucket.id}: took {len(samples)} samples to confirm ({stopped.value})")
+    return assemble(samples, stopped)
+
+
+def _measure(bucket: Bucket, settings: BenchSettings, run_key: str, index: int) -> SampleRun:
+    """Sample ``index`` of the bucket: its own work and cache directories, with retry."""
+    driver = get_driver(bucket.driver)
+    threads = bucket.threads if bucket.threads is not None else driver.default_threads
+    sample_dir = f"sample-{index}"
+    work_dir = settings.work_root / "runs" / bucket.file_stem / sample_dir
     invocations: dict[int, Invocation] = {}
 
     def plan(dirs: AttemptDirs) -> Invocation:
-        invocations[dirs.number] = driver.invocation(bucket, dirs, settings.checkout)
-        return invocations[dirs.number]
+        invocation = driver.invocation(bucket, dirs, settings.checkout)
+        invocation = replace(invocation, env={**thread_env(threads), **invocation.env})
+        invocations[dirs.number] = invocation
+        return invocation
 
     def read(dirs: AttemptDirs, outcome: ProcessOutcome) -> Measurement:
         return _require_metric(bucket, driver.read(bucket, dirs, invocations[dirs.number]))
 
-    cache_root = settings.work_root / "cache" / run_key / bucket.file_stem
+    cache_root = settings.work_root / "cache" / run_key / bucket.file_stem / sample_dir
     try:
         records = run_with_retry(
             plan=plan,
@@ -155,7 +238,7 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
             markers=driver.markers(bucket),
             work_dir=work_dir,
             cache_root=cache_root,
-            wrap=_container_wrap(bucket, settings, run_key),
+            wrap=_container_wrap(bucket, settings, f"{run_key}-{index}"),
             # A name the container block passes on is wanted by name: kept for docker to read.
             keep_env=(*bucket.keep_env, *(bucket.container.env if bucket.container else ())),
             on_line=settings.echo,
@@ -163,7 +246,22 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
         )
     except CheckoutUnsupported as exc:
         records = [_unsupported(str(exc), cache_root)]
-    final = records[-1]
+    return SampleRun(index=index, records=records, work_dir=work_dir)
+
+
+def _result(
+    bucket: Bucket,
+    settings: BenchSettings,
+    samples: Sequence[SampleRun],
+    plan: SamplingPlan,
+    stopped: SamplingStop,
+    started_at: datetime,
+    started: float,
+) -> Result:
+    """The bucket run's Result: health of its last sample, the figures of its healthy ones."""
+    ci = settings.context
+    last = samples[-1]
+    final = last.final
     measurement, outcome = final.reading, final.outcome
     phase = outcome.phase
     if phase is None and measurement.config_mismatch:
@@ -173,7 +271,7 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
     stale_image = None
     if phase in CRASH_PHASES:
         stale_image = staleness.assess(
-            read_log_excerpt(attempt_log(work_dir, final.number)),
+            read_log_excerpt(attempt_log(last.work_dir, final.number)),
             measurement.versions,
             settings.checkout,
             _pin_files(bucket),
@@ -183,6 +281,17 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
         benchmark=benchmark_identity(bucket),
         runtime=runtime_inputs(measurement.runtime_fields),
     )
+    readings = tuple(
+        SampleReading(
+            sample_index=sample.index,
+            value=value,
+            wall_s=sample.final.outcome.wall_s,
+        )
+        for sample in samples
+        if (value := sample.final.reading.stats.value) is not None
+    )
+    values = [reading.value for reading in readings]
+    several = len(values) > 1
     return Result(
         bucket=BucketRef.of(bucket),
         hardware=settings.hardware,
@@ -193,18 +302,20 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
             path=bucket.metric.path,
             direction=bucket.metric.direction,
             unit=bucket.metric.unit,
-            value=measurement.stats.value,
-            std=measurement.stats.std,
-            min=measurement.stats.min,
-            max=measurement.stats.max,
+            value=statistics.median(values) if values else None,
+            std=statistics.stdev(values) if several else measurement.stats.std,
+            min=min(values) if several else measurement.stats.min,
+            max=max(values) if several else measurement.stats.max,
             figures=dict(measurement.figures),
+            samples=readings,
         ),
         health=Health(
             exit_code=outcome.exit_code,
             phase=phase,
             timed_out=outcome.timed_out,
-            attempts=len(records),
-            retried=len(records) > 1,
+            # The sample that needed the most attempts (a retried sample makes a retried run).
+            attempts=max(len(sample.records) for sample in samples),
+            retried=any(len(sample.records) > 1 for sample in samples),
             config_mismatch=measurement.config_mismatch,
             error=measurement.error,
             stale_image=stale_image,
@@ -220,13 +331,21 @@ def run_bucket(bucket: Bucket, settings: BenchSettings) -> Result:
                     phase=r.outcome.phase,
                     timed_out=r.outcome.timed_out,
                     wall_s=r.outcome.wall_s,
+                    sample_index=sample.index,
                 )
-                for r in records
+                for sample in samples
+                for r in sample.records
             ),
         ),
         log_tail=outcome.log_tail,
-        log_path=str(attempt_log(work_dir, final.number)),
+        log_path=str(attempt_log(last.work_dir, final.number)),
         perfgate_version=__version__,
+        sampling=Sampling(
+            confirm=plan.confirm.value,
+            repeats=plan.repeats,
+            max_repeats=plan.max_repeats,
+            stopped=stopped,
+        ),
     )
 
 
@@ -284,12 +403,16 @@ def run_buckets(
     settings: BenchSettings,
     on_start: Callable[[Bucket], None] = lambda bucket: None,
     on_done: Callable[[Result], None] = lambda result: None,
+    *,
+    confirm_mode: ConfirmMode = ConfirmMode.OFF,
+    confirm: Confirm | None = None,
 ) -> list[Result]:
     """Run each bucket in turn, writing its artifact into ``settings.out_dir`` as it finishes."""
     results = []
     for bucket in buckets:
         on_start(bucket)
-        result = run_bucket(bucket, settings)
+        plan = SamplingPlan.for_bucket(bucket, confirm_mode)
+        result = run_bucket(bucket, settings, plan=plan, confirm=confirm)
         write_result(result, settings.out_dir)
         on_done(result)
         results.append(result)

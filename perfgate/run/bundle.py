@@ -66,10 +66,10 @@ def _number(value: Any) -> float | None:
 
 
 def metric_stats(data: Any, dotted: str) -> MetricStats:
-    """Read the metric; for a ``...mean`` path the sibling std, min and peak come along."""
+    """Read the metric; for a ``...mean`` or ``...median`` path the sibling spread comes along."""
     value = _number(dig(data, dotted))
     parent_path, _, leaf = dotted.rpartition(".")
-    siblings = dig(data, parent_path) if parent_path and leaf == "mean" else None
+    siblings = dig(data, parent_path) if parent_path and leaf in ("mean", "median") else None
     if not isinstance(siblings, Mapping):
         return MetricStats(value=value)
     return MetricStats(

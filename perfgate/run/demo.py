@@ -1,9 +1,14 @@
 """The built-in CPU demo benchmark: a real simulation stepped with random actions.
 
 Run as ``python -m perfgate.run.demo --task cartpole --physics numpy ...``. It steps
-``num_envs`` environments for ``warmup_steps + steps`` steps, times the measured
-steps only, and writes a RuntimeBundle-shaped JSON file (the same shape the Isaac
-Lab benchmark writes), so one reading path serves both drivers.
+``num_envs`` environments through a warm-up (``warmup_steps``, and at least
+``--warmup-seconds``), then times each measured step (``steps``, and at least
+``--measure-seconds``), and writes a RuntimeBundle-shaped JSON file (the same shape the
+Isaac Lab benchmark writes), so one reading path serves both drivers.
+
+``runtime.total_fps.median`` is the throughput of the median step: a step the scheduler
+preempted (another process on a shared machine) is an outlier there, where it would move
+the total (``total_fps.mean``, work over wall time) by as much as it lasted.
 """
 
 from __future__ import annotations
@@ -133,25 +138,40 @@ TASKS: dict[str, dict[str, Callable[[np.random.Generator, int], tuple[np.ndarray
 
 
 def run(
-    task: str, physics: str, num_envs: int, steps: int, warmup_steps: int, seed: int
+    task: str,
+    physics: str,
+    num_envs: int,
+    steps: int,
+    warmup_steps: int,
+    seed: int,
+    *,
+    warmup_seconds: float = 0.0,
+    measure_seconds: float = 0.0,
 ) -> dict[str, Any]:
     """Step the environments and return the RuntimeBundle-shaped result."""
     start = datetime.now(UTC)
     rng = np.random.default_rng(seed)
     _, step = TASKS[task][physics](rng, num_envs)
     print(INIT_DONE, flush=True)
+    # Warm up caches, branch predictors and the CPU clock before anything is timed.
+    warm_until = time.perf_counter() + warmup_seconds
+    done = 0
+    while done < warmup_steps or time.perf_counter() < warm_until:
+        step(rng.random(num_envs))
+        done += 1
     print(STEPPING, flush=True)
     step_times: list[float] = []
-    for index in range(warmup_steps + steps):
+    measured = 0.0
+    while len(step_times) < steps or measured < measure_seconds:
         actions = rng.random(num_envs)
         began = time.perf_counter()
         step(actions)
         elapsed = time.perf_counter() - began
-        if index >= warmup_steps:
-            step_times.append(elapsed)
+        step_times.append(elapsed)
+        measured += elapsed
     times = np.asarray(step_times)
     per_step_fps = num_envs / np.maximum(times, 1e-12)
-    # The headline is total work over total time, as Isaac Lab's total_fps aggregates it.
+    # Total work over total time, as Isaac Lab's total_fps aggregates it.
     total_fps = num_envs * len(times) / float(times.sum())
     end = datetime.now(UTC)
     return {
@@ -185,6 +205,7 @@ def run(
             "iteration_time_s": _mean_std(times),
             "total_fps": {
                 "mean": total_fps,
+                "median": float(np.median(per_step_fps)),
                 "std": float(per_step_fps.std()),
                 "peak": float(per_step_fps.max()),
                 "min": float(per_step_fps.min()),
@@ -195,7 +216,12 @@ def run(
             },
         },
         "resources": {},
-        "extra": {"num_steps": steps, "warmup_steps": warmup_steps},
+        "extra": {
+            "num_steps": steps,
+            "warmup_steps": warmup_steps,
+            "measured_steps": len(times),
+            "warmup_steps_taken": done,
+        },
     }
 
 
@@ -212,9 +238,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--warmup-steps", type=int, required=True)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--warmup-seconds", type=float, default=0.0)
+    parser.add_argument("--measure-seconds", type=float, default=0.0)
     parser.add_argument("--output-path", type=Path, required=True)
     args = parser.parse_args(argv)
-    bundle = run(args.task, args.physics, args.num_envs, args.steps, args.warmup_steps, args.seed)
+    bundle = run(
+        args.task,
+        args.physics,
+        args.num_envs,
+        args.steps,
+        args.warmup_steps,
+        args.seed,
+        warmup_seconds=args.warmup_seconds,
+        measure_seconds=args.measure_seconds,
+    )
     args.output_path.mkdir(parents=True, exist_ok=True)
     out = args.output_path / f"benchmark_runtime_{args.task}.json"
     out.write_text(json.dumps(bundle, indent=2, allow_nan=False) + "\n", encoding="utf-8")

@@ -43,6 +43,7 @@ defaults:
   driver: command
   timeout_minutes: 5
   retries: 0
+  repeats: 1
   command:
     argv: [{python}, bench.py, "{{output_dir}}/r.json", {state}]
     output: "{{output_dir}}/r.json"

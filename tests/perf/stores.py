@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from perfgate.baselines.samples import SAMPLE_SCHEMA_VERSION, Sample, sample_from_result
+from perfgate.baselines.samples import SAMPLE_SCHEMA_VERSION, Sample, samples_from_result
 from perfgate.baselines.segments import (
     INDEX_FIELDS,
     INDEX_VERSION,
@@ -177,7 +177,7 @@ def _sample(bucket: str, k: int, commits: list[str]) -> Sample:
     """Publish ``k``'s sample of ``bucket``: commit k of main, a figure that varies a little."""
     template = _TEMPLATES.get(bucket)
     if template is None:
-        template = sample_from_result(make_result(bucket, 100.0), trusted_source="perf")
+        template = samples_from_result(make_result(bucket, 100.0), trusted_source="perf")[0]
         _TEMPLATES[bucket] = template
     return replace(
         template,

@@ -10,7 +10,18 @@ import pytest
 
 from perfgate import cli
 from perfgate.backends import VOCABULARIES
-from perfgate.config import BaselinePolicy, Bucket, Direction, FloorKind, Metric, Mode, load_config
+from perfgate.config import (
+    BaselinePolicy,
+    Bucket,
+    ConfirmMode,
+    DemoSpec,
+    Direction,
+    FloorKind,
+    Metric,
+    Mode,
+    PolicyName,
+    load_config,
+)
 from perfgate.errors import ConfigError
 from tests.paths import ROOT as REPO
 
@@ -31,8 +42,18 @@ def test_demo_config_expands_to_one_bucket_per_task_and_backend() -> None:
     assert by_id["pendulum/python"].num_envs == 2048
     assert {b.timeout_minutes for b in config.buckets} == {2.0}
     assert by_id["pendulum/numpy"].metric == Metric(
-        path="runtime.total_fps.mean", direction=Direction.HIGHER, unit="env-steps/s"
+        path="runtime.total_fps.median", direction=Direction.HIGHER, unit="env-steps/s"
     )
+    # Every run takes two samples, up to ten to confirm, for at most a minute; the demo
+    # times at least a second of steps after a warm-up.
+    assert {(b.repeats, b.max_repeats, b.repeat_budget_minutes) for b in config.buckets} == {
+        (2, 10, 1.0)
+    }
+    assert {b.demo for b in config.buckets} == {DemoSpec(measure_seconds=1.0, warmup_seconds=0.2)}
+    assert {b.threads for b in config.buckets} == {None}  # the demo driver's single thread
+    assert config.gate.policy is PolicyName.CALIBRATED
+    assert (config.gate.false_alarm_rate, config.gate.confirm) == (0.001, ConfirmMode.REPEAT)
+    assert (config.gate.baseline.min_runs, config.gate.baseline.max_runs) == (3, 20)
     # Floors and noise floors land only on the backend they are keyed by.
     (floor,) = by_id["cartpole/numpy"].floors_for("cpu-intel_xeon")
     assert (floor.name, floor.value, floor.kind) == ("sanity-floor", 1000.0, FloorKind.BLOCK)
@@ -65,8 +86,10 @@ def test_matrix_json_lists_every_bucket_with_the_interface_fields(
     pendulum = matrix[2]
     assert (pendulum["num_envs"], pendulum["steps"], pendulum["warmup_steps"]) == (2048, 1000, 100)
     assert pendulum["metric"] == {
-        "path": "runtime.total_fps.mean", "direction": "higher", "unit": "env-steps/s"
+        "path": "runtime.total_fps.median", "direction": "higher", "unit": "env-steps/s"
     }  # fmt: skip
+    assert (pendulum["repeats"], pendulum["max_repeats"]) == (2, 10)
+    assert pendulum["demo"] == {"measure_seconds": 1.0, "warmup_seconds": 0.2}
     assert matrix[0]["floors"]["cpu-*"][0] == {"name": "sanity-floor", "value": 1000.0,
                                                "kind": "BLOCK"}  # fmt: skip
     assert set(Bucket.__dataclass_fields__) <= set(pendulum)
@@ -283,7 +306,8 @@ BAD_CONFIGS = [
         "version: 1\ngate:\n  mdoe: blocking\n" + VALID_BUCKET,
         3,
         "gate.mdoe",
-        "allowed keys: baseline, calibration, mode, oracle, protected_branches, target_branches",
+        "allowed keys: baseline, calibration, confirm, false_alarm_rate, mode, oracle, policy, "
+        "protected_branches, target_branches",
     ),
     (
         "qualify_limit_not_a_number",
@@ -325,7 +349,8 @@ BAD_CONFIGS = [
         "version: 1\ngate:\n  oracle:\n    kwarn: 2\n" + VALID_BUCKET,
         4,
         "gate.oracle.kwarn",
-        "allowed keys: k_block, k_warn, min_block_regression_pct, noise_floor_pct",
+        "allowed keys: k_block, k_warn, min_block_regression_pct, noise_floor_pct, "
+        "run_noise_floor_pct",
     ),
     (
         "bad_gate_mode",
@@ -347,7 +372,7 @@ BAD_CONFIGS = [
         "version: 1\ndefaults:\n  task: cartpole\n" + VALID_BUCKET,
         3,
         "defaults.task",
-        "allowed keys: baseline_epoch, command, container, driver",
+        "allowed keys: baseline_epoch, command, container, demo, driver",
     ),
     (
         "unknown_backend_entry_key",
@@ -540,6 +565,101 @@ BAD_CONFIGS = [
         "buckets[0]",
         "a key must be a plain name",
     ),
+    (
+        "unknown_policy",
+        "version: 1\ngate:\n  policy: strict\n" + VALID_BUCKET,
+        3,
+        "gate.policy",
+        "use one of: calibrated, reference",
+    ),
+    (
+        "false_alarm_rate_zero",
+        "version: 1\ngate:\n  false_alarm_rate: 0\n" + VALID_BUCKET,
+        3,
+        "gate.false_alarm_rate",
+        "use a value > 0",
+    ),
+    (
+        "false_alarm_rate_above_the_warn_rate",
+        "version: 1\ngate:\n  false_alarm_rate: 0.2\n" + VALID_BUCKET,
+        3,
+        "gate.false_alarm_rate",
+        "use a value <= 0.05",
+    ),
+    (
+        "false_alarm_rate_not_finite",
+        "version: 1\ngate:\n  false_alarm_rate: .nan\n" + VALID_BUCKET,
+        3,
+        "gate.false_alarm_rate",
+        "not a finite number",
+    ),
+    (
+        "unknown_confirm_mode",
+        "version: 1\ngate:\n  confirm: paired\n" + VALID_BUCKET,
+        3,
+        "gate.confirm",
+        "use one of: repeat, off",
+    ),
+    (
+        "min_runs_over_max_runs",
+        "version: 1\ngate:\n  baseline: {min_runs: 8, max_runs: 5}\n" + VALID_BUCKET,
+        3,
+        "gate.baseline.min_runs",
+        "raise max_runs or lower min_runs",
+    ),
+    (
+        "zero_repeats",
+        "version: 1\nbuckets:\n  - task: cartpole\n    repeats: 0\n"
+        "    backends: [{physics: numpy}]\n",
+        4,
+        "buckets[0].repeats",
+        "use a value >= 1",
+    ),
+    (
+        "max_repeats_under_repeats_in_a_bucket",
+        "version: 1\nbuckets:\n  - task: cartpole\n    repeats: 4\n    max_repeats: 3\n"
+        "    backends: [{physics: numpy}]\n",
+        5,
+        "buckets[0].max_repeats",
+        "raise max_repeats to at least repeats",
+    ),
+    (
+        "repeats_over_the_default_max_repeats",
+        "version: 1\ndefaults:\n  repeats: 12\n" + VALID_BUCKET,
+        3,
+        "defaults.repeats",
+        "max_repeats (10) is under repeats (12)",
+    ),
+    (
+        "budget_not_positive",
+        "version: 1\ndefaults:\n  repeat_budget_minutes: 0\n" + VALID_BUCKET,
+        3,
+        "defaults.repeat_budget_minutes",
+        "use a value > 0",
+    ),
+    (
+        "zero_threads",
+        "version: 1\ndefaults:\n  threads: 0\n" + VALID_BUCKET,
+        3,
+        "defaults.threads",
+        "use a value >= 1",
+    ),
+    (
+        "negative_measure_seconds",
+        "version: 1\ndefaults:\n  demo: {measure_seconds: -1}\n" + VALID_BUCKET,
+        3,
+        "defaults.demo.measure_seconds",
+        "use a value >= 0",
+    ),
+    (
+        "demo_block_on_another_driver",
+        "version: 1\nbuckets:\n  - task: t\n    driver: command\n"
+        "    command: {argv: [x], output: '{output_dir}/r.json'}\n"
+        "    demo: {measure_seconds: 1}\n    backends: [{physics: cpu}]\n",
+        6,
+        "buckets[0].demo",
+        "only applies to driver 'demo'",
+    ),
 ]
 
 
@@ -655,6 +775,17 @@ def test_workflows_perfgate_source_must_be_pinned(
     else:
         with pytest.raises(ConfigError, match=r"workflows\.perfgate_source: .* is not pinned"):
             load_config(path)
+
+
+@pytest.mark.parametrize("written", ["off", "'off'", "false"])
+def test_confirm_off_reads_as_off_however_yaml_types_it(tmp_path: Path, written: str) -> None:
+    """YAML 1.1 reads a bare `off` as false; both spellings mean no confirmation samples."""
+    path = tmp_path / "perfgate.yaml"
+    path.write_text(f"version: 1\ngate:\n  confirm: {written}\n{VALID_BUCKET}", encoding="utf-8")
+    assert load_config(path).gate.confirm is ConfirmMode.OFF
+    path.write_text(f"version: 1\ngate:\n  confirm: true\n{VALID_BUCKET}", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"use one of: repeat, off$"):
+        load_config(path)
 
 
 @pytest.mark.parametrize("deadline", ["0", "-1", "301", "soon"])

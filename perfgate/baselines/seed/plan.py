@@ -201,10 +201,14 @@ def present_samples(
 
 
 def runner_minutes(entries: Sequence[PlanEntry]) -> tuple[float, float]:
-    """Upper bounds of runner time for the runs left: by timeouts, and with every retry."""
-    plain = sum(len(e.missing) * e.bucket.timeout_minutes for e in entries)
+    """Upper bounds of runner time for the runs left: by timeouts, and with every retry.
+
+    Each run takes its bucket's ``repeats`` samples (a seed never confirms).
+    """
+    plain = sum(len(e.missing) * e.bucket.repeats * e.bucket.timeout_minutes for e in entries)
     retried = sum(
-        len(e.missing) * e.bucket.timeout_minutes * (1 + e.bucket.retries) for e in entries
+        len(e.missing) * e.bucket.repeats * e.bucket.timeout_minutes * (1 + e.bucket.retries)
+        for e in entries
     )
     return plain, retried
 

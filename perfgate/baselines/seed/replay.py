@@ -17,11 +17,11 @@ from types import FrameType
 
 from perfgate.baselines.seed.plan import PlanEntry, SeedPlan, SeedTarget
 from perfgate.baselines.seed.records import RecordStatus, SeedRecord, present_records
-from perfgate.baselines.store import BaselineStore, Sample, sample_from_result, seed_sample_id
+from perfgate.baselines.store import BaselineStore, Sample, samples_from_result, seed_sample_id
 from perfgate.context import RunContext
 from perfgate.errors import GitError
 from perfgate.git import git
-from perfgate.result import Hardware, Result, write_result
+from perfgate.result import Hardware, Result, SampleReading, write_result
 from perfgate.run.bench import BenchSettings, run_bucket
 
 TRUSTED_SOURCE = "seed"
@@ -81,9 +81,9 @@ class ExecuteSettings:
     context: RunContext
 
 
-def _sample_for(
+def _samples_for(
     result: Result, entry: PlanEntry, index: int, seed_key: str
-) -> tuple[Sample | None, SeedRecord]:
+) -> tuple[list[Sample], SeedRecord]:
     record = SeedRecord(
         commit=entry.target.commit,
         target_branch=entry.target.target_branch,
@@ -101,27 +101,30 @@ def _sample_for(
     if not result.health.healthy:
         phase = result.health.phase.value if result.health.phase else "unknown"
         why = result.health.config_mismatch or result.health.error or "see the log"
-        return None, replace(
+        return [], replace(
             record, detail=f"failed ({phase}, exit {result.health.exit_code}): {why}"
         )
     if value is None or value <= 0:
-        return None, replace(record, detail="no positive figure")
-    sample_id = seed_sample_id(
-        seed_key=seed_key,
-        commit=entry.target.commit,
-        bucket=entry.bucket.id,
-        hardware=result.hardware.slug,
-        target_branch=entry.target.target_branch,
-        launch_hash=result.identity.launch_hash,
-        benchmark_hash=result.identity.benchmark_hash,
-        runtime_hash=result.identity.runtime_hash,
-        baseline_epoch=result.bucket.baseline_epoch,
-        sample_index=index,
-    )
-    sample = sample_from_result(
-        result, trusted_source=TRUSTED_SOURCE, sample_index=index, sample_id=sample_id
-    )
-    return sample, replace(record, status=RecordStatus.RECORDED, sample_id=sample_id)
+        return [], replace(record, detail="no positive figure")
+
+    def sample_id(reading: SampleReading) -> str:
+        # The replay index names the run; each of its repeats gets its own id.
+        return seed_sample_id(
+            seed_key=seed_key,
+            commit=entry.target.commit,
+            bucket=entry.bucket.id,
+            hardware=result.hardware.slug,
+            target_branch=entry.target.target_branch,
+            launch_hash=result.identity.launch_hash,
+            benchmark_hash=result.identity.benchmark_hash,
+            runtime_hash=result.identity.runtime_hash,
+            baseline_epoch=result.bucket.baseline_epoch,
+            sample_index=index,
+            repeat=reading.sample_index,
+        )
+
+    samples = samples_from_result(result, trusted_source=TRUSTED_SOURCE, sample_ids=sample_id)
+    return samples, replace(record, status=RecordStatus.RECORDED, sample_id=samples[0].sample_id)
 
 
 def _seed_bucket(
@@ -152,9 +155,8 @@ def _seed_bucket(
             ),
         )
         write_result(result, scratch / "results")
-        sample, record = _sample_for(result, entry, index, seed_key)
-        if sample is not None:
-            samples.append(sample)
+        taken, record = _samples_for(result, entry, index, seed_key)
+        samples += taken
         records.append(record)
     if samples:
         settings.store.append(

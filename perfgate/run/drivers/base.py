@@ -45,6 +45,8 @@ class Driver(Protocol):
 
     name: str
     version: str
+    # Threads of numeric libraries when the bucket does not set ``threads`` (None: inherit).
+    default_threads: int | None
 
     def markers(self, bucket: Bucket) -> PhaseMarkers:
         """Log markers that tell the failure phase."""

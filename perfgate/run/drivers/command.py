@@ -26,6 +26,8 @@ class CommandDriver:
 
     name = "command"
     version = "1"
+    # The environment's thread settings apply unless the bucket sets ``threads``.
+    default_threads: int | None = None
 
     def markers(self, bucket: Bucket) -> PhaseMarkers:
         """The markers the bucket declares."""

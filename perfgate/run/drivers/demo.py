@@ -53,7 +53,11 @@ class DemoDriver:
     """Runs the demo benchmark module and reads its RuntimeBundle."""
 
     name = "demo"
-    version = "1"
+    # 2: time-based warm-up and measurement, and the median step's throughput.
+    version = "2"
+    # Numeric libraries run single-threaded unless the bucket sets ``threads``: a
+    # multi-threaded figure follows whatever else the machine runs.
+    default_threads: int | None = 1
 
     def markers(self, bucket: Bucket) -> PhaseMarkers:
         """The demo prints when its environments are ready and when stepping starts."""
@@ -64,14 +68,19 @@ class DemoDriver:
         return PhaseMarkers(init_done=demo.INIT_DONE, stepping=demo.STEPPING)
 
     def launch_inputs(self, bucket: Bucket) -> dict[str, Any]:
-        """Nothing beyond the common launch settings changes the demo experiment."""
-        return {}
+        """The ``demo`` block (how long to warm up and measure), when the bucket has one."""
+        if bucket.demo is None:
+            return {}
+        return {
+            "measure_seconds": bucket.demo.measure_seconds,
+            "warmup_seconds": bucket.demo.warmup_seconds,
+        }
 
     def invocation(self, bucket: Bucket, dirs: AttemptDirs, checkout: Path) -> Invocation:
         """``python -m perfgate.run.demo`` (the checkout's own) with the bucket's settings."""
         _require_numpy(bucket)
         module, env = _demo_source(checkout)
-        argv = (
+        argv: tuple[str, ...] = (
             sys.executable, "-m", module,
             "--task", bucket.task,
             "--physics", bucket.physics,
@@ -81,6 +90,12 @@ class DemoDriver:
             "--seed", str(bucket.seed),
             "--output-path", str(dirs.output_dir),
         )  # fmt: skip
+        if bucket.demo is not None:
+            # Only when asked: a replayed commit's older demo knows only the flags above.
+            argv += (
+                "--warmup-seconds", str(bucket.demo.warmup_seconds),
+                "--measure-seconds", str(bucket.demo.measure_seconds),
+            )  # fmt: skip
         return Invocation(
             argv=argv,
             cwd=checkout,

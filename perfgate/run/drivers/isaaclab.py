@@ -353,6 +353,8 @@ class IsaacLabDriver:
 
     name = "isaaclab"
     version = "1"
+    # The environment's thread settings apply unless the bucket sets ``threads``.
+    default_threads: int | None = None
 
     def markers(self, bucket: Bucket) -> PhaseMarkers:
         """The runtime benchmark's markers, unless the bucket declares its own."""

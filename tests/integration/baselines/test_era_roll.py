@@ -453,8 +453,8 @@ def test_dry_run_prints_the_plan_and_a_runner_time_bound_and_touches_nothing(
     assert f"reg.example/lab:sha-{head[:7]}" in out
     assert "record:" in out and "pinned to its registry digest" in out
     assert "seed: 4 bucket(s)" in out
-    # 4 buckets x 3 samples x 2 minutes; x2 with the one retry each.
-    assert "runner time: at most 24m" in out and "(48m if every run needed its retries)" in out
+    # 4 buckets x 3 runs x 2 repeats x 2 minutes; x2 with the one retry each.
+    assert "runner time: at most 48m" in out and "(1h 36m if every run needed its retries)" in out
     assert "dry run: nothing was built" in out
     assert repo.calls() == [] and repo.baseline_log() == before
 

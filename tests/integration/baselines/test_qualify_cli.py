@@ -1,8 +1,8 @@
 """`perfgate qualify` end to end: real demo bench runs as allocations, the report files,
 the exit codes, the calibration the gate then reads (R8, R10, R15).
 
-Each allocation is separate `python -m perfgate bench` processes with their own run label
-and runner name (RUNNER_NAME), as a laptop simulates a runner pool.
+Each allocation is one `python -m perfgate bench --samples K` process with its own run
+label and runner name (RUNNER_NAME), as a laptop simulates a runner pool.
 """
 
 from __future__ import annotations
@@ -51,12 +51,12 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return repo
 
 
-def bench(repo: Path, label: str, runner: str, sample: int, *, via_env: bool = False) -> None:
-    """One sample of one allocation: a separate bench process, as a runner job runs it."""
+def bench(repo: Path, label: str, runner: str, *, via_env: bool = False) -> None:
+    """One allocation: a bench process taking its samples, as a runner job runs it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
     env["RUNNER_NAME"] = runner
     args = [sys.executable, "-m", "perfgate", "bench", "--bucket", "cartpole/numpy",
-            "--no-judge", "--quiet", "--out", f"results/{label}/s{sample}"]  # fmt: skip
+            "--samples", "2", "--no-judge", "--quiet", "--out", f"results/{label}"]  # fmt: skip
     if via_env:
         env["PERFGATE_RUN_LABEL"] = label
     else:
@@ -66,10 +66,13 @@ def bench(repo: Path, label: str, runner: str, sample: int, *, via_env: bool = F
 
 def test_demo_allocations_qualify_end_to_end(checkout: Path) -> None:
     for number, runner in enumerate(["laptop-a", "laptop-b", "laptop-c"], start=1):
-        for sample in range(2):
-            bench(checkout, f"alloc-{number}", runner, sample, via_env=number == 3)
-    artifact = read_result(checkout / "results/alloc-3/s1/cartpole__numpy.json")
+        bench(checkout, f"alloc-{number}", runner, via_env=number == 3)
+    artifact = read_result(checkout / "results/alloc-3/cartpole__numpy.json")
     assert (artifact.ci.run_label, artifact.ci.runner_name) == ("alloc-3", "laptop-c")
+    # Exactly the samples asked for, never more to confirm: the same design everywhere.
+    assert [s.sample_index for s in artifact.metric.samples] == [0, 1]
+    assert artifact.sampling is not None and artifact.sampling.stopped.value == "planned"
+    assert artifact.sampling.max_repeats == 2  # no room to confirm: the design is fixed
     # R10: every allocation got its own cache root, keyed by its run label.
     caches = sorted(p.name for p in (checkout / ".perfgate/work/cache").iterdir())
     assert caches == ["local-1-alloc-1", "local-1-alloc-2", "local-1-alloc-3"]
@@ -96,21 +99,16 @@ def test_demo_allocations_qualify_end_to_end(checkout: Path) -> None:
 
 
 def write_pool(root: Path, *, values: dict[str, float], runners: dict[str, str]) -> None:
-    """A constructed pool for cartpole/numpy: one artifact per allocation and sample."""
-    from dataclasses import replace
-
-    from perfgate.result import CiInfo, Timings, write_result
+    """A constructed pool for cartpole/numpy: one artifact of 2 samples per allocation."""
+    from perfgate.result import CiInfo, write_result
 
     for label, runner in runners.items():
-        for index in range(2):
-            started = f"2026-11-30T10:00:0{index}+00:00"
-            result = make_result(
-                "cartpole/numpy",
-                values[label] * (1 + 0.003 * (-1) ** index),
-                ci=CiInfo(run_id="77", run_attempt="1", runner_name=runner, run_label=label),
-                timings=Timings(started_at=started, finished_at=started, wall_s=1.0),
-            )
-            write_result(replace(result), root / label / f"s{index}")
+        result = make_result(
+            "cartpole/numpy",
+            samples=[values[label] * 1.003, values[label] * 0.997],
+            ci=CiInfo(run_id="77", run_attempt="1", runner_name=runner, run_label=label),
+        )
+        write_result(result, root / label)
 
 
 def test_exit_codes_and_the_calibration_the_gate_reads(
@@ -148,6 +146,11 @@ def test_exit_codes_and_the_calibration_the_gate_reads(
     assert cli.main(["qualify"]) == 4
     assert cli.main(["bench", "--run-label", "a/b", "--bucket", "cartpole/numpy"]) == 4
     assert "run label 'a/b'" in capsys.readouterr().err
+    # A fixed design or room to confirm, not both.
+    with pytest.raises(SystemExit) as usage:
+        cli.main(["bench", "--samples", "3", "--repeats", "2"])
+    assert usage.value.code == 4 and "not allowed with argument" in capsys.readouterr().err
+    assert cli.main(["bench", "--samples", "0", "--bucket", "cartpole/numpy"]) == 4
     Path("empty").mkdir()
     assert cli.main(["qualify", "--results", "empty"]) == 3
     assert cli.main(["qualify", "--results", "nowhere"]) == 3

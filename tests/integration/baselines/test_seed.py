@@ -40,6 +40,7 @@ defaults:
   driver: command
   timeout_minutes: 1
   retries: 0
+  repeats: 1
   tags: [always]
   command:
     argv: [{python}, bench.py, "{{output_dir}}/result.json", "{{backend}}"]
@@ -172,10 +173,10 @@ def test_seed_replays_each_commit_so_its_window_reflects_its_own_speed(history: 
     assert len(samples) == 6
     assert {s.trusted_source for s in samples} == {"seed"}
     assert len({s.sample_id for s in samples}) == 6
-    by_commit = {
-        c: sorted(s.sample_index or 0 for s in samples if s.commit == c) for c in history.commits
-    }
-    assert by_commit == {c: [0, 1] for c in history.commits}
+    # Each replay is a run of its own (one sample each: repeats 1).
+    by_commit = {c: {s.timestamp for s in samples if s.commit == c} for c in history.commits}
+    assert all(len(runs) == 2 and None not in runs for runs in by_commit.values())
+    assert {s.sample_index for s in samples} == {0}
     first = samples[0]
     key = WindowKey(
         hardware=first.hardware, task="sim", backend_key="alpha", target_branch="main",
@@ -266,11 +267,9 @@ def test_interrupted_seed_leaves_whole_buckets_and_resumes_without_duplicates(
     assert process.returncode == 130, stderr
     # The newest commit (c3) finished both buckets; c2 was cut off mid-bucket: nothing of it.
     alpha, beta = stored(history, "alpha"), stored(history, "beta")
-    assert {(s.commit, s.sample_index) for s in alpha + beta} == {
-        (history.commits[2], 0),
-        (history.commits[2], 1),
-    }
+    assert {s.commit for s in alpha + beta} == {history.commits[2]}
     assert len(alpha) == len(beta) == 2
+    assert len({s.timestamp for s in alpha}) == len({s.timestamp for s in beta}) == 2  # 2 runs
     assert len(worktrees(history)) == 1, "the interrupted replay's worktree was removed"
     # Let the held benchmark finish (should it have outlived the seed) before resuming.
     release.touch()
@@ -399,7 +398,8 @@ def test_reseed_plan_from_the_gate_report_seeds_just_those_buckets(
     seeded = perfgate(history, "seed", "--push", "--plan", str(plan_path), "--execute")
     assert seeded.returncode == 0, seeded.stderr
     beta = stored(history, "beta")
-    assert [(s.commit, s.sample_index) for s in beta] == [(c3, 0), (c3, 1), (c3, 2)]
+    assert [s.commit for s in beta] == [c3, c3, c3]
+    assert len({s.timestamp for s in beta}) == 3  # three replays (runs), one sample each
     assert stored(history, "alpha") == [] and stored(history, "gamma") == []
 
     # A plan made for another runner pool would fill the wrong partition.

@@ -31,7 +31,7 @@ gate:
   target_branches: [main]
   protected_branches: [main]
   baseline: {min_samples: 2, max_samples: 2}
-defaults: {driver: demo, num_envs: 64, steps: 40, warmup_steps: 5, retries: 0}
+defaults: {driver: demo, num_envs: 64, steps: 40, warmup_steps: 5, retries: 0, repeats: 1}
 buckets:
   - task: cartpole
     backends: [{physics: numpy}]

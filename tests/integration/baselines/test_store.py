@@ -18,8 +18,8 @@ from perfgate.baselines.store import (
     ancestry,
     commit_to_branch,
     merge_base,
-    sample_from_result,
     sample_path,
+    samples_from_result,
     select_window,
 )
 from perfgate.git import git
@@ -73,7 +73,7 @@ def window(store: BaselineStore, base: str, max_samples: int = 20, **key):  # ty
 def test_nearest_commits_come_first_and_the_window_is_capped(origin_and_clone) -> None:  # type: ignore[no-untyped-def]
     _, clone, shas = origin_and_clone
     store = store_of(clone)
-    samples = [sample_from_result(result_at(sha, 100.0 + i), trusted_source="test")
+    samples = [samples_from_result(result_at(sha, 100.0 + i), trusted_source="test")[0]
                for i, sha in enumerate(shas)]  # fmt: skip
     store.append(samples, "seed")
     found = window(store, shas[-1], max_samples=3)
@@ -89,8 +89,8 @@ def test_a_sample_from_an_unmerged_branch_is_excluded_by_ancestry(origin_and_clo
     git("checkout", "-q", "main", cwd=clone)
     store = store_of(clone)
     store.append(
-        [sample_from_result(result_at(side, 50.0), trusted_source="test"),
-         sample_from_result(result_at(shas[3], 100.0), trusted_source="test")],
+        [samples_from_result(result_at(side, 50.0), trusted_source="test")[0],
+         samples_from_result(result_at(shas[3], 100.0), trusted_source="test")[0]],
         "mixed",
     )  # fmt: skip
     assert window(store, shas[4]).values == (100.0,)
@@ -101,12 +101,14 @@ def test_hash_epoch_and_target_mismatches_are_excluded(origin_and_clone) -> None
     store = store_of(clone)
     store.append(
         [
-            sample_from_result(result_at(shas[0], 1.0, launch_hash="f" * 16), trusted_source="t"),
-            sample_from_result(result_at(shas[1], 2.0, epoch=2), trusted_source="t"),
-            sample_from_result(
+            samples_from_result(result_at(shas[0], 1.0, launch_hash="f" * 16), trusted_source="t")[
+                0
+            ],
+            samples_from_result(result_at(shas[1], 2.0, epoch=2), trusted_source="t")[0],
+            samples_from_result(
                 result_at(shas[2], 3.0, target_branch="develop"), trusted_source="t"
-            ),
-            sample_from_result(result_at(shas[3], 4.0), trusted_source="t"),
+            )[0],
+            samples_from_result(result_at(shas[3], 4.0), trusted_source="t")[0],
         ],
         "mixed",
     )
@@ -117,7 +119,7 @@ def test_hash_epoch_and_target_mismatches_are_excluded(origin_and_clone) -> None
 def test_a_corrupt_line_is_skipped_with_a_warning_naming_file_and_line(origin_and_clone) -> None:  # type: ignore[no-untyped-def]
     _, clone, shas = origin_and_clone
     store = store_of(clone)
-    good = sample_from_result(result_at(shas[1], 7.0), trusted_source="t")
+    good = samples_from_result(result_at(shas[1], 7.0), trusted_source="t")[0]
     store.append([good], "one")
     path = sample_path("cpu-test", "cartpole", "numpy")
 
@@ -135,7 +137,7 @@ def test_a_corrupt_line_is_skipped_with_a_warning_naming_file_and_line(origin_an
 def test_a_retried_publish_never_duplicates(origin_and_clone) -> None:  # type: ignore[no-untyped-def]
     _, clone, shas = origin_and_clone
     store = store_of(clone)
-    sample = sample_from_result(result_at(shas[4], 9.0), trusted_source="t")
+    sample = samples_from_result(result_at(shas[4], 9.0), trusted_source="t")[0]
     first = store.append([sample], "first")
     again = store.append([sample], "again")
     assert (first.added, again.added, again.already_present) == (1, 0, 1)
@@ -148,7 +150,7 @@ def test_a_local_only_branch_works_without_a_remote(tmp_path: Path) -> None:
     git("init", "-q", "-b", "main", str(repo))
     sha = commit(repo, "only")
     store = store_of(repo, remote=None)
-    store.append([sample_from_result(result_at(sha, 5.0), trusted_source="local")], "local")
+    store.append([samples_from_result(result_at(sha, 5.0), trusted_source="local")[0]], "local")
     assert git("rev-parse", "perf-baselines", cwd=repo).strip()
     assert window(store, sha).values == (5.0,)
     assert git("branch", "--show-current", cwd=repo).strip() == "main"
@@ -184,11 +186,11 @@ def test_thirty_two_concurrent_publishers_lose_nothing_and_duplicate_nothing(
 def test_sample_ids_are_stable_for_the_same_run(origin_and_clone) -> None:  # type: ignore[no-untyped-def]
     _, _, shas = origin_and_clone
     result = result_at(shas[0], 3.0)
-    first = sample_from_result(result, trusted_source="t")
-    later = sample_from_result(result, trusted_source="t")
+    first = samples_from_result(result, trusted_source="t")[0]
+    later = samples_from_result(result, trusted_source="t")[0]
     assert first.sample_id == later.sample_id
-    other = sample_from_result(replace(result, ci=replace(result.ci, run_attempt="2")),
-                               trusted_source="t")  # fmt: skip
+    other = samples_from_result(replace(result, ci=replace(result.ci, run_attempt="2")),
+                               trusted_source="t")[0]  # fmt: skip
     assert other.sample_id != first.sample_id
     assert Sample.from_json(json.loads(first.to_line())) == first
 
@@ -201,7 +203,9 @@ def test_full_segments_move_to_the_archive_and_stay_readable_and_deduplicated(
         clone, branch="perf-baselines", remote="origin", segment_lines=4, horizon=2
     )
     samples = [
-        sample_from_result(result_at(shas[i % 5], 100.0 + i, run_id=f"seg-{i}"), trusted_source="t")
+        samples_from_result(
+            result_at(shas[i % 5], 100.0 + i, run_id=f"seg-{i}"), trusted_source="t"
+        )[0]
         for i in range(11)
     ]
     for chunk in (samples[:3], samples[3:6], samples[6:9], samples[9:]):
@@ -235,7 +239,9 @@ def test_a_shallow_clone_is_a_malfunction_not_a_silent_no_baseline(
     from perfgate.errors import GateMalfunction
 
     origin, clone, shas = origin_and_clone
-    store_of(clone).append([sample_from_result(result_at(shas[0], 1.0), trusted_source="t")], "s")
+    store_of(clone).append(
+        [samples_from_result(result_at(shas[0], 1.0), trusted_source="t")[0]], "s"
+    )
     shallow = tmp_path / "shallow"
     git("clone", "-q", "--depth", "1", f"file://{origin}", str(shallow))
     store = store_of(shallow)
@@ -246,7 +252,7 @@ def test_a_shallow_clone_is_a_malfunction_not_a_silent_no_baseline(
 def test_a_line_of_the_wrong_shape_is_skipped_not_crashing_the_statistics(origin_and_clone) -> None:  # type: ignore[no-untyped-def]
 
     _, clone, shas = origin_and_clone
-    good = sample_from_result(result_at(shas[1], 7.0), trusted_source="t")
+    good = samples_from_result(result_at(shas[1], 7.0), trusted_source="t")[0]
     path = good.path
     bad_lines = [good.to_line().replace('"value":7.0', value) for value in
                  ('"value":"123"', '"value":null', '"value":true', '"value":-1')]  # fmt: skip
@@ -268,10 +274,10 @@ def test_nearest_commits_win_even_when_farther_samples_were_appended_later(
 ) -> None:  # type: ignore[no-untyped-def]
     _, clone, shas = origin_and_clone
     store = store_of(clone)
-    near = [sample_from_result(result_at(shas[3], 100.0, run_id=f"n{i}"), trusted_source="t")
+    near = [samples_from_result(result_at(shas[3], 100.0, run_id=f"n{i}"), trusted_source="t")[0]
             for i in range(20)]  # fmt: skip
     # A later seed of an old commit appends many more, farther samples after them.
-    far = [sample_from_result(result_at(shas[0], 50.0, run_id=f"f{i}"), trusted_source="seed")
+    far = [samples_from_result(result_at(shas[0], 50.0, run_id=f"f{i}"), trusted_source="seed")[0]
            for i in range(300)]  # fmt: skip
     store.append(near, "near")
     store.append(far, "far")
@@ -284,7 +290,9 @@ def test_a_baseline_branch_deleted_on_the_remote_is_not_read_from_a_stale_ref(
     origin_and_clone, tmp_path
 ) -> None:  # type: ignore[no-untyped-def]
     origin, clone, shas = origin_and_clone
-    store_of(clone).append([sample_from_result(result_at(shas[0], 1.0), trusted_source="t")], "s")
+    store_of(clone).append(
+        [samples_from_result(result_at(shas[0], 1.0), trusted_source="t")[0]], "s"
+    )
     reader = tmp_path / "reader"
     git("clone", "-q", str(origin), str(reader))
     assert store_of(reader).refresh() is not None
@@ -295,10 +303,10 @@ def test_a_baseline_branch_deleted_on_the_remote_is_not_read_from_a_stale_ref(
 def test_an_index_left_behind_by_an_older_writer_is_not_trusted(origin_and_clone) -> None:  # type: ignore[no-untyped-def]
     _, clone, shas = origin_and_clone
     store = store_of(clone)
-    store.append([sample_from_result(result_at(shas[i], 100.0 + i), trusted_source="t")
+    store.append([samples_from_result(result_at(shas[i], 100.0 + i), trusted_source="t")[0]
                   for i in range(3)], "indexed")  # fmt: skip
     # An older perfgate appends the nearest sample of all to the segment, not to its index.
-    nearest = sample_from_result(result_at(shas[4], 50.0), trusted_source="old")
+    nearest = samples_from_result(result_at(shas[4], 50.0), trusted_source="old")[0]
     path = nearest.path
 
     def older_writer(tree: Path) -> bool:
@@ -309,7 +317,7 @@ def test_an_index_left_behind_by_an_older_writer_is_not_trusted(origin_and_clone
     commit_to_branch(clone, "perf-baselines", "origin", older_writer, "old", RetryPolicy(), [path])
     assert window(store_of(clone), shas[4]).values == (50.0, 102.0, 101.0, 100.0)
     # The next append rebuilds the index from the lines.
-    store.append([sample_from_result(result_at(shas[3], 70.0), trusted_source="t")], "again")
+    store.append([samples_from_result(result_at(shas[3], 70.0), trusted_source="t")[0]], "again")
     assert window(store_of(clone), shas[4]).values == (50.0, 70.0, 102.0, 101.0, 100.0)
 
 
@@ -326,7 +334,7 @@ def random_samples(shas: list[str], side: str, count: int, seed: int) -> list[Sa
             epoch=chooser.choice([1, 1, 2]),
         )
         stamp = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=chooser.randrange(40))
-        found.append(sample_from_result(result, trusted_source="t", timestamp=stamp))
+        found.append(samples_from_result(result, trusted_source="t", timestamp=stamp)[0])
     return found
 
 

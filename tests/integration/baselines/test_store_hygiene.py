@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.baselines.store import RetryPolicy, commit_to_branch, sample_from_result, sample_path
+from perfgate.baselines.store import RetryPolicy, commit_to_branch, sample_path, samples_from_result
 from perfgate.config import load_config
 from perfgate.errors import GateMalfunction
 from perfgate.git import git
@@ -38,7 +38,9 @@ def test_garbage_and_a_truncated_last_line_each_warn_with_file_and_line(
     tmp_path: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     _, clone, shas = origin_and_clone
-    good = [sample_from_result(result_at(shas[i], 100.0 + i), trusted_source="t") for i in range(3)]
+    good = [
+        samples_from_result(result_at(shas[i], 100.0 + i), trusted_source="t")[0] for i in range(3)
+    ]
     path = good[0].path
     truncated = good[2].to_line()[:40]  # a writer killed mid-line; no launch hash in what is left
     lines = [good[0].to_line(), "this is not json at all", good[1].to_line(), truncated]
@@ -58,7 +60,7 @@ def test_the_report_shows_how_many_lines_were_skipped(
     monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
 ) -> None:
     _, clone, shas = origin_and_clone
-    good = sample_from_result(result_at(shas[1], 100.0), trusted_source="t")
+    good = samples_from_result(result_at(shas[1], 100.0), trusted_source="t")[0]
     plant(clone, good.path, "\n".join([good.to_line(), "garbage", "{}", "more garbage"]) + "\n")
     config_path = tmp_path / "perfgate.yaml"
     config_path.write_text(
@@ -78,7 +80,7 @@ def test_the_store_refuses_to_write_a_figure_that_is_not_positive_and_finite(
     value: float,  # type: ignore[no-untyped-def]
 ) -> None:
     _, clone, shas = origin_and_clone
-    sample = sample_from_result(result_at(shas[1], 100.0), trusted_source="t")
+    sample = samples_from_result(result_at(shas[1], 100.0), trusted_source="t")[0]
     with pytest.raises(GateMalfunction, match="refusing to store the figure"):
         store_of(clone).append([replace(sample, value=value)], "bad")
     assert git("ls-remote", "origin", "perf-baselines", cwd=clone) == ""

@@ -488,21 +488,24 @@ def test_bench_and_publish_actions_call_their_sessions_as_designed(tmp_path: Pat
         "PERFGATE_RESULTS": "results dir",
         "PERFGATE_CONFIG": "perfgate.yaml",
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "GITHUB_TOKEN": "tok",
+        "GITHUB_SERVER_URL": "https://ghe.example",
     }
+    header = base64.b64encode(b"x-access-token:tok").decode()
+    auth = f"http.https://ghe.example/.extraheader AUTHORIZATION: basic {header}\n"
     bench = yaml.safe_load((ROOT / "actions/bench/action.yml").read_text())["runs"]["steps"][0]
-    assert _bash(bench["run"], tmp_path, env).returncode == 0
+    benched = _bash(bench["run"], tmp_path, env)
+    assert benched.returncode == 0
     assert _perfgate_args(tmp_path) == [
         *("bench", "--bucket", 'a"b/physx', "--out", "results dir"),
         *("--config", "perfgate.yaml"),
     ]
-    assert (tmp_path / "git-auth").read_text() == ""
-    publish_env = {
-        **env,
-        "GITHUB_TOKEN": "tok",
-        "GITHUB_SERVER_URL": "https://ghe.example",
-        "PERFGATE_REPORT": "report dir",
-        "PERFGATE_PENDING": "pending dir",
-    }
+    # The bench reads the baseline window to confirm a suspicious bucket (its benchmark
+    # never sees the header: execution drops GIT_CONFIG* and *TOKEN* from its environment).
+    assert (tmp_path / "git-auth").read_text() == auth
+    assert f"::add-mask::{header}" in benched.stdout
+    (tmp_path / "git-auth").write_text("")
+    publish_env = {**env, "PERFGATE_REPORT": "report dir", "PERFGATE_PENDING": "pending dir"}
     published = _bash(
         _action_script("publish-baseline", "Publish the samples"), tmp_path, publish_env
     )
@@ -513,10 +516,7 @@ def test_bench_and_publish_actions_call_their_sessions_as_designed(tmp_path: Pat
     ]
     # The token reaches git for this step only, as an HTTP header for this server,
     # and is masked in the log; nothing is written to any git config file.
-    header = base64.b64encode(b"x-access-token:tok").decode()
-    assert (tmp_path / "git-auth").read_text() == (
-        f"http.https://ghe.example/.extraheader AUTHORIZATION: basic {header}\n"
-    )
+    assert (tmp_path / "git-auth").read_text() == auth
     assert f"::add-mask::{header}" in published.stdout
 
 
@@ -532,9 +532,14 @@ def test_rendered_matrix_equals_perfgate_matrix_json() -> None:
     rows = workflow["jobs"]["bench"]["strategy"]["matrix"]["include"]
     assert [row["bucket"] for row in rows] == [b["id"] for b in buckets]
     assert [row["runner"] for row in rows] == [b["runner"] for b in buckets]
-    assert [row["timeout"] for row in rows] == [
-        max(30, math.ceil((b["retries"] + 1) * b["timeout_minutes"]) + 15) for b in buckets
+    # Every sample may use its whole timeout on every attempt; confirmation samples start
+    # until the budget is spent (the repeats are always taken).
+    one = [(b["retries"] + 1) * b["timeout_minutes"] for b in buckets]
+    worst = [
+        min(b["max_repeats"] * o, max(b["repeats"] * o, b["repeat_budget_minutes"] + o))
+        for b, o in zip(buckets, one, strict=True)
     ]
+    assert [row["timeout"] for row in rows] == [max(30, math.ceil(w) + 15) for w in worst]
 
 
 def test_affected_without_a_readable_file_is_a_usage_error(tmp_path: Path) -> None:

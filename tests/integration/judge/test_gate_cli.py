@@ -62,9 +62,17 @@ def github_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, event: str, sha:
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.txt"))
 
 
-def artifacts(directory: Path, sha: str, value: float, run: str, event: str = "push") -> Path:
+def artifacts(
+    directory: Path,
+    sha: str,
+    value: float,
+    run: str,
+    event: str = "push",
+    samples: tuple[float, ...] = (),
+) -> Path:
     write_result(
-        make_result("cartpole/numpy", value, commit=sha, run_id=run, event=event), directory
+        make_result("cartpole/numpy", value, samples=samples, commit=sha, run_id=run, event=event),
+        directory,
     )
     return directory
 
@@ -91,27 +99,78 @@ def test_published_baselines_judge_the_next_run(checkout, tmp_path, monkeypatch,
     clone, sha = checkout
     github_env(monkeypatch, tmp_path, "push", sha)
     for run, value in enumerate([100.0, 101.0, 99.0, 100.0, 100.5]):
-        results = artifacts(tmp_path / f"r{run}", sha, value, str(run))
+        samples = (value, value * 1.004)  # each run took two samples
+        results = artifacts(tmp_path / f"r{run}", sha, value, str(run), samples=samples)
         assert main(["publish", "--results", str(results)]) == 0
     assert main(["publish", "--results", str(tmp_path / "r0")]) == 0  # retried: no duplicate
     stored = git("show", "origin/perf-baselines:samples/cpu-test/cartpole/numpy.ndjson", cwd=clone)
-    assert len(stored.splitlines()) == 5
+    lines = [json.loads(line) for line in stored.splitlines()]
+    # One line per sample, each with its index in its run and the run's key.
+    assert len(lines) == 10
+    assert [line["sample_index"] for line in lines] == [0, 1] * 5
+    assert len({line["timestamp"] for line in lines}) == 5  # a run's samples share one
+    assert len({line["sample_id"] for line in lines}) == 10
 
     github_env(monkeypatch, tmp_path, "pull_request", sha)
-    fine = artifacts(tmp_path / "fine", sha, 100.2, "10", event="pull_request")
+    fine = artifacts(
+        tmp_path / "fine", sha, 100.2, "10", event="pull_request", samples=(100.2, 100.6)
+    )
     assert main(["gate", "--results", str(fine), "--report-dir", str(tmp_path / "rep1")]) == 0
     verdict = json.loads((tmp_path / "rep1" / "verdict.json").read_text())
     assert verdict["overall_verdict"] == "PASS"
-    assert verdict["rows"][0]["baseline"]["samples"] == 5
+    assert (verdict["rows"][0]["baseline"]["samples"], verdict["rows"][0]["baseline"]["runs"]) == (
+        10,
+        5,
+    )
+    assert verdict["rows"][0]["statistics"]["run_samples"] == 2
 
-    slow = artifacts(tmp_path / "slow", sha, 80.0, "11", event="pull_request")
+    slow = artifacts(
+        tmp_path / "slow", sha, 80.0, "11", event="pull_request", samples=(80.0, 80.3, 79.8)
+    )
     assert main(["gate", "--results", str(slow), "--report-dir", str(tmp_path / "rep2")]) == 1
     verdict = json.loads((tmp_path / "rep2" / "verdict.json").read_text())
     assert verdict["overall_verdict"] == "BLOCK"
     assert verdict["status_state"] == "failure"
+    low, high = verdict["rows"][0]["statistics"]["interval_pct"]
+    assert low < verdict["rows"][0]["statistics"]["effect_pct"] < high < -3.0
     outputs = (tmp_path / "output.txt").read_text()
     assert "overall_verdict=BLOCK" in outputs
-    assert "regression" in (tmp_path / "summary.txt").read_text()
+    summary = (tmp_path / "summary.txt").read_text()
+    assert "regression" in summary and "\u2026" in summary  # the change with its interval
+
+
+def test_a_window_recorded_before_repeats_still_gates(checkout, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Lines written before repeats existed (no run, no sample_index): one run each."""
+    clone, sha = checkout
+    github_env(monkeypatch, tmp_path, "push", sha)
+    for run, value in enumerate([100.0, 101.0, 99.0, 100.0, 100.5, 99.5]):
+        assert main(["publish", "--results", str(artifacts(tmp_path / f"r{run}", sha, value,
+                                                            str(run)))]) == 0  # fmt: skip
+    path = "samples/cpu-test/cartpole/numpy.ndjson"
+    old_lines = []
+    for line in git("show", f"origin/perf-baselines:{path}", cwd=clone).splitlines():
+        data = json.loads(line)
+        del data["sample_index"]  # what an older perfgate wrote
+        old_lines.append(json.dumps(data, sort_keys=True, separators=(",", ":")))
+    (clone / "old.ndjson").write_text("\n".join(old_lines) + "\n")
+    blob = git("hash-object", "-w", "old.ndjson", cwd=clone).strip()
+    tree = git("mktree", cwd=clone, input_text=f"100644 blob {blob}\tnumpy.ndjson\n").strip()
+    for name in ("cartpole", "cpu-test", "samples"):
+        tree = git("mktree", cwd=clone, input_text=f"040000 tree {tree}\t{name}\n").strip()
+    commit = git("commit-tree", tree, "-m", "older perfgate", cwd=clone, env=IDENTITY).strip()
+    git("push", "-q", "-f", "origin", f"{commit}:refs/heads/perf-baselines", cwd=clone)
+
+    github_env(monkeypatch, tmp_path, "pull_request", sha)
+    fine = artifacts(tmp_path / "fine", sha, 100.2, "10", event="pull_request",
+                     samples=(100.2, 99.9))  # fmt: skip
+    assert main(["gate", "--results", str(fine), "--report-dir", str(tmp_path / "rep1")]) == 0
+    row = json.loads((tmp_path / "rep1" / "verdict.json").read_text())["rows"][0]
+    assert (row["verdict"], row["baseline"]["samples"], row["baseline"]["runs"]) == ("PASS", 6, 6)
+    slow = artifacts(tmp_path / "slow", sha, 80.0, "11", event="pull_request",
+                     samples=(80.0, 80.3, 79.8))  # fmt: skip
+    assert main(["gate", "--results", str(slow), "--report-dir", str(tmp_path / "rep2")]) == 1
+    row = json.loads((tmp_path / "rep2" / "verdict.json").read_text())["rows"][0]
+    assert row["verdict"] == "BLOCK"
 
 
 def test_an_unreadable_baseline_branch_is_a_malfunction(checkout, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -135,18 +194,28 @@ def test_local_bench_records_and_then_judges_for_real(checkout, tmp_path, monkey
     )
     args = ["bench", "--out", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work"),
             "--report-dir", str(tmp_path / "rep")]  # fmt: skip
+    recorded = 0
     for _ in range(5):
         assert main([*args, "--record"]) == 0
+        recorded += len(json.loads((tmp_path / "out/cartpole__numpy.json").read_text())
+                        ["metric"]["samples"])  # fmt: skip
     assert main(args) == 0
     verdict = json.loads((tmp_path / "rep" / "verdict.json").read_text())
-    assert verdict["rows"][0]["baseline"]["samples"] == 5
-    assert verdict["rows"][0]["verdict"] in {"PASS", "WARN", "BLOCK"}
+    # Every sample of the five recorded runs (two each, more when one was confirmed).
+    assert (verdict["rows"][0]["baseline"]["samples"], verdict["rows"][0]["baseline"]["runs"]) == (
+        recorded,
+        5,
+    )
+    assert verdict["rows"][0]["verdict"] in {"PASS", "IMPROVED", "WARN", "INCONCLUSIVE", "BLOCK"}
     assert "NO_BASELINE" not in verdict["rows"][0]["reasons"]
     # Outside CI, gate reads the same local branch bench recorded to, and says which one.
     gate = ["gate", "--results", str(tmp_path / "out"), "--report-dir", str(tmp_path / "rep2")]
     assert main(gate) == 0
     judged = json.loads((tmp_path / "rep2" / "verdict.json").read_text())
-    assert judged["rows"][0]["baseline"]["samples"] == 5
+    # The gate re-judges the recorded samples against the same window: the same verdict.
+    assert judged["rows"][0]["baseline"]["samples"] == recorded
+    assert judged["rows"][0]["verdict"] == verdict["rows"][0]["verdict"]
+    assert judged["rows"][0]["statistics"] == verdict["rows"][0]["statistics"]
     assert judged["baseline_source"] == "perf-baselines (local)"
     tip = git("rev-parse", "perf-baselines", cwd=clone).strip()
     assert judged["baseline_tip"] == tip

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.baselines.store import BaselineStore, sample_from_result
+from perfgate.baselines.store import BaselineStore, samples_from_result
 from perfgate.cli import main
 from perfgate.git import git
 from perfgate.result import write_result
@@ -45,8 +45,8 @@ def test_a_non_finite_figure_against_a_full_window_never_passes(
     clone, sha = checkout
     store = BaselineStore(clone, branch="perf-baselines", remote="origin")
     store.append(
-        [sample_from_result(make_result("cartpole/numpy", 100.0 + i, commit=sha, run_id=str(i)),
-                            trusted_source="t") for i in range(6)],
+        [samples_from_result(make_result("cartpole/numpy", 100.0 + i, commit=sha, run_id=str(i)),
+                            trusted_source="t")[0] for i in range(6)],
         "window",
     )  # fmt: skip
     github_env(monkeypatch, tmp_path, "pull_request", sha)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,19 +13,21 @@ import pytest
 import yaml
 
 from perfgate import cli
-from perfgate.config import Bucket, load_config
+from perfgate.config import Bucket, ConfirmMode, load_config
 from perfgate.context import RunContext
 from perfgate.errors import ConfigError
 from perfgate.result import (
     FailurePhase,
     Hardware,
     Result,
+    SamplingStop,
     read_result,
     validate_result,
     write_result,
 )
-from perfgate.run.bench import BenchSettings, run_bucket
+from perfgate.run.bench import THREAD_VARIABLES, BenchSettings, run_bucket
 from perfgate.run.execution import LOG_TAIL_BYTES
+from perfgate.run.sampling import SamplingPlan
 from tests.paths import FIXTURES
 
 pytestmark = pytest.mark.integration
@@ -50,14 +53,20 @@ def fake_bucket(
     timeout_minutes: float = 1.0,
     output: str = "{output_dir}/result.json",
     writes_to: str | None = None,
+    **settings: Any,
 ) -> Bucket:
-    """A command-driver bucket that runs fake_benchmark.py in ``mode`` from perfgate.yaml."""
+    """A command-driver bucket that runs fake_benchmark.py in ``mode`` from perfgate.yaml.
+
+    One sample per run unless ``settings`` (more bucket settings) say otherwise.
+    """
     document: dict[str, Any] = {
         "version": 1,
         "defaults": {
             "driver": "command",
             "retries": retries,
             "timeout_minutes": timeout_minutes,
+            "repeats": 1,
+            **settings,
             "metric": {"path": "results.throughput.mean", "direction": "higher", "unit": "it/s"},
         },
         "buckets": [
@@ -79,12 +88,18 @@ def fake_bucket(
         ],
     }
     path = tmp_path / "perfgate.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(document), encoding="utf-8")
     (bucket,) = load_config(path).buckets
     return bucket
 
 
-def run(tmp_path: Path, bucket: Bucket) -> Result:
+def run(
+    tmp_path: Path,
+    bucket: Bucket,
+    confirm: Callable[[Bucket, Result], bool] | None = None,
+    messages: list[str] | None = None,
+) -> Result:
     """Run the bucket with the tmp dir as checkout and return its result."""
     settings = BenchSettings(
         checkout=tmp_path,
@@ -92,8 +107,15 @@ def run(tmp_path: Path, bucket: Bucket) -> Result:
         out_dir=tmp_path / "results",
         hardware=HARDWARE,
         context=CONTEXT,
+        say=(messages if messages is not None else []).append,
     )
-    return run_bucket(bucket, settings)
+    plan = SamplingPlan.for_bucket(bucket, ConfirmMode.REPEAT if confirm else ConfirmMode.OFF)
+    return run_bucket(bucket, settings, plan=plan, confirm=confirm)
+
+
+def sample_dir(tmp_path: Path, index: int = 0) -> Path:
+    """Where sample ``index`` of the fake bucket keeps its attempts."""
+    return tmp_path / "work" / "runs" / "fake__cpu" / f"sample-{index}"
 
 
 def artifact(result: Result, out_dir: Path) -> dict[str, Any]:
@@ -117,6 +139,9 @@ def test_success_reports_the_figure_its_spread_and_a_healthy_run(tmp_path: Path)
         "min": 1231.5,
         "max": 1237.5,
         "figures": {},  # the command driver records no further figures
+        "samples": [
+            {"sample_index": 0, "value": 1234.5, "wall_s": data["metric"]["samples"][0]["wall_s"]}
+        ],
     }
     assert data["health"]["exit_code"] == 0
     assert data["health"]["phase"] is None
@@ -245,7 +270,7 @@ def test_retry_never_reports_the_stale_output_of_the_failed_attempt(tmp_path: Pa
     assert result.health.attempts == 2
     assert result.metric.value is None, "the retry reported attempt 1's figure"
     assert result.health.phase is FailurePhase.OUTPUT
-    attempt_1 = tmp_path / "work" / "runs" / "fake__cpu" / "attempt-1" / "output"
+    attempt_1 = sample_dir(tmp_path) / "attempt-1" / "output"
     assert not attempt_1.exists(), "the failed attempt's output survived the retry"
 
 
@@ -295,10 +320,11 @@ def test_each_attempt_gets_its_own_exported_cache_dir(tmp_path: Path) -> None:
     caches = [Path(env["PERFGATE_CACHE_DIR"]) for env in seen]
     assert caches[0] != caches[1]
     for number, (cache, env) in enumerate(zip(caches, seen, strict=True), start=1):
-        # Derived from run id, run attempt, bucket and attempt (R10).
+        # Derived from run id, run attempt, bucket, sample and attempt (R10).
         assert cache.name == f"attempt-{number}"
         assert "4242-3" in cache.parts
         assert "fake__cpu" in cache.parts
+        assert cache.parent.name == "sample-0"
         assert Path(env["WARP_CACHE_PATH"]).is_relative_to(cache)
 
 
@@ -310,7 +336,7 @@ def test_log_tail_is_bounded_and_keeps_the_end(tmp_path: Path) -> None:
     assert result.log_tail.rstrip().endswith("fake-bench: last line")
     assert "log line 00000" not in result.log_tail
     # The whole log is kept on disk for whoever needs more than the tail.
-    full_log = tmp_path / "work" / "runs" / "fake__cpu" / "attempt-1" / "log.txt"
+    full_log = sample_dir(tmp_path) / "attempt-1" / "log.txt"
     assert "log line 00000" in full_log.read_text(encoding="utf-8")
 
 
@@ -367,7 +393,7 @@ def test_a_failed_bucket_explains_itself_through_the_cli(
     assert "cause: RuntimeError: simulation diverged at step 17" in err
     assert "no file matches" not in err.split("cause:", 1)[1].splitlines()[0]
     assert "  | Traceback (most recent call last):" in err.split("last lines of its output:")[1]
-    log = tmp_path / "work" / "runs" / "fake__cpu" / "attempt-2" / "log.txt"
+    log = sample_dir(tmp_path) / "attempt-2" / "log.txt"
     assert f"full log: {log}" in err
     assert "simulation diverged" in log.read_text()
     artifact = json.loads((tmp_path / "out" / "fake__cpu.json").read_text())
@@ -377,3 +403,83 @@ def test_a_failed_bucket_explains_itself_through_the_cli(
     quiet = capsys.readouterr().err
     assert "  | fake-bench: stepping" not in quiet.split("last lines of its output:")[0]
     assert "cause: RuntimeError" in quiet
+
+
+# -- repeats and confirmation ----------------------------------------------------------
+
+
+def test_repeats_run_the_benchmark_again_and_keep_every_sample(tmp_path: Path) -> None:
+    result = run(tmp_path, fake_bucket(tmp_path, "counting", repeats=3))
+    data = artifact(result, tmp_path / "results")
+    assert data["metric"]["samples"] == [
+        {"sample_index": i, "value": 101.0 + i, "wall_s": pytest.approx(s["wall_s"])}
+        for i, s in enumerate(data["metric"]["samples"])
+    ]
+    # The figure shown is the median; the spread is the samples'.
+    assert (result.metric.value, result.metric.min, result.metric.max) == (102.0, 101.0, 103.0)
+    assert result.metric.std == pytest.approx(1.0)
+    assert [a.sample_index for a in result.timings.attempts] == [0, 1, 2]
+    assert result.sampling is not None and result.sampling.stopped is SamplingStop.PLANNED
+    for index in range(3):
+        assert (sample_dir(tmp_path, index) / "attempt-1" / "log.txt").is_file()
+    caches = [json.loads(line)["PERFGATE_CACHE_DIR"]
+              for line in (tmp_path / "state" / "env.jsonl").read_text().splitlines()]  # fmt: skip
+    assert len(set(caches)) == 3, "each sample gets its own cache (R10)"
+
+
+def test_confirmation_takes_samples_while_asked_and_stops_when_settled(tmp_path: Path) -> None:
+    asked: list[tuple[float, ...]] = []
+
+    def confirm(bucket: Bucket, so_far: Result) -> bool:
+        asked.append(so_far.metric.sample_values())
+        return len(asked) < 3
+
+    messages: list[str] = []
+    bucket = fake_bucket(tmp_path, "counting", repeats=2, max_repeats=10)
+    result = run(tmp_path, bucket, confirm, messages)
+    # Asked after the two repeats and after each further sample, until it said no.
+    assert asked == [(101.0, 102.0), (101.0, 102.0, 103.0), (101.0, 102.0, 103.0, 104.0)]
+    assert result.metric.sample_values() == (101.0, 102.0, 103.0, 104.0)
+    assert result.sampling is not None
+    assert (result.sampling.stopped, result.sampling.max_repeats) == (SamplingStop.SETTLED, 10)
+    assert messages == ["fake/cpu: took 4 samples to confirm (settled)"]
+
+
+def test_confirmation_stops_at_max_repeats_and_at_the_time_budget(tmp_path: Path) -> None:
+    capped = run(tmp_path / "a", fake_bucket(tmp_path / "a", "counting", max_repeats=3),
+                 lambda bucket, so_far: True)  # fmt: skip
+    assert len(capped.metric.samples) == 3
+    assert capped.sampling is not None and capped.sampling.stopped is SamplingStop.MAX_REPEATS
+    # A budget already spent after the repeats: no confirmation sample starts.
+    spent = fake_bucket(tmp_path / "b", "counting", repeats=2, repeat_budget_minutes=1e-6)
+    budget = run(tmp_path / "b", spent, lambda bucket, so_far: True)
+    assert len(budget.metric.samples) == 2
+    assert budget.sampling is not None and budget.sampling.stopped is SamplingStop.TIME_BUDGET
+
+
+def test_a_failed_confirmation_sample_fails_the_run(tmp_path: Path) -> None:
+    bucket = fake_bucket(tmp_path, "crash_on_third", repeats=2)
+    result = run(tmp_path, bucket, lambda bucket, so_far: True)
+    assert result.health.phase is FailurePhase.RUNTIME and not result.health.healthy
+    assert result.metric.sample_values() == (100.0, 100.0)  # the healthy ones, kept
+    assert result.sampling is not None and result.sampling.stopped is SamplingStop.FAILED
+    assert result.log_path == str(sample_dir(tmp_path, 2) / "attempt-1" / "log.txt")
+
+
+def test_threads_cap_numeric_libraries_only_when_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")  # the machine's own setting
+    run(tmp_path / "a", fake_bucket(tmp_path / "a", "counting", threads=2))
+    (seen,) = [
+        json.loads(line) for line in (tmp_path / "a/state/env.jsonl").read_text().splitlines()
+    ]
+    assert [seen[name] for name in THREAD_VARIABLES] == ["2"] * 4
+    # The command driver leaves the environment's settings alone by default.
+    run(tmp_path / "b", fake_bucket(tmp_path / "b", "counting"))
+    (seen,) = [
+        json.loads(line) for line in (tmp_path / "b/state/env.jsonl").read_text().splitlines()
+    ]
+    assert [seen[name] for name in THREAD_VARIABLES] == ["7", None, None, None]

@@ -42,6 +42,7 @@ def test_the_benchmark_gets_no_credential_but_those_the_config_keeps(
         "version: 1\n"
         "defaults:\n"
         "  driver: command\n"
+        "  repeats: 1\n"
         "  keep_env: [WANDB_API_KEY]\n"
         f"  command: {{argv: [{json.dumps(sys.executable)}, dump.py, '{{output_dir}}/r.json'],"
         " output: '{output_dir}/r.json'}\n"
@@ -59,7 +60,7 @@ def test_the_benchmark_gets_no_credential_but_those_the_config_keeps(
     )
     result = run_bucket(bucket, settings)
     assert result.health.healthy, result.log_tail
-    output = tmp_path / "work/runs/env__cpu/attempt-1/output/r.json"
+    output = tmp_path / "work/runs/env__cpu/sample-0/attempt-1/output/r.json"
     seen = json.loads(output.read_text())["env"]
     assert seen["HARMLESS_SETTING"] == "kept"
     assert seen["WANDB_API_KEY"] == "wandb"  # kept by name in perfgate.yaml

@@ -39,7 +39,7 @@ def test_printing_128_mb_costs_perfgate_far_less_than_128_mb(tmp_path: Path) -> 
     (tmp_path / "noisy.py").write_text(NOISY.format(megabytes=MEGABYTES), encoding="utf-8")
     (tmp_path / "perfgate.yaml").write_text(
         "version: 1\n"
-        "defaults: {driver: command, retries: 0, timeout_minutes: 5}\n"
+        "defaults: {driver: command, retries: 0, timeout_minutes: 5, repeats: 1}\n"
         "buckets:\n"
         "  - task: noisy\n"
         "    backends: [{physics: cpu}]\n"
@@ -60,6 +60,6 @@ def test_printing_128_mb_costs_perfgate_far_less_than_128_mb(tmp_path: Path) -> 
     artifact = json.loads((tmp_path / ".perfgate/results/noisy__cpu.json").read_text())
     assert artifact["metric"]["value"] == 100.0
     assert artifact["log_tail"].endswith("the last line\n")
-    log = tmp_path / ".perfgate/work/runs/noisy__cpu/attempt-1/log.txt"
+    log = tmp_path / ".perfgate/work/runs/noisy__cpu/sample-0/attempt-1/log.txt"
     assert log.stat().st_size > MEGABYTES * 1024 * 1024  # the whole log is kept, on disk
     assert peak_mb < MEGABYTES * 3 // 4, f"perfgate peaked at {peak_mb} MB"

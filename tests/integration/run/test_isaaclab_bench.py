@@ -62,6 +62,7 @@ defaults:
   driver: isaaclab
   retries: {retries}
   timeout_minutes: {timeout}
+  repeats: 1
   num_envs: 256
   steps: 50
   warmup_steps: 10
@@ -263,7 +264,7 @@ def test_second_attempt_reports_its_own_figures_not_the_failed_first(tmp_path: P
     # The first attempt wrote its bundle, with 1000x the environments, then crashed.
     assert [a.phase for a in result.timings.attempts] == [FailurePhase.INIT, None]
     assert result.metric.value is not None and result.metric.value < 1_000_000
-    assert list((tmp_path / "work" / "runs").glob("*/attempt-1/output/*.json")) == []
+    assert list((tmp_path / "work" / "runs").glob("*/sample-0/attempt-1/output/*.json")) == []
 
 
 def test_the_schema_file_is_read_among_other_formatters_outputs(tmp_path: Path) -> None:
@@ -359,7 +360,7 @@ def test_nine_buckets_are_healthy_on_current_isaac_lab_and_on_the_older_cli(
             result = read_result(out / f"{bucket.file_stem}.json")
             assert result.health.healthy, (flavour, bucket.id, result.health)
             work = tmp_path / f"work-{flavour}" / "runs" / bucket.file_stem
-            bundle = json.loads(next(work.glob("attempt-1/output/*.json")).read_text())
+            bundle = json.loads(next(work.glob("sample-0/attempt-1/output/*.json")).read_text())
             assert result.metric.value == bundle["runtime"]["total_fps"]["mean"]
             assert bundle["run"]["num_envs"] == bucket.num_envs
             figures[bucket.id] = result.metric.value
@@ -543,5 +544,6 @@ def test_seeding_replays_an_older_cli_and_a_renamed_task_into_one_baseline(
     assert [f for f in files if f.endswith(".ndjson")] == [f"{bucket}.ndjson"]
     path = sample_path(hardware, CAMERA, "physx_rtx_renderer")
     samples = store.read([path], tip)[path]
-    assert sorted(s.commit for s in samples) == sorted(commits)
+    # Each commit's run took the example's two repeats.
+    assert sorted(s.commit for s in samples) == sorted(commits * 2)
     assert len({(s.launch_hash, s.benchmark_hash, s.runtime_hash) for s in samples}) == 1

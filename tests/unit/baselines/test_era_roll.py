@@ -150,7 +150,8 @@ def test_runner_time_bound_covers_every_sample_and_retry(buckets: Buckets) -> No
     plan = ReseedPlan(commit="c", target_branch="main", min_samples=5,
                       buckets=(ReseedBucket(id="cartpole/numpy", have=0, samples=5),
                                ReseedBucket(id="cartpole/python", have=3, samples=2)))  # fmt: skip
-    assert runner_minutes(plan, buckets) == (28.0, 84.0)  # 7 x 4m; x3 attempts
+    # 7 runs of 2 repeats x 4m; x3 attempts
+    assert runner_minutes(plan, buckets) == (56.0, 168.0)
 
 
 def test_seed_key_follows_the_recorded_image() -> None:

@@ -1,8 +1,8 @@
 """Runner-pool qualification (R15): coverage fails closed, metric limits, named runners.
 
-Pools are built from result artifacts made with tests/factories.py: allocations x samples,
-each artifact one run of one bucket with its run label and runner name, exactly as
-separate `bench --run-label` invocations write them.
+Pools are built from result artifacts made with tests/factories.py, as allocations write
+them with `bench --run-label LABEL --samples K`: per allocation and bucket one artifact
+holding K samples (indices 0..K-1), with its run label and runner name.
 """
 
 from __future__ import annotations
@@ -41,20 +41,19 @@ def demo_config() -> Config:
     return load_config(FIXTURES / "qualify.yaml")
 
 
-def sample(
+def artifact(
     bucket: str,
     allocation: str,
-    index: int,
-    value: float,
+    values: list[float],
     *,
     runner: str | None = None,
     **overrides: object,
 ) -> tuple[str, Result]:
-    """One bench run of ``bucket`` in ``allocation`` (its ``index``-th, by start time)."""
-    started = f"2026-11-30T10:{int(allocation.strip('a') or 0):02d}:{index:02d}+00:00"
+    """One allocation's bench run of ``bucket``: its samples, run label and runner."""
+    started = f"2026-11-30T10:{int(allocation.strip('a') or 0):02d}:00+00:00"
     result = make_result(
         bucket,
-        value,
+        samples=values,
         ci=CiInfo(
             run_id="4242",
             run_attempt="1",
@@ -65,7 +64,7 @@ def sample(
         timings=Timings(started_at=started, finished_at=started, wall_s=1.0),
         **overrides,
     )
-    return f"results/{allocation}/s{index}/{bucket.replace('/', '__')}.json", result
+    return f"results/{allocation}/{bucket.replace('/', '__')}.json", result
 
 
 def pool(
@@ -75,15 +74,17 @@ def pool(
     allocations: tuple[str, ...] = ("a1", "a2", "a3", "a4", "a5"),
     samples: int = 3,
 ) -> list[tuple[str, Result]]:
-    """A pool: every allocation runs every bucket ``samples`` times; runners may be offset."""
+    """A pool: every allocation samples every bucket ``samples`` times; runners may be offset."""
     offsets = offsets or {}
     runs = []
     for b, bucket in enumerate(buckets):
         for a, allocation in enumerate(allocations):
-            for k in range(samples):
-                noise = NOISE[(a * samples + k + b) % len(NOISE)]
-                factor = 1.0 + offsets.get(RUNNERS.get(allocation, ""), 0.0)
-                runs.append(sample(bucket, allocation, k, 1000.0 * (1 + noise) * factor))
+            factor = 1.0 + offsets.get(RUNNERS.get(allocation, ""), 0.0)
+            values = [
+                1000.0 * (1 + NOISE[(a * samples + k + b) % len(NOISE)]) * factor
+                for k in range(samples)
+            ]
+            runs.append(artifact(bucket, allocation, values))
     return runs
 
 
@@ -180,14 +181,26 @@ def test_a_missing_allocation_is_inconclusive_and_named() -> None:
 def test_a_duplicate_sample_id_is_inconclusive() -> None:
     runs = pool()
     # The same artifact downloaded twice (two artifact names, one measurement).
-    source, result = runs[4]
+    source, result = runs[1]
     runs.append((source.replace("results/", "results-copy/"), result))
     report = run_qualify(runs)
     assert report.verdict is QualVerdict.INCONCLUSIVE
     problems = report.buckets[0].coverage
-    assert any("counted 2 times" in p and "results-copy/" in p for p in problems), problems
-    # Counted once more, the allocation also holds one sample too many.
-    assert any("allocation a2: 4 of 3 samples; index 3 outside 0..2" in p for p in problems)
+    duplicates = [p for p in problems if "counted 2 times" in p]
+    assert len(duplicates) == 3 and all("results-copy/" in p for p in duplicates), problems
+    # Counted twice, the allocation also holds each of its sample indices twice.
+    assert "allocation a2: 6 of 3 samples; index 0, 1, 2 more than once" in problems
+
+
+def test_two_runs_claiming_one_sample_index_are_named() -> None:
+    runs = pool()
+    source, result = runs[1]
+    again = replace(result, timings=replace(result.timings, started_at="2026-11-30T11:00:00+00:00"))
+    runs.append((source.replace(".json", "-again.json"), again))
+    problems = run_qualify(runs).buckets[0].coverage
+    # Different runs (different ids), the same indices: the allocation is not K samples.
+    assert "allocation a2: 6 of 3 samples; index 0, 1, 2 more than once" in problems
+    assert not any("counted" in p for p in problems)
 
 
 def test_two_fingerprints_in_one_bucket_are_inconclusive_and_not_pooled() -> None:
@@ -214,13 +227,18 @@ def test_a_missing_fingerprint_field_is_named() -> None:
 
 
 def test_too_few_runners_and_an_allocation_on_two_runners_are_named() -> None:
+    # All on gpu-1 or gpu-2; allocation a2 has a second artifact from another machine.
     runs = [
-        sample("cartpole/numpy", f"a{a}", k, 1000.0 * (1 + NOISE[a + k]), runner=runner)
+        artifact("cartpole/numpy", f"a{a}", [1000.0, 1003.0, 997.0], runner=f"gpu-{1 + a % 2}")
         for a in range(1, 6)
-        for k in range(3)
-        # a2's third sample ran on another machine; all else on gpu-1 or gpu-2.
-        for runner in ["gpu-9" if (a, k) == (2, 2) else f"gpu-{1 + a % 2}"]
     ]
+    runs[1] = artifact("cartpole/numpy", "a2", [1000.0, 1003.0], runner="gpu-1")
+    stray = make_result(
+        "cartpole/numpy",
+        samples=[999.0],
+        ci=CiInfo(run_id="4242", run_attempt="1", runner_name="gpu-9", run_label="a2"),
+    )
+    runs.append(("results/a2-late/cartpole__numpy.json", stray))
     report = run_qualify(runs)
     assert report.verdict is QualVerdict.INCONCLUSIVE
     problems = report.buckets[0].coverage
@@ -233,28 +251,49 @@ def test_too_few_runners_and_an_allocation_on_two_runners_are_named() -> None:
 
 
 def test_missing_samples_and_indices_are_named() -> None:
-    runs = [
-        (s, r)
-        for s, r in pool()
-        if not (r.ci.run_label == "a3" and s.endswith("s2/cartpole__numpy.json"))
-    ]
+    runs = pool()
+    runs[2] = artifact("cartpole/numpy", "a3", [1001.0, 999.0])
     problems = run_qualify(runs).buckets[0].coverage
     assert "allocation a3: 2 of 3 samples; missing index 2" in problems
 
 
+def test_one_figure_artifacts_are_numbered_by_their_start() -> None:
+    """Artifacts written before runs took samples hold one figure each: an allocation's
+    are its samples 0..K-1 in the order they started."""
+    runs = []
+    for a, allocation in enumerate(("a1", "a2", "a3", "a4", "a5")):
+        for k in range(3):
+            started = f"2026-11-30T10:0{a}:{k:02d}+00:00"
+            result = make_result(
+                "cartpole/numpy",
+                1000.0 * (1 + NOISE[(a * 3 + k) % len(NOISE)]),
+                ci=CiInfo(run_id="7", run_attempt="1", runner_name=RUNNERS[allocation],
+                          run_label=allocation),
+                timings=Timings(started_at=started, finished_at=started, wall_s=1.0),
+            )  # fmt: skip
+            runs.append((f"results/{allocation}/s{k}/cartpole__numpy.json", result))
+    report = run_qualify(runs)
+    assert report.verdict is QualVerdict.STABLE, report.buckets[0].coverage
+    indices = [[i for i, _ in a.samples] for a in report.buckets[0].allocations]
+    assert indices == [[0, 1, 2]] * 5
+
+
 def test_a_failed_sample_is_a_named_gap_not_a_figure() -> None:
     runs = pool()
-    source, result = runs[7]
-    failed = replace(
-        result,
-        health=replace(result.health, exit_code=1),
-        metric=replace(result.metric, value=None),
+    # Allocation a3's third sample crashed: its artifact holds the two samples before it.
+    source, _ = runs[2]
+    crashed = make_result(
+        "cartpole/numpy",
+        samples=[1001.0, 999.0],
+        exit_code=1,
+        ci=CiInfo(run_id="4242", run_attempt="1", runner_name="gpu-3", run_label="a3"),
     )
-    runs[7] = (source, failed)
+    runs[2] = (source, crashed)
     report = run_qualify(runs)
     assert report.verdict is QualVerdict.INCONCLUSIVE
-    assert any(
-        "no figure (no figure, exit 1)" in p and source in p for p in report.buckets[0].coverage
+    problems = report.buckets[0].coverage
+    assert f"allocation a3 sample 2 on gpu-3: no figure (no figure, exit 1) in {source}" in (
+        problems
     )
     assert report.buckets[0].metrics is not None and report.buckets[0].metrics.samples == 14
 
@@ -337,9 +376,10 @@ def test_a_noisy_pool_has_a_wide_block_band() -> None:
     """The seed's rule on a pool whose samples scatter 10 % needs a drop of 4 such MADs."""
     wide = (0.09, -0.08, 0.05, -0.1, 0.02, -0.03, 0.07, -0.06, 0.01, -0.04, 0.08)
     runs = [
-        sample("cartpole/numpy", f"a{a}", k, 1000.0 * (1 + wide[(a * 3 + k) % len(wide)]))
+        artifact(
+            "cartpole/numpy", f"a{a}", [1000.0 * (1 + wide[(a * 3 + k) % 11]) for k in range(3)]
+        )
         for a in range(1, 6)
-        for k in range(3)
     ]
     reference = stats.ReferencePolicy()
     report = run_qualify(runs, rule=lambda bucket, hardware: reference)

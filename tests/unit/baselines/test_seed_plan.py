@@ -21,7 +21,7 @@ from perfgate.baselines.seed import (
     runner_minutes,
     select_buckets,
 )
-from perfgate.baselines.store import Sample, sample_from_result, seed_sample_id
+from perfgate.baselines.store import Sample, samples_from_result, seed_sample_id
 from perfgate.baselines.verify import Readiness, classify
 from perfgate.config import Bucket, Config, GatePolicy, Metric
 from perfgate.errors import ConfigError, UsageError
@@ -112,7 +112,8 @@ def test_default_samples_fill_one_minimum_window_across_the_commits() -> None:
 def test_runner_estimate_counts_only_runs_left_and_their_retries() -> None:
     target = SeedTarget(commit=C1, target_branch="main")
     entry = PlanEntry(target=target, bucket=NUMPY, indices=(0, 1, 2), present={0: seeded(NUMPY)})
-    assert runner_minutes([entry]) == (20.0, 40.0)
+    # Two runs left, two repeats each, 10 minutes; one retry doubles it.
+    assert runner_minutes([entry]) == (40.0, 80.0)
     assert format_minutes(95) == "1h 35m"
     assert format_minutes(7) == "7m"
 
@@ -128,11 +129,10 @@ def test_seed_id_ignores_figure_and_clock_but_not_index_key_or_target() -> None:
 
 def test_sample_id_override_is_kept_and_publish_ids_are_unchanged() -> None:
     result = make_result("cartpole/numpy", 100.0)
-    derived = sample_from_result(result, trusted_source="protected_branch").sample_id
-    assert sample_from_result(result, trusted_source="protected_branch").sample_id == derived
-    assert sample_from_result(result, trusted_source="seed", sample_id="x" * 24).sample_id == (
-        "x" * 24
-    )
+    derived = samples_from_result(result, trusted_source="protected_branch")[0].sample_id
+    assert samples_from_result(result, trusted_source="protected_branch")[0].sample_id == derived
+    seeded_ids = samples_from_result(result, trusted_source="seed", sample_ids=lambda r: "x" * 24)
+    assert [s.sample_id for s in seeded_ids] == ["x" * 24]
 
 
 def test_present_samples_are_found_by_id_under_any_stored_runtime() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from perfgate.baselines.samples import Sample, sample_from_result
+from perfgate.baselines.samples import Sample, samples_from_result
 from perfgate.baselines.segments import (
     BLANK,
     CORRUPT,
@@ -23,7 +23,7 @@ LIVE = "samples/cpu-test/cartpole/numpy.ndjson"
 
 def samples(count: int, start: int = 0) -> list[Sample]:
     return [
-        sample_from_result(make_result(value=100.0 + i, run_id=f"r{i}"), trusted_source="t")
+        samples_from_result(make_result(value=100.0 + i, run_id=f"r{i}"), trusted_source="t")[0]
         for i in range(start, start + count)
     ]
 

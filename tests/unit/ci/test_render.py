@@ -20,7 +20,7 @@ import yaml
 from perfgate import __version__
 from perfgate.ci import render
 from perfgate.ci.selection import affected, matches
-from perfgate.config import Config, ImageSpec, load_config
+from perfgate.config import Config, ConfirmMode, ImageSpec, load_config
 from perfgate.errors import ConfigError, UsageError
 from tests.paths import ROOT
 
@@ -195,15 +195,18 @@ def test_every_checkout_drops_its_credentials(rendered: Any) -> None:
 
 
 def test_bench_matrix_equals_the_config_buckets(rendered: Any) -> None:
-    """The matrix has one row per bucket: id, runner labels, timeout over every attempt."""
+    """The matrix has one row per bucket: id, runner labels, timeout over every sample."""
     site, docs = rendered
     bench = docs[".github/workflows/perfgate.yml"]["jobs"]["bench"]
     rows = bench["strategy"]["matrix"]["include"]
     assert [row["bucket"] for row in rows] == list(site.config.bucket_ids())
     for row, bucket in zip(rows, site.config.buckets, strict=True):
         assert row["runner"] == list(bucket.runner)
-        attempts = bucket.retries + 1
-        assert row["timeout"] == max(30, math.ceil(attempts * bucket.timeout_minutes) + 15)
+        one = (bucket.retries + 1) * bucket.timeout_minutes  # one sample, every attempt
+        budget = bucket.repeat_budget_minutes
+        assert budget is not None  # both sites bound their confirmation
+        worst = min(bucket.max_repeats * one, max(bucket.repeats * one, budget + one))
+        assert row["timeout"] == max(30, math.ceil(worst) + 15)
         assert row["artifact"] == f"perfgate-result-{bucket.file_stem}"
     assert bench["runs-on"] == "${{ matrix.runner }}"
     assert bench["timeout-minutes"] == "${{ matrix.timeout }}"
@@ -223,9 +226,13 @@ def test_isaaclab_example_has_the_nine_l40s_buckets() -> None:
     cartpole = next(b for b in config.buckets if b.id == "Isaac-Cartpole-Direct/physx")
     assert [f.value for f in cartpole.floors_for("l40s")] == [100.0]
     timeouts = {
-        b.id: render.job_timeout_minutes(b) for b in config.buckets if "Shadow-Camera" in b.task
+        b.id: render.job_timeout_minutes(b, config.gate.confirm)
+        for b in config.buckets
+        if "Shadow-Camera" in b.task
     }
-    assert set(timeouts.values()) == {55}  # 20 min, one retry: 2 x 20 + 15
+    # 20 min, one retry: 40 per sample; two repeats, or a sample started at the 40-minute
+    # budget: 80, plus 15.
+    assert set(timeouts.values()) == {95}
 
 
 def test_isaaclab_example_benches_its_checkout_in_the_resolved_image() -> None:
@@ -511,7 +518,7 @@ def test_era_workflow_rolls_on_protected_pushes_then_seeds_then_verifies() -> No
     samples = config.gate.baseline.min_samples
     for row, bucket in zip(rows, config.buckets, strict=True):
         assert row["runner"] == list(bucket.runner)
-        attempts = samples * (bucket.retries + 1)
+        attempts = samples * bucket.repeats * (bucket.retries + 1)  # a seed never confirms
         assert row["timeout"] == max(30, math.ceil(attempts * bucket.timeout_minutes) + 15)
     planned = "contains(fromJSON(needs.roll.outputs.reseed-plan).bucket_ids, matrix.bucket)"
     assert all(s["if"] == planned for s in seed["steps"])
@@ -628,13 +635,28 @@ def test_undefined_template_variables_fail_loudly(tmp_path: Path) -> None:
 
 
 def test_job_timeout_covers_every_attempt_plus_margin_at_least_30() -> None:
-    """Per-bucket job timeout-minutes = max(30, ceil((retries + 1) * timeout) + 15)."""
-    bucket = SITES["demo"].config.buckets[0]
+    """Per-bucket job timeout-minutes = max(30, ceil(repeats * (retries + 1) * timeout) + 15)."""
+    bucket = dataclasses.replace(SITES["demo"].config.buckets[0], repeats=1)
     cases = [(2, 0, 30), (15, 0, 30), (20, 0, 35), (12.5, 0, 30), (40.2, 0, 56)]
     cases += [(10, 1, 35), (20, 1, 55), (12.5, 2, 53), (5, 1, 30)]
     for minutes, retries, expected in cases:
         changed = dataclasses.replace(bucket, timeout_minutes=minutes, retries=retries)
-        assert render.job_timeout_minutes(changed) == expected, (minutes, retries)
+        assert render.job_timeout_minutes(changed, ConfirmMode.OFF) == expected, (minutes, retries)
+
+
+def test_job_timeout_covers_the_confirmation_samples_up_to_the_budget() -> None:
+    """Confirming: every sample up to max_repeats, or a sample started just before the budget."""
+    bucket = dataclasses.replace(
+        SITES["demo"].config.buckets[0], timeout_minutes=10, retries=0, repeats=2, max_repeats=6
+    )
+    unbounded = dataclasses.replace(bucket, repeat_budget_minutes=None)
+    assert render.job_timeout_minutes(unbounded, ConfirmMode.REPEAT) == 6 * 10 + 15
+    assert render.job_timeout_minutes(unbounded, ConfirmMode.OFF) == max(30, 2 * 10 + 15)
+    budget = dataclasses.replace(bucket, repeat_budget_minutes=25)
+    assert render.job_timeout_minutes(budget, ConfirmMode.REPEAT) == 25 + 10 + 15
+    # The repeats are always taken, whatever the budget.
+    tight = dataclasses.replace(bucket, repeat_budget_minutes=1, repeats=4)
+    assert render.job_timeout_minutes(tight, ConfirmMode.REPEAT) == 4 * 10 + 15
 
 
 def test_branch_condition_renders_exact_and_prefix_patterns() -> None:

@@ -17,11 +17,15 @@ from perfgate.judge.calibration import (
     read_calibration,
     write_calibration,
 )
-from perfgate.judge.gate import build_report
-from perfgate.judge.oracle import Verdict
+from perfgate.judge.gate import GateReport, build_report
+from perfgate.judge.verdicts import Verdict
+from perfgate.result import Result
 from tests.factories import make_result
 
-STEADY = [99.0, 100.0, 101.0, 100.0, 99.0, 101.0]  # median 100, unscaled MAD 1
+# Reference policy: median 100, unscaled MAD 1 (one sample per run, nearest first).
+STEADY = [[99.0], [100.0], [101.0], [100.0], [99.0], [101.0]]
+# Calibrated policy: 20 quiet runs of two samples each, about 0.4 % apart.
+QUIET = [[100.0 + 0.4 * ((i * 7) % 5 - 2), 100.0 - 0.3 * ((i * 3) % 4 - 1.5)] for i in range(20)]
 
 
 def entry(**changes: object) -> BucketNoise:
@@ -41,8 +45,10 @@ def entry(**changes: object) -> BucketNoise:
     return BucketNoise(**values)  # type: ignore[arg-type]
 
 
-def config_file(tmp_path: Path, calibration: str | None = None) -> Path:
+def config_file(tmp_path: Path, calibration: str | None = None, policy: str | None = None) -> Path:
     gate = f"gate:\n  calibration: {calibration}\n" if calibration else ""
+    if policy:
+        gate = f"gate:\n  policy: {policy}\n"
     path = tmp_path / "perfgate.yaml"
     path.write_text(
         f"version: 1\n{gate}buckets:\n  - task: cartpole\n    backends: [{{physics: numpy}}]\n",
@@ -51,52 +57,64 @@ def config_file(tmp_path: Path, calibration: str | None = None) -> Path:
     return path
 
 
-def test_a_calibration_moves_the_gates_block_line(tmp_path: Path) -> None:
-    config = load_config(config_file(tmp_path))
-    result = make_result("cartpole/numpy", 94.0)
-    windows = {"cartpole/numpy": STEADY}
-    plain = build_report(config=config, expected=config.buckets, results=[result], windows=windows)
-    measured = NoiseCalibration(buckets=(entry(),), path=tmp_path / "noise.json")
-    calibrated = build_report(
+def judged(tmp_path: Path, policy: str, result: Result, window: object,
+           calibration: NoiseCalibration | None) -> GateReport:  # fmt: skip
+    config = load_config(config_file(tmp_path, policy=policy))
+    return build_report(
         config=config,
         expected=config.buckets,
         results=[result],
-        windows=windows,
-        calibration=measured,
+        windows={"cartpole/numpy": window},  # type: ignore[dict-item]
+        calibration=calibration,
     )
+
+
+def test_a_calibration_moves_the_reference_rules_block_line(tmp_path: Path) -> None:
+    result = make_result("cartpole/numpy", 94.0)
+    measured = NoiseCalibration(buckets=(entry(),), path=tmp_path / "noise.json")
+    plain = judged(tmp_path, "reference", result, STEADY, None)
+    calibrated = judged(tmp_path, "reference", result, STEADY, measured)
     before, after = plain.rows[0].judgement, calibrated.rows[0].judgement
-    assert before is not None and after is not None
-    assert before.stats is not None and after.stats is not None
+    assert before is not None and before.decision is not None
+    assert after is not None and after.decision is not None
     # Uncalibrated: noise = MAD 1 -> block line 96, so -6 % blocks.
-    assert (before.stats.block_line, plain.overall) == (96.0, Verdict.BLOCK)
+    assert (before.decision.block_line, plain.overall) == (96.0, Verdict.BLOCK)
     # Calibrated: the pool's measured 2 % floor -> block line 92: -6 % is within its noise.
-    assert after.stats.noise == pytest.approx(2.0)
-    assert after.stats.block_line == pytest.approx(92.0)
+    assert after.decision.block_line == pytest.approx(92.0)
     assert calibrated.overall is Verdict.WARN
-    assert any("noise floors from the calibration" in note for note in calibrated.notes)
+    assert any("noise from the calibration" in note for note in calibrated.notes)
+
+
+def test_a_calibration_moves_the_calibrated_rules_block_line(tmp_path: Path) -> None:
+    """A quiet window alone says runs agree to about 0.5 %; the pool's A/A calibration says
+    runners differ by 3 %: a 5 % drop then no longer blocks."""
+    result = make_result("cartpole/numpy", samples=[95.0, 95.2, 94.8])
+    noisy_pool = NoiseCalibration(buckets=(entry(noise_pct=0.5, df=20.0, run_noise_pct=3.0),))
+    plain = judged(tmp_path, "calibrated", result, QUIET, None)
+    calibrated = judged(tmp_path, "calibrated", result, QUIET, noisy_pool)
+    before, after = plain.rows[0].judgement, calibrated.rows[0].judgement
+    assert before is not None and before.decision is not None
+    assert after is not None and after.decision is not None
+    assert plain.overall is Verdict.BLOCK
+    assert after.decision.run_noise_pct == pytest.approx(3.0)
+    assert after.decision.threshold_pct < before.decision.threshold_pct  # type: ignore[operator]
+    assert calibrated.overall is not Verdict.BLOCK
 
 
 def test_a_calibration_of_another_experiment_is_not_applied(tmp_path: Path) -> None:
-    config = load_config(config_file(tmp_path))
     result = make_result("cartpole/numpy", 94.0)
 
-    def judged(other: BucketNoise) -> tuple[Verdict, tuple[str, ...]]:
-        report = build_report(
-            config=config,
-            expected=config.buckets,
-            results=[result],
-            windows={"cartpole/numpy": STEADY},
-            calibration=NoiseCalibration(buckets=(other,)),
-        )
+    def outcome(other: BucketNoise) -> tuple[Verdict, tuple[str, ...]]:
+        report = judged(tmp_path, "reference", result, STEADY, NoiseCalibration(buckets=(other,)))
         return report.overall, report.notes
 
     stale = "calibration entries measured another experiment"
     # Another experiment of this bucket on this hardware: not applied, and said, so the
     # pool gets qualified again.
-    verdict, notes = judged(entry(launch_hash="f" * 16))
+    verdict, notes = outcome(entry(launch_hash="f" * 16))
     assert verdict is Verdict.BLOCK and any(stale in note for note in notes)
     # Another hardware's calibration simply does not concern this run.
-    verdict, notes = judged(entry(hardware="l40s"))
+    verdict, notes = outcome(entry(hardware="l40s"))
     assert verdict is Verdict.BLOCK and not any(stale in note for note in notes)
 
 

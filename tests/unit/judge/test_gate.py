@@ -9,13 +9,15 @@ import pytest
 from perfgate.config import Config, load_config
 from perfgate.errors import GateMalfunction
 from perfgate.judge.gate import build_report, load_results
-from perfgate.judge.oracle import Verdict
+from perfgate.judge.verdicts import Verdict
 from perfgate.report.summary import summary_markdown
 from perfgate.report.verdict import report_json
 from perfgate.result import FailurePhase, StaleImage, write_result
 from tests.factories import make_result
 
 STEADY = [99.0, 100.0, 101.0, 100.0, 99.0, 101.0]
+# Three samples 20 % down: a confirmed regression (a BLOCK needs at least three).
+SLOW = [80.0, 80.1, 79.9]
 ALL_CLEAR = "No meaningful performance regressions detected"
 
 
@@ -97,7 +99,7 @@ def test_an_excused_crash_beside_a_real_block_names_both(tmp_path: Path) -> None
     cfg = config(tmp_path)
     stale = StaleImage(package="newton", symbol="newton.X", installed="1.0", pinned="1.1")
     results = [
-        make_result("cartpole/numpy", 80.0),
+        make_result("cartpole/numpy", samples=SLOW),
         make_result(
             "cartpole/python", None, exit_code=1, phase=FailurePhase.IMPORT, stale_image=stale
         ),
@@ -114,7 +116,7 @@ def test_an_excused_crash_beside_a_real_block_names_both(tmp_path: Path) -> None
 def test_a_crash_beside_a_block_and_a_missing_bucket_names_all_three(tmp_path: Path) -> None:
     cfg = config(tmp_path)
     results = [
-        make_result("cartpole/numpy", 80.0),
+        make_result("cartpole/numpy", samples=SLOW),
         make_result("cartpole/python", None, exit_code=1, phase=FailurePhase.RUNTIME),
     ]
     report = report_for(cfg, results)
@@ -142,7 +144,8 @@ def test_a_crash_beside_a_block_and_a_missing_bucket_names_all_three(tmp_path: P
 def test_exit_code_answers_did_the_gate_run(tmp_path, mode, values, expected_exit) -> None:  # type: ignore[no-untyped-def]
     cfg = config(tmp_path, mode)
     results = [
-        make_result(b.id, v, exit_code=0 if v is not None else 1,
+        make_result(b.id, v, samples=[v, v * 1.001, v * 0.999] if v is not None else (),
+                    exit_code=0 if v is not None else 1,
                     phase=None if v is not None else FailurePhase.RUNTIME)
         for b, v in zip(cfg.buckets, values, strict=True)
     ]  # fmt: skip
@@ -172,7 +175,15 @@ def test_verdict_json_has_the_documented_fields(tmp_path: Path) -> None:
     assert data["coverage"]["missing"] == ["pendulum/numpy"]
     row = data["rows"][0]
     assert {"bucket", "verdict", "reasons", "value", "baseline"} <= set(row)
-    assert row["baseline"]["median"] == 100.0
+    assert row["baseline"]["median"] == pytest.approx(100.0, rel=1e-3)
+    assert row["statistics"]["policy"] == "calibrated"
+    assert row["statistics"]["run_samples"] == 1
+    assert data["policy"] == {
+        "name": "calibrated",
+        "false_alarm_rate": 0.001,
+        "min_drop_pct": 3.0,
+        "max_runs": 20,
+    }
 
 
 def test_no_artifacts_at_all_is_a_malfunction(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from perfgate.config import load_config
 from perfgate.judge.gate import build_report, latest_per_bucket
-from perfgate.judge.oracle import Reason, Verdict
+from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.report.verdict import report_json
 from tests.factories import make_result
 

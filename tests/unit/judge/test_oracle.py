@@ -1,38 +1,47 @@
-"""Every rule and boundary of the oracle (DESIGN.md R3, R5)."""
+"""Every rule and boundary of the oracle (DESIGN.md R3, R5): health, floors, the window."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 import pytest
 
-from perfgate.config import Direction, Floor, FloorKind, OraclePolicy
-from perfgate.judge.oracle import Bisect, Reason, Verdict, judge, window_stats
-from perfgate.result import FailurePhase, StaleImage
+from perfgate.config import Direction, Floor, FloorKind, GatePolicy, PolicyName, load_config
+from perfgate.judge.oracle import Bisect, Judgement, judge, policy_for, window_sample_limit
+from perfgate.judge.stats import CalibratedPolicy, ReferencePolicy
+from perfgate.judge.verdicts import Reason, Verdict
+from perfgate.result import FailurePhase, SampleReading, StaleImage
 from tests.factories import make_result
+from tests.paths import ROOT
 
-POLICY = OraclePolicy(k_warn=2.5, k_block=4.0, min_block_regression_pct=3.0, noise_floor_pct=0.0)
-# median 100, MAD 1 -> warn line 97.5, block line 96.0
+REFERENCE = ReferencePolicy(k_warn=2.5, k_block=4.0, min_block_regression_pct=3.0)
+CALIBRATED = CalibratedPolicy()
+# median 100, MAD 1 -> warn line 97.5, block line 96.0 (reference policy)
 WINDOW = [99.0, 100.0, 101.0, 100.0, 99.0, 101.0, 100.0]
+# Ten runs of two samples at 100 with 1 % noise (calibrated policy).
+RUNS = [[100.5, 99.2], [100.9, 99.8], [98.7, 100.3], [101.2, 100.1], [99.4, 99.9],
+        [100.6, 98.9], [99.7, 101.4], [100.2, 99.1], [98.8, 100.7], [101.0, 99.6]]  # fmt: skip
 
 
-def verdict_of(value: float | None, window=WINDOW, **kwargs):  # type: ignore[no-untyped-def]
+def verdict_of(value: float | None, window: Any = WINDOW, **kwargs: Any) -> Judgement:
+    """The reference policy's judgement of a one-figure result (the seed's setting)."""
     floors = kwargs.pop("floors", ())
-    noise = kwargs.pop("noise_floor_pct", 0.0)
-    policy = kwargs.pop("policy", POLICY)
-    return judge(
-        make_result(value=value, **kwargs),
-        window,
-        floors=floors,
-        noise_floor_pct=noise,
-        policy=policy,
-        min_samples=5,
-    )
+    policy = kwargs.pop("policy", REFERENCE)
+    samples = kwargs.pop("samples", None)
+    result = make_result(value=value, **kwargs)
+    if samples is not None:
+        readings = tuple(SampleReading(sample_index=i, value=v) for i, v in enumerate(samples))
+        result = replace(result, metric=replace(result.metric, samples=readings))
+    return judge(result, window, floors=floors, policy=policy)
 
 
-def test_window_statistics_are_median_and_unscaled_mad() -> None:
-    stats = window_stats(95.0, WINDOW, 0.0, POLICY, Direction.HIGHER)
-    assert (stats.median, stats.mad, stats.noise) == (100.0, 1.0, 1.0)
-    assert (stats.warn_line, stats.block_line) == (97.5, 96.0)
-    assert stats.change_pct == pytest.approx(-5.0)
+def test_the_reference_lines_are_median_minus_k_unscaled_mad() -> None:
+    decision = verdict_of(95.0).decision
+    assert decision is not None
+    assert (decision.baseline, decision.warn_line, decision.block_line) == (100.0, 97.5, 96.0)
+    assert decision.noise_pct == pytest.approx(1.0)
+    assert decision.effect_pct == pytest.approx(-5.0)
 
 
 def test_within_noise_passes_with_rolling_window_reason() -> None:
@@ -72,7 +81,8 @@ def test_noise_floor_widens_a_too_tight_window() -> None:
     tight = [100.0] * 6
     assert verdict_of(97.0, window=tight).verdict is Verdict.BLOCK
     # 2 % floor -> noise 2 -> block line 92, warn line 95: 97 is fine.
-    assert verdict_of(97.0, window=tight, noise_floor_pct=2.0).verdict is Verdict.PASS
+    floored = replace(REFERENCE, noise_floor_pct=2.0)
+    assert verdict_of(97.0, window=tight, policy=floored).verdict is Verdict.PASS
 
 
 def test_lower_is_better_is_the_mirror_image() -> None:
@@ -85,15 +95,16 @@ def test_lower_is_better_is_the_mirror_image() -> None:
     assert verdict_of(12.5, window=latency, direction=lower).verdict is Verdict.BLOCK
 
 
-def test_no_baseline_warns_with_its_reason() -> None:
-    judgement = verdict_of(100.0, window=[])
+@pytest.mark.parametrize("policy", [REFERENCE, CALIBRATED], ids=["reference", "calibrated"])
+def test_no_baseline_warns_with_its_reason(policy: Any) -> None:
+    judgement = verdict_of(100.0, window=[], policy=policy)
     assert judgement.verdict is Verdict.WARN
     assert judgement.reasons == (Reason.NO_BASELINE,)
-    assert judgement.stats is None
 
 
-def test_too_few_samples_warns_even_for_a_huge_drop() -> None:
-    judgement = verdict_of(10.0, window=[100.0, 100.0, 100.0, 100.0])
+@pytest.mark.parametrize("policy", [REFERENCE, CALIBRATED], ids=["reference", "calibrated"])
+def test_too_few_samples_warns_even_for_a_huge_drop(policy: Any) -> None:
+    judgement = verdict_of(10.0, window=[100.0, 100.0, 100.0, 100.0], policy=policy)
     assert judgement.verdict is Verdict.WARN
     assert judgement.reasons == (Reason.INSUFFICIENT_WINDOW,)
 
@@ -126,6 +137,14 @@ def test_a_floor_exactly_met_is_not_crossed() -> None:
     assert verdict_of(100.0, floors=floors).verdict is Verdict.PASS
 
 
+def test_floors_see_the_median_of_the_samples() -> None:
+    floors = (Floor(name="hard-floor", value=100.0, kind=FloorKind.BLOCK),)
+    # One slow sample of three does not cross the floor; the run's figure is 101.
+    judgement = verdict_of(101.0, floors=floors, samples=[101.0, 60.0, 102.0])
+    assert judgement.value == 101.0
+    assert Reason.FLOOR_CROSSED not in judgement.reasons
+
+
 @pytest.mark.parametrize(
     ("kwargs", "reason"),
     [
@@ -149,6 +168,12 @@ def test_a_missing_or_nonpositive_metric_is_a_hard_failure() -> None:
     assert verdict_of(-3.0).verdict is Verdict.HARD_FAILURE
 
 
+def test_one_nonpositive_sample_is_a_hard_failure() -> None:
+    judgement = verdict_of(100.0, samples=[100.0, 0.0, 101.0], policy=CALIBRATED, window=RUNS)
+    assert judgement.verdict is Verdict.HARD_FAILURE
+    assert judgement.reasons == (Reason.NONPOSITIVE_METRIC,)
+
+
 def test_a_stale_image_crash_is_reported_and_never_a_pass() -> None:
     stale = StaleImage(package="warp", symbol="warp.foo", installed="1.8.0", pinned="1.9.0")
     judgement = verdict_of(None, exit_code=1, phase=FailurePhase.IMPORT, stale_image=stale)
@@ -161,3 +186,91 @@ def test_bisect_is_bad_only_for_crashes_in_init_or_runtime() -> None:
     assert verdict_of(None, exit_code=1, phase=FailurePhase.RUNTIME).bisect is Bisect.BAD
     assert verdict_of(None, exit_code=1, phase=FailurePhase.IMPORT).bisect is Bisect.SKIP
     assert verdict_of(100.0, window=[]).bisect is Bisect.SKIP
+
+
+# -- the calibrated policy through the oracle --------------------------------------------
+
+
+def test_every_sample_is_judged_not_their_mean() -> None:
+    # Three samples 7 % down: a confirmed regression with its interval.
+    judgement = verdict_of(93.0, samples=[93.1, 92.8, 93.3], policy=CALIBRATED, window=RUNS)
+    assert judgement.verdict is Verdict.BLOCK
+    assert judgement.reasons[0] is Reason.REGRESSION
+    assert judgement.bisect is Bisect.BAD
+    decision = judgement.decision
+    assert decision is not None and decision.samples == 3 and decision.window_samples == 20
+    assert decision.interval_pct is not None and decision.interval_pct[1] < -3.0
+
+
+def test_the_same_drop_on_two_samples_is_inconclusive_not_a_block() -> None:
+    # Significant, but a BLOCK needs three samples: the bench would have taken a third.
+    judgement = verdict_of(93.0, samples=[93.1, 92.8], policy=CALIBRATED, window=RUNS)
+    assert judgement.verdict is Verdict.INCONCLUSIVE
+    assert judgement.reasons[0] is Reason.UNCONFIRMED
+    assert judgement.verdict.level is Verdict.WARN
+    assert judgement.bisect is Bisect.SKIP
+
+
+def test_an_improvement_is_improved_pass_level_and_good_for_bisect() -> None:
+    judgement = verdict_of(110.0, samples=[110.2, 109.8], policy=CALIBRATED, window=RUNS)
+    assert judgement.verdict is Verdict.IMPROVED
+    assert judgement.verdict.level is Verdict.PASS
+    assert judgement.bisect is Bisect.GOOD
+
+
+def test_a_retried_improvement_is_a_warn() -> None:
+    judgement = verdict_of(
+        110.0, samples=[110.2, 109.8], policy=CALIBRATED, window=RUNS, attempts=2
+    )
+    assert judgement.verdict is Verdict.WARN
+    assert Reason.RETRIED_PASS in judgement.reasons
+
+
+def test_a_window_of_one_figure_per_run_still_gates() -> None:
+    # Recorded before repeats: every run holds one figure (no sample_index).
+    old = [v for run in RUNS for v in run[:1]]
+    judgement = verdict_of(100.0, samples=[100.3, 99.7], policy=CALIBRATED, window=old)
+    assert judgement.verdict is Verdict.PASS
+    assert judgement.decision is not None and judgement.decision.window_runs == 10
+    blocked = verdict_of(90.0, samples=[90.1, 89.7, 90.4], policy=CALIBRATED, window=old)
+    assert blocked.verdict is Verdict.BLOCK
+
+
+def test_a_multimodal_window_and_a_level_shift_are_named() -> None:
+    two_modes = [[100.0, 55.0], [99.0, 56.0], [101.0, 54.5], [100.5, 55.5], [99.5, 100.2],
+                 [55.2, 100.1], [54.8, 99.8], [100.3, 55.1]]  # fmt: skip
+    judgement = verdict_of(55.0, samples=[55.3, 54.9], policy=CALIBRATED, window=two_modes)
+    assert judgement.verdict is Verdict.PASS
+    assert Reason.MULTIMODAL in judgement.reasons
+    assert any("2 modes" in detail for detail in judgement.details())
+    shifted = [[92.0, 92.3], [91.8, 92.1], [92.2, 91.9], *RUNS]
+    judgement = verdict_of(92.0, samples=[92.1, 91.9], policy=CALIBRATED, window=shifted)
+    assert judgement.verdict is Verdict.PASS
+    assert Reason.LEVEL_SHIFT in judgement.reasons
+
+
+# -- the policy each bucket gets from perfgate.yaml ---------------------------------------
+
+
+def test_policy_for_reads_every_gate_key() -> None:
+    config = load_config(ROOT / "perfgate.yaml")
+    bucket = next(b for b in config.buckets if b.id == "pendulum/python")
+    policy = policy_for(bucket, config.gate, "cpu-x")
+    assert isinstance(policy, CalibratedPolicy)
+    assert (policy.false_alarm_rate, policy.min_drop_pct) == (0.001, 3.0)
+    assert policy.noise_floor_pct == 2.0  # the bucket's own floor for cpu-*
+    assert policy.run_noise_floor_pct == 3.0
+    assert (policy.initial_repeats, policy.max_repeats) == (bucket.repeats, bucket.max_repeats)
+    assert (policy.min_samples, policy.min_runs, policy.max_runs) == (5, 3, 20)
+    off = replace(config.gate, confirm=type(config.gate.confirm)("off"))
+    assert policy_for(bucket, off, "cpu-x").max_repeats == bucket.repeats  # type: ignore[union-attr]
+    reference = policy_for(bucket, replace(config.gate, policy=PolicyName.REFERENCE), "cpu-x")
+    assert reference == ReferencePolicy(noise_floor_pct=2.0, min_samples=5, max_samples=20)
+
+
+def test_the_window_holds_max_runs_of_the_largest_repeats() -> None:
+    config = load_config(ROOT / "perfgate.yaml")
+    assert window_sample_limit(config.gate, config.buckets) == 20 * 10
+    reference = replace(config.gate, policy=PolicyName.REFERENCE)
+    assert window_sample_limit(reference, config.buckets) == 20
+    assert window_sample_limit(GatePolicy(), ()) == 20

@@ -1,0 +1,83 @@
+"""The verdicts a bucket can get and the reasons behind them (R3, R5): one vocabulary.
+
+The statistics (``judge.stats``) reach PASS, IMPROVED, WARN, INCONCLUSIVE or BLOCK; result
+health and fixed floors (``judge.oracle``) add HARD_FAILURE. Every surface prints these
+names.
+"""
+
+from __future__ import annotations
+
+from enum import Enum, StrEnum
+
+
+class Verdict(Enum):
+    """Bucket verdicts, ordered by severity (the worst of a bucket's signals wins).
+
+    Four *levels* decide what happens: PASS, WARN, BLOCK, HARD_FAILURE. IMPROVED is
+    PASS-level (a significant gain), INCONCLUSIVE is WARN-level (the evidence cannot
+    separate a change from noise): each has its own name so a reader knows which it was.
+    """
+
+    PASS = 0
+    IMPROVED = 1
+    WARN = 2
+    INCONCLUSIVE = 3
+    BLOCK = 4
+    HARD_FAILURE = 5
+
+    @property
+    def severity(self) -> int:
+        """Rank for "the worst wins": PASS 0 ... HARD_FAILURE 5."""
+        return self.value
+
+    @property
+    def label(self) -> str:
+        """The verdict's name, as printed and stored."""
+        return self.name
+
+    @property
+    def level(self) -> Verdict:
+        """The level that decides exit codes and statuses: PASS, WARN, BLOCK or HARD_FAILURE."""
+        return _LEVELS.get(self, self)
+
+
+_LEVELS = {Verdict.IMPROVED: Verdict.PASS, Verdict.INCONCLUSIVE: Verdict.WARN}
+
+
+class Reason(StrEnum):
+    """Why a verdict was reached; a judgement carries every reason that applied."""
+
+    # result health (R3) and coverage (R6)
+    CONFIG_MISMATCH = "CONFIG_MISMATCH"
+    UNHEALTHY_RUN = "UNHEALTHY_RUN"
+    MISSING_RESULT = "MISSING_RESULT"
+    MISSING_METRIC = "MISSING_METRIC"
+    NONFINITE_METRIC = "NONFINITE_METRIC"
+    NONPOSITIVE_METRIC = "NONPOSITIVE_METRIC"
+    UNREADABLE_ARTIFACT = "UNREADABLE_ARTIFACT"
+    STALE_IMAGE = "STALE_IMAGE"
+    NOT_REPORTED = "NOT_REPORTED"
+    # fixed floors
+    FLOOR_CROSSED = "FLOOR_CROSSED"
+    FLOOR_RECORDED = "FLOOR_RECORDED"
+    # the window (R4)
+    NO_BASELINE = "NO_BASELINE"
+    INSUFFICIENT_WINDOW = "INSUFFICIENT_WINDOW"
+    NO_SAMPLES = "NO_SAMPLES"
+    # the calibrated rule (R5)
+    WITHIN_NOISE = "WITHIN_NOISE"
+    IMPROVEMENT = "IMPROVEMENT"
+    REGRESSION = "REGRESSION"
+    SMALL_REGRESSION = "SMALL_REGRESSION"  # significant, but under the minimum drop
+    POSSIBLE_REGRESSION = "POSSIBLE_REGRESSION"  # past the warn line, not confirmed
+    UNRESOLVED = "UNRESOLVED"  # looks like a blocking drop, noise too large to confirm it
+    UNCONFIRMED = "UNCONFIRMED"  # significant, but too few samples to be allowed to block
+    MULTIMODAL = "MULTIMODAL"  # informational: judged against the matching mode
+    BETWEEN_MODES = "BETWEEN_MODES"  # the run matches no mode of a multimodal window
+    LEVEL_SHIFT = "LEVEL_SHIFT"  # informational: the window starts after a landed shift
+    SHIFT_SETTLING = "SHIFT_SETTLING"  # a shift landed, too few samples after it yet
+    # the reference policy (the seed's names)
+    ROLLING_WINDOW = "ROLLING_WINDOW"
+    BELOW_BLOCK_INSIDE_REGRESSION_FLOOR = "BELOW_BLOCK_INSIDE_REGRESSION_FLOOR"
+    # after everything else
+    RETRIED_PASS = "RETRIED_PASS"  # noqa: S105 (a reason code, not a password)

@@ -1,0 +1,101 @@
+"""The bench confirms a suspicious bucket against the window on the baseline branch (R5).
+
+Real git (a local baseline branch), real benchmark processes (the fake benchmark at a
+speed the test sets), the CLI as a developer runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfgate.cli import main
+from perfgate.git import git
+from tests.paths import FIXTURES
+
+pytestmark = pytest.mark.integration
+
+IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A git checkout whose perfgate.yaml runs the fake benchmark at STATE/speed."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git("init", "-q", "-b", "main", str(repo))
+    state = tmp_path / "state"
+    state.mkdir()
+    argv = [sys.executable, str(FIXTURES / "fake_benchmark.py"), "speed_from_state",
+            "{output_dir}/r.json", str(state)]  # fmt: skip
+    (repo / "perfgate.yaml").write_text(
+        "version: 1\n"
+        "gate: {mode: blocking}\n"
+        "defaults:\n"
+        "  driver: command\n"
+        "  retries: 0\n"
+        f"  command: {{argv: {json.dumps(argv)}, output: '{{output_dir}}/r.json'}}\n"
+        "  metric: {path: results.throughput.mean}\n"
+        "buckets:\n  - task: sim\n    backends: [{physics: cpu}]\n",
+        encoding="utf-8",
+    )
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "init", cwd=repo, env=IDENTITY)
+    monkeypatch.chdir(repo)
+    for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"):
+        monkeypatch.delenv(name, raising=False)
+    return repo
+
+
+def bench(repo: Path, speed: float, *extra: str) -> tuple[int, dict, dict]:  # type: ignore[type-arg]
+    """One `perfgate bench` at ``speed``: exit code, the artifact, the verdict row."""
+    (repo.parent / "state" / "speed").write_text(str(speed))
+    out, report = repo.parent / "out", repo.parent / "report"
+    code = main(["bench", "--quiet", "--out", str(out), "--report-dir", str(report), *extra])
+    artifact = json.loads((out / "sim__cpu.json").read_text())
+    row = json.loads((report / "verdict.json").read_text())["rows"][0]
+    return code, artifact, row
+
+
+def test_a_suspicious_run_is_measured_again_until_it_is_confirmed(repo: Path) -> None:
+    for _ in range(5):
+        code, artifact, _ = bench(repo, 100.0, "--record")
+        assert code == 0
+    # Unchanged: the two repeats settle it.
+    code, artifact, row = bench(repo, 100.0)
+    assert (code, row["verdict"]) == (0, "PASS")
+    assert len(artifact["metric"]["samples"]) == 2
+    assert artifact["sampling"]["stopped"] == "settled"
+    # 20 % slower: the first samples are past the warn line, so the bench measures
+    # again; a BLOCK needs three samples, and three confirm it.
+    code, artifact, row = bench(repo, 80.0)
+    assert (code, row["verdict"]) == (1, "BLOCK")
+    assert [s["sample_index"] for s in artifact["metric"]["samples"]] == [0, 1, 2]
+    assert artifact["sampling"] == {
+        "confirm": "repeat", "repeats": 2, "max_repeats": 10, "stopped": "settled"
+    }  # fmt: skip
+    assert row["statistics"]["run_samples"] == 3
+    # The gate, re-judging the recorded samples, agrees.
+    out = repo.parent / "out"
+    assert main(["gate", "--results", str(out), "--report-dir", str(repo.parent / "g")]) == 1
+    judged = json.loads((repo.parent / "g" / "verdict.json").read_text())["rows"][0]
+    assert judged["statistics"] == row["statistics"]
+
+
+def test_confirm_off_takes_the_repeats_and_cannot_block_on_two(repo: Path) -> None:
+    config = repo / "perfgate.yaml"
+    config.write_text(
+        config.read_text().replace("gate: {mode: blocking}", "gate: {mode: blocking, confirm: off}")
+    )
+    for _ in range(5):
+        bench(repo, 100.0, "--record")
+    code, artifact, row = bench(repo, 80.0)
+    assert len(artifact["metric"]["samples"]) == 2
+    assert artifact["sampling"]["stopped"] == "planned"
+    # Without confirmation the whole false-alarm budget is spent at the one look, so two
+    # samples may block (a bucket that can never take three is not left unguarded).
+    assert (code, row["verdict"]) == (1, "BLOCK")

@@ -1,0 +1,63 @@
+"""The sampling loop alone: repeats, confirmation while asked, max_repeats, budget, failure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from perfgate.config import ConfirmMode, load_config
+from perfgate.result import SamplingStop
+from perfgate.run.sampling import SamplingPlan, take_samples
+from tests.paths import ROOT
+
+REPEAT = SamplingPlan(confirm=ConfirmMode.REPEAT, repeats=2, max_repeats=5, budget_s=60.0)
+
+
+def measure(index: int) -> float:
+    return 100.0 + index
+
+
+def test_the_repeats_are_taken_before_anything_is_asked() -> None:
+    asked: list[int] = []
+
+    def wants_more(taken: Sequence[float]) -> bool:
+        asked.append(len(taken))
+        return False
+
+    taken, stop = take_samples(REPEAT, measure, healthy=lambda v: True, wants_more=wants_more)
+    assert (taken, stop, asked) == ([100.0, 101.0], SamplingStop.SETTLED, [2])
+
+
+def test_no_question_or_confirmation_off_takes_the_repeats_only() -> None:
+    taken, stop = take_samples(REPEAT, measure, healthy=lambda v: True, wants_more=None)
+    assert (len(taken), stop) == (2, SamplingStop.PLANNED)
+    off = SamplingPlan(confirm=ConfirmMode.OFF, repeats=3, max_repeats=3)
+    taken, stop = take_samples(off, measure, healthy=lambda v: True, wants_more=lambda t: True)
+    assert (len(taken), stop) == (3, SamplingStop.PLANNED)
+
+
+def test_more_while_asked_up_to_max_repeats() -> None:
+    taken, stop = take_samples(REPEAT, measure, healthy=lambda v: True, wants_more=lambda t: True)
+    assert (taken, stop) == ([100.0, 101.0, 102.0, 103.0, 104.0], SamplingStop.MAX_REPEATS)
+
+
+def test_no_sample_starts_once_the_budget_is_spent() -> None:
+    ticks = iter([0.0, 30.0, 61.0, 99.0])  # start, then after samples 2 and 3
+    taken, stop = take_samples(
+        REPEAT, measure, healthy=lambda v: True, wants_more=lambda t: True,
+        clock=lambda: next(ticks),
+    )  # fmt: skip
+    assert (len(taken), stop) == (3, SamplingStop.TIME_BUDGET)
+
+
+def test_an_unhealthy_sample_ends_the_run_at_once() -> None:
+    taken, stop = take_samples(
+        REPEAT, measure, healthy=lambda v: v < 101.0, wants_more=lambda t: True
+    )
+    assert (taken, stop) == ([100.0, 101.0], SamplingStop.FAILED)
+
+
+def test_a_bucket_declares_its_plan() -> None:
+    bucket = load_config(ROOT / "perfgate.yaml").buckets[0]
+    plan = SamplingPlan.for_bucket(bucket, ConfirmMode.REPEAT)
+    assert (plan.repeats, plan.max_repeats, plan.budget_s) == (2, 10, 60.0)
+    assert SamplingPlan.for_bucket(bucket, ConfirmMode.OFF).max_repeats == 2
