@@ -136,15 +136,6 @@ def observations_of(result: Result, source: str) -> list[Observation]:
         "started_at": result.timings.started_at,
         "finished_at": result.timings.finished_at,
     }
-    common = {
-        "bucket": result.bucket.id,
-        "source": source,
-        "allocation": allocation_of(result.ci),
-        "runner": result.ci.runner_name,
-        "fingerprint": Fingerprint.of(result),
-        "direction": result.metric.direction,
-        "started_at": result.timings.started_at,
-    }
     readings: list[tuple[int | None, float | None]] = [
         (s.sample_index, s.value) for s in result.metric.samples
     ]
@@ -158,13 +149,20 @@ def observations_of(result: Result, source: str) -> list[Observation]:
         )
         taken = [index for index, _ in readings if index is not None]
         readings.append((max(taken) + 1 if taken else None, None))
+    fingerprint, allocation = Fingerprint.of(result), allocation_of(result.ci)
     return [
         Observation(
-            **common,  # type: ignore[arg-type]
+            bucket=result.bucket.id,
+            source=source,
+            allocation=allocation,
+            runner=result.ci.runner_name,
             sample_index=index,
             sample_id=stable_hash({**run, "sample_index": index, "value": value}, length=24),
             value=value,
             failure=failure if value is None else None,
+            fingerprint=fingerprint,
+            direction=result.metric.direction,
+            started_at=result.timings.started_at,
         )
         for index, value in readings
     ]
@@ -213,16 +211,6 @@ class RuleFigures:
     power: float
     false_alarm_rate: float | None  # None for the reference rule, which sets no rate
     detail: str = ""
-
-
-def gate_rule(config: Config, bucket: Bucket, hardware: str) -> stats.Policy:
-    """The verdict rule the gate applies to ``bucket`` on ``hardware``.
-
-    The rule in force (``gate.policy``: calibrated by default, or the seed's reference
-    rule) with perfgate.yaml's constants for this bucket and hardware, as the gate and
-    the bench take it.
-    """
-    return policy_for(bucket, config.gate, hardware)
 
 
 def _g_of_drop(pct: float, direction: Direction) -> float:
@@ -831,7 +819,8 @@ def qualify(
 
     ``rule`` gives the verdict rule per bucket and hardware (default: the gate's own).
     """
-    rule_for = rule or (lambda bucket, hardware: gate_rule(config, bucket, hardware))
+    # The rule in force (gate.policy) with perfgate.yaml's constants, as gate and bench take it.
+    rule_for = rule or (lambda bucket, hardware: policy_for(bucket, config.gate, hardware))
     selected = {bucket.id for bucket in scope}
     known = set(config.bucket_ids())
     observations = index_positionally(evidence.observations)
