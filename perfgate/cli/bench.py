@@ -146,11 +146,9 @@ def run(args: argparse.Namespace) -> int:
     )
     say(f"{len(buckets)} bucket(s) on {settings.hardware.slug}, results in {settings.out_dir}")
     from perfgate.baselines.store import open_store
-    from perfgate.judge.calibration import read_calibration
+    from perfgate.judge.calibration import configured_calibration
     from perfgate.judge.confirm import WindowConfirmer
 
-    ref = config.gate.calibration
-    calibration = read_calibration(ref) if ref is not None else None
     # Locally the local baseline branch; in CI the remote one, read-only (R9).
     store = open_store(config, local=not on_github())
     progress = Progress(len(buckets), echo=not args.quiet)
@@ -160,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         on_start=progress.start,
         on_done=progress.finish,
         confirm_mode=config.gate.confirm,
-        confirm=WindowConfirmer(config, store, say=say, calibration=calibration),
+        confirm=WindowConfirmer(config, store, say=say, calibration=configured_calibration(config)),
     )
     out = human(args)
     if args.no_judge or on_github():

@@ -43,11 +43,11 @@ def register(verbs: Verbs) -> None:
 
 def run_validate(args: argparse.Namespace) -> int:
     """Validate perfgate.yaml and say how many buckets it expands to."""
-    config = load_config(args.config)
-    if config.gate.calibration is not None:
-        from perfgate.judge.calibration import read_calibration
+    from perfgate.judge.calibration import configured_calibration
 
-        calibration = read_calibration(config.gate.calibration)
+    config = load_config(args.config)
+    calibration = configured_calibration(config)
+    if calibration is not None:
         print(f"{calibration.path}: ok, {len(calibration.buckets)} calibrated bucket(s)")
     print(f"{config.path}: ok, {len(config.buckets)} buckets")
     for notice in config.notices:

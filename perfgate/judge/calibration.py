@@ -20,7 +20,7 @@ from typing import Any
 import jsonschema
 
 from perfgate import jsonfile
-from perfgate.config import FileRef
+from perfgate.config import Config, FileRef
 from perfgate.errors import ConfigError
 from perfgate.judge import stats
 from perfgate.result import Result
@@ -156,6 +156,12 @@ def read_calibration(ref: FileRef) -> NoiseCalibration:
     return NoiseCalibration(
         buckets=tuple(BucketNoise(**entry) for entry in data["buckets"]), path=path
     )
+
+
+def configured_calibration(config: Config) -> NoiseCalibration | None:
+    """The calibration ``gate.calibration`` names, read and checked; None when it names none."""
+    ref = config.gate.calibration
+    return read_calibration(ref) if ref is not None else None
 
 
 def write_calibration(calibration: NoiseCalibration, path: Path) -> Path:

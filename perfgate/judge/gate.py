@@ -14,7 +14,7 @@ from pathlib import Path
 from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
 from perfgate.config import Bucket, Config, Mode, PolicyName
 from perfgate.errors import ExitCode, GateMalfunction
-from perfgate.judge.calibration import NoiseCalibration, read_calibration
+from perfgate.judge.calibration import NoiseCalibration, configured_calibration
 from perfgate.judge.oracle import (
     Bisect,
     Judgement,
@@ -479,7 +479,6 @@ def evaluate(
                 "each is listed below with its file and line"
             )
         notes.extend(store.warnings)
-    ref = config.gate.calibration
     return build_report(
         config=config,
         expected=expected,
@@ -490,5 +489,5 @@ def evaluate(
         baseline_source=source,
         base_commit=base,
         unreadable=unreadable,
-        calibration=read_calibration(ref) if ref is not None else None,
+        calibration=configured_calibration(config),
     )
