@@ -121,6 +121,15 @@ class BaselinePolicy:
 
 
 @dataclass(frozen=True, kw_only=True)
+class FileRef:
+    """A file perfgate.yaml names, and where it names it (for errors about the file)."""
+
+    path: Path
+    # ``perfgate.yaml:12: gate.calibration``: file, line and key path of the reference.
+    where: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class GatePolicy:
     """The gate block of perfgate.yaml."""
 
@@ -133,6 +142,8 @@ class GatePolicy:
     confirm: ConfirmMode = ConfirmMode.REPEAT
     oracle: OraclePolicy = field(default_factory=OraclePolicy)
     baseline: BaselinePolicy = field(default_factory=BaselinePolicy)
+    # gate.calibration: the noise calibration file (None: every bucket uncalibrated).
+    calibration: FileRef | None = None
 
     @property
     def blocking(self) -> bool:
@@ -148,6 +159,25 @@ class GatePolicy:
 
 #: The name of a bucket's ``metric`` block: the figure every surface shows first.
 PRIMARY = "primary"
+
+
+@dataclass(frozen=True, kw_only=True)
+class QualifyPolicy:
+    """Runner-pool qualification: its design and the limits a stable pool stays within (R15).
+
+    The defaults are the reference qualification's: 5 allocations x 3 samples on at least
+    3 runners, and 5 % / 5 % / 5 % / 10 % limits.
+    """
+
+    allocations: int = 5
+    samples: int = 3
+    min_runners: int = 3
+    max_pooled_cv_pct: float = 5.0
+    max_sample_deviation_pct: float = 5.0
+    max_runner_deviation_pct: float = 5.0
+    max_block_band_pct: float = 10.0
+    # The report's "smallest detectable regression" is blocked with this probability.
+    detection_power: float = 0.9
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -421,6 +451,7 @@ class Config:
     gate: GatePolicy
     buckets: tuple[Bucket, ...]
     image: ImageSpec | None = None
+    qualify: QualifyPolicy = field(default_factory=QualifyPolicy)
     # workflows.perfgate_source: the pip requirement rendered CI jobs install perfgate from.
     perfgate_source: str | None = None
     # What still works but should change (deprecated keys), each naming file and line.
@@ -432,9 +463,16 @@ class Config:
         """Every bucket id, in declaration order."""
         return tuple(bucket.id for bucket in self.buckets)
 
-    def select(self, ids: Iterable[str] = (), tags: Iterable[str] = ()) -> tuple[Bucket, ...]:
-        """Buckets named by id or carrying a tag; all buckets when neither is given."""
-        ids, tags = list(ids), list(tags)
+    def runner_pools(self) -> tuple[tuple[str, ...], ...]:
+        """The distinct runner label sets of the buckets, in order of first appearance."""
+        return tuple(dict.fromkeys(bucket.runner for bucket in self.buckets))
+
+    def select(
+        self, ids: Iterable[str] = (), tags: Iterable[str] = (), backends: Iterable[str] = ()
+    ) -> tuple[Bucket, ...]:
+        """Buckets named by id or carrying a tag (all when neither is given), narrowed to
+        ``backends``; an unknown id, tag or backend key is an error, never dropped."""
+        ids, tags, backends = list(ids), list(tags), list(backends)
         known = set(self.bucket_ids())
         unknown = [bucket_id for bucket_id in ids if bucket_id not in known]
         if unknown:
@@ -449,13 +487,26 @@ class Config:
                 f"unknown tag {', '.join(unknown_tags)} in {self.path}; "
                 f"known tags: {', '.join(sorted(known_tags))}"
             )
-        if not ids and not tags:
-            return self.buckets
-        return tuple(
+        known_backends = {bucket.backend_key for bucket in self.buckets}
+        unknown_backends = [key for key in backends if key not in known_backends]
+        if unknown_backends:
+            # A typo must not narrow the scope into a weaker run that still reads as complete.
+            raise UsageError(
+                f"unknown backend key {', '.join(unknown_backends)} in {self.path}; "
+                f"known backend keys: {', '.join(sorted(known_backends))}"
+            )
+        chosen = tuple(
             bucket
             for bucket in self.buckets
-            if bucket.id in ids or any(tag in bucket.tags for tag in tags)
+            if ((not ids and not tags) or bucket.id in ids or any(t in bucket.tags for t in tags))
+            and (not backends or bucket.backend_key in backends)
         )
+        if not chosen:
+            raise UsageError(
+                f"no bucket of {self.path} is both selected by --bucket/--tag and of backend "
+                f"{', '.join(backends)}; widen the selection or drop --backend"
+            )
+        return chosen
 
 
 _DEFAULT_SETTINGS: dict[str, Any] = {
@@ -502,7 +553,7 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
     _check_schema(document)
     data = document.data
     _check_task_aliases(document, data)
-    gate = _gate_policy(data.get("gate", {}))
+    gate = _gate_policy(document, data.get("gate", {}))
     defaults = {**_DEFAULT_SETTINGS, **data.get("defaults", {})}
     buckets: list[Bucket] = []
     seen: dict[str, KeyPath] = {}
@@ -548,6 +599,7 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
             "would put the block line inside the warn line; make k_block >= k_warn",
         )
     _check_gate(document, gate)
+    qualify = _qualify_policy(document, data.get("qualify", {}))
     image = _image_spec(document, data["image"]) if "image" in data else None
     source = data.get("workflows", {}).get("perfgate_source")
     if source is not None and not _PINNED_REQUIREMENT.fullmatch(source):
@@ -562,6 +614,7 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
         gate=gate,
         buckets=tuple(buckets),
         image=image,
+        qualify=qualify,
         perfgate_source=source,
         action_ref=ActionRef(data.get("workflows", {}).get("action_ref", ActionRef.SELF)),
         notices=_deprecations(document, gate),
@@ -897,7 +950,14 @@ def _allowed_keys(schema: Mapping[str, Any]) -> set[str]:
     return keys
 
 
-def _gate_policy(raw: Mapping[str, Any]) -> GatePolicy:
+def _gate_policy(document: YamlDocument, raw: Mapping[str, Any]) -> GatePolicy:
+    calibration = raw.get("calibration")
+    if calibration is not None:
+        # Relative to perfgate.yaml's directory, which is the repository root of a
+        # rendered site; nothing outside the tree is read.
+        problem = path_problem(calibration, what="gate.calibration")
+        if problem:
+            _fail(document, ("gate", "calibration"), problem)
     return GatePolicy(
         mode=Mode(raw.get("mode", Mode.ADVISORY)),
         target_branches=tuple(raw.get("target_branches", GatePolicy.target_branches)),
@@ -908,7 +968,26 @@ def _gate_policy(raw: Mapping[str, Any]) -> GatePolicy:
         confirm=ConfirmMode(raw.get("confirm", ConfirmMode.REPEAT) or ConfirmMode.OFF),
         oracle=OraclePolicy(**raw.get("oracle", {})),
         baseline=BaselinePolicy(**raw.get("baseline", {})),
+        calibration=None
+        if calibration is None
+        else FileRef(
+            path=document.path.parent / calibration,
+            where=f"{document.where(('gate', 'calibration'))}: gate.calibration",
+        ),
     )
+
+
+def _qualify_policy(document: YamlDocument, raw: Mapping[str, Any]) -> QualifyPolicy:
+    policy = QualifyPolicy(**raw)
+    if policy.min_runners > policy.allocations:
+        _fail(
+            document,
+            ("qualify", "min_runners"),
+            f"min_runners ({policy.min_runners}) exceeds allocations ({policy.allocations}): "
+            "each allocation lands on one runner, so the pool could never qualify; raise "
+            "allocations or lower min_runners",
+        )
+    return policy
 
 
 def _expand(

@@ -140,6 +140,8 @@ class CiInfo:
     workflow: str | None = None
     job: str | None = None
     runner_name: str | None = None
+    # The allocation (one runner job of a qualification) this run belongs to.
+    run_label: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

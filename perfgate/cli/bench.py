@@ -26,6 +26,7 @@ from perfgate.cli.common import (
     closing_lines,
     human,
     print_json,
+    selected,
 )
 from perfgate.config import Config, load_config
 from perfgate.errors import ExitCode, UsageError
@@ -71,12 +72,27 @@ def register(verbs: Verbs) -> None:
         action="store_true",
         help="after judging, keep this run's healthy figures on the local baseline branch",
     )
-    bench.add_argument(
+    count = bench.add_mutually_exclusive_group()
+    count.add_argument(
         "--repeats",
         type=int,
         metavar="N",
         help="take N samples of every bucket instead of its configured repeats (e.g. to "
-        "`compare` two runs, which needs 5 a side)",
+        "`compare` two runs, which needs 5 a side); a suspicious bucket may take more",
+    )
+    count.add_argument(
+        "--samples",
+        type=int,
+        metavar="K",
+        help="take exactly K samples of every bucket, never more to confirm (a qualification "
+        "allocation: the same design for every bucket and runner)",
+    )
+    bench.add_argument(
+        "--run-label",
+        default=os.environ.get("PERFGATE_RUN_LABEL") or None,
+        metavar="LABEL",
+        help="name the allocation this run belongs to (a qualification's runner job); "
+        "recorded in each artifact and keys its caches (default: $PERFGATE_RUN_LABEL)",
     )
     bench.add_argument(
         "--quiet",
@@ -100,28 +116,37 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.run.bench import BenchSettings, run_buckets
 
     config: Config = load_config(args.config)
-    buckets = config.select(args.bucket, args.tag)
-    if args.repeats is not None:
-        if not 1 <= args.repeats <= 100:
-            raise UsageError(f"--repeats {args.repeats}: take between 1 and 100 samples")
+    buckets = selected(config, args)
+    count = args.samples if args.samples is not None else args.repeats
+    if count is not None:
+        flag = "--samples" if args.samples is not None else "--repeats"
+        if not 1 <= count <= 100:
+            raise UsageError(f"{flag} {count}: take between 1 and 100 samples")
         buckets = tuple(
             dataclasses.replace(
-                b, repeats=args.repeats, max_repeats=max(b.max_repeats, args.repeats)
+                b,
+                repeats=count,
+                # --samples: exactly K, so confirmation has no room to take more.
+                max_repeats=count if args.samples is not None else max(b.max_repeats, count),
             )
             for b in buckets
         )
+    run = context.detect(os.environ, default_target=config.gate.target_branches[0])
+    if args.run_label is not None:
+        run = dataclasses.replace(run, run_label=context.check_run_label(args.run_label))
     settings = BenchSettings(
         checkout=Path.cwd(),
         # Absolute: the benchmark may change directory and must still find its cache.
         work_root=args.work_dir.resolve(),
         out_dir=args.out.resolve(),
         hardware=hardware.detect(),
-        context=context.detect(os.environ, default_target=config.gate.target_branches[0]),
+        context=run,
         echo=None if args.quiet else _echo,
         say=say,
     )
     say(f"{len(buckets)} bucket(s) on {settings.hardware.slug}, results in {settings.out_dir}")
     from perfgate.baselines.store import open_store
+    from perfgate.judge.calibration import configured_calibration
     from perfgate.judge.confirm import WindowConfirmer
 
     # Locally the local baseline branch; in CI the remote one, read-only (R9).
@@ -133,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         on_start=progress.start,
         on_done=progress.finish,
         confirm_mode=config.gate.confirm,
-        confirm=WindowConfirmer(config, store, say=say),
+        confirm=WindowConfirmer(config, store, say=say, calibration=configured_calibration(config)),
     )
     out = human(args)
     if args.no_judge or on_github():

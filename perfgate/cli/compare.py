@@ -26,6 +26,7 @@ from perfgate.cli.common import (
     baseline_is_local,
     human,
     print_json,
+    selected,
 )
 from perfgate.config import PRIMARY, Bucket, Config, Direction, load_config
 from perfgate.errors import ExitCode, UsageError
@@ -150,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.judge.stats import CalibratedPolicy, effect_text
 
     config = load_config(args.config)
-    buckets = {b.id: b for b in config.select(args.bucket, args.tag)}
+    buckets = {b.id: b for b in selected(config, args)}
     a, b = _side(args.a, args, config, buckets), _side(args.b, args, config, buckets)
     rows, table = [], []
     for bucket_id, bucket in buckets.items():

@@ -11,13 +11,14 @@ so reaches the verdicts the bench's last look would have.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
 from perfgate.config import PRIMARY, Bucket, Config, Metric
 from perfgate.errors import GateMalfunction
+from perfgate.judge.calibration import NoiseCalibration
 from perfgate.judge.oracle import policy_for, window_sample_limit
-from perfgate.judge.stats import CalibratedPolicy, Calibration, WindowModel, analyse_window, judge
+from perfgate.judge.stats import CalibratedPolicy, WindowModel, analyse_window, judge
 from perfgate.result import Result
 
 
@@ -30,12 +31,13 @@ class WindowConfirmer:
         store: BaselineStore | None,
         *,
         say: Callable[[str], None],
-        calibration: Mapping[str, Calibration] | None = None,
+        calibration: NoiseCalibration | None = None,
     ) -> None:
         self.config = config
         self.store = store
         self.say = say
-        self.calibration = calibration or {}
+        # The gate's calibration (gate.calibration): bench and gate judge with one noise.
+        self.calibration = calibration
         self._models: dict[WindowKey, WindowModel | None] = {}
         self._ends: tuple[str | None, str | None] | None = None
         self._unreadable = False
@@ -76,12 +78,17 @@ class WindowConfirmer:
                     "each bucket takes its planned repeats only"
                 )
             else:
+                measured = self.calibration.for_result(result) if self.calibration else None
                 model = analyse_window(
                     window,
                     policy=policy,
                     direction=result.all_metrics[metric.name].direction,
                     # An A/A calibration measures the primary metric's noise.
-                    calibration=self.calibration.get(bucket.id) if metric.name == PRIMARY else None,
+                    calibration=(
+                        measured.for_rule()
+                        if measured is not None and metric.name == PRIMARY
+                        else None
+                    ),
                 )
         self._models[key] = model
         return model

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
 from perfgate.config import PRIMARY, Bucket, Config, Mode, PolicyName
 from perfgate.errors import ExitCode, GateMalfunction
+from perfgate.judge.calibration import NoiseCalibration, configured_calibration
 from perfgate.judge.oracle import (
     Bisect,
     Judgement,
@@ -23,7 +24,7 @@ from perfgate.judge.oracle import (
     policy_for,
     window_sample_limit,
 )
-from perfgate.judge.stats import Calibration
+from perfgate.judge.stats import ReferencePolicy
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import ArtifactError, Result, read_result
 
@@ -307,15 +308,17 @@ def build_report(
     baseline_source: str | None = None,
     base_commit: str | None = None,
     unreadable: Sequence[UnreadableArtifact] = (),
-    calibration: Mapping[str, Calibration] | None = None,
+    calibration: NoiseCalibration | None = None,
     metric_windows: Mapping[tuple[str, str], Sequence[Sequence[float]]] | None = None,
 ) -> GateReport:
     """Judge every expected bucket; pure, so every rule is testable without I/O.
 
     ``windows`` holds each bucket's baseline runs of its primary metric, nearest first,
     each the samples it took; ``metric_windows`` those of its other metrics, by (bucket
-    id, metric name); ``calibration`` an A/A noise model of the primary per bucket id,
-    where one was measured.
+    id, metric name). A bucket that ``calibration`` measured on this hardware and
+    experiment is judged with that measured noise (an A/A noise model of its primary
+    metric): the calibrated rule reads it as its A/A calibration, the reference rule
+    takes its noise floor from it instead of from a constant.
     """
     by_bucket = latest_per_bucket(results)
     counts = Counter(result.bucket.id for result in results)
@@ -323,6 +326,8 @@ def build_report(
     policy = config.gate
     rows = []
     placed: set[Path] = set()
+    calibrated: list[str] = []
+    stale: list[str] = []
     for bucket in expected:
         result = by_bucket.get(bucket.id)
         bad = next((u for u in unreadable if u.belongs_to(bucket)), None)
@@ -339,12 +344,20 @@ def build_report(
             )
             continue
         hardware = result.hardware.slug
+        rule = policy_for(bucket, policy, hardware)
+        measured = calibration.for_result(result) if calibration else None
+        if measured is not None:
+            calibrated.append(bucket.id)
+            if isinstance(rule, ReferencePolicy):
+                rule = replace(rule, noise_floor_pct=measured.noise_floor_pct)
+        elif calibration is not None and calibration.stale_for(result) is not None:
+            stale.append(bucket.id)
         judgement = judge(
             result,
             windows.get(bucket.id, ()),
             floors=bucket.floors_for(hardware),
-            policy=policy_for(bucket, policy, hardware),
-            calibration=(calibration or {}).get(bucket.id),
+            policy=rule,
+            calibration=measured.for_rule() if measured is not None else None,
             metrics=[
                 MetricCheck(
                     metric=metric,
@@ -376,6 +389,17 @@ def build_report(
         all_notes.append(
             f"ignored artifacts for buckets not expected by {config.path} (reported, not "
             "judged): " + ", ".join(coverage.unexpected)
+        )
+    if calibrated and calibration is not None:
+        all_notes.append(
+            f"noise from the calibration {calibration.path} (measured runner-to-runner "
+            f"noise) for: {', '.join(calibrated)}"
+        )
+    if stale:
+        all_notes.append(
+            "calibration entries measured another experiment (launch or benchmark hash) and "
+            f"were not applied for: {', '.join(stale)}; qualify the pool again with "
+            "--write-calibration"
         )
     if coverage.duplicates:
         all_notes.append(
@@ -451,9 +475,9 @@ def evaluate(
     store: BaselineStore | None,
     notes: Sequence[str] = (),
     unreadable: Sequence[UnreadableArtifact] = (),
-    calibration: Mapping[str, Calibration] | None = None,
 ) -> GateReport:
-    """Read the window of each bucket's judged result from the store, then build the report."""
+    """Read the window of each bucket's judged result from the store (and the noise
+    calibration gate.calibration names), then build the report."""
     # Only expected buckets are judged: an artifact for any other is reported, never read for.
     # Each metric the config declares and the result reports has a window of its own.
     declared = {bucket.id: bucket for bucket in expected}
@@ -496,6 +520,6 @@ def evaluate(
         baseline_source=source,
         base_commit=base,
         unreadable=unreadable,
-        calibration=calibration,
+        calibration=configured_calibration(config),
         metric_windows=metric_windows,
     )

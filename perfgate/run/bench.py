@@ -190,7 +190,11 @@ def run_bucket(
     """
     plan = plan or SamplingPlan.for_bucket(bucket, ConfirmMode.OFF)
     ci = settings.context
-    run_key = f"{ci.run_id or 'local'}-{ci.run_attempt or '1'}"
+    # R10: caches are keyed by run id, attempt and run label, so two allocations of one
+    # qualification run (same run id and attempt) never share a cache directory.
+    run_key = "-".join(
+        part for part in (ci.run_id or "local", ci.run_attempt or "1", ci.run_label) if part
+    )
     started_at, started = datetime.now(UTC), time.monotonic()
 
     def assemble(samples: Sequence[SampleRun], stopped: SamplingStop) -> Result:
