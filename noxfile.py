@@ -95,6 +95,12 @@ def verify_baselines(session: nox.Session) -> None:
     _perfgate(session, "verify-baselines")
 
 
+@nox.session(tags=["run"])
+def qualify(session: nox.Session) -> None:
+    """Say whether the runner pool is stable enough for the gate to block; writes no baselines."""
+    _perfgate(session, "qualify")
+
+
 @nox.session(name="resolve-image", tags=["run"])
 def resolve_image(session: nox.Session) -> None:
     """Choose the CI image (era manifest, target-branch tag, build) and write step outputs."""

@@ -15,8 +15,9 @@ from typing import Any
 import jsonschema
 
 from perfgate import jsonfile
-from perfgate.config import Bucket, Direction
+from perfgate.config import PRIMARY, Bucket, Direction
 from perfgate.errors import GateMalfunction
+from perfgate.identity import metric_contract, stable_hash
 
 SCHEMA_VERSION = 1
 
@@ -139,6 +140,8 @@ class CiInfo:
     workflow: str | None = None
     job: str | None = None
     runner_name: str | None = None
+    # The allocation (one runner job of a qualification) this run belongs to.
+    run_label: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -272,7 +275,10 @@ class PairedSample:
     sample_index: int  # order within the comparison
     pair: int
     side: PairedSide
+    # The primary metric's figure; the bucket's other metrics by name (what this side's
+    # output had of them).
     value: float | None
+    metrics: Mapping[str, float] = field(default_factory=dict)
     wall_s: float = 0.0
     phase: FailurePhase | None = None
     admission: SampleAdmission | None = None
@@ -301,17 +307,18 @@ class PairedRecord:
     # Runner time of the comparison, the base checkout included.
     wall_s: float = 0.0
 
-    def pairs(self) -> list[tuple[float, float]]:
-        """(base, head) figures of every pair whose two samples are usable, in order.
+    def pairs(self, metric: str = PRIMARY) -> list[tuple[float, float]]:
+        """(base, head) figures of ``metric`` in every pair whose two samples are usable.
 
         A side measured again after admission control set a sample aside counts with its
-        last usable figure.
+        last usable figure; a pair where either side lacks the metric is left out.
         """
         base: dict[int, float] = {}
         head: dict[int, float] = {}
         for sample in self.samples:
-            if sample.usable and sample.value is not None:
-                (base if sample.side is PairedSide.BASE else head)[sample.pair] = sample.value
+            value = sample.value if metric == PRIMARY else sample.metrics.get(metric)
+            if sample.usable and value is not None:
+                (base if sample.side is PairedSide.BASE else head)[sample.pair] = value
         return [(base[p], head[p]) for p in sorted(base) if p in head]
 
     @classmethod
@@ -326,6 +333,7 @@ class PairedRecord:
                     pair=raw["pair"],
                     side=PairedSide(raw["side"]),
                     value=raw.get("value"),
+                    metrics=dict(raw.get("metrics", {})),
                     wall_s=raw.get("wall_s", 0.0),
                     phase=FailurePhase(raw["phase"]) if raw.get("phase") else None,
                     admission=None if admission is None else SampleAdmission.from_json(admission),
@@ -471,6 +479,7 @@ class Result:
     source: Source
     ci: CiInfo
     identity: IdentityRecord
+    # The primary metric: what every reader that knows one figure per run reads.
     metric: MetricReading
     health: Health
     timings: Timings
@@ -479,6 +488,8 @@ class Result:
     log_path: str | None = None
     perfgate_version: str = ""
     sampling: Sampling | None = None
+    # The bucket's further metrics by name, from the same samples (none before metrics existed).
+    metrics: Mapping[str, MetricReading] = field(default_factory=dict)
     # Admission control, one record per sample of the run (by sample_index), any metric.
     admission: tuple[SampleAdmission, ...] = ()
     # The paired comparison with the merge base, when the run asked for one.
@@ -486,16 +497,39 @@ class Result:
     schema_version: int = SCHEMA_VERSION
 
     @property
+    def all_metrics(self) -> dict[str, MetricReading]:
+        """Every metric of the run by name, the primary first."""
+        return {PRIMARY: self.metric, **self.metrics}
+
+    @property
     def set_aside(self) -> frozenset[int]:
         """Indexes of the samples admission control set aside (never judged, never stored)."""
         return frozenset(a.sample_index for a in self.admission if a.set_aside)
+
+    def benchmark_hash(self, metric: str = PRIMARY) -> str:
+        """The measurement contract of one metric: a window holds only samples that share it.
+
+        The primary's is the bucket's own, so declaring more metrics never moves its window;
+        another metric's is the same contract with that metric's figure and direction.
+        """
+        if metric == PRIMARY:
+            return self.identity.benchmark_hash
+        reading = self.metrics[metric]
+        contract = metric_contract(
+            self.identity.benchmark, path=reading.path, direction=reading.direction.value
+        )
+        return stable_hash(contract)
 
     def to_json(self) -> dict[str, Any]:
         """The artifact as a JSON-ready dict."""
         data = asdict(self)
         data["bucket"]["tags"] = list(self.bucket.tags)
         data["timings"]["attempts"] = [asdict(a) for a in self.timings.attempts]
-        data["metric"]["samples"] = [asdict(s) for s in self.metric.samples]
+        for name, reading in self.all_metrics.items():
+            into = data["metric"] if name == PRIMARY else data["metrics"][name]
+            into["samples"] = [asdict(s) for s in reading.samples]
+        if not self.metrics:
+            del data["metrics"]  # a single-metric artifact reads as it did before
         for name in ("sampling", "paired"):
             if data[name] is None:
                 del data[name]
@@ -510,9 +544,6 @@ class Result:
         health["phase"] = FailurePhase(health["phase"]) if health["phase"] else None
         stale = health.get("stale_image")
         health["stale_image"] = StaleImage(**stale) if stale else None
-        metric = dict(data["metric"])
-        metric["direction"] = Direction(metric["direction"])
-        metric["samples"] = tuple(SampleReading(**s) for s in metric.get("samples", ()))
         sampling = data.get("sampling")
         timings = dict(data["timings"])
         timings["attempts"] = tuple(
@@ -527,7 +558,8 @@ class Result:
             source=Source(**data["source"]),
             ci=CiInfo(**data["ci"]),
             identity=IdentityRecord(**data["identity"]),
-            metric=MetricReading(**metric),
+            metric=_metric_reading(data["metric"]),
+            metrics={name: _metric_reading(raw) for name, raw in data.get("metrics", {}).items()},
             health=Health(**health),
             timings=Timings(**timings),
             log_tail=data["log_tail"],
@@ -542,6 +574,17 @@ class Result:
             paired=PairedRecord.from_json(data["paired"]) if data.get("paired") else None,
             schema_version=data["schema_version"],
         )
+
+
+def _metric_reading(data: Mapping[str, Any]) -> MetricReading:
+    """One metric of a validated artifact."""
+    return MetricReading(
+        **{
+            **data,
+            "direction": Direction(data["direction"]),
+            "samples": tuple(SampleReading(**s) for s in data.get("samples", ())),
+        }
+    )
 
 
 @cache

@@ -45,6 +45,10 @@ RUN_LABEL = "perf-gate"
 RESULT_ARTIFACT_PREFIX = "perfgate-result-"
 REPORT_ARTIFACT = "perfgate-report"
 PENDING_ARTIFACT = "perfgate-pending-samples"
+#: The qualification workflow's artifacts: results and logs per allocation, one report.
+QUALIFY_RESULT_PREFIX = "perfgate-qualify-result-"
+QUALIFY_LOG_PREFIX = "perfgate-qualify-log-"
+QUALIFY_REPORT_ARTIFACT = "perfgate-qualification"
 HOSTED_RUNNER = "ubuntu-latest"
 PYTHON_VERSION = "3.11"
 
@@ -337,6 +341,7 @@ SESSION_VERBS = (
     "bench",
     "gate",
     "publish",
+    "qualify",
     "resolve-image",
     "roll-era",
     "seed",
@@ -409,6 +414,11 @@ def _common(site: Site) -> dict[str, Any]:
         "result_artifact_glob": RESULT_ARTIFACT_PREFIX + "*",
         "report_artifact": REPORT_ARTIFACT,
         "pending_artifact": PENDING_ARTIFACT,
+        # Names of one allocation's artifacts: the prefix and the action's run-label input.
+        "qualify_result_name": _quoted(QUALIFY_RESULT_PREFIX + "${{ inputs.run-label }}"),
+        "qualify_log_name": _quoted(QUALIFY_LOG_PREFIX + "${{ inputs.run-label }}"),
+        "qualify_result_glob": QUALIFY_RESULT_PREFIX + "*",
+        "qualify_report_artifact": QUALIFY_REPORT_ARTIFACT,
         "has_run_label": _quoted(
             "${{ contains(github.event.pull_request.labels.*.name, "
             f"{_expr_string(RUN_LABEL)}) }}}}"
@@ -540,6 +550,35 @@ def era_workflow_context(site: Site) -> dict[str, Any]:
     }
 
 
+def qualify_pools(config: Config) -> list[dict[str, Any]]:
+    """One allocation job per runner pool of the config, each on its pool's labels.
+
+    Runner labels stay static (reviewable, checked by actionlint, never chosen by run-time
+    output); ``qualify --plan`` says which pool the selected buckets use, and only that
+    pool's job runs its allocations.
+    """
+    pools = config.runner_pools()
+    return [
+        {
+            "job": Raw("allocation" if len(pools) == 1 else f"allocation-{number}"),
+            "condition": _quoted(f"needs.plan.outputs.pool == '{number}'"),
+            "runner": list(runner),
+        }
+        for number, runner in enumerate(pools, start=1)
+    ]
+
+
+def qualify_workflow_context(site: Site) -> dict[str, Any]:
+    """Context of the runner-pool qualification workflow: plan, allocations, qualify (R15)."""
+    pools = qualify_pools(site.config)
+    return {
+        **_common(site),
+        "pools": pools,
+        "pool_jobs": Raw("[" + ", ".join(["plan", *(str(p["job"]) for p in pools)]) + "]"),
+        "resolve_image": site.config.image is not None,
+    }
+
+
 #: Conclusions of a perfgate run whose report is worth posting: it finished (blocking
 #: mode fails the run on BLOCK). A cancelled run was superseded; a skipped one judged nothing.
 REPORTED_CONCLUSIONS = ("success", "failure")
@@ -572,7 +611,16 @@ def actionlint_context(site: Site) -> dict[str, Any]:
     return {**_common(site), "labels": labels}
 
 
-_ACTIONS = ("setup", "resolve-image", "bench", "gate", "publish-baseline", "seed")
+_ACTIONS = (
+    "setup",
+    "resolve-image",
+    "bench",
+    "gate",
+    "publish-baseline",
+    "seed",
+    "qualify-bench",
+    "qualify",
+)
 
 
 def targets(site: Site) -> list[tuple[str, str, dict[str, Any]]]:
@@ -596,6 +644,11 @@ def targets(site: Site) -> list[tuple[str, str, dict[str, Any]]]:
             "workflows/perfgate-seed.yml.j2",
             ".github/workflows/perfgate-seed.yml",
             seed_workflow_context(site),
+        ),
+        (
+            "workflows/perfgate-qualify.yml.j2",
+            ".github/workflows/perfgate-qualify.yml",
+            qualify_workflow_context(site),
         ),
         ("actionlint.yaml.j2", ".github/actionlint.yaml", actionlint_context(site)),
     ]

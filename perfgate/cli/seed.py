@@ -87,9 +87,6 @@ def register(verbs: Verbs) -> None:
     )
     add_selection(seed, "seed")
     seed.add_argument(
-        "--backend", action="append", default=[], metavar="KEY", help="backend key allowlist"
-    )
-    seed.add_argument(
         "--samples",
         type=int,
         metavar="K",

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from perfgate.judge.gate import GateReport, Row
-from perfgate.judge.oracle import Confirmation
+from perfgate.judge.oracle import Confirmation, MetricJudgement
 from perfgate.judge.paired import PairedDecision
 from perfgate.judge.stats import Decision
 from perfgate.result import PairedRecord, Result, log_artifact_name
@@ -90,12 +90,34 @@ def _row_json(row: Row) -> dict[str, Any]:
         "log": _log_json(result),
         "baseline": _baseline_json(decision),
         "statistics": _statistics_json(decision),
+        "metrics": [_metric_json(metric, result) for metric in judgement.metrics]
+        if judgement
+        else [],
         "confirmation": _confirmation_json(
             judgement.confirmation if judgement else None,
             judgement.paired if judgement else None,
             result.paired if result else None,
         ),
         "admission": _admission_json(result),
+    }
+
+
+def _metric_json(metric: MetricJudgement, result: Result | None) -> dict[str, Any]:
+    """One metric of a bucket: its own verdict, figure and test (the row has the worst)."""
+    record = result.paired if result else None
+    return {
+        "name": metric.name,
+        "path": metric.path,
+        "gates": metric.gates,
+        "verdict": metric.verdict.label,
+        "reasons": _capped([reason.value for reason in metric.reasons], 20),
+        "details": _capped([signal.detail for signal in metric.signals], 20),
+        "value": _finite(metric.value),
+        "unit": metric.unit,
+        "direction": metric.direction.value,
+        "baseline": _baseline_json(metric.decision),
+        "statistics": _statistics_json(metric.decision),
+        "paired": None if metric.paired is None else _paired_json(metric.paired, record),
     }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -13,9 +13,14 @@ from pathlib import Path
 from typing import Protocol
 
 from perfgate import __version__
-from perfgate.config import AdmissionMode, AdmissionPolicy, Bucket, ConfirmMode
+from perfgate.config import PRIMARY, AdmissionMode, AdmissionPolicy, Bucket, ConfirmMode, Metric
 from perfgate.context import RunContext
-from perfgate.identity import BENCHMARK_CONTRACT_VERSION, Identity, runtime_inputs
+from perfgate.identity import (
+    BENCHMARK_CONTRACT_VERSION,
+    Identity,
+    metric_contract,
+    runtime_inputs,
+)
 from perfgate.result import (
     AttemptTiming,
     BucketRef,
@@ -96,18 +101,18 @@ def launch_identity(bucket: Bucket) -> dict[str, object]:
     }
 
 
-def benchmark_identity(bucket: Bucket) -> dict[str, object]:
-    """The measurement contract (hashed into ``benchmark_hash``)."""
+def benchmark_identity(bucket: Bucket, metric: Metric | None = None) -> dict[str, object]:
+    """The measurement contract of ``metric`` (the primary's by default): ``benchmark_hash``."""
     driver = get_driver(bucket.driver)
-    return {
+    metric = metric or bucket.metric
+    contract = {
         "benchmark_contract_version": BENCHMARK_CONTRACT_VERSION,
         "warmup_steps": bucket.warmup_steps,
         "steps": bucket.steps,
-        "metric_path": bucket.metric.path,
-        "direction": bucket.metric.direction.value,
         "driver": driver.name,
         "driver_version": driver.version,
     }
+    return metric_contract(contract, path=metric.path, direction=metric.direction.value)
 
 
 #: After the initial repeats, and after every further sample: does the verdict need another?
@@ -230,7 +235,11 @@ def run_bucket(
     """
     plan = plan or SamplingPlan.for_bucket(bucket, ConfirmMode.OFF)
     ci = settings.context
-    run_key = f"{ci.run_id or 'local'}-{ci.run_attempt or '1'}"
+    # R10: caches are keyed by run id, attempt and run label, so two allocations of one
+    # qualification run (same run id and attempt) never share a cache directory.
+    run_key = "-".join(
+        part for part in (ci.run_id or "local", ci.run_attempt or "1", ci.run_label) if part
+    )
     started_at, started = datetime.now(UTC), time.monotonic()
     control = AdmissionControl(settings.admission, settings.hardware)
     paired: PairedRecord | None = None
@@ -322,11 +331,13 @@ def _pair(
         def measure(side: PairedSide, pair: int, index: int) -> PairedSample:
             which, where = sides[side]
             run = _measure(which, where, run_key, index, control, label=f"paired-{index}-{side}")
+            others = {m.name: _figure(run, m) for m in bucket.metrics} if run.healthy else {}
             return PairedSample(
                 sample_index=index,
                 pair=pair,
                 side=side,
                 value=run.value if run.healthy else None,
+                metrics={name: value for name, value in others.items() if value is not None},
                 wall_s=round(run.wall_s, 3),
                 phase=_phase(run),
                 admission=run.admission,
@@ -462,20 +473,7 @@ def _result(
         benchmark=benchmark_identity(bucket),
         runtime=runtime_inputs(measurement.runtime_fields),
     )
-    readings = tuple(
-        SampleReading(
-            sample_index=sample.index,
-            value=value,
-            wall_s=sample.final.outcome.wall_s,
-        )
-        for sample in samples
-        if (value := sample.final.reading.stats.value) is not None
-    )
     aside = {sample.index for sample in samples if sample.admission.set_aside}
-    values = [r.value for r in readings if r.sample_index not in aside] or [
-        r.value for r in readings
-    ]
-    several = len(values) > 1
     # Runner time past the plan: confirmation samples that counted, and any paired comparison.
     counted = [sample for sample in samples if sample.index not in replaced]
     confirming = counted[plan.repeats :]
@@ -485,17 +483,11 @@ def _result(
         source=Source(**ci.source_json()),
         ci=CiInfo(**ci.ci_json()),
         identity=IdentityRecord(**identity.to_json()),
-        metric=MetricReading(
-            path=bucket.metric.path,
-            direction=bucket.metric.direction,
-            unit=bucket.metric.unit,
-            value=statistics.median(values) if values else None,
-            std=statistics.stdev(values) if several else measurement.stats.std,
-            min=min(values) if several else measurement.stats.min,
-            max=max(values) if several else measurement.stats.max,
+        metric=replace(
+            _reading(bucket.metric, samples, aside, measurement.stats),
             figures=dict(measurement.figures),
-            samples=readings,
         ),
+        metrics={metric.name: _reading(metric, samples, aside) for metric in bucket.metrics},
         health=Health(
             exit_code=outcome.exit_code,
             phase=phase,
@@ -543,6 +535,54 @@ def _result(
     )
 
 
+def _reading(
+    metric: Metric,
+    samples: Sequence[SampleRun],
+    aside: Collection[int],
+    spread: MetricStats | None = None,
+) -> MetricReading:
+    """One metric over the run's samples: each sample's figure, their median and spread.
+
+    The median and spread are of the samples admission control kept (of all of them when
+    it set every one aside, so the artifact still says what was measured). ``spread`` is
+    the benchmark's own (the primary's siblings), shown for a single sample.
+    """
+    readings = tuple(
+        SampleReading(sample_index=sample.index, value=value, wall_s=sample.final.outcome.wall_s)
+        for sample in samples
+        if (value := _figure(sample, metric)) is not None
+    )
+    values = [r.value for r in readings if r.sample_index not in aside] or [
+        r.value for r in readings
+    ]
+    several = len(values) > 1
+    own = spread or MetricStats(value=None)
+    return MetricReading(
+        path=metric.path,
+        direction=metric.direction,
+        unit=metric.unit,
+        value=statistics.median(values) if values else None,
+        std=statistics.stdev(values) if several else own.std,
+        min=min(values) if several else own.min,
+        max=max(values) if several else own.max,
+        samples=readings,
+    )
+
+
+def _figure(sample: SampleRun, metric: Metric) -> float | None:
+    """A sample's figure of ``metric``.
+
+    Another metric than the primary counts only where it is positive (an optional one may
+    be absent) and only in samples with a primary figure, so every metric of a run lists
+    the same sample indices.
+    """
+    reading = sample.final.reading
+    if metric.name == PRIMARY or reading.stats.value is None:
+        return reading.stats.value
+    value = reading.metrics.get(metric.name)
+    return value if value is not None and value > 0 else None
+
+
 def _retry_notice(bucket: Bucket, record: AttemptRecord[Measurement]) -> str:
     """``cartpole/numpy: attempt 1 of 2 failed (runtime, exit 1: ValueError: boom); retrying``."""
     outcome, measurement = record.outcome, record.reading
@@ -582,14 +622,24 @@ def _unsupported(message: str, cache_dir: Path) -> AttemptRecord[Measurement]:
 
 
 def _require_metric(bucket: Bucket, measurement: Measurement) -> Measurement:
-    """An output without a finite number at the metric path is an unreadable output (R3)."""
-    if measurement.error is not None or measurement.stats.value is not None:
+    """An output without the primary figure, or a required metric, is unreadable (R3)."""
+    if measurement.error is not None:
         return measurement
     where = measurement.output_file or "the output"
-    return replace(
-        measurement,
-        error=f"metric {bucket.metric.path!r} is missing or not a finite number in {where}",
-    )
+    if measurement.stats.value is None:
+        return replace(
+            measurement,
+            error=f"metric {bucket.metric.path!r} is missing or not a finite number in {where}",
+        )
+    for metric in bucket.metrics:
+        value = measurement.metrics.get(metric.name)
+        if metric.required and (value is None or value <= 0):
+            return replace(
+                measurement,
+                error=f"metric {metric.name!r} ({metric.path}) is missing or not a positive "
+                f"finite number in {where}; if some outputs lack it, declare it required: false",
+            )
+    return measurement
 
 
 def run_buckets(

@@ -92,12 +92,15 @@ def test_matrix_json_lists_every_bucket_with_the_interface_fields(
     pendulum = matrix[2]
     assert (pendulum["num_envs"], pendulum["steps"], pendulum["warmup_steps"]) == (2048, 1000, 100)
     assert pendulum["metric"] == {
-        "path": "runtime.total_fps.median", "direction": "higher", "unit": "env-steps/s"
+        "path": "runtime.total_fps.median", "direction": "higher", "unit": "env-steps/s",
+        "name": "primary", "sum": [], "required": True, "gates": True, "min_drop_pct": None,
+        "noise_floor_pct": None,
     }  # fmt: skip
+    assert pendulum["metrics"] == []
     assert (pendulum["repeats"], pendulum["max_repeats"]) == (2, 10)
     assert pendulum["demo"] == {"measure_seconds": 1.0, "warmup_seconds": 0.2}
     assert matrix[0]["floors"]["cpu-*"][0] == {"name": "sanity-floor", "value": 1000.0,
-                                               "kind": "BLOCK"}  # fmt: skip
+                                               "kind": "BLOCK", "metric": "primary"}  # fmt: skip
     assert set(Bucket.__dataclass_fields__) <= set(pendulum)
 
 
@@ -181,6 +184,58 @@ def test_select_by_tag_and_unknown_bucket_is_a_usage_error(
     assert "unknown bucket cartpole/physx" in err and "cartpole/numpy" in err
 
 
+def test_backend_allowlist_narrows_and_an_unknown_key_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = load_config(REPO / "perfgate.yaml")
+    assert [b.id for b in config.select(backends=["python"])] == [
+        "cartpole/python",
+        "pendulum/python",
+    ]
+    # --bucket/--tag select, --backend narrows what they selected.
+    chosen = config.select(ids=["cartpole/numpy", "cartpole/python"], backends=["numpy"])
+    assert [b.id for b in chosen] == ["cartpole/numpy"]
+    config_path = str(REPO / "perfgate.yaml")
+    # A typo never narrows the scope silently: it is refused, naming the known keys.
+    assert cli.main(["matrix", "--config", config_path, "--backend", "numpyy"]) == 4
+    err = capsys.readouterr().err
+    assert "unknown backend key numpyy" in err and "known backend keys: numpy, python" in err
+    # A selection that the allowlist empties is refused too, not run as "nothing to do".
+    args = ["matrix", "--config", config_path, "--bucket", "cartpole/numpy", "--backend", "python"]
+    assert cli.main(args) == 4
+    assert "no bucket" in capsys.readouterr().err
+
+
+def test_qualify_block_and_calibration_key_are_read(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        version: 1
+        gate:
+          calibration: ci/noise.json
+        qualify:
+          allocations: 6
+          samples: 4
+          min_runners: 2
+          max_pooled_cv_pct: 3.5
+          max_block_band_pct: 8
+        buckets:
+          - task: cartpole
+            backends: [{physics: numpy}]
+        """,
+    )
+    config = load_config(path)
+    assert config.gate.calibration is not None
+    assert config.gate.calibration.path == tmp_path / "ci" / "noise.json"
+    assert config.gate.calibration.where == f"{path}:3: gate.calibration"
+    policy = config.qualify
+    assert (policy.allocations, policy.samples, policy.min_runners) == (6, 4, 2)
+    assert (policy.max_pooled_cv_pct, policy.max_block_band_pct) == (3.5, 8)
+    # Limits not written keep the reference qualification's defaults.
+    assert (policy.max_sample_deviation_pct, policy.max_runner_deviation_pct) == (5.0, 5.0)
+    assert load_config(REPO / "perfgate.yaml").gate.calibration is None
+
+
 VALID_BUCKET = """
 buckets:
   - task: cartpole
@@ -253,7 +308,7 @@ BAD_CONFIGS = [
         "version: 1\nbukets: []\n" + VALID_BUCKET,
         2,
         "bukets",
-        "allowed keys: admission, buckets, defaults, gate, image, version",
+        "allowed keys: admission, buckets, defaults, gate, image, qualify, version",
     ),
     (
         "unknown_admission_key",
@@ -297,8 +352,43 @@ BAD_CONFIGS = [
         "version: 1\ngate:\n  mdoe: blocking\n" + VALID_BUCKET,
         3,
         "gate.mdoe",
-        "allowed keys: baseline, confirm, false_alarm_rate, mode, oracle, policy, "
+        "allowed keys: baseline, calibration, confirm, false_alarm_rate, mode, oracle, policy, "
         "protected_branches, target_branches",
+    ),
+    (
+        "qualify_limit_not_a_number",
+        "version: 1\nqualify:\n  max_pooled_cv_pct: low\n" + VALID_BUCKET,
+        3,
+        "qualify.max_pooled_cv_pct",
+        "expected a number",
+    ),
+    (
+        "qualify_unknown_limit",
+        "version: 1\nqualify:\n  max_cv_pct: 4\n" + VALID_BUCKET,
+        3,
+        "qualify.max_cv_pct",
+        "allowed keys: allocations, detection_power, max_block_band_pct",
+    ),
+    (
+        "qualify_one_allocation",
+        "version: 1\nqualify:\n  allocations: 1\n" + VALID_BUCKET,
+        3,
+        "qualify.allocations",
+        "use a value >= 2",
+    ),
+    (
+        "qualify_more_runners_than_allocations",
+        "version: 1\nqualify:\n  allocations: 3\n  min_runners: 4\n" + VALID_BUCKET,
+        4,
+        "qualify.min_runners",
+        "raise allocations or lower min_runners",
+    ),
+    (
+        "calibration_outside_the_tree",
+        "version: 1\ngate:\n  calibration: ../noise.json\n" + VALID_BUCKET,
+        3,
+        "gate.calibration",
+        "must name a path inside the repository",
     ),
     (
         "unknown_oracle_key",

@@ -113,8 +113,8 @@ def _samples_for(
     if value is None or value <= 0:
         return [], replace(record, detail="no positive figure")
 
-    def sample_id(reading: SampleReading) -> str:
-        # The replay index names the run; each of its repeats gets its own id.
+    def sample_id(reading: SampleReading, metric: str) -> str:
+        # The replay index names the run; each of its repeats and metrics gets its own id.
         return seed_sample_id(
             seed_key=seed_key,
             commit=entry.target.commit,
@@ -127,6 +127,7 @@ def _samples_for(
             baseline_epoch=result.bucket.baseline_epoch,
             sample_index=index,
             repeat=reading.sample_index,
+            metric=metric,
         )
 
     samples = samples_from_result(result, trusted_source=TRUSTED_SOURCE, sample_ids=sample_id)

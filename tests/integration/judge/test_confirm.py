@@ -118,3 +118,50 @@ def test_paired_without_a_merge_base_confirms_by_repeats(repo: Path) -> None:
     assert "PAIRED_UNAVAILABLE" in row["reasons"]
     assert row["confirmation"]["method"] == "repeats"
     assert "has no parent commit" in row["confirmation"]["note"]
+
+
+# gate.calibration: the bench's confirmation and the gate both judge a calibrated bucket
+# with its measured runner-to-runner noise (R15).
+def test_a_calibration_changes_what_the_bench_and_the_gate_call_a_regression(
+    repo: Path,
+) -> None:
+    for _ in range(5):
+        assert bench(repo, 100.0, "--record")[0] == 0
+    code, artifact, row = bench(repo, 90.0)
+    # Uncalibrated, a window of one runner: 10 % slower is a confirmed regression.
+    assert (code, row["verdict"]) == (1, "BLOCK")
+    # The pool's qualification measured 8 % runner-to-runner noise for this experiment.
+    noise = {
+        "schema_version": 1,
+        "kind": "perfgate-noise-calibration",
+        "buckets": [
+            {
+                "bucket": "sim/cpu",
+                "hardware": artifact["hardware"]["slug"],
+                "launch_hash": artifact["identity"]["launch_hash"],
+                "benchmark_hash": artifact["identity"]["benchmark_hash"],
+                "noise_pct": 1.0,
+                "df": 20,
+                "run_noise_pct": 8.0,
+                "run_df": 10,
+                "modes": 1,
+                "noise_floor_pct": 4.0,
+            }
+        ],
+    }
+    (repo / "noise.json").write_text(json.dumps(noise), encoding="utf-8")
+    config = repo / "perfgate.yaml"
+    config.write_text(
+        config.read_text().replace("confirm: repeat}", "confirm: repeat, calibration: noise.json}")
+    )
+    code, artifact, row = bench(repo, 90.0)
+    # Within that noise, 10 % cannot be confirmed: never a BLOCK.
+    assert code == 0 and row["verdict"] != "BLOCK"
+    assert row["statistics"]["run_noise_pct"] == pytest.approx(8.0)
+    verdict = json.loads((repo.parent / "report" / "verdict.json").read_text())
+    assert any("noise from the calibration" in note for note in verdict["notes"])
+    # The gate, re-judging the recorded samples with the same calibration, agrees.
+    out, again = repo.parent / "out", repo.parent / "gate"
+    assert main(["gate", "--results", str(out), "--report-dir", str(again)]) == 0
+    judged = json.loads((again / "verdict.json").read_text())["rows"][0]
+    assert judged["statistics"] == row["statistics"]

@@ -50,6 +50,8 @@ WRITE_SCOPES = {
         "verify-baselines": {},
     },
     "ci.yml": {"unit": {}, "lint": {}, "drift": {}},
+    # Qualification measures the pool and writes no baselines: read-only throughout (R15).
+    "perfgate-qualify.yml": {"plan": {}, "allocation": {}, "qualify": {}},
 }
 
 

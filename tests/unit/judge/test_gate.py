@@ -183,6 +183,7 @@ def test_verdict_json_has_the_documented_fields(tmp_path: Path) -> None:
         "false_alarm_rate": 0.001,
         "min_drop_pct": 3.0,
         "max_runs": 20,
+        "confirm": "repeat",
     }
 
 
