@@ -307,6 +307,13 @@ class PairedRecord:
     # Runner time of the comparison, the base checkout included.
     wall_s: float = 0.0
 
+    def measures(self, metric: str) -> bool:
+        """Whether any sample of the comparison has a figure of ``metric``."""
+        return any(
+            (s.value if metric == PRIMARY else s.metrics.get(metric)) is not None
+            for s in self.samples
+        )
+
     def pairs(self, metric: str = PRIMARY) -> list[tuple[float, float]]:
         """(base, head) figures of ``metric`` in every pair whose two samples are usable.
 

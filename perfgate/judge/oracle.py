@@ -518,7 +518,8 @@ def _judge_metric(
         decision = against_window(samples)
         window = _window_signals(decision)
         record = result.paired
-        pairs = record.pairs(metric.name) if record is not None and _measured(record) else None
+        evidence = record is not None and _measured(record) and record.measures(metric.name)
+        pairs = record.pairs(metric.name) if record is not None and evidence else None
         if pairs is not None:
             paired = paired_decide(
                 pairs, direction=direction, policy=check.paired_policy or PairedPolicy(),
