@@ -128,8 +128,9 @@ def perf(session: nox.Session) -> None:
 def quality(session: nox.Session) -> None:
     """Score the verdict rule on synthetic series, the seed's reference rule beside it.
 
-    ``--quick`` (the default) runs the 12 suites of issue 11; ``-- --series 640`` is the
-    full run, with two more suites (a few minutes). Exits 1 when a target is missed.
+    ``--quick`` (the default) runs the 12 suites of issue 11 and the runner-offset suites
+    (confirmation off, by repeats, paired); ``-- --series 640`` is the full run, with two
+    more suites (about ten minutes). Exits 1 when a target is missed.
     """
     _install(session)
     session.run("python", "tests/perf/verdict_quality.py", *(session.posargs or ["--quick"]))

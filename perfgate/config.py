@@ -77,8 +77,19 @@ class PolicyName(StrEnum):
 class ConfirmMode(StrEnum):
     """How the bench confirms a suspicious run before it may be BLOCKed."""
 
+    # The merge base and the change, alternately on this runner, when the window cannot clear
+    # the run; outside a git checkout (no merge base to measure) it falls back to REPEAT.
+    PAIRED = "paired"
     REPEAT = "repeat"  # re-measure on the same runner while the rule asks (up to max_repeats)
     OFF = "off"  # only the initial repeats
+
+
+class AdmissionMode(StrEnum):
+    """What admission control does with a sample taken on an unfit machine."""
+
+    ENFORCE = "enforce"  # re-measured, then set aside: never in a window, never behind a BLOCK
+    RECORD = "record"  # checked and recorded; nothing is set aside
+    OFF = "off"  # not checked
 
 
 class FloorKind(StrEnum):
@@ -139,7 +150,7 @@ class GatePolicy:
     policy: PolicyName = PolicyName.CALIBRATED
     # Calibrated policy: the chance that unchanged code is BLOCKed, per bucket run.
     false_alarm_rate: float = 0.001
-    confirm: ConfirmMode = ConfirmMode.REPEAT
+    confirm: ConfirmMode = ConfirmMode.PAIRED
     oracle: OraclePolicy = field(default_factory=OraclePolicy)
     baseline: BaselinePolicy = field(default_factory=BaselinePolicy)
     # gate.calibration: the noise calibration file (None: every bucket uncalibrated).
@@ -178,6 +189,53 @@ class QualifyPolicy:
     max_block_band_pct: float = 10.0
     # The report's "smallest detectable regression" is blocked with this probability.
     detection_power: float = 0.9
+
+
+#: Clock-event reasons that mean the GPU ran slower than it can: a sample under one is not
+#: a measurement of the code. SW power cap is a GPU's normal operating point under full load.
+DEFAULT_THROTTLE_REASONS = (
+    "hw_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+    "sw_thermal_slowdown",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuAdmission:
+    """When a GPU is fit to measure on (``admission.gpu``)."""
+
+    # A busy GPU (not idle) runs its SM and memory clocks at >= this % of their maxima.
+    min_clock_pct: float = 90.0
+    throttle_reasons: tuple[str, ...] = DEFAULT_THROTTLE_REASONS
+    # Before a sample (an idle GPU): hotter will throttle, more power means someone else works.
+    max_temperature_c: float | None = 85.0
+    max_power_pct: float | None = 60.0
+    foreign_processes: bool = True
+    ignore_processes: tuple[str, ...] = ()
+    ecc_errors: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class CpuAdmission:
+    """When a CPU-only runner is fit to measure on (``admission.cpu``); None: recorded only."""
+
+    governor: str | None = None
+    max_load_per_cpu: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdmissionPolicy:
+    """The ``admission`` block: is the machine fit to measure, before and after each sample?"""
+
+    mode: AdmissionMode = AdmissionMode.ENFORCE
+    gpu: GpuAdmission = field(default_factory=GpuAdmission)
+    cpu: CpuAdmission = field(default_factory=CpuAdmission)
+    # A bucket run waits at most this long in all for an unfit machine, then measures anyway.
+    wait_seconds: float = 60.0
+    poll_seconds: float = 5.0
+    # Contaminated samples a bucket run replaces in all; later ones stay, set aside.
+    remeasure: int = 3
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -381,6 +439,10 @@ class Bucket:
     max_repeats: int = 10
     # No confirmation sample starts once the run's samples took this long (None: no limit).
     repeat_budget_minutes: float | None = None
+    # gate.confirm: paired: at most this many base/head pairs, and no pair starts after the
+    # budget (None: no limit besides max_pairs).
+    max_pairs: int = 16
+    pair_budget_minutes: float | None = None
     # Threads of numeric libraries in the benchmark (None: the driver's choice).
     threads: int | None = None
     command: CommandSpec | None = None
@@ -417,8 +479,9 @@ class Bucket:
         return {"id": self.id, "file_stem": self.file_stem, "backend": self.backend_key, **fields}
 
     def most_samples(self, confirm: ConfirmMode) -> int:
-        """The samples one run may take: up to max_repeats when it confirms, else its repeats."""
-        return self.max_repeats if confirm is ConfirmMode.REPEAT else self.repeats
+        """The samples one run may take against its window: up to max_repeats when it
+        confirms by repeats (paired confirmation falls back to repeats), else its repeats."""
+        return self.repeats if confirm is ConfirmMode.OFF else self.max_repeats
 
     @property
     def all_metrics(self) -> tuple[Metric, ...]:
@@ -458,6 +521,7 @@ class Config:
     notices: tuple[str, ...] = ()
     # workflows.action_ref: how workflows reference the composite actions (self or local).
     action_ref: ActionRef = ActionRef.SELF
+    admission: AdmissionPolicy = field(default_factory=AdmissionPolicy)
 
     def bucket_ids(self) -> tuple[str, ...]:
         """Every bucket id, in declaration order."""
@@ -524,6 +588,7 @@ _DEFAULT_SETTINGS: dict[str, Any] = {
     "keep_env": [],
     "repeats": 2,
     "max_repeats": 10,
+    "max_pairs": 16,
 }
 
 
@@ -618,6 +683,7 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
         perfgate_source=source,
         action_ref=ActionRef(data.get("workflows", {}).get("action_ref", ActionRef.SELF)),
         notices=_deprecations(document, gate),
+        admission=_admission_policy(data.get("admission", {})),
     )
 
 
@@ -965,7 +1031,7 @@ def _gate_policy(document: YamlDocument, raw: Mapping[str, Any]) -> GatePolicy:
         policy=PolicyName(raw.get("policy", PolicyName.CALIBRATED)),
         false_alarm_rate=float(raw.get("false_alarm_rate", GatePolicy.false_alarm_rate)),
         # YAML 1.1 reads a bare `off` as false: the schema allows it, and it means off.
-        confirm=ConfirmMode(raw.get("confirm", ConfirmMode.REPEAT) or ConfirmMode.OFF),
+        confirm=ConfirmMode(raw.get("confirm", ConfirmMode.PAIRED) or ConfirmMode.OFF),
         oracle=OraclePolicy(**raw.get("oracle", {})),
         baseline=BaselinePolicy(**raw.get("baseline", {})),
         calibration=None
@@ -988,6 +1054,25 @@ def _qualify_policy(document: YamlDocument, raw: Mapping[str, Any]) -> QualifyPo
             "allocations or lower min_runners",
         )
     return policy
+
+
+def _admission_policy(raw: Mapping[str, Any]) -> AdmissionPolicy:
+    """The ``admission`` block over its defaults (the schema checked every key and value)."""
+    gpu, cpu = raw.get("gpu", {}), raw.get("cpu", {})
+    return AdmissionPolicy(
+        # YAML 1.1 reads a bare `off` as false: the schema allows it, and it means off.
+        mode=AdmissionMode(raw.get("mode", AdmissionMode.ENFORCE) or AdmissionMode.OFF),
+        gpu=GpuAdmission(
+            **{
+                **gpu,
+                **{k: tuple(gpu[k]) for k in ("throttle_reasons", "ignore_processes") if k in gpu},
+            }
+        ),
+        cpu=CpuAdmission(**cpu),
+        wait_seconds=float(raw.get("wait_seconds", AdmissionPolicy.wait_seconds)),
+        poll_seconds=float(raw.get("poll_seconds", AdmissionPolicy.poll_seconds)),
+        remeasure=raw.get("remeasure", AdmissionPolicy.remeasure),
+    )
 
 
 def _expand(
@@ -1108,6 +1193,12 @@ def _expand(
             repeat_budget_minutes=(
                 float(settings["repeat_budget_minutes"])
                 if "repeat_budget_minutes" in settings
+                else None
+            ),
+            max_pairs=settings["max_pairs"],
+            pair_budget_minutes=(
+                float(settings["pair_budget_minutes"])
+                if "pair_budget_minutes" in settings
                 else None
             ),
             threads=settings.get("threads"),

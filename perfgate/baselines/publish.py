@@ -46,6 +46,11 @@ def publishable(results: Sequence[Result]) -> tuple[list[Result], list[str]]:
             skipped.append(f"{result.bucket.id}: unhealthy run, not a baseline")
         elif any(v is None or not math.isfinite(v) or v <= 0 for v in figures):
             skipped.append(f"{result.bucket.id}: no positive finite figure, not a baseline")
+        elif not result.metric.sample_values(result.set_aside):
+            skipped.append(
+                f"{result.bucket.id}: every sample was taken on an unfit machine (admission "
+                "control set them aside), not a baseline"
+            )
         else:
             keep.append(result)
     return keep, skipped

@@ -150,7 +150,9 @@ def samples_from_result(
     timestamp (a window's runs are told apart by commit and timestamp); ``sample_ids``
     overrides the derived ids, given a reading and its metric's name (seeding passes
     :func:`seed_sample_id` so a replay gets the same ids). A metric the run did not report
-    (an optional one) stores nothing.
+    (an optional one) stores nothing. A sample admission control set aside is not stored
+    at all, in any metric: a window read by any perfgate, older ones included, can then
+    never use it (a flag on the line would need every reader to know it).
     """
     if result.metric.value is None or result.source.commit is None:
         raise GateMalfunction(f"{result.bucket.id}: a sample needs a measured figure and a commit")
@@ -178,6 +180,7 @@ def samples_from_result(
         fields = {**known, **named, "value": reading.value, "sample_index": reading.sample_index}
         return stable_hash(fields, length=24)
 
+    aside = result.set_aside
     stored = []
     for metric, measured in result.all_metrics.items():
         if measured.value is None:
@@ -216,6 +219,7 @@ def samples_from_result(
                 runtime=result.identity.runtime.get("fields", {}),
             )
             for reading in readings
+            if reading.sample_index not in aside
         ]
     return stored
 

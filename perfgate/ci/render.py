@@ -23,7 +23,15 @@ from typing import Any
 import jinja2
 
 from perfgate import __version__
-from perfgate.config import ActionRef, Bucket, Config, ConfirmMode, branch_problem
+from perfgate.config import (
+    ActionRef,
+    AdmissionMode,
+    AdmissionPolicy,
+    Bucket,
+    Config,
+    ConfirmMode,
+    branch_problem,
+)
 from perfgate.errors import ConfigError, UsageError
 from perfgate.result import log_artifact_name
 
@@ -187,19 +195,36 @@ class RenderedFile:
 # -- pure decisions ---------------------------------------------------------------------
 
 
-def sampling_minutes(bucket: Bucket, confirm: ConfirmMode) -> float:
-    """The longest a bucket's samples may take: each may use its timeout on every attempt."""
+def sampling_minutes(
+    bucket: Bucket, confirm: ConfirmMode, admission: AdmissionPolicy | None = None
+) -> float:
+    """The longest a bucket's samples may take: each may use its timeout on every attempt.
+
+    Against the window: the repeats, and confirmation samples up to max_repeats or the
+    budget (paired confirmation falls back to them without a merge base). Paired: two
+    samples a pair up to max_pairs or the pair budget. Admission control: its wait and its
+    re-measured samples.
+    """
     one = (bucket.retries + 1) * bucket.timeout_minutes
     worst = bucket.most_samples(confirm) * one
-    if confirm is ConfirmMode.REPEAT and bucket.repeat_budget_minutes is not None:
+    if confirm is not ConfirmMode.OFF and bucket.repeat_budget_minutes is not None:
         # No confirmation sample starts after the budget; the last may start just before it.
         worst = min(worst, max(bucket.repeats * one, bucket.repeat_budget_minutes + one))
+    if confirm is ConfirmMode.PAIRED:
+        pairs = 2 * bucket.max_pairs * one
+        if bucket.pair_budget_minutes is not None:
+            pairs = min(pairs, bucket.pair_budget_minutes + 2 * one)
+        worst += pairs
+    if admission is not None and admission.mode is not AdmissionMode.OFF:
+        worst += admission.remeasure * one + admission.wait_seconds / 60.0
     return worst
 
 
-def job_timeout_minutes(bucket: Bucket, confirm: ConfirmMode) -> int:
+def job_timeout_minutes(
+    bucket: Bucket, confirm: ConfirmMode, admission: AdmissionPolicy | None = None
+) -> int:
     """The bench job's ``timeout-minutes``: every sample's worst case plus setup margin, >= 30."""
-    return max(30, math.ceil(sampling_minutes(bucket, confirm)) + 15)
+    return max(30, math.ceil(sampling_minutes(bucket, confirm, admission)) + 15)
 
 
 def artifact_name(bucket: Bucket) -> str:
@@ -207,7 +232,9 @@ def artifact_name(bucket: Bucket) -> str:
     return RESULT_ARTIFACT_PREFIX + re.sub(r"[^A-Za-z0-9._-]", "-", bucket.file_stem)
 
 
-def bench_matrix(buckets: Sequence[Bucket], confirm: ConfirmMode) -> list[dict[str, Any]]:
+def bench_matrix(
+    buckets: Sequence[Bucket], confirm: ConfirmMode, admission: AdmissionPolicy | None = None
+) -> list[dict[str, Any]]:
     """The static ``strategy.matrix.include`` rows: one per bucket, in config order."""
     return [
         {
@@ -215,7 +242,7 @@ def bench_matrix(buckets: Sequence[Bucket], confirm: ConfirmMode) -> list[dict[s
             "artifact": artifact_name(bucket),
             "logs": log_artifact_name(bucket.id),
             "runner": list(bucket.runner),
-            "timeout": job_timeout_minutes(bucket, confirm),
+            "timeout": job_timeout_minutes(bucket, confirm, admission),
         }
         for bucket in buckets
     ]
@@ -413,12 +440,13 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
             "needs.config.outputs.run == 'true' "
             f"&& ({branch_condition(gate.protected_branches)})"
         ),
-        "matrix": bench_matrix(site.config.buckets, site.config.gate.confirm),
+        "matrix": bench_matrix(site.config.buckets, gate.confirm, site.config.admission),
         "publish_timeout": publish_timeout(gate.baseline.publish_deadline_minutes),
         # Only a config with an image block has an image to resolve (R11).
         "resolve_image": site.config.image is not None,
-        # A bench job that confirms suspicious runs reads the baseline window (R5).
-        "confirm": gate.confirm is ConfirmMode.REPEAT,
+        # A bench job that confirms suspicious runs reads the baseline window (R5), and a
+        # paired one checks out the merge base: both need the whole history.
+        "confirm": gate.confirm is not ConfirmMode.OFF,
         "gate_jobs": gate_jobs(),
     }
 

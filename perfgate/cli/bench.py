@@ -28,7 +28,7 @@ from perfgate.cli.common import (
     print_json,
     selected,
 )
-from perfgate.config import Config, load_config
+from perfgate.config import Config, ConfirmMode, load_config
 from perfgate.errors import ExitCode, UsageError
 
 
@@ -143,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
         context=run,
         echo=None if args.quiet else _echo,
         say=say,
+        admission=config.admission,
     )
     say(f"{len(buckets)} bucket(s) on {settings.hardware.slug}, results in {settings.out_dir}")
     from perfgate.baselines.store import open_store
@@ -152,13 +153,23 @@ def run(args: argparse.Namespace) -> int:
     # Locally the local baseline branch; in CI the remote one, read-only (R9).
     store = open_store(config, local=not on_github())
     progress = Progress(len(buckets), echo=not args.quiet)
+    confirmer = WindowConfirmer(
+        config,
+        store,
+        say=say,
+        calibration=configured_calibration(config),
+        checkout=settings.checkout,
+        work_dir=settings.work_root,
+    )
     results = run_buckets(
         buckets,
         settings,
         on_start=progress.start,
         on_done=progress.finish,
-        confirm_mode=config.gate.confirm,
-        confirm=WindowConfirmer(config, store, say=say, calibration=configured_calibration(config)),
+        # --samples: exactly K samples, so nothing confirms (neither repeats nor pairs).
+        confirm_mode=ConfirmMode.OFF if args.samples is not None else config.gate.confirm,
+        confirm=confirmer,
+        pairing=confirmer,
     )
     out = human(args)
     if args.no_judge or on_github():

@@ -296,6 +296,7 @@ def seed_command(options: SeedOptions, current: Config, store: BaselineStore) ->
         work_dir=options.work_dir,
         hardware=machine,
         context=context.detect(os.environ, cwd=repo),
+        admission=current.admission,
     )
     try:
         execute(plan, settings, records.append)

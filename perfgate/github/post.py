@@ -18,7 +18,7 @@ from perfgate.console import annotate, say
 from perfgate.context import RunContext
 from perfgate.github.client import GitHubClient, GitHubPermissionError
 from perfgate.judge.verdicts import Verdict
-from perfgate.report.summary import md_text, row_change, summary_from_verdict
+from perfgate.report.summary import deciding_change, md_text, summary_from_verdict
 
 MARKER = "<!-- perfgate-verdict -->"
 AGGREGATE_CONTEXT = "perfgate"
@@ -96,7 +96,7 @@ def plan_statuses(verdict: Mapping[str, Any], target_url: str | None) -> tuple[S
             # the status links to has the rest).
             description = f"{label}: {', '.join(text for _, text in blocking)}"
         else:
-            description = f"{' '.join(filter(None, (label, row_change(row))))}: {details}"
+            description = f"{' '.join(filter(None, (label, deciding_change(row))))}: {details}"
         statuses.append(
             StatusUpdate(
                 context=f"{AGGREGATE_CONTEXT} ({bucket})",
@@ -126,7 +126,7 @@ def _blocking_metrics(row: Mapping[str, Any]) -> list[tuple[str, str]]:
             continue  # a report-only metric blocks nothing (unless the run lacked it)
         name = str(metric.get("name"))
         shown = str(metric.get("path") or name) if name == PRIMARY else name
-        change = row_change(metric, interval_too=False)
+        change = deciding_change(metric, interval_too=False)
         found.append((name, f"{shown} {change + ' ' if change else ''}({metric['verdict']})"))
     return found
 

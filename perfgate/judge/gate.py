@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
-from perfgate.config import PRIMARY, Bucket, Config, Mode, PolicyName
+from perfgate.config import PRIMARY, Bucket, Config, ConfirmMode, Mode, PolicyName
 from perfgate.errors import ExitCode, GateMalfunction
 from perfgate.judge.calibration import NoiseCalibration, configured_calibration
 from perfgate.judge.oracle import (
@@ -21,6 +21,7 @@ from perfgate.judge.oracle import (
     MetricCheck,
     Signal,
     judge,
+    paired_policy_for,
     policy_for,
     window_sample_limit,
 )
@@ -105,6 +106,8 @@ class GateReport:
     false_alarm_rate: float = 0.001
     min_drop_pct: float = 3.0
     max_runs: int = 20
+    # How a suspicious run is confirmed before it may block (gate.confirm).
+    confirm: ConfirmMode = ConfirmMode.PAIRED
     baseline_tip: str | None = None
     # Which baseline branch was read: "origin/perf-baselines" or "perf-baselines (local)".
     baseline_source: str | None = None
@@ -137,6 +140,15 @@ class GateReport:
     def count(self, verdict: Verdict) -> int:
         """How many rows have ``verdict``."""
         return sum(1 for row in self.rows if row.verdict is verdict)
+
+    @property
+    def confirmation_minutes(self) -> float:
+        """Runner minutes every bucket spent confirming its verdict (repeats, paired A/B)."""
+        return sum(
+            row.judgement.confirmation.minutes
+            for row in self.rows
+            if row.judgement is not None and row.judgement.confirmation is not None
+        )
 
 
 def latest_per_bucket(results: Sequence[Result]) -> dict[str, Result]:
@@ -171,6 +183,8 @@ def _blocking_signal(row: Row) -> str:
                 continue
             if signal.reason is Reason.FLOOR_CROSSED:
                 reasons.append(" ".join([*named, signal.detail]))
+            elif metric.paired is not None:
+                reasons.append(" ".join([*named, metric.paired.effect_text()]))
             elif metric.decision is not None:
                 reasons.append(" ".join([*named, metric.decision.effect_text()]))
     return " ".join([row.bucket.id, *reasons])
@@ -364,9 +378,12 @@ def build_report(
                     window=(metric_windows or {}).get((bucket.id, metric.name), ()),
                     floors=bucket.floors_for(hardware, metric.name),
                     policy=policy_for(bucket, policy, hardware, metric),
+                    paired_policy=paired_policy_for(bucket, policy, hardware, metric),
                 )
                 for metric in bucket.metrics
             ],
+            confirm=policy.confirm,
+            paired_policy=paired_policy_for(bucket, policy, hardware),
         )
         rows.append(
             Row(bucket=bucket, verdict=judgement.verdict, result=result, judgement=judgement)
@@ -423,6 +440,7 @@ def build_report(
         false_alarm_rate=policy.false_alarm_rate,
         min_drop_pct=policy.oracle.min_block_regression_pct,
         max_runs=policy.baseline.max_runs,
+        confirm=policy.confirm,
         baseline_tip=baseline_tip,
         baseline_source=baseline_source,
         base_commit=base_commit,

@@ -17,6 +17,7 @@ from enum import StrEnum
 from perfgate.config import (
     PRIMARY,
     Bucket,
+    ConfirmMode,
     Direction,
     Floor,
     FloorKind,
@@ -24,6 +25,7 @@ from perfgate.config import (
     Metric,
     PolicyName,
 )
+from perfgate.judge.paired import PairedDecision, PairedPolicy, paired_decide
 from perfgate.judge.stats import (
     CalibratedPolicy,
     Calibration,
@@ -34,7 +36,14 @@ from perfgate.judge.stats import (
     figure_text,
 )
 from perfgate.judge.verdicts import Reason, Verdict
-from perfgate.result import FailurePhase, MetricReading, Result
+from perfgate.result import (
+    FailurePhase,
+    MetricReading,
+    PairedRecord,
+    PairedSide,
+    PairedStatus,
+    Result,
+)
 
 
 class Bisect(StrEnum):
@@ -66,9 +75,12 @@ class MetricJudgement:
     gates: bool
     verdict: Verdict
     signals: tuple[Signal, ...]
-    # The run's figure of this metric: the median of its samples (None: not measured).
+    # The run's figure of this metric: the median of its samples admission control kept
+    # (None: not measured).
     value: float | None
     decision: Decision | None
+    # The paired test of this metric, when a paired comparison was measured.
+    paired: PairedDecision | None = None
 
     @property
     def reasons(self) -> tuple[Reason, ...]:
@@ -84,6 +96,28 @@ class MetricCheck:
     window: Sequence[Sequence[float]]
     floors: Sequence[Floor] = ()
     policy: Policy
+    paired_policy: PairedPolicy | None = None
+
+
+class Method(StrEnum):
+    """How a bucket's verdict was reached."""
+
+    WINDOW = "window"  # the run's repeats against its window, nothing more
+    REPEATS = "repeats"  # more samples on the same runner, against the window
+    PAIRED = "paired"  # the merge base and the change, alternately on the same runner
+
+
+@dataclass(frozen=True, kw_only=True)
+class Confirmation:
+    """How the verdict was reached and what confirming it cost (runner minutes)."""
+
+    method: Method
+    # Samples of the change judged against the window, and those set aside.
+    samples: int
+    set_aside: int = 0
+    minutes: float = 0.0
+    # Why a paired comparison could not be made, when one was wanted.
+    note: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,12 +132,22 @@ class Judgement:
 
     verdict: Verdict
     signals: tuple[Signal, ...]
-    # The run's figure: the median of its samples.
+    # The run's figure: the median of its samples (those admission control kept).
     value: float | None
     # The statistics behind the window signal (None when health stopped the judging).
     decision: Decision | None
     bisect: Bisect
     metrics: tuple[MetricJudgement, ...] = ()
+    # The primary metric's paired test, when a paired comparison was measured.
+    paired: PairedDecision | None = None
+    confirmation: Confirmation | None = None
+
+    def effect_text(self) -> str:
+        """The change the verdict rests on: the paired one when pairs decided, else the
+        window's ('' when neither has one)."""
+        if self.paired is not None and self.paired.effect_pct is not None:
+            return self.paired.effect_text()
+        return self.decision.effect_text() if self.decision else ""
 
     @property
     def reasons(self) -> tuple[Reason, ...]:
@@ -177,6 +221,31 @@ def _worse(value: float, line: float, direction: Direction) -> bool:
     return value < line if direction is Direction.HIGHER else value > line
 
 
+def paired_policy_for(
+    bucket: Bucket, gate: GatePolicy, hardware: str, metric: Metric | None = None
+) -> PairedPolicy:
+    """The paired test a metric of ``bucket`` is confirmed with (gate.confirm: paired).
+
+    The same false-alarm rate (split between the metrics that gate), minimum drop and
+    noise floor as the window rule's.
+    """
+    rule = policy_for(bucket, gate, hardware, metric)
+    if isinstance(rule, ReferencePolicy):
+        rate = gate.false_alarm_rate / max(1, sum(1 for m in bucket.all_metrics if m.gates))
+        return PairedPolicy(
+            false_alarm_rate=rate,
+            min_drop_pct=rule.min_block_regression_pct,
+            noise_floor_pct=rule.noise_floor_pct,
+            max_pairs=bucket.max_pairs,
+        )
+    return PairedPolicy(
+        false_alarm_rate=rule.false_alarm_rate,
+        min_drop_pct=rule.min_drop_pct,
+        noise_floor_pct=rule.noise_floor_pct,
+        max_pairs=bucket.max_pairs,
+    )
+
+
 def _health_signals(result: Result) -> list[Signal]:
     health = result.health
     signals = []
@@ -201,6 +270,20 @@ def _health_signals(result: Result) -> list[Signal]:
     elif health.error:
         signals.append(
             Signal(reason=Reason.MISSING_RESULT, verdict=Verdict.HARD_FAILURE, detail=health.error)
+        )
+    paired = result.paired
+    head = next(
+        (s for s in (paired.samples if paired else ()) if s.side is PairedSide.HEAD and s.phase),
+        None,
+    )
+    if head is not None and head.phase is not None and not signals:
+        signals.append(
+            Signal(
+                reason=Reason.UNHEALTHY_RUN,
+                verdict=Verdict.HARD_FAILURE,
+                detail="a sample of the change failed during the paired comparison "
+                f"(phase={head.phase.value})",
+            )
         )
     if health.stale_image is not None:
         stale = health.stale_image
@@ -329,41 +412,43 @@ def judge(
     policy: Policy,
     calibration: Calibration | None = None,
     metrics: Sequence[MetricCheck] = (),
+    confirm: ConfirmMode = ConfirmMode.REPEAT,
+    paired_policy: PairedPolicy | None = None,
 ) -> Judgement:
     """Judge one result: health first, then each metric apart; the worst that gates wins.
 
-    ``window``, ``floors``, ``policy`` and ``calibration`` are the primary metric's;
-    ``metrics`` the others the bucket declares, each with its own. A window holds the
-    baseline's runs, nearest first, each the samples it took. The rule sees every sample
-    of the run (``final``: the bench took its last one).
+    ``window``, ``floors``, ``policy``, ``calibration`` and ``paired_policy`` are the
+    primary metric's; ``metrics`` the others the bucket declares, each with its own. A
+    window holds the baseline's runs, nearest first, each the samples it took. The rule
+    sees every sample of the run that admission control kept (``final``: the bench took
+    its last one). A paired comparison, when measured, decides in the window's place;
+    under ``confirm: paired`` a window BLOCK that no paired comparison confirmed is
+    INCONCLUSIVE. Samples admission control set aside never support a BLOCK.
     """
     signals = _health_signals(result)
-    samples = result.metric.sample_values()
+    samples = result.metric.sample_values(result.set_aside) or result.metric.sample_values()
     value = statistics.median(samples) if samples else result.metric.value
     judged: list[MetricJudgement] = []
     if not signals and value is not None:
         primary = Metric(
             path=result.metric.path, direction=result.metric.direction, unit=result.metric.unit
         )
-        judged.append(
+        checks = [
+            MetricCheck(
+                metric=primary, window=window, floors=floors, policy=policy,
+                paired_policy=paired_policy,
+            ),
+            *metrics,
+        ]  # fmt: skip
+        judged = [
             _judge_metric(
-                primary,
-                result.metric,
-                window,
-                floors=floors,
-                policy=policy,
-                calibration=calibration,
+                check,
+                result.all_metrics.get(check.metric.name),
+                result,
+                confirm=confirm,
+                calibration=calibration if check.metric is primary else None,
             )
-        )
-        judged += [
-            _judge_metric(
-                check.metric,
-                result.metrics.get(check.metric.name),
-                check.window,
-                floors=check.floors,
-                policy=check.policy,
-            )
-            for check in metrics
+            for check in checks
         ]
         signals += judged[0].signals
         for other in judged[1:]:
@@ -373,6 +458,8 @@ def judge(
                 if signal.verdict is not Verdict.PASS
                 and (other.gates or signal.verdict is Verdict.HARD_FAILURE)
             ]
+        if result.set_aside and not any(s.reason is Reason.CONTAMINATED for s in signals):
+            signals.append(_contamination_signal(result, unconfirmed=False))
     verdict = max((s.verdict for s in signals), key=lambda v: v.severity)
     if verdict.level is Verdict.PASS and result.health.retried:
         signals.append(
@@ -383,6 +470,7 @@ def judge(
             )
         )
         verdict = Verdict.WARN
+    paired = judged[0].paired if judged else None
     return Judgement(
         verdict=verdict,
         signals=tuple(signals),
@@ -390,41 +478,76 @@ def judge(
         decision=judged[0].decision if judged else None,
         bisect=bisect_label(verdict, result),
         metrics=tuple(judged),
+        paired=paired,
+        confirmation=_confirmation(result, paired),
     )
 
 
 def _judge_metric(
-    metric: Metric,
+    check: MetricCheck,
     reading: MetricReading | None,
-    window: Sequence[Sequence[float]],
+    result: Result,
     *,
-    floors: Sequence[Floor],
-    policy: Policy,
+    confirm: ConfirmMode,
     calibration: Calibration | None = None,
 ) -> MetricJudgement:
-    """One metric against its window: its figure, fixed floors, then the rule.
+    """One metric against its window: its figure, fixed floors, the rule, then its pairs.
 
-    ``metric`` is the declaration; the run's ``reading`` (None: not reported) says what was
-    measured, and its direction is the one hashed into the window.
+    ``check.metric`` is the declaration; the run's ``reading`` (None: not reported) says
+    what was measured, and its direction is the one hashed into the window.
     """
+    metric = check.metric
     measured = reading or MetricReading(
         path=metric.path, direction=metric.direction, unit=metric.unit, value=None
     )
     signals = _figure_signals(measured, required=metric.required)
-    samples = measured.sample_values()
-    value = statistics.median(samples) if samples and not signals else None
-    decision = None
+    aside = result.set_aside
+    samples = measured.sample_values(aside)
+    everything = measured.sample_values()
+    kept = samples or everything  # every sample set aside: the figure is still shown
+    value = statistics.median(kept) if kept and not signals else None
+    decision = paired = None
     if value is not None:
-        signals += _floor_signals(value, floors, measured.direction)
-        decision = decide(
-            window,
-            samples,
-            direction=measured.direction,
-            policy=policy,
-            calibration=calibration,
-            final=True,
-        )
-        signals += _window_signals(decision)
+        direction = measured.direction
+        signals += _floor_signals(value, check.floors, direction)
+
+        def against_window(values: Sequence[float]) -> Decision:
+            return decide(check.window, values, direction=direction, policy=check.policy,
+                          calibration=calibration, final=True)  # fmt: skip
+
+        decision = against_window(samples)
+        window = _window_signals(decision)
+        record = result.paired
+        evidence = record is not None and _measured(record) and record.measures(metric.name)
+        pairs = record.pairs(metric.name) if record is not None and evidence else None
+        if pairs is not None:
+            paired = paired_decide(
+                pairs, direction=direction, policy=check.paired_policy or PairedPolicy(),
+                final=True,
+            )  # fmt: skip
+            window = [_informational(window[0]), *window[1:], _paired_signal(paired, record)]
+        elif record is not None and confirm is ConfirmMode.PAIRED:
+            window.append(
+                Signal(
+                    reason=Reason.PAIRED_UNAVAILABLE,
+                    verdict=Verdict.PASS,
+                    detail=f"no paired A/B ({record.reason or 'no pairs for this metric'}); "
+                    "confirmed by repeats against the window",
+                )
+            )
+        elif confirm is ConfirmMode.PAIRED and decision.verdict is Verdict.BLOCK:
+            window[0] = Signal(
+                reason=Reason.UNPAIRED,
+                verdict=Verdict.INCONCLUSIVE,
+                detail=f"{window[0].detail}; not confirmed: the bench made no paired comparison "
+                "with the merge base, and gate.confirm: paired needs one to block",
+            )
+        signals += window
+        # Samples set aside never support a BLOCK: when only they would have blocked, or
+        # nothing else is left, the verdict cannot be a pass either.
+        undecided = aside and paired is None and decision.verdict is not Verdict.BLOCK
+        if undecided and (not samples or against_window(everything).verdict is Verdict.BLOCK):
+            signals.append(_contamination_signal(result, unconfirmed=True))
     return MetricJudgement(
         name=metric.name,
         path=measured.path,
@@ -435,4 +558,68 @@ def _judge_metric(
         signals=tuple(signals),
         value=value,
         decision=decision,
+        paired=paired,
+    )
+
+
+def _measured(record: PairedRecord | None) -> bool:
+    """A paired comparison whose pairs decide."""
+    return record is not None and record.status is PairedStatus.MEASURED
+
+
+def _informational(signal: Signal) -> Signal:
+    """The window's verdict when pairs decide: kept for the reader, deciding nothing."""
+    return Signal(
+        reason=Reason.WINDOW_SUSPECT,
+        verdict=Verdict.PASS,
+        detail=f"against the window: {signal.detail} ({signal.verdict.label}-level); "
+        "the paired comparison decides",
+    )
+
+
+def _paired_signal(paired: PairedDecision, record: PairedRecord | None) -> Signal:
+    """The paired test's verdict, naming the paired samples admission control set aside."""
+    aside = [s for s in record.samples if s.admission and s.admission.set_aside] if record else []
+    detail = paired.detail
+    if aside:
+        why = "; ".join(dict.fromkeys(r for s in aside if s.admission for r in s.admission.reasons))
+        detail += f"; {len(aside)} paired sample(s) set aside ({why})"
+    return Signal(reason=paired.reason, verdict=paired.verdict, detail=detail)
+
+
+def _contamination_signal(result: Result, *, unconfirmed: bool) -> Signal:
+    """Samples taken on an unfit machine: named; INCONCLUSIVE when only they could block."""
+    aside = [a for a in result.admission if a.set_aside]
+    why = "; ".join(dict.fromkeys(reason for a in aside for reason in a.reasons))
+    total = len(result.admission)
+    if unconfirmed:
+        return Signal(
+            reason=Reason.CONTAMINATED,
+            verdict=Verdict.INCONCLUSIVE,
+            detail=f"{len(aside)} of {total} samples were taken on an unfit machine and set "
+            f"aside, and the others cannot confirm a regression: {why}",
+        )
+    return Signal(
+        reason=Reason.CONTAMINATED,
+        verdict=Verdict.PASS,
+        detail=f"{len(aside)} of {total} samples set aside by admission control: {why}",
+    )
+
+
+def _confirmation(result: Result, paired: PairedDecision | None) -> Confirmation:
+    """How the verdict was reached: the window alone, repeats, or paired A/B."""
+    sampling = result.sampling
+    record = result.paired
+    if paired is not None:
+        method = Method.PAIRED
+    elif sampling is not None and sampling.confirming_samples:
+        method = Method.REPEATS
+    else:
+        method = Method.WINDOW
+    return Confirmation(
+        method=method,
+        samples=len(result.metric.sample_values(result.set_aside)),
+        set_aside=len(result.set_aside),
+        minutes=sampling.confirmation_s / 60.0 if sampling else 0.0,
+        note=record.reason if record is not None and not _measured(record) else "",
     )

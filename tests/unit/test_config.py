@@ -11,6 +11,8 @@ import pytest
 from perfgate import cli
 from perfgate.backends import VOCABULARIES
 from perfgate.config import (
+    AdmissionMode,
+    AdmissionPolicy,
     BaselinePolicy,
     Bucket,
     ConfirmMode,
@@ -52,8 +54,12 @@ def test_demo_config_expands_to_one_bucket_per_task_and_backend() -> None:
     assert {b.demo for b in config.buckets} == {DemoSpec(measure_seconds=1.0, warmup_seconds=0.2)}
     assert {b.threads for b in config.buckets} == {None}  # the demo driver's single thread
     assert config.gate.policy is PolicyName.CALIBRATED
-    assert (config.gate.false_alarm_rate, config.gate.confirm) == (0.001, ConfirmMode.REPEAT)
+    assert (config.gate.false_alarm_rate, config.gate.confirm) == (0.001, ConfirmMode.PAIRED)
     assert (config.gate.baseline.min_runs, config.gate.baseline.max_runs) == (3, 20)
+    # Paired confirmation: up to 16 pairs, none started after two minutes.
+    assert {(b.max_pairs, b.pair_budget_minutes) for b in config.buckets} == {(16, 2.0)}
+    # Admission control as the defaults have it; a CPU runner's checks are recorded only.
+    assert config.admission == AdmissionPolicy()
     # Floors and noise floors land only on the backend they are keyed by.
     (floor,) = by_id["cartpole/numpy"].floors_for("cpu-intel_xeon")
     assert (floor.name, floor.value, floor.kind) == ("sanity-floor", 1000.0, FloorKind.BLOCK)
@@ -302,7 +308,44 @@ BAD_CONFIGS = [
         "version: 1\nbukets: []\n" + VALID_BUCKET,
         2,
         "bukets",
-        "allowed keys: buckets, defaults, gate, image, qualify, version",
+        "allowed keys: admission, buckets, defaults, gate, image, qualify, version",
+    ),
+    (
+        "unknown_admission_key",
+        "version: 1\nadmission:\n  gpu:\n    max_temp: 80\n" + VALID_BUCKET,
+        4,
+        "admission.gpu.max_temp",
+        "allowed keys: ecc_errors, foreign_processes, ignore_processes, max_power_pct, "
+        "max_temperature_c, min_clock_pct, throttle_reasons",
+    ),
+    (
+        "unknown_throttle_reason",
+        "version: 1\nadmission:\n  gpu: {throttle_reasons: [hw_slowdown, thermal]}\n"
+        + VALID_BUCKET,
+        3,
+        "admission.gpu.throttle_reasons[1]",
+        "use one of: gpu_idle, applications_clocks_setting, sw_power_cap, hw_slowdown",
+    ),
+    (
+        "admission_clock_over_100",
+        "version: 1\nadmission:\n  gpu:\n    min_clock_pct: 120\n" + VALID_BUCKET,
+        4,
+        "admission.gpu.min_clock_pct",
+        "100",
+    ),
+    (
+        "admission_negative_remeasure",
+        "version: 1\nadmission: {remeasure: -1}\n" + VALID_BUCKET,
+        2,
+        "admission.remeasure",
+        "0",
+    ),
+    (
+        "max_pairs_under_three",
+        "version: 1\ndefaults: {max_pairs: 2}\n" + VALID_BUCKET,
+        2,
+        "defaults.max_pairs",
+        "3",
     ),
     (
         "unknown_gate_key",
@@ -598,10 +641,10 @@ BAD_CONFIGS = [
     ),
     (
         "unknown_confirm_mode",
-        "version: 1\ngate:\n  confirm: paired\n" + VALID_BUCKET,
+        "version: 1\ngate:\n  confirm: twice\n" + VALID_BUCKET,
         3,
         "gate.confirm",
-        "use one of: repeat, off",
+        "use one of: paired, repeat, off",
     ),
     (
         "min_runs_over_max_runs",
@@ -780,6 +823,35 @@ def test_workflows_perfgate_source_must_be_pinned(
             load_config(path)
 
 
+def test_an_admission_block_overrides_its_defaults_key_by_key(tmp_path: Path) -> None:
+    """What is written wins; what is left out keeps its readable default."""
+    path = tmp_path / "perfgate.yaml"
+    path.write_text(
+        dedent(
+            """\
+            version: 1
+            admission:
+              mode: record
+              wait_seconds: 0
+              gpu: {throttle_reasons: [sw_power_cap], ignore_processes: [dcgm-exporter]}
+              cpu: {governor: performance}
+            """
+        )
+        + VALID_BUCKET,
+        encoding="utf-8",
+    )
+    admission = load_config(path).admission
+    assert (admission.mode, admission.wait_seconds, admission.remeasure) == (
+        AdmissionMode.RECORD, 0.0, 3,
+    )  # fmt: skip
+    assert admission.gpu.throttle_reasons == ("sw_power_cap",)
+    assert admission.gpu.ignore_processes == ("dcgm-exporter",)
+    assert (admission.gpu.min_clock_pct, admission.gpu.max_temperature_c) == (90.0, 85.0)
+    assert (admission.cpu.governor, admission.cpu.max_load_per_cpu) == ("performance", None)
+    path.write_text("version: 1\nadmission: {mode: off}\n" + VALID_BUCKET, encoding="utf-8")
+    assert load_config(path).admission.mode is AdmissionMode.OFF  # a bare off is false
+
+
 @pytest.mark.parametrize("written", ["off", "'off'", "false"])
 def test_confirm_off_reads_as_off_however_yaml_types_it(tmp_path: Path, written: str) -> None:
     """YAML 1.1 reads a bare `off` as false; both spellings mean no confirmation samples."""
@@ -787,7 +859,7 @@ def test_confirm_off_reads_as_off_however_yaml_types_it(tmp_path: Path, written:
     path.write_text(f"version: 1\ngate:\n  confirm: {written}\n{VALID_BUCKET}", encoding="utf-8")
     assert load_config(path).gate.confirm is ConfirmMode.OFF
     path.write_text(f"version: 1\ngate:\n  confirm: true\n{VALID_BUCKET}", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"use one of: repeat, off$"):
+    with pytest.raises(ConfigError, match=r"use one of: paired, repeat, off$"):
         load_config(path)
 
 

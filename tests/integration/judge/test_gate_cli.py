@@ -18,7 +18,7 @@ IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 CONFIG = """
 version: 1
-gate: {mode: blocking, protected_branches: [main]}
+gate: {mode: blocking, protected_branches: [main], confirm: repeat}
 buckets:
   - task: cartpole
     backends: [{physics: numpy}]

@@ -46,9 +46,11 @@ def entry(**changes: object) -> BucketNoise:
 
 
 def config_file(tmp_path: Path, calibration: str | None = None, policy: str | None = None) -> Path:
-    gate = f"gate:\n  calibration: {calibration}\n" if calibration else ""
-    if policy:
-        gate = f"gate:\n  policy: {policy}\n"
+    # The window rule's lines are what a calibration moves: confirmed by repeats.
+    gate = "gate:\n"
+    gate += f"  calibration: {calibration}\n" if calibration else ""
+    gate += "  confirm: repeat\n"
+    gate += f"  policy: {policy}\n" if policy else ""
     path = tmp_path / "perfgate.yaml"
     path.write_text(
         f"version: 1\n{gate}buckets:\n  - task: cartpole\n    backends: [{{physics: numpy}}]\n",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from textwrap import dedent
@@ -14,7 +15,14 @@ from perfgate.judge.gate import GateReport, build_report
 from perfgate.judge.oracle import Bisect, policy_for
 from perfgate.judge.stats import CalibratedPolicy, ReferencePolicy
 from perfgate.judge.verdicts import Reason, Verdict
-from perfgate.result import Result
+from perfgate.result import (
+    PairedRecord,
+    PairedSample,
+    PairedSide,
+    PairedStatus,
+    PairedStop,
+    Result,
+)
 from tests.factories import make_result, with_metric
 
 BUCKET = "cartpole/numpy"
@@ -36,7 +44,7 @@ def config(tmp_path: Path, metrics: str = "", floors: str = "") -> Config:
     """One demo bucket; ``metrics`` are YAML list items under ``defaults.metrics``."""
     text = dedent("""\
         version: 1
-        gate: {mode: blocking}
+        gate: {mode: blocking, confirm: repeat}
         defaults:
           metrics:
             - {name: startup_s, sum: [runtime.startup_time_s.app_launch,
@@ -247,3 +255,41 @@ def test_a_metric_noise_floor_is_its_own_and_hardware_floors_stay_the_primarys(
     reference = GatePolicy(policy=PolicyName.REFERENCE)
     judged = policy_for(bucket, reference, "cpu-x", by_name["startup_s"])
     assert isinstance(judged, ReferencePolicy) and judged.min_block_regression_pct == 10.0
+
+
+def paired_config(tmp_path: Path) -> Config:
+    path = config(tmp_path).path
+    path.write_text(path.read_text().replace("confirm: repeat", "confirm: paired"))
+    return load_config(path)
+
+
+def pairs_of(startup_head: float) -> PairedRecord:
+    """Five pairs on one runner: FPS the same, the head's startup at ``startup_head``."""
+    samples = []
+    for pair, wobble in enumerate((1.0, 1.004, 0.997, 1.002, 0.999)):
+        for side, startup in ((PairedSide.BASE, 10.0), (PairedSide.HEAD, startup_head)):
+            samples.append(
+                PairedSample(sample_index=len(samples), pair=pair, side=side,
+                             value=100.0 * wobble,
+                             metrics={"startup_s": startup * wobble, "gpu_mem_gb": 6.0})
+            )  # fmt: skip
+    return PairedRecord(status=PairedStatus.MEASURED, base_commit="e" * 40, max_pairs=16,
+                        samples=tuple(samples), stopped=PairedStop.SETTLED)  # fmt: skip
+
+
+def test_under_paired_each_metric_is_confirmed_by_its_own_pairs(tmp_path: Path) -> None:
+    cfg = paired_config(tmp_path)
+    slow = result(startup=(13.0, 13.1, 12.9))
+    # The startup's window would block; on the same runner its pairs confirm it.
+    confirmed = report(cfg, dataclasses.replace(slow, paired=pairs_of(13.0)))
+    assert verdicts(confirmed) == {
+        PRIMARY: Verdict.PASS, "startup_s": Verdict.BLOCK, "gpu_mem_gb": Verdict.PASS,
+    }  # fmt: skip
+    startup = confirmed.rows[0].judgement.metrics[1]  # type: ignore[union-attr]
+    assert startup.paired is not None and startup.paired.reason is Reason.PAIRED_REGRESSION
+    assert "startup_s +30.0 %" in confirmed.description
+    # The pairs show the same startup on both sides: not confirmed, a pass.
+    cleared = report(cfg, dataclasses.replace(slow, paired=pairs_of(10.0)))
+    assert verdicts(cleared)["startup_s"] is Verdict.PASS
+    # No pairs at all: the window's BLOCK is not confirmed.
+    assert verdicts(report(cfg, slow))["startup_s"] is Verdict.INCONCLUSIVE
