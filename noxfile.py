@@ -107,6 +107,12 @@ def bisect(session: nox.Session) -> None:
     _perfgate(session, "bisect")
 
 
+@nox.session(tags=["run"])
+def qualify(session: nox.Session) -> None:
+    """Say whether the runner pool is stable enough for the gate to block; writes no baselines."""
+    _perfgate(session, "qualify")
+
+
 @nox.session(name="resolve-image", tags=["run"])
 def resolve_image(session: nox.Session) -> None:
     """Choose the CI image (era manifest, target-branch tag, build) and write step outputs."""
@@ -136,8 +142,9 @@ def perf(session: nox.Session) -> None:
 def quality(session: nox.Session) -> None:
     """Score the verdict rule on synthetic series, the seed's reference rule beside it.
 
-    ``--quick`` (the default) runs the 12 suites of issue 11; ``-- --series 640`` is the
-    full run, with two more suites (a few minutes). Exits 1 when a target is missed.
+    ``--quick`` (the default) runs the 12 suites of issue 11 and the runner-offset suites
+    (confirmation off, by repeats, paired); ``-- --series 640`` is the full run, with two
+    more suites (about ten minutes). Exits 1 when a target is missed.
     """
     _install(session)
     session.run("python", "tests/perf/verdict_quality.py", *(session.posargs or ["--quick"]))

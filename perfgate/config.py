@@ -9,7 +9,7 @@ import math
 import re
 import reprlib
 import string
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
@@ -77,8 +77,19 @@ class PolicyName(StrEnum):
 class ConfirmMode(StrEnum):
     """How the bench confirms a suspicious run before it may be BLOCKed."""
 
+    # The merge base and the change, alternately on this runner, when the window cannot clear
+    # the run; outside a git checkout (no merge base to measure) it falls back to REPEAT.
+    PAIRED = "paired"
     REPEAT = "repeat"  # re-measure on the same runner while the rule asks (up to max_repeats)
     OFF = "off"  # only the initial repeats
+
+
+class AdmissionMode(StrEnum):
+    """What admission control does with a sample taken on an unfit machine."""
+
+    ENFORCE = "enforce"  # re-measured, then set aside: never in a window, never behind a BLOCK
+    RECORD = "record"  # checked and recorded; nothing is set aside
+    OFF = "off"  # not checked
 
 
 class FloorKind(StrEnum):
@@ -121,6 +132,15 @@ class BaselinePolicy:
 
 
 @dataclass(frozen=True, kw_only=True)
+class FileRef:
+    """A file perfgate.yaml names, and where it names it (for errors about the file)."""
+
+    path: Path
+    # ``perfgate.yaml:12: gate.calibration``: file, line and key path of the reference.
+    where: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class GatePolicy:
     """The gate block of perfgate.yaml."""
 
@@ -130,9 +150,11 @@ class GatePolicy:
     policy: PolicyName = PolicyName.CALIBRATED
     # Calibrated policy: the chance that unchanged code is BLOCKed, per bucket run.
     false_alarm_rate: float = 0.001
-    confirm: ConfirmMode = ConfirmMode.REPEAT
+    confirm: ConfirmMode = ConfirmMode.PAIRED
     oracle: OraclePolicy = field(default_factory=OraclePolicy)
     baseline: BaselinePolicy = field(default_factory=BaselinePolicy)
+    # gate.calibration: the noise calibration file (None: every bucket uncalibrated).
+    calibration: FileRef | None = None
 
     @property
     def blocking(self) -> bool:
@@ -146,22 +168,117 @@ class GatePolicy:
         )
 
 
+#: The name of a bucket's ``metric`` block: the figure every surface shows first.
+PRIMARY = "primary"
+
+
+@dataclass(frozen=True, kw_only=True)
+class QualifyPolicy:
+    """Runner-pool qualification: its design and the limits a stable pool stays within (R15).
+
+    The defaults are the reference qualification's: 5 allocations x 3 samples on at least
+    3 runners, and 5 % / 5 % / 5 % / 10 % limits.
+    """
+
+    allocations: int = 5
+    samples: int = 3
+    min_runners: int = 3
+    max_pooled_cv_pct: float = 5.0
+    max_sample_deviation_pct: float = 5.0
+    max_runner_deviation_pct: float = 5.0
+    max_block_band_pct: float = 10.0
+    # The report's "smallest detectable regression" is blocked with this probability.
+    detection_power: float = 0.9
+
+
+#: Clock-event reasons that mean the GPU ran slower than it can: a sample under one is not
+#: a measurement of the code. SW power cap is a GPU's normal operating point under full load.
+DEFAULT_THROTTLE_REASONS = (
+    "hw_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+    "sw_thermal_slowdown",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuAdmission:
+    """When a GPU is fit to measure on (``admission.gpu``)."""
+
+    # A busy GPU (not idle) runs its SM and memory clocks at >= this % of their maxima.
+    min_clock_pct: float = 90.0
+    throttle_reasons: tuple[str, ...] = DEFAULT_THROTTLE_REASONS
+    # Before a sample (an idle GPU): hotter will throttle, more power means someone else works.
+    max_temperature_c: float | None = 85.0
+    max_power_pct: float | None = 60.0
+    foreign_processes: bool = True
+    ignore_processes: tuple[str, ...] = ()
+    ecc_errors: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class CpuAdmission:
+    """When a CPU-only runner is fit to measure on (``admission.cpu``); None: recorded only."""
+
+    governor: str | None = None
+    max_load_per_cpu: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdmissionPolicy:
+    """The ``admission`` block: is the machine fit to measure, before and after each sample?"""
+
+    mode: AdmissionMode = AdmissionMode.ENFORCE
+    gpu: GpuAdmission = field(default_factory=GpuAdmission)
+    cpu: CpuAdmission = field(default_factory=CpuAdmission)
+    # A bucket run waits at most this long in all for an unfit machine, then measures anyway.
+    wait_seconds: float = 60.0
+    poll_seconds: float = 5.0
+    # Contaminated samples a bucket run replaces in all; later ones stay, set aside.
+    remeasure: int = 3
+
+
 @dataclass(frozen=True, kw_only=True)
 class Metric:
-    """Where the figure is read from a benchmark's output and which way is better."""
+    """A figure read from a benchmark's output, which way is better, and how it is judged.
+
+    A bucket has one primary metric (its ``metric`` block) and may declare more
+    (``metrics``), each judged against its own window (R5).
+    """
 
     path: str = "runtime.total_fps.mean"
     direction: Direction = Direction.HIGHER
     unit: str = "steps/s"
+    name: str = PRIMARY
+    # A metric summed from several output paths; ``path`` then names them joined by " + ".
+    sum: tuple[str, ...] = ()
+    # Missing from a run: a HARD_FAILURE when required, a warning otherwise.
+    required: bool = True
+    # False: judged and reported, but its verdict never counts toward the bucket's.
+    gates: bool = True
+    # None: gate.oracle's minimum drop and noise floor.
+    min_drop_pct: float | None = None
+    noise_floor_pct: float | None = None
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The output paths the figure is read from (several for a sum)."""
+        return self.sum or (self.path,)
+
+
+def summed_path(paths: Iterable[str]) -> str:
+    """How a summed metric's paths are named together (and hashed into its window)."""
+    return " + ".join(paths)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Floor:
-    """A fixed threshold on the metric for one hardware pattern and backend."""
+    """A fixed threshold on one metric (the primary unless named) for a hardware and backend."""
 
     name: str
     value: float
     kind: FloorKind
+    metric: str = PRIMARY
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -314,12 +431,18 @@ class Bucket:
     tags: tuple[str, ...]
     baseline_epoch: int
     metric: Metric
+    # Further metrics of the same run, each judged against its own window.
+    metrics: tuple[Metric, ...] = ()
     paths: tuple[str, ...] = ()
     # Samples per run: ``repeats`` always, up to ``max_repeats`` to confirm a suspicious run.
     repeats: int = 2
     max_repeats: int = 10
     # No confirmation sample starts once the run's samples took this long (None: no limit).
     repeat_budget_minutes: float | None = None
+    # gate.confirm: paired: at most this many base/head pairs, and no pair starts after the
+    # budget (None: no limit besides max_pairs).
+    max_pairs: int = 16
+    pair_budget_minutes: float | None = None
     # Threads of numeric libraries in the benchmark (None: the driver's choice).
     threads: int | None = None
     command: CommandSpec | None = None
@@ -356,16 +479,23 @@ class Bucket:
         return {"id": self.id, "file_stem": self.file_stem, "backend": self.backend_key, **fields}
 
     def most_samples(self, confirm: ConfirmMode) -> int:
-        """The samples one run may take: up to max_repeats when it confirms, else its repeats."""
-        return self.max_repeats if confirm is ConfirmMode.REPEAT else self.repeats
+        """The samples one run may take against its window: up to max_repeats when it
+        confirms by repeats (paired confirmation falls back to repeats), else its repeats."""
+        return self.repeats if confirm is ConfirmMode.OFF else self.max_repeats
 
-    def floors_for(self, hardware: str) -> tuple[Floor, ...]:
-        """Every floor whose hardware pattern matches ``hardware``."""
+    @property
+    def all_metrics(self) -> tuple[Metric, ...]:
+        """The primary metric, then the others in declaration order."""
+        return (self.metric, *self.metrics)
+
+    def floors_for(self, hardware: str, metric: str = PRIMARY) -> tuple[Floor, ...]:
+        """Every floor of ``metric`` whose hardware pattern matches ``hardware``."""
         return tuple(
             floor
             for pattern, floors in self.floors.items()
             if fnmatch.fnmatchcase(hardware, pattern)
             for floor in floors
+            if floor.metric == metric
         )
 
     def noise_floor_for(self, hardware: str, default: float) -> float:
@@ -400,6 +530,7 @@ class Config:
     gate: GatePolicy
     buckets: tuple[Bucket, ...]
     image: ImageSpec | None = None
+    qualify: QualifyPolicy = field(default_factory=QualifyPolicy)
     # workflows.perfgate_source: the pip requirement rendered CI jobs install perfgate from.
     perfgate_source: str | None = None
     # What still works but should change (deprecated keys), each naming file and line.
@@ -407,14 +538,22 @@ class Config:
     # workflows.action_ref: how workflows reference the composite actions (self or local).
     action_ref: ActionRef = ActionRef.SELF
     report: ReportSpec = field(default_factory=ReportSpec)
+    admission: AdmissionPolicy = field(default_factory=AdmissionPolicy)
 
     def bucket_ids(self) -> tuple[str, ...]:
         """Every bucket id, in declaration order."""
         return tuple(bucket.id for bucket in self.buckets)
 
-    def select(self, ids: Iterable[str] = (), tags: Iterable[str] = ()) -> tuple[Bucket, ...]:
-        """Buckets named by id or carrying a tag; all buckets when neither is given."""
-        ids, tags = list(ids), list(tags)
+    def runner_pools(self) -> tuple[tuple[str, ...], ...]:
+        """The distinct runner label sets of the buckets, in order of first appearance."""
+        return tuple(dict.fromkeys(bucket.runner for bucket in self.buckets))
+
+    def select(
+        self, ids: Iterable[str] = (), tags: Iterable[str] = (), backends: Iterable[str] = ()
+    ) -> tuple[Bucket, ...]:
+        """Buckets named by id or carrying a tag (all when neither is given), narrowed to
+        ``backends``; an unknown id, tag or backend key is an error, never dropped."""
+        ids, tags, backends = list(ids), list(tags), list(backends)
         known = set(self.bucket_ids())
         unknown = [bucket_id for bucket_id in ids if bucket_id not in known]
         if unknown:
@@ -429,13 +568,26 @@ class Config:
                 f"unknown tag {', '.join(unknown_tags)} in {self.path}; "
                 f"known tags: {', '.join(sorted(known_tags))}"
             )
-        if not ids and not tags:
-            return self.buckets
-        return tuple(
+        known_backends = {bucket.backend_key for bucket in self.buckets}
+        unknown_backends = [key for key in backends if key not in known_backends]
+        if unknown_backends:
+            # A typo must not narrow the scope into a weaker run that still reads as complete.
+            raise UsageError(
+                f"unknown backend key {', '.join(unknown_backends)} in {self.path}; "
+                f"known backend keys: {', '.join(sorted(known_backends))}"
+            )
+        chosen = tuple(
             bucket
             for bucket in self.buckets
-            if bucket.id in ids or any(tag in bucket.tags for tag in tags)
+            if ((not ids and not tags) or bucket.id in ids or any(t in bucket.tags for t in tags))
+            and (not backends or bucket.backend_key in backends)
         )
+        if not chosen:
+            raise UsageError(
+                f"no bucket of {self.path} is both selected by --bucket/--tag and of backend "
+                f"{', '.join(backends)}; widen the selection or drop --backend"
+            )
+        return chosen
 
 
 _DEFAULT_SETTINGS: dict[str, Any] = {
@@ -453,6 +605,7 @@ _DEFAULT_SETTINGS: dict[str, Any] = {
     "keep_env": [],
     "repeats": 2,
     "max_repeats": 10,
+    "max_pairs": 16,
 }
 
 
@@ -482,7 +635,7 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
     _check_schema(document)
     data = document.data
     _check_task_aliases(document, data)
-    gate = _gate_policy(data.get("gate", {}))
+    gate = _gate_policy(document, data.get("gate", {}))
     defaults = {**_DEFAULT_SETTINGS, **data.get("defaults", {})}
     buckets: list[Bucket] = []
     seen: dict[str, KeyPath] = {}
@@ -528,6 +681,7 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
             "would put the block line inside the warn line; make k_block >= k_warn",
         )
     _check_gate(document, gate)
+    qualify = _qualify_policy(document, data.get("qualify", {}))
     image = _image_spec(document, data["image"]) if "image" in data else None
     source = data.get("workflows", {}).get("perfgate_source")
     if source is not None and not _PINNED_REQUIREMENT.fullmatch(source):
@@ -542,10 +696,12 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
         gate=gate,
         buckets=tuple(buckets),
         image=image,
+        qualify=qualify,
         perfgate_source=source,
         action_ref=ActionRef(data.get("workflows", {}).get("action_ref", ActionRef.SELF)),
         report=ReportSpec(**data.get("report", {})),
         notices=_deprecations(document, gate),
+        admission=_admission_policy(data.get("admission", {})),
     )
 
 
@@ -878,7 +1034,14 @@ def _allowed_keys(schema: Mapping[str, Any]) -> set[str]:
     return keys
 
 
-def _gate_policy(raw: Mapping[str, Any]) -> GatePolicy:
+def _gate_policy(document: YamlDocument, raw: Mapping[str, Any]) -> GatePolicy:
+    calibration = raw.get("calibration")
+    if calibration is not None:
+        # Relative to perfgate.yaml's directory, which is the repository root of a
+        # rendered site; nothing outside the tree is read.
+        problem = path_problem(calibration, what="gate.calibration")
+        if problem:
+            _fail(document, ("gate", "calibration"), problem)
     return GatePolicy(
         mode=Mode(raw.get("mode", Mode.ADVISORY)),
         target_branches=tuple(raw.get("target_branches", GatePolicy.target_branches)),
@@ -886,9 +1049,47 @@ def _gate_policy(raw: Mapping[str, Any]) -> GatePolicy:
         policy=PolicyName(raw.get("policy", PolicyName.CALIBRATED)),
         false_alarm_rate=float(raw.get("false_alarm_rate", GatePolicy.false_alarm_rate)),
         # YAML 1.1 reads a bare `off` as false: the schema allows it, and it means off.
-        confirm=ConfirmMode(raw.get("confirm", ConfirmMode.REPEAT) or ConfirmMode.OFF),
+        confirm=ConfirmMode(raw.get("confirm", ConfirmMode.PAIRED) or ConfirmMode.OFF),
         oracle=OraclePolicy(**raw.get("oracle", {})),
         baseline=BaselinePolicy(**raw.get("baseline", {})),
+        calibration=None
+        if calibration is None
+        else FileRef(
+            path=document.path.parent / calibration,
+            where=f"{document.where(('gate', 'calibration'))}: gate.calibration",
+        ),
+    )
+
+
+def _qualify_policy(document: YamlDocument, raw: Mapping[str, Any]) -> QualifyPolicy:
+    policy = QualifyPolicy(**raw)
+    if policy.min_runners > policy.allocations:
+        _fail(
+            document,
+            ("qualify", "min_runners"),
+            f"min_runners ({policy.min_runners}) exceeds allocations ({policy.allocations}): "
+            "each allocation lands on one runner, so the pool could never qualify; raise "
+            "allocations or lower min_runners",
+        )
+    return policy
+
+
+def _admission_policy(raw: Mapping[str, Any]) -> AdmissionPolicy:
+    """The ``admission`` block over its defaults (the schema checked every key and value)."""
+    gpu, cpu = raw.get("gpu", {}), raw.get("cpu", {})
+    return AdmissionPolicy(
+        # YAML 1.1 reads a bare `off` as false: the schema allows it, and it means off.
+        mode=AdmissionMode(raw.get("mode", AdmissionMode.ENFORCE) or AdmissionMode.OFF),
+        gpu=GpuAdmission(
+            **{
+                **gpu,
+                **{k: tuple(gpu[k]) for k in ("throttle_reasons", "ignore_processes") if k in gpu},
+            }
+        ),
+        cpu=CpuAdmission(**cpu),
+        wait_seconds=float(raw.get("wait_seconds", AdmissionPolicy.wait_seconds)),
+        poll_seconds=float(raw.get("poll_seconds", AdmissionPolicy.poll_seconds)),
+        remeasure=raw.get("remeasure", AdmissionPolicy.remeasure),
     )
 
 
@@ -978,7 +1179,14 @@ def _expand(
                 )
         backends.append((backend["physics"], backend.get("render")))
     backend_keys = [f"{p}_{r}" if r else p for p, r in backends]
+    primary = Metric(
+        path=settings["metric"].get("path", Metric.path),
+        direction=Direction(settings["metric"].get("direction", Direction.HIGHER)),
+        unit=settings["metric"].get("unit", Metric.unit),
+    )
+    metrics = _metrics(document, key_path, entry, defaults, primary)
     floors = _per_backend(document, key_path, entry, "floors", backend_keys)
+    _check_floor_metrics(document, key_path, floors, (primary, *metrics))
     noise = _per_backend(document, key_path, entry, "noise_floor_pct", backend_keys)
     return [
         Bucket(
@@ -995,17 +1203,20 @@ def _expand(
             seed=settings["seed"],
             tags=tuple(settings["tags"]),
             baseline_epoch=settings["baseline_epoch"],
-            metric=Metric(
-                path=settings["metric"].get("path", Metric.path),
-                direction=Direction(settings["metric"].get("direction", Direction.HIGHER)),
-                unit=settings["metric"].get("unit", Metric.unit),
-            ),
+            metric=primary,
+            metrics=metrics,
             paths=tuple(settings["paths"]),
             repeats=settings["repeats"],
             max_repeats=settings["max_repeats"],
             repeat_budget_minutes=(
                 float(settings["repeat_budget_minutes"])
                 if "repeat_budget_minutes" in settings
+                else None
+            ),
+            max_pairs=settings["max_pairs"],
+            pair_budget_minutes=(
+                float(settings["pair_budget_minutes"])
+                if "pair_budget_minutes" in settings
                 else None
             ),
             threads=settings.get("threads"),
@@ -1019,6 +1230,7 @@ def _expand(
                         name=f["name"],
                         value=float(f["value"]),
                         kind=FloorKind(f.get("verdict", "BLOCK")),
+                        metric=f.get("metric", PRIMARY),
                     )
                     for f in per_backend[backend_key]
                 )
@@ -1034,6 +1246,101 @@ def _expand(
         )
         for (physics, render), backend_key in zip(backends, backend_keys, strict=True)
     ]
+
+
+def _metrics(
+    document: YamlDocument,
+    key_path: KeyPath,
+    entry: Mapping[str, Any],
+    defaults: Mapping[str, Any],
+    primary: Metric,
+) -> tuple[Metric, ...]:
+    """The bucket's further metrics: the defaults' list, each entry's settings merged by name."""
+    merged: dict[str, dict[str, Any]] = {}
+    written: dict[str, KeyPath] = {}
+    for where, declared in ((("defaults",), defaults), (key_path, entry)):
+        seen: set[str] = set()
+        for index, raw in enumerate(declared.get("metrics", ())):
+            here: KeyPath = (*where, "metrics", index)
+            name = raw["name"]
+            if name in seen:
+                _fail(document, (*here, "name"), f"metric {name!r} is declared twice in this list")
+            seen.add(name)
+            if name == PRIMARY:
+                _fail(
+                    document,
+                    (*here, "name"),
+                    f"{PRIMARY!r} is the name of the 'metric' block; set the primary metric "
+                    "there and give this one another name",
+                )
+            merged[name] = {**merged.get(name, {}), **raw}
+            written[name] = here
+    metrics = []
+    paths = {primary.path: PRIMARY}
+    for name, raw in merged.items():
+        here = written[name]
+        if ("path" in raw) == ("sum" in raw):
+            _fail(
+                document,
+                here,
+                f"metric {name!r} needs exactly one of 'path' (one figure) or 'sum' (a list of "
+                "figures to add up)",
+            )
+        if "direction" not in raw:
+            _fail(
+                document,
+                here,
+                f"metric {name!r} needs a direction: higher (throughput) or lower (a time, "
+                "memory); a wrong guess would call every regression an improvement",
+            )
+        total = tuple(raw.get("sum", ()))
+        path = raw["path"] if "path" in raw else summed_path(total)
+        if path in paths:
+            _fail(
+                document,
+                here,
+                f"metric {name!r} reads {path!r}, which metric {paths[path]!r} reads already; "
+                "each metric of a bucket reads its own figure",
+            )
+        paths[path] = name
+        metrics.append(
+            Metric(
+                name=name,
+                path=path,
+                sum=total,
+                direction=Direction(raw["direction"]),
+                unit=raw.get("unit", ""),
+                required=raw.get("required", True),
+                gates=raw.get("gate", True),
+                min_drop_pct=_optional_float(raw.get("min_drop_pct")),
+                noise_floor_pct=_optional_float(raw.get("noise_floor_pct")),
+            )
+        )
+    return tuple(metrics)
+
+
+def _optional_float(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def _check_floor_metrics(
+    document: YamlDocument,
+    key_path: KeyPath,
+    floors: Mapping[str, Mapping[str, Any]],
+    metrics: Sequence[Metric],
+) -> None:
+    """A floor names a metric the bucket has (the primary when it names none)."""
+    names = [metric.name for metric in metrics]
+    for hardware, per_backend in floors.items():
+        for backend_key, entries in per_backend.items():
+            for index, floor in enumerate(entries):
+                name = floor.get("metric", PRIMARY)
+                if name not in names:
+                    _fail(
+                        document,
+                        (*key_path, "floors", hardware, backend_key, index, "metric"),
+                        f"no metric {name!r} in this bucket; use one of: {', '.join(names)}",
+                    )
 
 
 def _per_backend(

@@ -7,15 +7,29 @@ event payload; outside GitHub it comes from the local git checkout.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perfgate.errors import GateMalfunction
+from perfgate.errors import GateMalfunction, UsageError
 from perfgate.git import try_git
 
 PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+# A run label names a cache directory and appears in reports: one plain path component.
+_RUN_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def check_run_label(label: str) -> str:
+    """``label`` when it is a usable run label; otherwise a usage error saying what is."""
+    if not _RUN_LABEL.fullmatch(label):
+        raise UsageError(
+            f"run label {label!r} (--run-label or PERFGATE_RUN_LABEL): use 1 to 128 letters, "
+            "digits, '.', '_' and '-', starting with a letter or digit (e.g. qualify-a1)"
+        )
+    return label
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,6 +52,8 @@ class RunContext:
     workflow: str | None = None
     job: str | None = None
     runner_name: str | None = None
+    # Names the allocation a run belongs to (bench --run-label, PERFGATE_RUN_LABEL).
+    run_label: str | None = None
 
     @property
     def is_pull_request(self) -> bool:
@@ -68,6 +84,7 @@ class RunContext:
             "workflow": self.workflow,
             "job": self.job,
             "runner_name": self.runner_name,
+            "run_label": self.run_label,
         }
 
     def source_json(self) -> dict[str, Any]:
@@ -114,6 +131,8 @@ def detect(
         branch=branch,
         target_branch=target,
         event="local",
+        # A local allocation of a qualification names its (simulated) runner this way.
+        runner_name=env.get("RUNNER_NAME") or None,
     )
 
 
@@ -149,8 +168,13 @@ def _from_github(env: Mapping[str, str]) -> RunContext:
         branch = _strip_heads(env.get("GITHUB_REF"))
         target = branch
         head_sha = env.get("GITHUB_SHA")
+    # A job that checked out another commit than the run's (the qualify workflow's
+    # commit input) says which one it measured.
+    commit = env.get("PERFGATE_COMMIT") or env.get("GITHUB_SHA")
+    if commit and env.get("PERFGATE_COMMIT") and not _SHA.fullmatch(commit):
+        raise UsageError(f"PERFGATE_COMMIT {commit!r} is not a full commit SHA")
     return RunContext(
-        commit=env.get("GITHUB_SHA"),
+        commit=commit,
         branch=branch,
         target_branch=target,
         event=event_name or "unknown",

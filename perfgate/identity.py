@@ -59,6 +59,15 @@ class Identity:
         }
 
 
+def metric_contract(benchmark: Mapping[str, Any], *, path: str, direction: str) -> dict[str, Any]:
+    """One metric's measurement contract: the bucket's, naming that metric's figure and direction.
+
+    Its hash keeps each metric's samples in windows of their own; the name is left out, so a
+    renamed metric keeps its baseline.
+    """
+    return {**benchmark, "metric_path": path, "direction": direction}
+
+
 def runtime_inputs(fields: Mapping[str, Any]) -> dict[str, Any]:
     """Wrap the runtime contract fields with the contract version."""
     return {"runtime_contract_version": RUNTIME_CONTRACT_VERSION, "fields": dict(fields)}

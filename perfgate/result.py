@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from functools import cache
@@ -15,8 +15,9 @@ from typing import Any
 import jsonschema
 
 from perfgate import jsonfile
-from perfgate.config import Bucket, Direction
+from perfgate.config import PRIMARY, Bucket, Direction
 from perfgate.errors import GateMalfunction
+from perfgate.identity import metric_contract, stable_hash
 
 SCHEMA_VERSION = 1
 
@@ -139,6 +140,8 @@ class CiInfo:
     workflow: str | None = None
     job: str | None = None
     runner_name: str | None = None
+    # The allocation (one runner job of a qualification) this run belongs to.
+    run_label: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -151,6 +154,208 @@ class IdentityRecord:
     launch: dict[str, Any]
     benchmark: dict[str, Any]
     runtime: dict[str, Any]
+
+
+class AdmissionStatus(StrEnum):
+    """Was the machine fit to measure, before and after one sample?"""
+
+    ADMITTED = "admitted"  # checked, fit
+    CONTAMINATED = "contaminated"  # checked, unfit: set aside (no window, no BLOCK)
+    FLAGGED = "flagged"  # checked, unfit, kept (admission.mode: record)
+    NOT_CHECKED = "not_checked"  # nothing to check here, or admission.mode: off
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuReading:
+    """One GPU as admission control read it (None: nvidia-smi did not report the field)."""
+
+    index: int | None = None
+    sm_mhz: int | None = None
+    memory_mhz: int | None = None
+    max_sm_mhz: int | None = None
+    max_memory_mhz: int | None = None
+    # Active clock-event (throttle) reasons; () when none.
+    throttle_reasons: tuple[str, ...] | None = None
+    temperature_c: float | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    ecc_uncorrected: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.throttle_reasons, list):
+            object.__setattr__(self, "throttle_reasons", tuple(self.throttle_reasons))
+
+
+@dataclass(frozen=True, kw_only=True)
+class MachineState:
+    """What admission control read at one moment: the GPUs, or a CPU-only runner's CPUs."""
+
+    gpus: tuple[GpuReading, ...] = ()
+    driver_version: str | None = None
+    # Compute processes on the checked GPUs (none is ours: it is not running at a check).
+    processes: tuple[str, ...] = ()
+    # CPU-only runners: the CPU frequency governors in use and the 1-minute load average.
+    governors: tuple[str, ...] | None = None
+    load_1m: float | None = None
+    cpus: int | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MachineState:
+        """Rebuild from an artifact's dict."""
+        return cls(
+            gpus=tuple(GpuReading(**gpu) for gpu in data.get("gpus", ())),
+            driver_version=data.get("driver_version"),
+            processes=tuple(data.get("processes", ())),
+            governors=None if data.get("governors") is None else tuple(data["governors"]),
+            load_1m=data.get("load_1m"),
+            cpus=data.get("cpus"),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampleAdmission:
+    """Admission control's record of one sample, keyed by its ``sample_index``."""
+
+    sample_index: int
+    status: AdmissionStatus
+    # Why the machine was unfit, as a reader says it: "GPU throttled: HW slowdown".
+    reasons: tuple[str, ...] = ()
+    # Time spent waiting for a fit machine before the sample started.
+    waited_s: float = 0.0
+    before: MachineState | None = None
+    after: MachineState | None = None
+
+    @property
+    def set_aside(self) -> bool:
+        """Never in a window, never behind a BLOCK."""
+        return self.status is AdmissionStatus.CONTAMINATED
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SampleAdmission:
+        """Rebuild from an artifact's dict."""
+        before, after = data.get("before"), data.get("after")
+        return cls(
+            sample_index=data["sample_index"],
+            status=AdmissionStatus(data["status"]),
+            reasons=tuple(data.get("reasons", ())),
+            waited_s=data.get("waited_s", 0.0),
+            before=None if before is None else MachineState.from_json(before),
+            after=None if after is None else MachineState.from_json(after),
+        )
+
+
+class PairedSide(StrEnum):
+    """Which checkout a paired sample measured."""
+
+    BASE = "base"  # the merge base, in a throwaway worktree, with its own benchmark
+    HEAD = "head"  # the change under test
+
+
+class PairedStatus(StrEnum):
+    """What became of the paired comparison a suspicious run asked for."""
+
+    MEASURED = "measured"  # pairs were taken: the paired test decides
+    UNAVAILABLE = "unavailable"  # no base could be measured: the run confirmed by repeats
+    FAILED = "failed"  # a sample failed during the pairs (its side says whose)
+
+
+class PairedStop(StrEnum):
+    """Why a paired comparison took no further pair."""
+
+    SETTLED = "settled"  # the paired test decided
+    MAX_PAIRS = "max_pairs"
+    TIME_BUDGET = "time_budget"  # pair_budget_minutes spent
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairedSample:
+    """One sample of a paired comparison: its place, its side, its figure (None: it failed)."""
+
+    sample_index: int  # order within the comparison
+    pair: int
+    side: PairedSide
+    # The primary metric's figure; the bucket's other metrics by name (what this side's
+    # output had of them).
+    value: float | None
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    wall_s: float = 0.0
+    phase: FailurePhase | None = None
+    admission: SampleAdmission | None = None
+
+    @property
+    def usable(self) -> bool:
+        """A healthy figure from a machine admission control did not set aside."""
+        return (
+            self.value is not None
+            and self.phase is None
+            and (self.admission is None or not self.admission.set_aside)
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairedRecord:
+    """The merge base and the change measured alternately on one runner (the evidence)."""
+
+    status: PairedStatus
+    # Why it was unavailable or failed; empty when it measured.
+    reason: str = ""
+    base_commit: str | None = None
+    max_pairs: int = 0
+    samples: tuple[PairedSample, ...] = ()
+    stopped: PairedStop | None = None
+    # Runner time of the comparison, the base checkout included.
+    wall_s: float = 0.0
+
+    def measures(self, metric: str) -> bool:
+        """Whether any sample of the comparison has a figure of ``metric``."""
+        return any(
+            (s.value if metric == PRIMARY else s.metrics.get(metric)) is not None
+            for s in self.samples
+        )
+
+    def pairs(self, metric: str = PRIMARY) -> list[tuple[float, float]]:
+        """(base, head) figures of ``metric`` in every pair whose two samples are usable.
+
+        A side measured again after admission control set a sample aside counts with its
+        last usable figure; a pair where either side lacks the metric is left out.
+        """
+        base: dict[int, float] = {}
+        head: dict[int, float] = {}
+        for sample in self.samples:
+            value = sample.value if metric == PRIMARY else sample.metrics.get(metric)
+            if sample.usable and value is not None:
+                (base if sample.side is PairedSide.BASE else head)[sample.pair] = value
+        return [(base[p], head[p]) for p in sorted(base) if p in head]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PairedRecord:
+        """Rebuild from an artifact's dict."""
+        samples = []
+        for raw in data.get("samples", ()):
+            admission = raw.get("admission")
+            samples.append(
+                PairedSample(
+                    sample_index=raw["sample_index"],
+                    pair=raw["pair"],
+                    side=PairedSide(raw["side"]),
+                    value=raw.get("value"),
+                    metrics=dict(raw.get("metrics", {})),
+                    wall_s=raw.get("wall_s", 0.0),
+                    phase=FailurePhase(raw["phase"]) if raw.get("phase") else None,
+                    admission=None if admission is None else SampleAdmission.from_json(admission),
+                )
+            )
+        stopped = data.get("stopped")
+        return cls(
+            status=PairedStatus(data["status"]),
+            reason=data.get("reason", ""),
+            base_commit=data.get("base_commit"),
+            max_pairs=data.get("max_pairs", 0),
+            samples=tuple(samples),
+            stopped=PairedStop(stopped) if stopped else None,
+            wall_s=data.get("wall_s", 0.0),
+        )
 
 
 class SamplingStop(StrEnum):
@@ -180,6 +385,13 @@ class Sampling:
     repeats: int
     max_repeats: int
     stopped: SamplingStop
+    # Samples past the repeats that confirmed against the window (set-aside ones replaced
+    # by admission control are not among them).
+    confirming_samples: int = 0
+    # Runner time spent on confirmation: those samples, and any paired comparison.
+    confirmation_s: float = 0.0
+    # Runner time admission control cost: waiting for a fit machine, re-measured samples.
+    admission_s: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -200,10 +412,11 @@ class MetricReading:
     # Every healthy sample, in order (empty in artifacts written before repeats existed).
     samples: tuple[SampleReading, ...] = ()
 
-    def sample_values(self) -> tuple[float, ...]:
-        """The figures the verdict judges: every sample, or the one figure of an older run."""
+    def sample_values(self, set_aside: Collection[int] = ()) -> tuple[float, ...]:
+        """The figures the verdict judges: every sample (but those ``set_aside`` by index),
+        or the one figure of an older run."""
         if self.samples:
-            return tuple(s.value for s in self.samples)
+            return tuple(s.value for s in self.samples if s.sample_index not in set_aside)
         return () if self.value is None else (self.value,)
 
 
@@ -273,6 +486,7 @@ class Result:
     source: Source
     ci: CiInfo
     identity: IdentityRecord
+    # The primary metric: what every reader that knows one figure per run reads.
     metric: MetricReading
     health: Health
     timings: Timings
@@ -281,16 +495,51 @@ class Result:
     log_path: str | None = None
     perfgate_version: str = ""
     sampling: Sampling | None = None
+    # The bucket's further metrics by name, from the same samples (none before metrics existed).
+    metrics: Mapping[str, MetricReading] = field(default_factory=dict)
+    # Admission control, one record per sample of the run (by sample_index), any metric.
+    admission: tuple[SampleAdmission, ...] = ()
+    # The paired comparison with the merge base, when the run asked for one.
+    paired: PairedRecord | None = None
     schema_version: int = SCHEMA_VERSION
+
+    @property
+    def all_metrics(self) -> dict[str, MetricReading]:
+        """Every metric of the run by name, the primary first."""
+        return {PRIMARY: self.metric, **self.metrics}
+
+    @property
+    def set_aside(self) -> frozenset[int]:
+        """Indexes of the samples admission control set aside (never judged, never stored)."""
+        return frozenset(a.sample_index for a in self.admission if a.set_aside)
+
+    def benchmark_hash(self, metric: str = PRIMARY) -> str:
+        """The measurement contract of one metric: a window holds only samples that share it.
+
+        The primary's is the bucket's own, so declaring more metrics never moves its window;
+        another metric's is the same contract with that metric's figure and direction.
+        """
+        if metric == PRIMARY:
+            return self.identity.benchmark_hash
+        reading = self.metrics[metric]
+        contract = metric_contract(
+            self.identity.benchmark, path=reading.path, direction=reading.direction.value
+        )
+        return stable_hash(contract)
 
     def to_json(self) -> dict[str, Any]:
         """The artifact as a JSON-ready dict."""
         data = asdict(self)
         data["bucket"]["tags"] = list(self.bucket.tags)
         data["timings"]["attempts"] = [asdict(a) for a in self.timings.attempts]
-        data["metric"]["samples"] = [asdict(s) for s in self.metric.samples]
-        if self.sampling is None:
-            del data["sampling"]
+        for name, reading in self.all_metrics.items():
+            into = data["metric"] if name == PRIMARY else data["metrics"][name]
+            into["samples"] = [asdict(s) for s in reading.samples]
+        if not self.metrics:
+            del data["metrics"]  # a single-metric artifact reads as it did before
+        for name in ("sampling", "paired"):
+            if data[name] is None:
+                del data[name]
         # Enums to values; allow_nan=False: a non-finite number never becomes "JSON" (R3).
         converted: dict[str, Any] = json.loads(json.dumps(data, default=str, allow_nan=False))
         return converted
@@ -302,9 +551,6 @@ class Result:
         health["phase"] = FailurePhase(health["phase"]) if health["phase"] else None
         stale = health.get("stale_image")
         health["stale_image"] = StaleImage(**stale) if stale else None
-        metric = dict(data["metric"])
-        metric["direction"] = Direction(metric["direction"])
-        metric["samples"] = tuple(SampleReading(**s) for s in metric.get("samples", ()))
         sampling = data.get("sampling")
         timings = dict(data["timings"])
         timings["attempts"] = tuple(
@@ -319,7 +565,8 @@ class Result:
             source=Source(**data["source"]),
             ci=CiInfo(**data["ci"]),
             identity=IdentityRecord(**data["identity"]),
-            metric=MetricReading(**metric),
+            metric=_metric_reading(data["metric"]),
+            metrics={name: _metric_reading(raw) for name, raw in data.get("metrics", {}).items()},
             health=Health(**health),
             timings=Timings(**timings),
             log_tail=data["log_tail"],
@@ -330,8 +577,21 @@ class Result:
                 if sampling
                 else None
             ),
+            admission=tuple(SampleAdmission.from_json(a) for a in data.get("admission", ())),
+            paired=PairedRecord.from_json(data["paired"]) if data.get("paired") else None,
             schema_version=data["schema_version"],
         )
+
+
+def _metric_reading(data: Mapping[str, Any]) -> MetricReading:
+    """One metric of a validated artifact."""
+    return MetricReading(
+        **{
+            **data,
+            "direction": Direction(data["direction"]),
+            "samples": tuple(SampleReading(**s) for s in data.get("samples", ())),
+        }
+    )
 
 
 @cache

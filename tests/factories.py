@@ -102,3 +102,25 @@ def make_result(
         perfgate_version="test",
     )
     return replace(result, **overrides)
+
+
+def with_metric(
+    result: Result,
+    name: str,
+    samples: Sequence[float],
+    *,
+    direction: Direction = Direction.LOWER,
+    path: str = "runtime.startup_time_s.env_creation",
+    unit: str = "s",
+) -> Result:
+    """``result`` with one further metric, measured by the same samples (same indices)."""
+    reading = MetricReading(
+        path=path,
+        direction=direction,
+        unit=unit,
+        value=statistics.median(samples) if samples else None,
+        samples=tuple(
+            SampleReading(sample_index=index, value=sample) for index, sample in enumerate(samples)
+        ),
+    )
+    return replace(result, metrics={**result.metrics, name: reading})

@@ -25,6 +25,7 @@ CONFIG_TEXT = """\
 version: 1
 gate:
   mode: {mode}
+  confirm: repeat   # these reports exercise the window rule's verdicts on every surface
   target_branches: [main]
   protected_branches: [main]
   baseline: {{min_samples: 5, max_samples: 20}}

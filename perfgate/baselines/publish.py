@@ -16,6 +16,7 @@ from pathlib import Path
 
 from perfgate.baselines.pushing import PushDeadline
 from perfgate.baselines.store import BaselineStore, Sample, samples_from_result
+from perfgate.config import PRIMARY
 from perfgate.console import say
 from perfgate.errors import GateMalfunction, PerfgateError
 from perfgate.result import Result
@@ -28,15 +29,28 @@ class PublishIncomplete(GateMalfunction):
 
 
 def publishable(results: Sequence[Result]) -> tuple[list[Result], list[str]]:
-    """Healthy results with a positive figure, and why each other one is left out."""
+    """Healthy results whose every figure is positive, and why each other one is left out.
+
+    A further metric the run did not report (an optional one) stores nothing; one it did
+    report must be as sound as the primary.
+    """
     keep, skipped = [], []
     for result in results:
-        value = result.metric.value
-        figures = [value, *result.metric.sample_values()]
+        figures = [
+            figure
+            for name, reading in result.all_metrics.items()
+            if name == PRIMARY or reading.value is not None
+            for figure in (reading.value, *reading.sample_values())
+        ]
         if not result.health.healthy:
             skipped.append(f"{result.bucket.id}: unhealthy run, not a baseline")
         elif any(v is None or not math.isfinite(v) or v <= 0 for v in figures):
             skipped.append(f"{result.bucket.id}: no positive finite figure, not a baseline")
+        elif not result.metric.sample_values(result.set_aside):
+            skipped.append(
+                f"{result.bucket.id}: every sample was taken on an unfit machine (admission "
+                "control set them aside), not a baseline"
+            )
         else:
             keep.append(result)
     return keep, skipped

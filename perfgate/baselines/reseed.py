@@ -107,6 +107,10 @@ def plan_buckets(
     return tuple(seen.values())
 
 
+# The reasons of a window too small to judge (the gate's under-filled buckets).
+_UNDERFILLED = frozenset({"NO_BASELINE", "INSUFFICIENT_WINDOW"})
+
+
 def plan_from_report(report: Mapping[str, Any], min_samples: int, source: str) -> ReseedPlan:
     """A plan from a gate's verdict.json: its commit, target branch and under-filled buckets."""
     commit, target = report.get("commit"), report.get("target_branch")
@@ -117,8 +121,15 @@ def plan_from_report(report: Mapping[str, Any], min_samples: int, source: str) -
         )
     have: dict[str, int] = {}
     for row in report.get("rows", []):
-        baseline = row.get("baseline") or {}
-        have[str(row.get("bucket"))] = int(baseline.get("samples") or 0)
+        # The emptiest window decides: a metric added later starts with none.
+        short = [
+            metric
+            for metric in row.get("metrics") or []
+            if metric.get("gates") and _UNDERFILLED & set(metric.get("reasons") or [])
+        ]
+        have[str(row.get("bucket"))] = min(
+            int((entry.get("baseline") or {}).get("samples") or 0) for entry in [row, *short]
+        )
     return ReseedPlan(
         commit=str(commit),
         target_branch=str(target),

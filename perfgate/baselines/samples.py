@@ -8,6 +8,11 @@ A bucket run stores one line per sample, each with its ``sample_index``; every s
 one run carries the run's one ``timestamp``, and no two runs of a commit share one, so a
 window groups its samples into runs by (commit, timestamp), fields the segment index
 already has. A line written before runs took repeats is a run of its own.
+
+A bucket with several metrics stores one line per sample and metric, in the bucket's one
+file, each naming its ``metric``. A metric's ``benchmark_hash`` is its own contract
+(``Result.benchmark_hash``), so each metric's window holds its own lines and nothing else;
+a line written before metrics existed is the primary's.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from perfgate.config import PRIMARY
 from perfgate.errors import GateMalfunction
 from perfgate.identity import stable_hash
 from perfgate.result import Result, SampleReading
@@ -52,6 +58,8 @@ class Sample:
     attempts: int = 1
     retried: bool = False
     sample_index: int | None = None
+    # Which of the bucket's metrics the figure is (lines from before metrics: the primary).
+    metric: str = PRIMARY
     ci_run_id: str | None = None
     ci_run_attempt: str | None = None
     ci_workflow: str | None = None
@@ -134,13 +142,17 @@ def samples_from_result(
     *,
     trusted_source: str,
     timestamp: datetime | None = None,
-    sample_ids: Callable[[SampleReading], str] | None = None,
+    sample_ids: Callable[[SampleReading, str], str] | None = None,
 ) -> list[Sample]:
-    """One stored sample per sample of a healthy result, each with a stable id.
+    """One stored sample per sample and metric of a healthy result, each with a stable id.
 
-    Every sample of the run gets the run's one timestamp (a window's runs are told apart
-    by commit and timestamp); ``sample_ids`` overrides the derived ids (seeding passes
-    :func:`seed_sample_id` so a replay gets the same ids).
+    The primary metric's samples come first. Every sample of the run gets the run's one
+    timestamp (a window's runs are told apart by commit and timestamp); ``sample_ids``
+    overrides the derived ids, given a reading and its metric's name (seeding passes
+    :func:`seed_sample_id` so a replay gets the same ids). A metric the run did not report
+    (an optional one) stores nothing. A sample admission control set aside is not stored
+    at all, in any metric: a window read by any perfgate, older ones included, can then
+    never use it (a flag on the line would need every reader to know it).
     """
     if result.metric.value is None or result.source.commit is None:
         raise GateMalfunction(f"{result.bucket.id}: a sample needs a measured figure and a commit")
@@ -161,45 +173,55 @@ def samples_from_result(
         # Outside CI nothing else tells two runs of the same commit apart.
         identity["started_at"] = result.timings.started_at
     known = {k: v for k, v in identity.items() if v is not None}
-    # An artifact from before repeats has its one figure.
-    readings = result.metric.samples or (SampleReading(sample_index=0, value=result.metric.value),)
-    return [
-        Sample(
-            sample_id=sample_ids(reading)
-            if sample_ids is not None
-            else stable_hash(
-                {**known, "value": reading.value, "sample_index": reading.sample_index},
-                length=24,
-            ),
-            trusted_source=trusted_source,
-            timestamp=when,
-            value=reading.value,
-            hardware=result.hardware.slug,
-            task=result.bucket.task,
-            backend_key=result.bucket.backend_key,
-            commit=result.source.commit,
-            branch=result.source.branch,
-            target_branch=result.source.target_branch or result.source.branch or "",
-            launch_hash=result.identity.launch_hash,
-            benchmark_hash=result.identity.benchmark_hash,
-            runtime_hash=result.identity.runtime_hash,
-            baseline_epoch=result.bucket.baseline_epoch,
-            metric_path=result.metric.path,
-            direction=result.metric.direction.value,
-            unit=result.metric.unit,
-            std=result.metric.std,
-            attempts=result.health.attempts,
-            retried=result.health.retried,
-            sample_index=reading.sample_index,
-            ci_run_id=result.ci.run_id,
-            ci_run_attempt=result.ci.run_attempt,
-            ci_workflow=result.ci.workflow,
-            ci_job=result.ci.job,
-            ci_runner_name=result.ci.runner_name,
-            runtime=result.identity.runtime.get("fields", {}),
-        )
-        for reading in readings
-    ]
+
+    def derived_id(reading: SampleReading, metric: str) -> str:
+        # The primary's ids are those it had before metrics existed.
+        named = {} if metric == PRIMARY else {"metric": metric}
+        fields = {**known, **named, "value": reading.value, "sample_index": reading.sample_index}
+        return stable_hash(fields, length=24)
+
+    aside = result.set_aside
+    stored = []
+    for metric, measured in result.all_metrics.items():
+        if measured.value is None:
+            continue
+        # An artifact from before repeats has its one figure.
+        readings = measured.samples or (SampleReading(sample_index=0, value=measured.value),)
+        stored += [
+            Sample(
+                sample_id=(sample_ids or derived_id)(reading, metric),
+                trusted_source=trusted_source,
+                timestamp=when,
+                value=reading.value,
+                hardware=result.hardware.slug,
+                task=result.bucket.task,
+                backend_key=result.bucket.backend_key,
+                commit=result.source.commit,
+                branch=result.source.branch,
+                target_branch=result.source.target_branch or result.source.branch or "",
+                launch_hash=result.identity.launch_hash,
+                benchmark_hash=result.benchmark_hash(metric),
+                runtime_hash=result.identity.runtime_hash,
+                baseline_epoch=result.bucket.baseline_epoch,
+                metric_path=measured.path,
+                direction=measured.direction.value,
+                unit=measured.unit,
+                std=measured.std,
+                attempts=result.health.attempts,
+                retried=result.health.retried,
+                sample_index=reading.sample_index,
+                metric=metric,
+                ci_run_id=result.ci.run_id,
+                ci_run_attempt=result.ci.run_attempt,
+                ci_workflow=result.ci.workflow,
+                ci_job=result.ci.job,
+                ci_runner_name=result.ci.runner_name,
+                runtime=result.identity.runtime.get("fields", {}),
+            )
+            for reading in readings
+            if reading.sample_index not in aside
+        ]
+    return stored
 
 
 def seed_sample_id(
@@ -215,18 +237,22 @@ def seed_sample_id(
     baseline_epoch: int,
     sample_index: int,
     repeat: int = 0,
+    metric: str = PRIMARY,
 ) -> str:
     """A seeded sample's id: what was measured and where, never the figure or the clock.
 
     Replaying the same seed (same key, commit, bucket, hardware, target, identity, replay
-    index ``sample_index`` and ``repeat`` within that run) yields the same id, so a
-    resumed seed skips what is already stored.
+    index ``sample_index``, ``repeat`` within that run and ``metric``) yields the same id,
+    so a resumed seed skips what is already stored.
     """
-    # The first repeat keeps the id it had before runs took repeats.
+    # The first repeat keeps the id it had before runs took repeats, the primary metric
+    # the id it had before metrics existed.
     repeated = {"repeat": repeat} if repeat else {}
+    named = {} if metric == PRIMARY else {"metric": metric}
     return stable_hash(
         {
             **repeated,
+            **named,
             "seed_key": seed_key,
             "commit": commit,
             "bucket": bucket,
@@ -281,15 +307,15 @@ class WindowKey:
         return sample_path(self.hardware, self.task, self.backend_key)
 
     @classmethod
-    def for_result(cls, result: Result) -> WindowKey:
-        """The key a result's window is selected by."""
+    def for_result(cls, result: Result, metric: str = PRIMARY) -> WindowKey:
+        """The key the window of one of a result's metrics is selected by."""
         return cls(
             hardware=result.hardware.slug,
             task=result.bucket.task,
             backend_key=result.bucket.backend_key,
             target_branch=result.source.target_branch or "",
             launch_hash=result.identity.launch_hash,
-            benchmark_hash=result.identity.benchmark_hash,
+            benchmark_hash=result.benchmark_hash(metric),
             runtime_hash=result.identity.runtime_hash,
             baseline_epoch=result.bucket.baseline_epoch,
         )

@@ -59,7 +59,7 @@ from perfgate.baselines.segments import (
     is_archive,
     stored_ids,
 )
-from perfgate.baselines.windows import choose_windows
+from perfgate.baselines.windows import K, choose_windows
 from perfgate.config import Config
 from perfgate.errors import GateMalfunction
 from perfgate.git import git, try_git
@@ -167,13 +167,13 @@ class BaselineStore:
 
     def windows(
         self,
-        keys: Mapping[str, WindowKey],
+        keys: Mapping[K, WindowKey],
         *,
         tip: str | None,
         base: str | None,
         max_samples: int,
-    ) -> dict[str, Window]:
-        """Each bucket's window (keyed by bucket id) at ``tip``, against merge base ``base``."""
+    ) -> dict[K, Window]:
+        """Each window, keyed as ``keys`` (bucket, or bucket and metric), at ``tip``."""
         if tip is None or base is None:
             return {bucket: Window(entries=()) for bucket in keys}
         outcome = choose_windows(

@@ -18,7 +18,7 @@ from typing import Any
 
 from perfgate.baselines.seed import branch_tip, bucket_hashes
 from perfgate.baselines.store import BaselineStore, Sample, ancestry, sample_path
-from perfgate.config import Bucket
+from perfgate.config import PRIMARY, Bucket
 from perfgate.console import render_table
 from perfgate.errors import UsageError
 from perfgate.git import git
@@ -103,13 +103,16 @@ def classify(
 
     ``ancestors``, when given, keeps only samples whose commit is on the target branch,
     as a window would. ``newest_runtime`` counts only the group of the newest sample's
-    runtime: after an image era roll, the image the gate runs now.
+    runtime: after an image era roll, the image the gate runs now. The primary metric's
+    samples are counted: a bucket's other metrics are stored by the same runs.
     """
     launch_hash, benchmark_hash = bucket_hashes(bucket)
     usable = [
         s
         for s in samples
-        if s.target_branch == target_branch and (ancestors is None or s.commit in ancestors)
+        if s.metric == PRIMARY
+        and s.target_branch == target_branch
+        and (ancestors is None or s.commit in ancestors)
     ]
     groups = Counter(Fingerprint.of(s) for s in usable)
     current = {

@@ -16,9 +16,10 @@ come, so memory follows the window, not the segment.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from perfgate.baselines.reading import list_archives, object_ids, stream_blobs
 from perfgate.baselines.samples import Sample, Window, WindowEntry, WindowKey
@@ -35,6 +36,9 @@ from perfgate.baselines.segments import (
 # (distance, timestamp, segment, line number, commit, figure): a line that may make a
 # window. The figure comes from the index; None when the line must be parsed.
 Candidate = tuple[int, bytes, str, int, bytes, float | None]
+
+# What a caller names each window by: a bucket id, or (bucket id, metric name).
+K = TypeVar("K", bound=Hashable)
 
 _INDEX_HEAD = (INDEX_MAGIC.encode(), INDEX_VERSION.encode())
 _CORRUPT = CORRUPT.encode()
@@ -135,23 +139,23 @@ class _Selection:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Outcome:
+class Outcome(Generic[K]):
     """The windows chosen, and a warning per line that could not be read."""
 
-    windows: dict[str, Window]
+    windows: dict[K, Window]
     warnings: tuple[str, ...]
 
 
 def choose_windows(
     repo: Path,
     tip: str,
-    keys: Mapping[str, WindowKey],
+    keys: Mapping[K, WindowKey],
     distance: Mapping[bytes, int],
     limit: int,
     *,
     horizon: int = RECENT_HORIZON,
     label: str,
-) -> Outcome:
+) -> Outcome[K]:
     """Each bucket's window at ``tip`` (keyed as ``keys``); ``label`` prefixes warnings."""
     selections = {
         bucket: _Selection(key=key, limit=limit, horizon=horizon) for bucket, key in keys.items()
@@ -171,7 +175,7 @@ def choose_windows(
 
 
 def _rank(
-    repo: Path, tip: str, selections: Mapping[str, _Selection], distance: Mapping[bytes, int]
+    repo: Path, tip: str, selections: Mapping[K, _Selection], distance: Mapping[bytes, int]
 ) -> None:
     """Look at segments round by round (live ones, then archives) until each window is known."""
     archives: dict[str, list[str]] | None = None
@@ -206,8 +210,8 @@ def _rank(
 
 
 def _pick(
-    repo: Path, tip: str, selections: Mapping[str, _Selection], label: str
-) -> tuple[dict[str, Window], list[str], list[str]]:
+    repo: Path, tip: str, selections: Mapping[K, _Selection], label: str
+) -> tuple[dict[K, Window], list[str], list[K]]:
     """The windows, a warning per unreadable line, and the buckets to choose again."""
     lines: dict[tuple[str, int], bytes] = {}
     owed: set[tuple[str, int]] = set()
@@ -228,8 +232,8 @@ def _pick(
                 f"{label}:{path}:{number}: corrupt baseline line skipped ({exc})"
             )
     warnings: dict[str, None] = {}
-    windows: dict[str, Window] = {}
-    retry: list[str] = []
+    windows: dict[K, Window] = {}
+    retry: list[K] = []
     for bucket, selection in selections.items():
         chosen: list[WindowEntry] = []
         dropped = False

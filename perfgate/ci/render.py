@@ -23,7 +23,15 @@ from typing import Any
 import jinja2
 
 from perfgate import __version__
-from perfgate.config import ActionRef, Bucket, Config, ConfirmMode, branch_problem
+from perfgate.config import (
+    ActionRef,
+    AdmissionMode,
+    AdmissionPolicy,
+    Bucket,
+    Config,
+    ConfirmMode,
+    branch_problem,
+)
 from perfgate.errors import ConfigError, UsageError
 from perfgate.result import log_artifact_name
 
@@ -39,6 +47,10 @@ REPORT_ARTIFACT = "perfgate-report"
 TREND_ARTIFACT = "perfgate-trend"
 BISECT_ARTIFACT = "perfgate-bisect"
 PENDING_ARTIFACT = "perfgate-pending-samples"
+#: The qualification workflow's artifacts: results and logs per allocation, one report.
+QUALIFY_RESULT_PREFIX = "perfgate-qualify-result-"
+QUALIFY_LOG_PREFIX = "perfgate-qualify-log-"
+QUALIFY_REPORT_ARTIFACT = "perfgate-qualification"
 HOSTED_RUNNER = "ubuntu-latest"
 PYTHON_VERSION = "3.11"
 
@@ -185,19 +197,36 @@ class RenderedFile:
 # -- pure decisions ---------------------------------------------------------------------
 
 
-def sampling_minutes(bucket: Bucket, confirm: ConfirmMode) -> float:
-    """The longest a bucket's samples may take: each may use its timeout on every attempt."""
+def sampling_minutes(
+    bucket: Bucket, confirm: ConfirmMode, admission: AdmissionPolicy | None = None
+) -> float:
+    """The longest a bucket's samples may take: each may use its timeout on every attempt.
+
+    Against the window: the repeats, and confirmation samples up to max_repeats or the
+    budget (paired confirmation falls back to them without a merge base). Paired: two
+    samples a pair up to max_pairs or the pair budget. Admission control: its wait and its
+    re-measured samples.
+    """
     one = (bucket.retries + 1) * bucket.timeout_minutes
     worst = bucket.most_samples(confirm) * one
-    if confirm is ConfirmMode.REPEAT and bucket.repeat_budget_minutes is not None:
+    if confirm is not ConfirmMode.OFF and bucket.repeat_budget_minutes is not None:
         # No confirmation sample starts after the budget; the last may start just before it.
         worst = min(worst, max(bucket.repeats * one, bucket.repeat_budget_minutes + one))
+    if confirm is ConfirmMode.PAIRED:
+        pairs = 2 * bucket.max_pairs * one
+        if bucket.pair_budget_minutes is not None:
+            pairs = min(pairs, bucket.pair_budget_minutes + 2 * one)
+        worst += pairs
+    if admission is not None and admission.mode is not AdmissionMode.OFF:
+        worst += admission.remeasure * one + admission.wait_seconds / 60.0
     return worst
 
 
-def job_timeout_minutes(bucket: Bucket, confirm: ConfirmMode) -> int:
+def job_timeout_minutes(
+    bucket: Bucket, confirm: ConfirmMode, admission: AdmissionPolicy | None = None
+) -> int:
     """The bench job's ``timeout-minutes``: every sample's worst case plus setup margin, >= 30."""
-    return max(30, math.ceil(sampling_minutes(bucket, confirm)) + 15)
+    return max(30, math.ceil(sampling_minutes(bucket, confirm, admission)) + 15)
 
 
 def artifact_name(bucket: Bucket) -> str:
@@ -205,7 +234,9 @@ def artifact_name(bucket: Bucket) -> str:
     return RESULT_ARTIFACT_PREFIX + re.sub(r"[^A-Za-z0-9._-]", "-", bucket.file_stem)
 
 
-def bench_matrix(buckets: Sequence[Bucket], confirm: ConfirmMode) -> list[dict[str, Any]]:
+def bench_matrix(
+    buckets: Sequence[Bucket], confirm: ConfirmMode, admission: AdmissionPolicy | None = None
+) -> list[dict[str, Any]]:
     """The static ``strategy.matrix.include`` rows: one per bucket, in config order."""
     return [
         {
@@ -213,7 +244,7 @@ def bench_matrix(buckets: Sequence[Bucket], confirm: ConfirmMode) -> list[dict[s
             "artifact": artifact_name(bucket),
             "logs": log_artifact_name(bucket.id),
             "runner": list(bucket.runner),
-            "timeout": job_timeout_minutes(bucket, confirm),
+            "timeout": job_timeout_minutes(bucket, confirm, admission),
         }
         for bucket in buckets
     ]
@@ -314,6 +345,7 @@ SESSION_VERBS = (
     "gate",
     "publish",
     "report",
+    "qualify",
     "resolve-image",
     "roll-era",
     "seed",
@@ -400,6 +432,11 @@ def _common(site: Site) -> dict[str, Any]:
         "bisect_artifact": BISECT_ARTIFACT,
         "report_requirement": report_requirement(site),
         "pending_artifact": PENDING_ARTIFACT,
+        # Names of one allocation's artifacts: the prefix and the action's run-label input.
+        "qualify_result_name": _quoted(QUALIFY_RESULT_PREFIX + "${{ inputs.run-label }}"),
+        "qualify_log_name": _quoted(QUALIFY_LOG_PREFIX + "${{ inputs.run-label }}"),
+        "qualify_result_glob": QUALIFY_RESULT_PREFIX + "*",
+        "qualify_report_artifact": QUALIFY_REPORT_ARTIFACT,
         "has_run_label": _quoted(
             "${{ contains(github.event.pull_request.labels.*.name, "
             f"{_expr_string(RUN_LABEL)}) }}}}"
@@ -421,12 +458,13 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
             "needs.config.outputs.run == 'true' "
             f"&& ({branch_condition(gate.protected_branches)})"
         ),
-        "matrix": bench_matrix(site.config.buckets, site.config.gate.confirm),
+        "matrix": bench_matrix(site.config.buckets, gate.confirm, site.config.admission),
         "publish_timeout": publish_timeout(gate.baseline.publish_deadline_minutes),
         # Only a config with an image block has an image to resolve (R11).
         "resolve_image": site.config.image is not None,
-        # A bench job that confirms suspicious runs reads the baseline window (R5).
-        "confirm": gate.confirm is ConfirmMode.REPEAT,
+        # A bench job that confirms suspicious runs reads the baseline window (R5), and a
+        # paired one checks out the merge base: both need the whole history.
+        "confirm": gate.confirm is not ConfirmMode.OFF,
         "gate_jobs": gate_jobs(),
         "report": {
             "condition": _quoted(
@@ -549,6 +587,35 @@ def era_workflow_context(site: Site) -> dict[str, Any]:
     }
 
 
+def qualify_pools(config: Config) -> list[dict[str, Any]]:
+    """One allocation job per runner pool of the config, each on its pool's labels.
+
+    Runner labels stay static (reviewable, checked by actionlint, never chosen by run-time
+    output); ``qualify --plan`` says which pool the selected buckets use, and only that
+    pool's job runs its allocations.
+    """
+    pools = config.runner_pools()
+    return [
+        {
+            "job": Raw("allocation" if len(pools) == 1 else f"allocation-{number}"),
+            "condition": _quoted(f"needs.plan.outputs.pool == '{number}'"),
+            "runner": list(runner),
+        }
+        for number, runner in enumerate(pools, start=1)
+    ]
+
+
+def qualify_workflow_context(site: Site) -> dict[str, Any]:
+    """Context of the runner-pool qualification workflow: plan, allocations, qualify (R15)."""
+    pools = qualify_pools(site.config)
+    return {
+        **_common(site),
+        "pools": pools,
+        "pool_jobs": Raw("[" + ", ".join(["plan", *(str(p["job"]) for p in pools)]) + "]"),
+        "resolve_image": site.config.image is not None,
+    }
+
+
 #: Conclusions of a perfgate run whose report is worth posting: it finished (blocking
 #: mode fails the run on BLOCK). A cancelled run was superseded; a skipped one judged nothing.
 REPORTED_CONCLUSIONS = ("success", "failure")
@@ -590,6 +657,8 @@ _ACTIONS = (
     "seed",
     "report",
     "bisect",
+    "qualify-bench",
+    "qualify",
 )
 
 
@@ -619,6 +688,11 @@ def targets(site: Site) -> list[tuple[str, str, dict[str, Any]]]:
             "workflows/perfgate-bisect.yml.j2",
             ".github/workflows/perfgate-bisect.yml",
             bisect_workflow_context(site),
+        ),
+        (
+            "workflows/perfgate-qualify.yml.j2",
+            ".github/workflows/perfgate-qualify.yml",
+            qualify_workflow_context(site),
         ),
         ("actionlint.yaml.j2", ".github/actionlint.yaml", actionlint_context(site)),
     ]

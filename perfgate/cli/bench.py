@@ -8,6 +8,7 @@ branch and prints the verdict table; `--record` keeps the run's healthy figures 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -25,8 +26,9 @@ from perfgate.cli.common import (
     closing_lines,
     human,
     print_json,
+    selected,
 )
-from perfgate.config import Config, load_config
+from perfgate.config import Config, ConfirmMode, load_config
 from perfgate.errors import ExitCode, UsageError
 
 
@@ -70,6 +72,28 @@ def register(verbs: Verbs) -> None:
         action="store_true",
         help="after judging, keep this run's healthy figures on the local baseline branch",
     )
+    count = bench.add_mutually_exclusive_group()
+    count.add_argument(
+        "--repeats",
+        type=int,
+        metavar="N",
+        help="take N samples of every bucket instead of its configured repeats (e.g. to "
+        "`compare` two runs, which needs 5 a side); a suspicious bucket may take more",
+    )
+    count.add_argument(
+        "--samples",
+        type=int,
+        metavar="K",
+        help="take exactly K samples of every bucket, never more to confirm (a qualification "
+        "allocation: the same design for every bucket and runner)",
+    )
+    bench.add_argument(
+        "--run-label",
+        default=os.environ.get("PERFGATE_RUN_LABEL") or None,
+        metavar="LABEL",
+        help="name the allocation this run belongs to (a qualification's runner job); "
+        "recorded in each artifact and keys its caches (default: $PERFGATE_RUN_LABEL)",
+    )
     bench.add_argument(
         "--quiet",
         action="store_true",
@@ -92,31 +116,60 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.run.bench import BenchSettings, run_buckets
 
     config: Config = load_config(args.config)
-    buckets = config.select(args.bucket, args.tag)
+    buckets = selected(config, args)
+    count = args.samples if args.samples is not None else args.repeats
+    if count is not None:
+        flag = "--samples" if args.samples is not None else "--repeats"
+        if not 1 <= count <= 100:
+            raise UsageError(f"{flag} {count}: take between 1 and 100 samples")
+        buckets = tuple(
+            dataclasses.replace(
+                b,
+                repeats=count,
+                # --samples: exactly K, so confirmation has no room to take more.
+                max_repeats=count if args.samples is not None else max(b.max_repeats, count),
+            )
+            for b in buckets
+        )
+    run = context.detect(os.environ, default_target=config.gate.target_branches[0])
+    if args.run_label is not None:
+        run = dataclasses.replace(run, run_label=context.check_run_label(args.run_label))
     settings = BenchSettings(
         checkout=Path.cwd(),
         # Absolute: the benchmark may change directory and must still find its cache.
         work_root=args.work_dir.resolve(),
         out_dir=args.out.resolve(),
         hardware=hardware.detect(),
-        context=context.detect(os.environ, default_target=config.gate.target_branches[0]),
+        context=run,
         echo=None if args.quiet else _echo,
         say=say,
+        admission=config.admission,
     )
     say(f"{len(buckets)} bucket(s) on {settings.hardware.slug}, results in {settings.out_dir}")
     from perfgate.baselines.store import open_store
+    from perfgate.judge.calibration import configured_calibration
     from perfgate.judge.confirm import WindowConfirmer
 
     # Locally the local baseline branch; in CI the remote one, read-only (R9).
     store = open_store(config, local=not on_github())
     progress = Progress(len(buckets), echo=not args.quiet)
+    confirmer = WindowConfirmer(
+        config,
+        store,
+        say=say,
+        calibration=configured_calibration(config),
+        checkout=settings.checkout,
+        work_dir=settings.work_root,
+    )
     results = run_buckets(
         buckets,
         settings,
         on_start=progress.start,
         on_done=progress.finish,
-        confirm_mode=config.gate.confirm,
-        confirm=WindowConfirmer(config, store, say=say),
+        # --samples: exactly K samples, so nothing confirms (neither repeats nor pairs).
+        confirm_mode=ConfirmMode.OFF if args.samples is not None else config.gate.confirm,
+        confirm=confirmer,
+        pairing=confirmer,
     )
     out = human(args)
     if args.no_judge or on_github():

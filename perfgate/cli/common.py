@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO, TypeAlias
 
-from perfgate.config import DEFAULT_CONFIG
+from perfgate.config import DEFAULT_CONFIG, Bucket, Config
 from perfgate.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
@@ -82,8 +82,13 @@ def add_config(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: The selection flags every verb that takes a scope shares (``add_selection``).
+SELECTION_FLAGS = ("--bucket", "--tag", "--backend")
+
+
 def add_selection(parser: argparse.ArgumentParser, what: str) -> None:
-    """--bucket and --tag, both repeatable; an unknown id or tag is an error, never ignored."""
+    """--bucket, --tag and --backend, all repeatable: ids and tags select (their union),
+    backend keys narrow; an unknown id, tag or key is an error, never ignored."""
     parser.add_argument(
         "--bucket",
         action="append",
@@ -94,6 +99,18 @@ def add_selection(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--tag", action="append", default=[], metavar="TAG", help=f"{what} buckets with this tag"
     )
+    parser.add_argument(
+        "--backend",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="only buckets of this backend key (repeatable; narrows --bucket and --tag)",
+    )
+
+
+def selected(config: Config, args: argparse.Namespace) -> tuple[Bucket, ...]:
+    """The buckets ``add_selection``'s flags choose from ``config``."""
+    return config.select(args.bucket, args.tag, args.backend)
 
 
 def add_report_dir(parser: argparse.ArgumentParser) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from perfgate.cli.common import Verbs, add_config, add_selection, add_verb
+from perfgate.cli.common import Verbs, add_config, add_selection, add_verb, selected
 from perfgate.config import load_config
 from perfgate.errors import ExitCode
 
@@ -43,7 +43,12 @@ def register(verbs: Verbs) -> None:
 
 def run_validate(args: argparse.Namespace) -> int:
     """Validate perfgate.yaml and say how many buckets it expands to."""
+    from perfgate.judge.calibration import configured_calibration
+
     config = load_config(args.config)
+    calibration = configured_calibration(config)
+    if calibration is not None:
+        print(f"{calibration.path}: ok, {len(calibration.buckets)} calibrated bucket(s)")
     print(f"{config.path}: ok, {len(config.buckets)} buckets")
     for notice in config.notices:
         print(f"notice: {notice}")
@@ -53,7 +58,7 @@ def run_validate(args: argparse.Namespace) -> int:
 def run_matrix(args: argparse.Namespace) -> int:
     """Print the expanded bucket matrix."""
     config = load_config(args.config)
-    buckets = config.select(args.bucket, args.tag)
+    buckets = selected(config, args)
     if args.json:
         print(json.dumps([b.matrix_entry() for b in buckets], indent=2, allow_nan=False))
         return ExitCode.OK

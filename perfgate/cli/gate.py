@@ -25,6 +25,7 @@ from perfgate.cli.common import (
     closing_lines,
     human,
     print_json,
+    selected,
 )
 from perfgate.config import load_config
 from perfgate.errors import ExitCode
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.report.verdict import report_json
 
     config = load_config(args.config)
-    expected = config.select(args.bucket, args.tag)
+    expected = selected(config, args)
     artifacts = load_results(args.results)
     report = evaluate(
         config,

@@ -87,9 +87,6 @@ def register(verbs: Verbs) -> None:
     )
     add_selection(seed, "seed")
     seed.add_argument(
-        "--backend", action="append", default=[], metavar="KEY", help="backend key allowlist"
-    )
-    seed.add_argument(
         "--samples",
         type=int,
         metavar="K",
@@ -299,6 +296,7 @@ def seed_command(options: SeedOptions, current: Config, store: BaselineStore) ->
         work_dir=options.work_dir,
         hardware=machine,
         context=context.detect(os.environ, cwd=repo),
+        admission=current.admission,
     )
     try:
         execute(plan, settings, records.append)

@@ -23,6 +23,7 @@ from perfgate.cli.common import (
     add_verb,
     baseline_is_local,
     repo_top,
+    selected,
 )
 from perfgate.config import load_config
 from perfgate.errors import ExitCode
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
     repo_top()
     config = load_config(args.config)
-    buckets = config.select(args.bucket, args.tag)
+    buckets = selected(config, args)
     store = open_store(config, local=baseline_is_local(args))
     assert store is not None  # repo_top found the repository
     slugs = () if args.all_hardware else (args.hardware or hardware.detect().slug,)

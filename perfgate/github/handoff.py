@@ -109,9 +109,9 @@ def validate_verdict(data: Any, trusted_buckets: Sequence[str] = ()) -> list[str
     """Schema and consistency problems of a verdict.json document; empty when valid.
 
     The verdict is re-derived from the rows (the worst row wins, a bucket that did not
-    report is a HARD_FAILURE), and every bucket the trusted configuration expects must be
-    among the rows, so a report cannot claim an all-clear its own rows contradict or drop
-    a bucket to hide it (R6).
+    report is a HARD_FAILURE, a row is at least as bad as each of its metrics that gates),
+    and every bucket the trusted configuration expects must be among the rows, so a report
+    cannot claim an all-clear its own rows contradict or drop a bucket to hide it (R6).
     """
     problems = _problems(verdict_schema(), data)
     if problems:
@@ -129,6 +129,13 @@ def validate_verdict(data: Any, trusted_buckets: Sequence[str] = ()) -> list[str
     for bucket in data["coverage"]["missing"]:
         if bucket in by_bucket and by_bucket[bucket]["verdict"] != "HARD_FAILURE":
             problems.append(f"rows: {bucket} did not report but is not a HARD_FAILURE")
+    for row in rows:
+        for metric in row.get("metrics", ()):
+            if metric["gates"] and _SEVERITY[metric["verdict"]] > _SEVERITY[row["verdict"]]:
+                problems.append(
+                    f"rows: {row['bucket']} is {row['verdict']} but its metric "
+                    f"{metric['name']} is {metric['verdict']}"
+                )
     worst = max((row["verdict"] for row in rows), key=_SEVERITY.__getitem__, default=None)
     if worst is None:
         problems.append("rows: empty; a report without buckets cannot be posted")

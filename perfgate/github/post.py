@@ -13,11 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from perfgate.config import PRIMARY
 from perfgate.console import annotate, say
 from perfgate.context import RunContext
 from perfgate.github.client import GitHubClient, GitHubPermissionError
 from perfgate.judge.verdicts import Verdict
-from perfgate.report.summary import md_text, row_change, summary_from_verdict
+from perfgate.report.summary import deciding_change, md_text, summary_from_verdict
 
 MARKER = "<!-- perfgate-verdict -->"
 AGGREGATE_CONTEXT = "perfgate"
@@ -87,20 +88,47 @@ def plan_statuses(verdict: Mapping[str, Any], target_url: str | None) -> tuple[S
         bucket, label = str(row["bucket"]), str(row["verdict"])
         reported = bucket not in missing
         details = "; ".join(str(d) for d in row.get("details", ()))
+        blocking = _blocking_metrics(row)
+        if not reported:
+            description = f"{label}: did not report"
+        elif any(name != PRIMARY for name, _ in blocking):
+            # A metric besides the primary blocks: name every one that does (the report
+            # the status links to has the rest).
+            description = f"{label}: {', '.join(text for _, text in blocking)}"
+        else:
+            description = f"{' '.join(filter(None, (label, deciding_change(row))))}: {details}"
         statuses.append(
             StatusUpdate(
                 context=f"{AGGREGATE_CONTEXT} ({bucket})",
                 state="success" if reported and label in PASSING else "failure",
-                description=fit_description(
-                    f"{' '.join(filter(None, (label, row_change(row))))}: {details}"
-                    if reported
-                    else f"{label}: did not report",
-                    advisory=advisory,
-                ),
+                description=fit_description(description, advisory=advisory),
                 target_url=target_url,
             )
         )
     return tuple(statuses)
+
+
+# A metric's verdict that fails its bucket's status.
+_BLOCKING = frozenset({Verdict.BLOCK.label, Verdict.HARD_FAILURE.label})
+
+
+def _blocking_metrics(row: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Each metric of a verdict.json row that blocks it: its name, and how it is named.
+
+    ``startup_s +18.0 % (BLOCK)``; the primary is named by its path.
+    """
+    metrics = row.get("metrics")
+    found = []
+    for metric in metrics if isinstance(metrics, list) else ():
+        if not isinstance(metric, Mapping) or metric.get("verdict") not in _BLOCKING:
+            continue
+        if metric.get("gates") is False and metric.get("verdict") != Verdict.HARD_FAILURE.label:
+            continue  # a report-only metric blocks nothing (unless the run lacked it)
+        name = str(metric.get("name"))
+        shown = str(metric.get("path") or name) if name == PRIMARY else name
+        change = deciding_change(metric, interval_too=False)
+        found.append((name, f"{shown} {change + ' ' if change else ''}({metric['verdict']})"))
+    return found
 
 
 def footer(head_sha: str, run_url: str | None) -> str:

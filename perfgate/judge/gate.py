@@ -8,21 +8,24 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
-from perfgate.config import Bucket, Config, Mode, PolicyName
+from perfgate.config import PRIMARY, Bucket, Config, ConfirmMode, Mode, PolicyName
 from perfgate.errors import ExitCode, GateMalfunction
+from perfgate.judge.calibration import NoiseCalibration, configured_calibration
 from perfgate.judge.oracle import (
     Bisect,
     Judgement,
+    MetricCheck,
     Signal,
     judge,
+    paired_policy_for,
     policy_for,
     window_sample_limit,
 )
-from perfgate.judge.stats import Calibration
+from perfgate.judge.stats import ReferencePolicy
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import ArtifactError, Result, read_result
 
@@ -60,6 +63,13 @@ class Row:
             return ("no result artifact arrived for this bucket",)
         return tuple(s.detail for s in self.judgement.signals)
 
+    @property
+    def headline(self) -> str:
+        """Why the row has its verdict, in one reason: the first signal that set it."""
+        signals = self.judgement.signals if self.judgement else ()
+        setting = [s.detail for s in signals if s.verdict is self.verdict]
+        return (setting or list(self.details) or [self.verdict.label])[0]
+
 
 @dataclass(frozen=True, kw_only=True)
 class Coverage:
@@ -96,6 +106,8 @@ class GateReport:
     false_alarm_rate: float = 0.001
     min_drop_pct: float = 3.0
     max_runs: int = 20
+    # How a suspicious run is confirmed before it may block (gate.confirm).
+    confirm: ConfirmMode = ConfirmMode.PAIRED
     baseline_tip: str | None = None
     # Which baseline branch was read: "origin/perf-baselines" or "perf-baselines (local)".
     baseline_source: str | None = None
@@ -131,6 +143,15 @@ class GateReport:
         """How many rows have ``verdict``."""
         return sum(1 for row in self.rows if row.verdict is verdict)
 
+    @property
+    def confirmation_minutes(self) -> float:
+        """Runner minutes every bucket spent confirming its verdict (repeats, paired A/B)."""
+        return sum(
+            row.judgement.confirmation.minutes
+            for row in self.rows
+            if row.judgement is not None and row.judgement.confirmation is not None
+        )
+
 
 def latest_per_bucket(results: Sequence[Result]) -> dict[str, Result]:
     """One result per bucket: of several artifacts, the latest attempt's counts."""
@@ -150,16 +171,24 @@ def latest_per_bucket(results: Sequence[Result]) -> dict[str, Result]:
 
 
 def _blocking_signal(row: Row) -> str:
-    """What made a BLOCK row block: each crossed floor, and the change against the window."""
-    judgement = row.judgement
+    """What made a BLOCK row block: each crossed floor and each blocked metric's change.
+
+    A metric other than the primary is named before its change (``startup_s +18.0 %``).
+    """
     reasons = []
-    for signal in judgement.signals if judgement else ():
-        if signal.verdict is not Verdict.BLOCK:
+    for metric in row.judgement.metrics if row.judgement else ():
+        if not metric.gates or metric.verdict is not Verdict.BLOCK:
             continue
-        if signal.reason is Reason.FLOOR_CROSSED:
-            reasons.append(signal.detail)
-        elif judgement is not None and judgement.decision is not None:
-            reasons.append(judgement.decision.effect_text())
+        named = [] if metric.name == PRIMARY else [metric.name]
+        for signal in metric.signals:
+            if signal.verdict is not Verdict.BLOCK:
+                continue
+            if signal.reason is Reason.FLOOR_CROSSED:
+                reasons.append(" ".join([*named, signal.detail]))
+            elif metric.paired is not None:
+                reasons.append(" ".join([*named, metric.paired.effect_text()]))
+            elif metric.decision is not None:
+                reasons.append(" ".join([*named, metric.decision.effect_text()]))
     return " ".join([row.bucket.id, *reasons])
 
 
@@ -295,12 +324,17 @@ def build_report(
     baseline_source: str | None = None,
     base_commit: str | None = None,
     unreadable: Sequence[UnreadableArtifact] = (),
-    calibration: Mapping[str, Calibration] | None = None,
+    calibration: NoiseCalibration | None = None,
+    metric_windows: Mapping[tuple[str, str], Sequence[Sequence[float]]] | None = None,
 ) -> GateReport:
     """Judge every expected bucket; pure, so every rule is testable without I/O.
 
-    ``windows`` holds each bucket's baseline runs, nearest first, each the samples it
-    took; ``calibration`` an A/A noise model per bucket id, where one was measured.
+    ``windows`` holds each bucket's baseline runs of its primary metric, nearest first,
+    each the samples it took; ``metric_windows`` those of its other metrics, by (bucket
+    id, metric name). A bucket that ``calibration`` measured on this hardware and
+    experiment is judged with that measured noise (an A/A noise model of its primary
+    metric): the calibrated rule reads it as its A/A calibration, the reference rule
+    takes its noise floor from it instead of from a constant.
     """
     by_bucket = latest_per_bucket(results)
     counts = Counter(result.bucket.id for result in results)
@@ -308,6 +342,8 @@ def build_report(
     policy = config.gate
     rows = []
     placed: set[Path] = set()
+    calibrated: list[str] = []
+    stale: list[str] = []
     for bucket in expected:
         result = by_bucket.get(bucket.id)
         bad = next((u for u in unreadable if u.belongs_to(bucket)), None)
@@ -324,12 +360,32 @@ def build_report(
             )
             continue
         hardware = result.hardware.slug
+        rule = policy_for(bucket, policy, hardware)
+        measured = calibration.for_result(result) if calibration else None
+        if measured is not None:
+            calibrated.append(bucket.id)
+            if isinstance(rule, ReferencePolicy):
+                rule = replace(rule, noise_floor_pct=measured.noise_floor_pct)
+        elif calibration is not None and calibration.stale_for(result) is not None:
+            stale.append(bucket.id)
         judgement = judge(
             result,
             windows.get(bucket.id, ()),
             floors=bucket.floors_for(hardware),
-            policy=policy_for(bucket, policy, hardware),
-            calibration=(calibration or {}).get(bucket.id),
+            policy=rule,
+            calibration=measured.for_rule() if measured is not None else None,
+            metrics=[
+                MetricCheck(
+                    metric=metric,
+                    window=(metric_windows or {}).get((bucket.id, metric.name), ()),
+                    floors=bucket.floors_for(hardware, metric.name),
+                    policy=policy_for(bucket, policy, hardware, metric),
+                    paired_policy=paired_policy_for(bucket, policy, hardware, metric),
+                )
+                for metric in bucket.metrics
+            ],
+            confirm=policy.confirm,
+            paired_policy=paired_policy_for(bucket, policy, hardware),
         )
         rows.append(
             Row(bucket=bucket, verdict=judgement.verdict, result=result, judgement=judgement)
@@ -353,6 +409,17 @@ def build_report(
             f"ignored artifacts for buckets not expected by {config.path} (reported, not "
             "judged): " + ", ".join(coverage.unexpected)
         )
+    if calibrated and calibration is not None:
+        all_notes.append(
+            f"noise from the calibration {calibration.path} (measured runner-to-runner "
+            f"noise) for: {', '.join(calibrated)}"
+        )
+    if stale:
+        all_notes.append(
+            "calibration entries measured another experiment (launch or benchmark hash) and "
+            f"were not applied for: {', '.join(stale)}; qualify the pool again with "
+            "--write-calibration"
+        )
     if coverage.duplicates:
         all_notes.append(
             "several artifacts for "
@@ -375,6 +442,7 @@ def build_report(
         false_alarm_rate=policy.false_alarm_rate,
         min_drop_pct=policy.oracle.min_block_regression_pct,
         max_runs=policy.baseline.max_runs,
+        confirm=policy.confirm,
         baseline_tip=baseline_tip,
         baseline_source=baseline_source,
         base_commit=base_commit,
@@ -428,17 +496,21 @@ def evaluate(
     store: BaselineStore | None,
     notes: Sequence[str] = (),
     unreadable: Sequence[UnreadableArtifact] = (),
-    calibration: Mapping[str, Calibration] | None = None,
 ) -> GateReport:
-    """Read the window of each bucket's judged result from the store, then build the report."""
+    """Read the window of each bucket's judged result from the store (and the noise
+    calibration gate.calibration names), then build the report."""
     # Only expected buckets are judged: an artifact for any other is reported, never read for.
-    wanted = {bucket.id for bucket in expected}
+    # Each metric the config declares and the result reports has a window of its own.
+    declared = {bucket.id: bucket for bucket in expected}
     keys = {
-        bucket: WindowKey.for_result(r)
+        (bucket, metric.name): WindowKey.for_result(r, metric.name)
         for bucket, r in latest_per_bucket(results).items()
-        if bucket in wanted
+        if bucket in declared
+        for metric in declared[bucket].all_metrics
+        if metric.name in r.all_metrics
     }
     windows: dict[str, Sequence[Sequence[float]]] = {}
+    metric_windows: dict[tuple[str, str], Sequence[Sequence[float]]] = {}
     tip = base = source = None
     notes = list(notes)
     if store is None:
@@ -450,7 +522,8 @@ def evaluate(
         source = f"{store.remote}/{store.branch}" if store.remote else f"{store.branch} (local)"
         limit = window_sample_limit(config.gate, config.buckets)
         found = store.windows(keys, tip=tip, base=base, max_samples=limit)
-        windows = {bucket: window.runs() for bucket, window in found.items()}
+        windows = {bucket: w.runs() for (bucket, name), w in found.items() if name == PRIMARY}
+        metric_windows = {key: w.runs() for key, w in found.items() if key[1] != PRIMARY}
         if store.skipped_lines:
             # The count first: it survives the cap on notes however many lines follow.
             notes.append(
@@ -468,5 +541,6 @@ def evaluate(
         baseline_source=source,
         base_commit=base,
         unreadable=unreadable,
-        calibration=calibration,
+        calibration=configured_calibration(config),
+        metric_windows=metric_windows,
     )

@@ -1,8 +1,9 @@
-"""The verdict for one bucket's result against its baseline window (R3, R5). Pure.
+"""The verdict for one bucket's result against its baseline windows (R3, R5). Pure.
 
-Health first (a run that did not produce usable figures is a HARD_FAILURE), then fixed
-floors and the statistical rule (``judge.stats``) on every sample of the run against
-the window's runs; the worst signal wins.
+Health first (a run that did not produce usable figures is a HARD_FAILURE), then, for
+each metric of the bucket apart (the primary and any others it declares), fixed floors
+and the statistical rule (``judge.stats``) on every sample of the run against that
+metric's window; the worst signal of the metrics that gate wins.
 """
 
 from __future__ import annotations
@@ -10,17 +11,21 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from perfgate.config import (
+    PRIMARY,
     Bucket,
+    ConfirmMode,
     Direction,
     Floor,
     FloorKind,
     GatePolicy,
+    Metric,
     PolicyName,
 )
+from perfgate.judge.paired import PairedDecision, PairedPolicy, paired_decide
 from perfgate.judge.stats import (
     CalibratedPolicy,
     Calibration,
@@ -31,7 +36,14 @@ from perfgate.judge.stats import (
     figure_text,
 )
 from perfgate.judge.verdicts import Reason, Verdict
-from perfgate.result import FailurePhase, Result
+from perfgate.result import (
+    FailurePhase,
+    MetricReading,
+    PairedRecord,
+    PairedSide,
+    PairedStatus,
+    Result,
+)
 
 
 class Bisect(StrEnum):
@@ -52,16 +64,90 @@ class Signal:
 
 
 @dataclass(frozen=True, kw_only=True)
+class MetricJudgement:
+    """One metric of a bucket run against its own window: its verdict and why."""
+
+    name: str
+    path: str
+    unit: str
+    direction: Direction
+    # False: reported only, its verdict never counts toward the bucket's.
+    gates: bool
+    verdict: Verdict
+    signals: tuple[Signal, ...]
+    # The run's figure of this metric: the median of its samples admission control kept
+    # (None: not measured).
+    value: float | None
+    decision: Decision | None
+    # The paired test of this metric, when a paired comparison was measured.
+    paired: PairedDecision | None = None
+
+    @property
+    def reasons(self) -> tuple[Reason, ...]:
+        """Every reason, in the order found."""
+        return tuple(signal.reason for signal in self.signals)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetricCheck:
+    """A metric besides the primary, and what it is judged with."""
+
+    metric: Metric
+    window: Sequence[Sequence[float]]
+    floors: Sequence[Floor] = ()
+    policy: Policy
+    paired_policy: PairedPolicy | None = None
+
+
+class Method(StrEnum):
+    """How a bucket's verdict was reached."""
+
+    WINDOW = "window"  # the run's repeats against its window, nothing more
+    REPEATS = "repeats"  # more samples on the same runner, against the window
+    PAIRED = "paired"  # the merge base and the change, alternately on the same runner
+
+
+@dataclass(frozen=True, kw_only=True)
+class Confirmation:
+    """How the verdict was reached and what confirming it cost (runner minutes)."""
+
+    method: Method
+    # Samples of the change judged against the window, and those set aside.
+    samples: int
+    set_aside: int = 0
+    minutes: float = 0.0
+    # Why a paired comparison could not be made, when one was wanted.
+    note: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Judgement:
-    """The verdict for one bucket and everything that led to it."""
+    """The verdict for one bucket and everything that led to it.
+
+    ``value`` and ``decision`` are the primary metric's; ``metrics`` holds every metric's
+    own judgement (the primary first), empty when health stopped the judging. The
+    bucket's signals are the primary's, then each other metric's that is not PASS (its
+    detail naming the metric), when that metric gates or failed outright.
+    """
 
     verdict: Verdict
     signals: tuple[Signal, ...]
-    # The run's figure: the median of its samples.
+    # The run's figure: the median of its samples (those admission control kept).
     value: float | None
     # The statistics behind the window signal (None when health stopped the judging).
     decision: Decision | None
     bisect: Bisect
+    metrics: tuple[MetricJudgement, ...] = ()
+    # The primary metric's paired test, when a paired comparison was measured.
+    paired: PairedDecision | None = None
+    confirmation: Confirmation | None = None
+
+    def effect_text(self) -> str:
+        """The change the verdict rests on: the paired one when pairs decided, else the
+        window's ('' when neither has one)."""
+        if self.paired is not None and self.paired.effect_pct is not None:
+            return self.paired.effect_text()
+        return self.decision.effect_text() if self.decision else ""
 
     @property
     def reasons(self) -> tuple[Reason, ...]:
@@ -85,26 +171,41 @@ def window_sample_limit(gate: GatePolicy, buckets: Sequence[Bucket]) -> int:
     return gate.baseline.max_runs * most
 
 
-def policy_for(bucket: Bucket, gate: GatePolicy, hardware: str) -> Policy:
-    """The rule ``bucket`` is judged with on ``hardware``, from perfgate.yaml (R5).
+def policy_for(
+    bucket: Bucket, gate: GatePolicy, hardware: str, metric: Metric | None = None
+) -> Policy:
+    """The rule a metric of ``bucket`` (the primary by default) is judged with (R5).
 
     The calibrated policy spends its false-alarm budget over the looks the bench can take,
-    so its repeats and confirmation budget are the bucket's own.
+    so its repeats and confirmation budget are the bucket's own; a bucket whose several
+    metrics gate splits the rate between them, so unchanged code is still BLOCKed in at
+    most ``false_alarm_rate`` of bucket runs. A metric's own minimum drop and noise floor
+    replace the gate's; the per-hardware noise floors are the primary's.
     """
     oracle, window = gate.oracle, gate.baseline
-    floor = bucket.noise_floor_for(hardware, oracle.noise_floor_pct)
+    metric = metric or bucket.metric
+    if metric.noise_floor_pct is not None:
+        floor = metric.noise_floor_pct
+    elif metric.name == PRIMARY:
+        floor = bucket.noise_floor_for(hardware, oracle.noise_floor_pct)
+    else:
+        floor = oracle.noise_floor_pct
+    min_drop = (
+        metric.min_drop_pct if metric.min_drop_pct is not None else oracle.min_block_regression_pct
+    )
     if gate.policy is PolicyName.REFERENCE:
         return ReferencePolicy(
             k_warn=oracle.k_warn,
             k_block=oracle.k_block,
-            min_block_regression_pct=oracle.min_block_regression_pct,
+            min_block_regression_pct=min_drop,
             noise_floor_pct=floor,
             min_samples=window.min_samples,
             max_samples=window.max_samples,
         )
+    gating = sum(1 for m in bucket.all_metrics if m.gates)
     return CalibratedPolicy(
-        false_alarm_rate=gate.false_alarm_rate,
-        min_drop_pct=oracle.min_block_regression_pct,
+        false_alarm_rate=gate.false_alarm_rate / max(1, gating),
+        min_drop_pct=min_drop,
         noise_floor_pct=floor,
         run_noise_floor_pct=oracle.run_noise_floor_pct,
         min_samples=window.min_samples,
@@ -118,6 +219,31 @@ def policy_for(bucket: Bucket, gate: GatePolicy, hardware: str) -> Policy:
 def _worse(value: float, line: float, direction: Direction) -> bool:
     """Strictly on the bad side of ``line``; exactly on a line is not past it."""
     return value < line if direction is Direction.HIGHER else value > line
+
+
+def paired_policy_for(
+    bucket: Bucket, gate: GatePolicy, hardware: str, metric: Metric | None = None
+) -> PairedPolicy:
+    """The paired test a metric of ``bucket`` is confirmed with (gate.confirm: paired).
+
+    The same false-alarm rate (split between the metrics that gate), minimum drop and
+    noise floor as the window rule's.
+    """
+    rule = policy_for(bucket, gate, hardware, metric)
+    if isinstance(rule, ReferencePolicy):
+        rate = gate.false_alarm_rate / max(1, sum(1 for m in bucket.all_metrics if m.gates))
+        return PairedPolicy(
+            false_alarm_rate=rate,
+            min_drop_pct=rule.min_block_regression_pct,
+            noise_floor_pct=rule.noise_floor_pct,
+            max_pairs=bucket.max_pairs,
+        )
+    return PairedPolicy(
+        false_alarm_rate=rule.false_alarm_rate,
+        min_drop_pct=rule.min_drop_pct,
+        noise_floor_pct=rule.noise_floor_pct,
+        max_pairs=bucket.max_pairs,
+    )
 
 
 def _health_signals(result: Result) -> list[Signal]:
@@ -145,6 +271,20 @@ def _health_signals(result: Result) -> list[Signal]:
         signals.append(
             Signal(reason=Reason.MISSING_RESULT, verdict=Verdict.HARD_FAILURE, detail=health.error)
         )
+    paired = result.paired
+    head = next(
+        (s for s in (paired.samples if paired else ()) if s.side is PairedSide.HEAD and s.phase),
+        None,
+    )
+    if head is not None and head.phase is not None and not signals:
+        signals.append(
+            Signal(
+                reason=Reason.UNHEALTHY_RUN,
+                verdict=Verdict.HARD_FAILURE,
+                detail="a sample of the change failed during the paired comparison "
+                f"(phase={head.phase.value})",
+            )
+        )
     if health.stale_image is not None:
         stale = health.stale_image
         signals.append(
@@ -155,37 +295,48 @@ def _health_signals(result: Result) -> list[Signal]:
                 f"{stale.pinned} (missing {stale.symbol}); excused, still not a pass",
             )
         )
-    metric = result.metric
-    if not signals and metric.value is None:
-        signals.append(
+    if signals:
+        return signals
+    return _figure_signals(result.metric, required=True)
+
+
+def _figure_signals(reading: MetricReading, *, required: bool) -> list[Signal]:
+    """A metric the run did not measure, or measured as no real figure (R3)."""
+    if reading.value is None and not required:
+        return [
+            Signal(
+                reason=Reason.METRIC_ABSENT,
+                verdict=Verdict.WARN,
+                detail=f"no number at {reading.path} in this run (an optional metric): not judged",
+            )
+        ]
+    if reading.value is None:
+        return [
             Signal(
                 reason=Reason.MISSING_METRIC,
                 verdict=Verdict.HARD_FAILURE,
-                detail=f"no number at {metric.path}",
+                detail=f"no number at {reading.path}",
             )
-        )
-        return signals
-    for value in (metric.value, *metric.sample_values()):
-        if signals or value is None:
-            break
+        ]
+    for value in (reading.value, *reading.sample_values()):
         if not math.isfinite(value):
             # NaN compares false with every line, so it would otherwise pass as "within noise".
-            signals.append(
+            return [
                 Signal(
                     reason=Reason.NONFINITE_METRIC,
                     verdict=Verdict.HARD_FAILURE,
-                    detail=f"{metric.path} = {value}: not a finite number, not a measurement",
+                    detail=f"{reading.path} = {value}: not a finite number, not a measurement",
                 )
-            )
-        elif value <= 0:
-            signals.append(
+            ]
+        if value <= 0:
+            return [
                 Signal(
                     reason=Reason.NONPOSITIVE_METRIC,
                     verdict=Verdict.HARD_FAILURE,
-                    detail=f"{metric.path} = {value:g}: no forward progress, a dead run",
+                    detail=f"{reading.path} = {value:g}: no forward progress, a dead run",
                 )
-            )
-    return signals
+            ]
+    return []
 
 
 def _floor_signals(value: float, floors: Sequence[Floor], direction: Direction) -> list[Signal]:
@@ -260,25 +411,67 @@ def judge(
     floors: Sequence[Floor],
     policy: Policy,
     calibration: Calibration | None = None,
+    metrics: Sequence[MetricCheck] = (),
+    confirm: ConfirmMode = ConfirmMode.REPEAT,
+    paired_policy: PairedPolicy | None = None,
 ) -> Judgement:
-    """Judge one result: health first, then fixed floors and the window; worst wins.
+    """Judge one result: health first, then each metric apart; the worst that gates wins.
 
-    ``window`` holds the baseline's runs, nearest first, each the samples it took. The
-    rule sees every sample of the run (``final``: the bench took its last one).
+    ``window``, ``floors``, ``policy``, ``calibration`` and ``paired_policy`` are the
+    primary metric's; ``metrics`` the others the bucket declares, each with its own. A
+    window holds the baseline's runs, nearest first, each the samples it took. The rule
+    sees every sample of the run that admission control kept (``final``: the bench took
+    its last one). A paired comparison, when measured, decides in the window's place;
+    under ``confirm: paired`` a window BLOCK that no paired comparison confirmed is
+    INCONCLUSIVE. Samples admission control set aside never support a BLOCK.
     """
     signals = _health_signals(result)
-    samples = result.metric.sample_values()
-    if signals or not samples:
-        value = statistics.median(samples) if samples else result.metric.value
-        return _concluded(signals, value=value, decision=None, result=result)
-    return judge_run(
-        samples,
-        window,
-        direction=result.metric.direction,
-        floors=floors,
-        policy=policy,
-        calibration=calibration,
-        result=result,
+    samples = result.metric.sample_values(result.set_aside) or result.metric.sample_values()
+    value = statistics.median(samples) if samples else result.metric.value
+    judged: list[MetricJudgement] = []
+    if not signals and value is not None:
+        primary = Metric(
+            path=result.metric.path, direction=result.metric.direction, unit=result.metric.unit
+        )
+        checks = [
+            MetricCheck(
+                metric=primary, window=window, floors=floors, policy=policy,
+                paired_policy=paired_policy,
+            ),
+            *metrics,
+        ]  # fmt: skip
+        judged = [
+            _judge_metric(
+                check,
+                result.all_metrics.get(check.metric.name),
+                result,
+                confirm=confirm,
+                calibration=calibration if check.metric is primary else None,
+            )
+            for check in checks
+        ]
+        signals += judged[0].signals
+        for other in judged[1:]:
+            signals += [
+                replace(signal, detail=f"{other.name}: {signal.detail}")
+                for signal in other.signals
+                if signal.verdict is not Verdict.PASS
+                and (other.gates or signal.verdict is Verdict.HARD_FAILURE)
+            ]
+        if result.set_aside and not any(s.reason is Reason.CONTAMINATED for s in signals):
+            signals.append(_contamination_signal(result, unconfirmed=False))
+    retried = f"{result.health.attempts} attempts" if result.health.retried else None
+    verdict = _worst(signals, retried=retried)
+    paired = judged[0].paired if judged else None
+    return Judgement(
+        verdict=verdict,
+        signals=tuple(signals),
+        value=value,
+        decision=judged[0].decision if judged else None,
+        bisect=bisect_label(verdict, result),
+        metrics=tuple(judged),
+        paired=paired,
+        confirmation=_confirmation(result, paired),
     )
 
 
@@ -291,47 +484,180 @@ def judge_run(
     policy: Policy,
     calibration: Calibration | None = None,
     retried: bool = False,
-    result: Result | None = None,
 ) -> Judgement:
-    """Judge a healthy run's samples: fixed floors, then the rule against the window.
+    """Judge a stored run's samples against its window, as :func:`judge` judges a metric.
 
-    What :func:`judge` does once a result proved healthy, on plain numbers, so the trend
-    site and bisect judge stored and replayed runs exactly as the gate does. ``result``,
-    when there is one, names the attempts a retried pass took and sets the bisect label.
+    The trend site judges the runs the baseline branch holds with it, so a chart draws the
+    verdict and lines the rule gave. Paired comparisons are never stored, so this is the
+    window's verdict: what the gate says under ``gate.confirm: repeat`` or ``off``.
     """
     value = statistics.median(samples)
     decision = decide(
         window, samples, direction=direction, policy=policy, calibration=calibration, final=True
     )
     signals = [*_floor_signals(value, floors, direction), *_window_signals(decision)]
-    retried = retried or (result is not None and result.health.retried)
-    return _concluded(signals, value=value, decision=decision, result=result, retried=retried)
-
-
-def _concluded(
-    signals: list[Signal],
-    *,
-    value: float | None,
-    decision: Decision | None,
-    result: Result | None,
-    retried: bool = False,
-) -> Judgement:
-    """The worst signal's verdict; a pass that needed a retry is WARN (R5)."""
-    verdict = max((s.verdict for s in signals), key=lambda v: v.severity)
-    if verdict.level is Verdict.PASS and retried:
-        attempts = f"{result.health.attempts} attempts" if result is not None else "a retry"
-        signals.append(
-            Signal(
-                reason=Reason.RETRIED_PASS,
-                verdict=Verdict.WARN,
-                detail=f"passed only after {attempts}",
-            )
-        )
-        verdict = Verdict.WARN
+    verdict = _worst(signals, retried="a retry" if retried else None)
     return Judgement(
         verdict=verdict,
         signals=tuple(signals),
         value=value,
         decision=decision,
-        bisect=bisect_label(verdict, result),
+        bisect=bisect_label(verdict, None),
+    )
+
+
+def _worst(signals: list[Signal], *, retried: str | None) -> Verdict:
+    """The worst signal's verdict; a pass that needed ``retried`` (a retry) is WARN (R5)."""
+    verdict = max((s.verdict for s in signals), key=lambda v: v.severity)
+    if verdict.level is Verdict.PASS and retried:
+        signals.append(
+            Signal(
+                reason=Reason.RETRIED_PASS,
+                verdict=Verdict.WARN,
+                detail=f"passed only after {retried}",
+            )
+        )
+        verdict = Verdict.WARN
+    return verdict
+
+
+def _judge_metric(
+    check: MetricCheck,
+    reading: MetricReading | None,
+    result: Result,
+    *,
+    confirm: ConfirmMode,
+    calibration: Calibration | None = None,
+) -> MetricJudgement:
+    """One metric against its window: its figure, fixed floors, the rule, then its pairs.
+
+    ``check.metric`` is the declaration; the run's ``reading`` (None: not reported) says
+    what was measured, and its direction is the one hashed into the window.
+    """
+    metric = check.metric
+    measured = reading or MetricReading(
+        path=metric.path, direction=metric.direction, unit=metric.unit, value=None
+    )
+    signals = _figure_signals(measured, required=metric.required)
+    aside = result.set_aside
+    samples = measured.sample_values(aside)
+    everything = measured.sample_values()
+    kept = samples or everything  # every sample set aside: the figure is still shown
+    value = statistics.median(kept) if kept and not signals else None
+    decision = paired = None
+    if value is not None:
+        direction = measured.direction
+        signals += _floor_signals(value, check.floors, direction)
+
+        def against_window(values: Sequence[float]) -> Decision:
+            return decide(check.window, values, direction=direction, policy=check.policy,
+                          calibration=calibration, final=True)  # fmt: skip
+
+        decision = against_window(samples)
+        window = _window_signals(decision)
+        record = result.paired
+        evidence = record is not None and _measured(record) and record.measures(metric.name)
+        pairs = record.pairs(metric.name) if record is not None and evidence else None
+        if pairs is not None:
+            paired = paired_decide(
+                pairs, direction=direction, policy=check.paired_policy or PairedPolicy(),
+                final=True,
+            )  # fmt: skip
+            window = [_informational(window[0]), *window[1:], _paired_signal(paired, record)]
+        elif record is not None and confirm is ConfirmMode.PAIRED:
+            window.append(
+                Signal(
+                    reason=Reason.PAIRED_UNAVAILABLE,
+                    verdict=Verdict.PASS,
+                    detail=f"no paired A/B ({record.reason or 'no pairs for this metric'}); "
+                    "confirmed by repeats against the window",
+                )
+            )
+        elif confirm is ConfirmMode.PAIRED and decision.verdict is Verdict.BLOCK:
+            window[0] = Signal(
+                reason=Reason.UNPAIRED,
+                verdict=Verdict.INCONCLUSIVE,
+                detail=f"{window[0].detail}; not confirmed: the bench made no paired comparison "
+                "with the merge base, and gate.confirm: paired needs one to block",
+            )
+        signals += window
+        # Samples set aside never support a BLOCK: when only they would have blocked, or
+        # nothing else is left, the verdict cannot be a pass either.
+        undecided = aside and paired is None and decision.verdict is not Verdict.BLOCK
+        if undecided and (not samples or against_window(everything).verdict is Verdict.BLOCK):
+            signals.append(_contamination_signal(result, unconfirmed=True))
+    return MetricJudgement(
+        name=metric.name,
+        path=measured.path,
+        unit=measured.unit,
+        direction=measured.direction,
+        gates=metric.gates,
+        verdict=max((s.verdict for s in signals), key=lambda v: v.severity),
+        signals=tuple(signals),
+        value=value,
+        decision=decision,
+        paired=paired,
+    )
+
+
+def _measured(record: PairedRecord | None) -> bool:
+    """A paired comparison whose pairs decide."""
+    return record is not None and record.status is PairedStatus.MEASURED
+
+
+def _informational(signal: Signal) -> Signal:
+    """The window's verdict when pairs decide: kept for the reader, deciding nothing."""
+    return Signal(
+        reason=Reason.WINDOW_SUSPECT,
+        verdict=Verdict.PASS,
+        detail=f"against the window: {signal.detail} ({signal.verdict.label}-level); "
+        "the paired comparison decides",
+    )
+
+
+def _paired_signal(paired: PairedDecision, record: PairedRecord | None) -> Signal:
+    """The paired test's verdict, naming the paired samples admission control set aside."""
+    aside = [s for s in record.samples if s.admission and s.admission.set_aside] if record else []
+    detail = paired.detail
+    if aside:
+        why = "; ".join(dict.fromkeys(r for s in aside if s.admission for r in s.admission.reasons))
+        detail += f"; {len(aside)} paired sample(s) set aside ({why})"
+    return Signal(reason=paired.reason, verdict=paired.verdict, detail=detail)
+
+
+def _contamination_signal(result: Result, *, unconfirmed: bool) -> Signal:
+    """Samples taken on an unfit machine: named; INCONCLUSIVE when only they could block."""
+    aside = [a for a in result.admission if a.set_aside]
+    why = "; ".join(dict.fromkeys(reason for a in aside for reason in a.reasons))
+    total = len(result.admission)
+    if unconfirmed:
+        return Signal(
+            reason=Reason.CONTAMINATED,
+            verdict=Verdict.INCONCLUSIVE,
+            detail=f"{len(aside)} of {total} samples were taken on an unfit machine and set "
+            f"aside, and the others cannot confirm a regression: {why}",
+        )
+    return Signal(
+        reason=Reason.CONTAMINATED,
+        verdict=Verdict.PASS,
+        detail=f"{len(aside)} of {total} samples set aside by admission control: {why}",
+    )
+
+
+def _confirmation(result: Result, paired: PairedDecision | None) -> Confirmation:
+    """How the verdict was reached: the window alone, repeats, or paired A/B."""
+    sampling = result.sampling
+    record = result.paired
+    if paired is not None:
+        method = Method.PAIRED
+    elif sampling is not None and sampling.confirming_samples:
+        method = Method.REPEATS
+    else:
+        method = Method.WINDOW
+    return Confirmation(
+        method=method,
+        samples=len(result.metric.sample_values(result.set_aside)),
+        set_aside=len(result.set_aside),
+        minutes=sampling.confirmation_s / 60.0 if sampling else 0.0,
+        note=record.reason if record is not None and not _measured(record) else "",
     )

@@ -184,7 +184,7 @@ class WindowModel:
         """Modes in metric units, best first."""
         total = sum(m.count for m in self.modes) or 1
         return tuple(
-            Mode(center=_from_g(m.center, self.direction), count=m.count, share=m.count / total)
+            Mode(center=from_g(m.center, self.direction), count=m.count, share=m.count / total)
             for m in reversed(self.modes)
         )
 
@@ -197,6 +197,9 @@ class Decision:
     reasons: tuple[Reason, ...]
     detail: str
     need_more: bool = False  # the sequential rule asks for another sample
+    # A drop of at least the minimum is still inside the warn-level interval: the window
+    # cannot clear the run (paired confirmation measures the merge base beside it then).
+    drop_possible: bool = False
     policy: str
     samples: int  # run samples used
     window_samples: int  # window samples used (after the shift cut)
@@ -236,14 +239,15 @@ def effect_text(effect_pct: float | None, interval_pct: tuple[float, float] | No
     """
     if effect_pct is None:
         return ""
-    text = f"{_signed(effect_pct)} %"
+    text = f"{signed_pct(effect_pct)} %"
     if interval_pct is not None:
         lo, hi = interval_pct
-        text += f" ({_signed(lo)} \u2026 {_signed(hi)})"
+        text += f" ({signed_pct(lo)} \u2026 {signed_pct(hi)})"
     return text
 
 
-def _signed(pct: float) -> str:
+def signed_pct(pct: float) -> str:
+    """A change as every surface prints it: one decimal, its sign, a true minus sign."""
     return f"{pct:+.1f}".replace("-", "\u2212")
 
 
@@ -507,15 +511,17 @@ def _runs_of(window: WindowInput) -> list[list[float]]:
     return runs
 
 
-def _to_g(value: float, direction: Direction) -> float:
+def to_g(value: float, direction: Direction) -> float:
+    """A figure on the goodness scale: +ln(value) when higher is better, -ln otherwise."""
     return math.log(value) if direction is Direction.HIGHER else -math.log(value)
 
 
-def _from_g(g: float, direction: Direction) -> float:
+def from_g(g: float, direction: Direction) -> float:
+    """A goodness back as a figure in the metric's units."""
     return _exp(g if direction is Direction.HIGHER else -g)
 
 
-def _pct_of_g(delta_g: float, direction: Direction) -> float:
+def pct_of_g(delta_g: float, direction: Direction) -> float:
     """A change in g as a change of the metric, in %."""
     return (_exp(delta_g if direction is Direction.HIGHER else -delta_g) - 1.0) * 100.0
 
@@ -528,7 +534,7 @@ def _exp(x: float) -> float:
         return math.inf
 
 
-def _g_of_regression(pct: float, direction: Direction) -> float:
+def g_of_regression(pct: float, direction: Direction) -> float:
     """The fall in g of a regression of ``pct`` % of the metric (negative pct: a gain)."""
     if direction is Direction.HIGHER:
         return -math.log1p(-pct / 100.0)
@@ -761,7 +767,7 @@ def analyse_window(
         )
 
     # Oldest first from here on: shifts are found in time order.
-    runs = [[_to_g(v, direction) for v in run] for run in reversed(runs_nf)]
+    runs = [[to_g(v, direction) for v in run] for run in reversed(runs_nf)]
     g = [v for run in runs for v in run]
     run_of = [i for i, run in enumerate(runs) for _ in run]
     run_starts = []
@@ -866,7 +872,7 @@ def analyse_window(
         after = [resid2[i] + levels[last] for i in post]
         se = sigma * math.sqrt(1.0 / max(len(before), 1) + 1.0 / len(after))
         step = huber_location(after, sigma) - huber_location(before, sigma) if before else step
-        shift = Shift(kept_runs=post_runs, change_pct=_pct_of_g(step, direction), t=step / se)
+        shift = Shift(kept_runs=post_runs, change_pct=pct_of_g(step, direction), t=step / se)
     base = _replace(
         empty,
         runs_used=post_runs,
@@ -882,7 +888,7 @@ def analyse_window(
         return _replace(
             base,
             problem=Reason.SHIFT_SETTLING,
-            detail=f"a level shift of {_signed(shift.change_pct if shift else 0.0)} % landed "
+            detail=f"a level shift of {signed_pct(shift.change_pct if shift else 0.0)} % landed "
             f"{post_runs} run(s) ago; {len(post)} sample(s) since, need "
             f"{policy.min_post_shift_samples}",
         )
@@ -1023,7 +1029,7 @@ def judge(
             verdict=verdict,
             reasons=(model.problem, *info),
             detail=model.detail,
-            noise_pct=_pct_of_g(model.sigma, Direction.HIGHER) if model.sigma else None,
+            noise_pct=pct_of_g(model.sigma, Direction.HIGHER) if model.sigma else None,
             **common,  # type: ignore[arg-type]
         )
     if not samples:
@@ -1037,7 +1043,7 @@ def judge(
     if model.multimodal:
         info.append(Reason.MULTIMODAL)
     m = len(samples)
-    ev = _evidence(model, [_to_g(v, direction) for v in samples])
+    ev = _evidence(model, [to_g(v, direction) for v in samples])
     if ev.used == 0:
         return Decision(
             verdict=Verdict.INCONCLUSIVE,
@@ -1045,7 +1051,7 @@ def judge(
             detail=f"all {m} samples fall between the window's {len(model.modes)} modes",
             need_more=False,
             between_modes=ev.ambiguous,
-            noise_pct=_pct_of_g(model.sigma, Direction.HIGHER),
+            noise_pct=pct_of_g(model.sigma, Direction.HIGHER),
             **common,  # type: ignore[arg-type]
         )
     last_look = final or m >= policy.max_repeats
@@ -1057,8 +1063,8 @@ def judge(
     t_ci = t_isf((1.0 - policy.confidence) / 2.0, ev.df)
     # minimum changes as the metric's own percentages (a 3 % drop of a throughput, a 3 %
     # rise of a latency), like the reference rule's regression_pct
-    min_drop = _g_of_regression(policy.min_drop_pct, direction)
-    min_gain = -_g_of_regression(-policy.min_drop_pct, direction)
+    min_drop = g_of_regression(policy.min_drop_pct, direction)
+    min_gain = -g_of_regression(-policy.min_drop_pct, direction)
     n_window = len(model.residuals)
     # With too few samples for the rank test to reach its level at all, the run must at
     # least lie beyond every window sample (U = 0): one-sample buckets can still block.
@@ -1086,14 +1092,14 @@ def judge(
         f" ({len(model.modes)} modes, judged against the matching one)" if model.multimodal else ""
     )
     between = f"; {ev.ambiguous} sample(s) between modes not used" if ev.ambiguous else ""
-    change = _pct_of_g(ev.delta, direction)
+    change = pct_of_g(ev.delta, direction)
     if significant and big and may_block:
         verdict, reason = Verdict.BLOCK, Reason.REGRESSION
-        detail = f"regression {_signed(change)} %, past the block line{mode_note}{between}"
+        detail = f"regression {signed_pct(change)} %, past the block line{mode_note}{between}"
     elif ev.t >= t_improve and ev.delta >= min_gain and ev.u >= ev.used * n_window - u_improve:
         verdict, reason = Verdict.IMPROVED, Reason.IMPROVEMENT
         detail = (
-            f"improvement {_signed(change)} %{mode_note}; baselines follow once pushes record it"
+            f"improvement {signed_pct(change)} %{mode_note}; baselines follow once pushes record it"
         )
     elif ev.ambiguous * 2 >= m:
         verdict, reason = Verdict.INCONCLUSIVE, Reason.BETWEEN_MODES
@@ -1102,34 +1108,36 @@ def judge(
     elif significant and big:
         verdict, reason = Verdict.INCONCLUSIVE, Reason.UNCONFIRMED
         need = policy.min_block_samples
-        detail = f"drop {_signed(change)} % on {ev.used} sample(s); {need} needed to block"
+        detail = f"drop {signed_pct(change)} % on {ev.used} sample(s); {need} needed to block"
     elif significant:
         verdict, reason = Verdict.WARN, Reason.SMALL_REGRESSION
         detail = (
-            f"significant drop {_signed(change)} %, under the {policy.min_drop_pct:g} % minimum"
+            f"significant drop {signed_pct(change)} %, under the {policy.min_drop_pct:g} % minimum"
         )
     elif past_warn and big:
         verdict, reason = Verdict.INCONCLUSIVE, Reason.UNRESOLVED
-        detail = f"drop {_signed(change)} % cannot be told from noise with {m} sample(s){between}"
+        detail = (
+            f"drop {signed_pct(change)} % cannot be told from noise with {m} sample(s){between}"
+        )
     elif past_warn and could_be_big:
         # the budget is spent and a blocking drop is still inside the interval
         verdict, reason = Verdict.WARN, Reason.POSSIBLE_REGRESSION
-        detail = f"possible regression {_signed(change)} %, past the warn line{between}"
+        detail = f"possible regression {signed_pct(change)} %, past the warn line{between}"
     else:
         # past the warn line but provably under the minimum drop is noise, not a warning
         verdict, reason = Verdict.PASS, Reason.WITHIN_NOISE
-        detail = f"within noise ({_signed(change)} %){mode_note}{between}"
+        detail = f"within noise ({signed_pct(change)} %){mode_note}{between}"
 
     # resolution: the drop that would sit on the last look's block line with the full budget
     t_last = t_isf(policy.false_alarm_rate * policy.look_share(True), ev.df)
     se_full = math.sqrt(
         model.sigma**2 * (location_var(policy.max_repeats) + ev.center_var) + ev.run_var
     )
-    resolution = abs(_pct_of_g(-max(t_last * se_full, min_drop), direction))
+    resolution = abs(pct_of_g(-max(t_last * se_full, min_drop), direction))
     if verdict is Verdict.PASS and resolution > 2.0 * policy.min_drop_pct:
         detail += f"; this window cannot resolve drops under {resolution:.0f} %"
-    lo = _pct_of_g(ev.delta - t_ci * ev.se, direction)
-    hi = _pct_of_g(ev.delta + t_ci * ev.se, direction)
+    lo = pct_of_g(ev.delta - t_ci * ev.se, direction)
+    hi = pct_of_g(ev.delta + t_ci * ev.se, direction)
     block_g = ev.baseline_g - max(t_block * ev.se, min_drop)
     warn_g = ev.baseline_g - t_warn * ev.se
     return Decision(
@@ -1137,19 +1145,20 @@ def judge(
         reasons=(reason, *info),
         detail=detail,
         need_more=need_more,
-        value=_from_g(ev.baseline_g + ev.delta, direction),
-        baseline=_from_g(ev.baseline_g, direction),
+        drop_possible=could_be_big,
+        value=from_g(ev.baseline_g + ev.delta, direction),
+        baseline=from_g(ev.baseline_g, direction),
         effect_pct=change,
         interval_pct=(min(lo, hi), max(lo, hi)),
         confidence=policy.confidence,
-        block_line=_from_g(block_g, direction),
-        warn_line=_from_g(warn_g, direction),
-        threshold_pct=_pct_of_g(block_g - ev.baseline_g, direction),
+        block_line=from_g(block_g, direction),
+        warn_line=from_g(warn_g, direction),
+        threshold_pct=pct_of_g(block_g - ev.baseline_g, direction),
         t=ev.t,
         t_block=t_block,
         df=ev.df,
-        noise_pct=_pct_of_g(model.sigma, Direction.HIGHER),
-        run_noise_pct=_pct_of_g(model.run_sigma, Direction.HIGHER),
+        noise_pct=pct_of_g(model.sigma, Direction.HIGHER),
+        run_noise_pct=pct_of_g(model.run_sigma, Direction.HIGHER),
         resolution_pct=resolution,
         between_modes=ev.ambiguous,
         **common,  # type: ignore[arg-type]
@@ -1307,11 +1316,16 @@ __all__ = [
     "decide",
     "effect_text",
     "find_modes",
+    "from_g",
+    "g_of_regression",
     "huber_location",
     "judge",
     "needs_more",
+    "pct_of_g",
     "reference_decide",
     "robust_scale",
+    "signed_pct",
     "t_isf",
     "t_sf",
+    "to_g",
 ]

@@ -52,6 +52,7 @@ class Reason(StrEnum):
     UNHEALTHY_RUN = "UNHEALTHY_RUN"
     MISSING_RESULT = "MISSING_RESULT"
     MISSING_METRIC = "MISSING_METRIC"
+    METRIC_ABSENT = "METRIC_ABSENT"  # an optional metric the run did not report (WARN)
     NONFINITE_METRIC = "NONFINITE_METRIC"
     NONPOSITIVE_METRIC = "NONPOSITIVE_METRIC"
     UNREADABLE_ARTIFACT = "UNREADABLE_ARTIFACT"
@@ -76,6 +77,14 @@ class Reason(StrEnum):
     BETWEEN_MODES = "BETWEEN_MODES"  # the run matches no mode of a multimodal window
     LEVEL_SHIFT = "LEVEL_SHIFT"  # informational: the window starts after a landed shift
     SHIFT_SETTLING = "SHIFT_SETTLING"  # a shift landed, too few samples after it yet
+    # admission control and paired confirmation
+    CONTAMINATED = "CONTAMINATED"  # samples taken on an unfit machine, set aside
+    PAIRED_REGRESSION = "PAIRED_REGRESSION"  # confirmed by the paired test on one runner
+    NOT_CONFIRMED = "NOT_CONFIRMED"  # the paired test cleared what the window suspected
+    PAIRED_UNRESOLVED = "PAIRED_UNRESOLVED"  # the pairs cannot separate base and head
+    PAIRED_UNAVAILABLE = "PAIRED_UNAVAILABLE"  # informational: no merge base to measure
+    UNPAIRED = "UNPAIRED"  # the window would block, but no paired comparison confirmed it
+    WINDOW_SUSPECT = "WINDOW_SUSPECT"  # informational: what the window said; pairs decided
     # the reference policy (the seed's names)
     ROLLING_WINDOW = "ROLLING_WINDOW"
     BELOW_BLOCK_INSIDE_REGRESSION_FLOOR = "BELOW_BLOCK_INSIDE_REGRESSION_FLOOR"

@@ -31,13 +31,12 @@ def _case(row: Row) -> ET.Element:
         ET.SubElement(case, "skipped", {"message": "no result artifact arrived for this bucket"})
     elif row.verdict is Verdict.INCONCLUSIVE:
         # Neither passed nor failed: the evidence could not decide (WARN-level, R5).
-        summary = row.details[0] if row.details else row.verdict.label
-        ET.SubElement(case, "skipped", {"message": _clean(f"INCONCLUSIVE: {summary}")})
+        ET.SubElement(case, "skipped", {"message": _clean(f"INCONCLUSIVE: {row.headline}")})
         ET.SubElement(case, "system-out").text = f"{row.verdict.label}: {details}"
     elif row.verdict in (Verdict.BLOCK, Verdict.HARD_FAILURE):
-        summary = row.details[0] if row.details else row.verdict.label
+        # The reason that set the verdict: a blocked startup time, not the primary's pass.
         failure = ET.SubElement(
-            case, "failure", {"type": row.verdict.label, "message": _clean(summary)}
+            case, "failure", {"type": row.verdict.label, "message": _clean(row.headline)}
         )
         failure.text = details
         if row.result is not None and row.result.log_tail:

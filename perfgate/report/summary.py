@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from perfgate.config import Mode
+from perfgate.config import PRIMARY, Mode
 from perfgate.console import format_figure
 from perfgate.judge.gate import GateReport, Row
 from perfgate.judge.stats import effect_text
@@ -62,15 +62,15 @@ def _meaning(*, reported: bool, excused: bool, verdict: Verdict) -> str:
     return meanings[verdict]
 
 
-def row_change(row: Mapping[str, Any]) -> str:
-    """A verdict.json row's change with its interval ('-6.1 % (-7.9 ... -4.2)'), or ''."""
+def row_change(row: Mapping[str, Any], *, interval_too: bool = True) -> str:
+    """A verdict.json row's (or metric's) change with its interval ('-6.1 % (-7.9 ... -4.2)')."""
     statistics = _mapping(row.get("statistics"))
     effect = _number(statistics.get("effect_pct"))
     if effect is None:
         effect = _number(_mapping(row.get("baseline")).get("change_pct"))
     bounds = statistics.get("interval_pct")
     interval = None
-    if isinstance(bounds, list) and len(bounds) == 2:
+    if interval_too and isinstance(bounds, list) and len(bounds) == 2:
         lo, hi = (_number(b) for b in bounds)
         interval = (lo, hi) if lo is not None and hi is not None else None
     return effect_text(effect, interval)
@@ -107,6 +107,94 @@ def change_cell(row: Row) -> str:
     return (decision.effect_text() if decision else "") or "—"
 
 
+def deciding_change(row: Mapping[str, Any], *, interval_too: bool = True) -> str:
+    """The change a verdict.json row's (or metric's) verdict rests on: the paired one when
+    pairs decided, else the change against the window ('' when there is none)."""
+    paired = _paired(row)
+    effect = _number(paired.get("effect_pct"))
+    if effect is None:
+        return row_change(row, interval_too=interval_too)
+    return effect_text(effect, _interval(paired.get("interval_pct")) if interval_too else None)
+
+
+def _paired(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The paired test of a verdict.json row (under its confirmation) or of one metric."""
+    return _mapping(row.get("paired")) or _mapping(_mapping(row.get("confirmation")).get("paired"))
+
+
+def _interval(bounds: object) -> tuple[float, float] | None:
+    if isinstance(bounds, list) and len(bounds) == 2:
+        lo, hi = (_number(b) for b in bounds)
+        return (lo, hi) if lo is not None and hi is not None else None
+    return None
+
+
+def paired_text(paired: object, row: Mapping[str, Any]) -> str:
+    """'paired A/B, 8 pairs: base 1,000, head 900, -10.0 % (...)' ('' without pairs)."""
+    if not isinstance(paired, Mapping):
+        return ""
+    pairs = _count(paired.get("pairs"))
+    base, head = _number(paired.get("base")), _number(paired.get("head"))
+    change = deciding_change(row)
+    text = f"paired A/B, {pairs} pairs: base {format_figure(base)}, head {format_figure(head)}"
+    return text + (f", {change}" if change else "")
+
+
+def confirmation_text(row: Mapping[str, Any], escape: Callable[[str], str] = md_text) -> str:
+    """How a verdict.json row's verdict was reached, in a few words, its untrusted text
+    passed through ``escape`` (inert markdown by default): 'window only', 'repeats (6
+    samples)', 'paired A/B, 8 pairs: ...'."""
+    confirmation = _mapping(row.get("confirmation"))
+    method = confirmation.get("method")
+    samples = _count(confirmation.get("samples"))
+    if method == "paired":
+        text = paired_text(confirmation.get("paired"), row)
+    elif method == "repeats":
+        text = f"repeats ({samples} samples)"
+    elif method == "window":
+        text = "window only"
+    else:
+        return ""
+    note = confirmation.get("note")
+    if isinstance(note, str) and note:
+        text += f"; no paired A/B: {escape(note[:200])}"
+    aside = _count(confirmation.get("set_aside"))
+    if aside:
+        text += f"; {aside} sample(s) set aside"
+    minutes = _number(confirmation.get("minutes"))
+    if minutes:
+        text += f" ({minutes:.1f} runner-min)"
+    return text
+
+
+def _count(value: object) -> int:
+    """A count from verdict.json; anything that is not a non-negative integer is 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def admission_text(records: object) -> str:
+    """A row's admission records in a few words: '3 admitted' or '2 admitted · 1
+    contaminated (#1: GPU throttled: HW slowdown)' (untrusted strings made inert)."""
+    entries = [r for r in records if isinstance(r, Mapping)] if isinstance(records, list) else []
+    if not entries:
+        return "—"
+    order = ("admitted", "contaminated", "flagged", "not_checked")
+    counts = {status: 0 for status in order}
+    unfit = []
+    for record in entries:
+        status = record.get("status")
+        if status in counts:
+            counts[status] += 1
+        if status in ("contaminated", "flagged"):
+            reasons = "; ".join(_texts(record.get("reasons")))
+            unfit.append(f"#{_count(record.get('sample_index'))}: {reasons}")
+    parts = [f"{n} {status.replace('_', ' ')}" for status, n in counts.items() if n]
+    text = " · ".join(parts)
+    if unfit:
+        text += f" ({_clipped(', '.join(unfit))})"
+    return md_text(text)
+
+
 def _number(value: object) -> float | None:
     """A figure from verdict.json; anything that is not a finite number renders as absent."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -117,6 +205,10 @@ def _number(value: object) -> float | None:
 
 def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _texts(value: object) -> list[str]:
@@ -209,13 +301,12 @@ def summary_from_verdict(data: Mapping[str, Any], trend_url: str | None = None) 
         "",
         "### Results",
         "",
-        "| Bucket | Result | Figure | Unit | Baseline | Change (95 % interval) | Samples | Why |",
-        "|---|---|---|---|---|---|---|---|",
+        "| Bucket | Result | Figure | Unit | Baseline | Change (95 % interval) | Samples "
+        "| Confirmed by | Why |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     technical = []
     for row, verdict, was_reported in zip(rows, verdicts, reported, strict=True):
-        stats = _mapping(row.get("baseline"))
-        test = _mapping(row.get("statistics"))
         bucket = md_text(str(row.get("bucket")))
         meaning = _meaning(
             reported=was_reported, excused=row.get("excused") is True, verdict=verdict
@@ -225,42 +316,48 @@ def summary_from_verdict(data: Mapping[str, Any], trend_url: str | None = None) 
         log = _log_cell(_mapping(row.get("log")), data.get("run_url"))
         linked = bucket_cell(row.get("bucket"), trend_url)
         lines.append(
-            f"| {linked} | {VERDICT_ICONS[verdict]} | {format_figure(_number(row.get('value')))} | "
-            f"{md_text(str(row['unit'])) if row.get('unit') else '—'} | "
-            f"{format_figure(_number(stats.get('median')))} | "
-            f"{row_change(row) or '—'} | {_samples_cell(stats, test)} | "
-            f"{md_text(why) if why else meaning}{log} |"
+            _result_line(
+                linked,
+                verdict,
+                row,
+                confirmation_text(row),
+                f"{md_text(why) if why else meaning}{log}",
+            )
         )
         attempts = row.get("attempts")
         technical.append(
-            "| "
-            + " | ".join(
+            _technical_line(
+                bucket,
+                verdict,
+                row,
                 [
-                    bucket,
-                    verdict.label,
-                    md_text(", ".join(_texts(row.get("reasons")))),
-                    _percent(_number(test.get("noise_pct"))),
-                    format_figure(_number(stats.get("warn_line"))),
-                    format_figure(_number(stats.get("block_line"))),
-                    _t_cell(_number(test.get("t")), _number(test.get("t_block"))),
-                    _percent(_number(test.get("resolution_pct"))),
                     md_text(str(row["phase"])) if row.get("phase") else "—",
                     str(attempts) if isinstance(attempts, int) else "—",
                     md_text(str(row["hardware"])) if row.get("hardware") else "—",
                     md_text(str(row["bisect"])) if was_reported and row.get("bisect") else "—",
-                ]
+                    admission_text(row.get("admission")),
+                ],
             )
-            + " |"
         )
+        # A line of its own for each further metric that is not a plain pass.
+        for metric in _noted_metrics(row):
+            name = f"{bucket} · {md_text(str(metric.get('name')))}"
+            judged = _verdict(metric.get("verdict"))
+            gates = "" if metric.get("gates") is not False else "(report only) "
+            why = _clipped("; ".join(_texts(metric.get("details"))))
+            how = paired_text(metric.get("paired"), metric)
+            lines.append(_result_line(name, judged, metric, how, f"{gates}{md_text(why)}"))
+            technical.append(_technical_line(name, judged, metric, ["—"] * 5))
     lines += [
         "",
         "<details><summary>Technical details</summary>",
         "",
         "| Bucket | Verdict | Reasons | Noise | Warn line | Block line | t (block at) "
-        "| Resolves | Phase | Attempts | Hardware | Bisect |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| Resolves | Phase | Attempts | Hardware | Bisect | Admission (per sample) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         *technical,
         "",
+        *_confirmation_cost(data),
         "</details>",
         "",
     ]
@@ -270,7 +367,68 @@ def summary_from_verdict(data: Mapping[str, Any], trend_url: str | None = None) 
     if not any(_mapping(row.get("baseline")).get("samples") for row in rows):
         return "\n".join(lines)  # nothing was compared with a baseline: nothing to explain
     lines += ["### How to read this", "", *_how_to_read(data), ""]
+    if any(len(_list(row.get("metrics"))) > 1 for row in rows):
+        lines += [
+            "A bucket may gate several metrics of one run (say steady-state FPS and startup "
+            "time). Each is judged against its own history, with its own minimum change, and "
+            "has a line of its own (`bucket · metric`) when it is not a pass; the bucket takes "
+            "the worst verdict of those that gate. A metric marked *report only* never "
+            "changes its bucket's verdict.",
+            "",
+        ]
     return "\n".join(lines)
+
+
+def _confirmation_cost(data: Mapping[str, Any]) -> list[str]:
+    """What confirming the verdicts cost in runner time, when it cost anything."""
+    minutes = _number(data.get("confirmation_minutes"))
+    if not minutes:
+        return []
+    return [
+        f"Runner time spent confirming verdicts (repeats and paired A/B): {minutes:.1f} min.",
+        "",
+    ]
+
+
+def _noted_metrics(row: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A verdict.json row's metrics besides the primary whose verdict is not PASS."""
+    return [
+        metric
+        for metric in _list(row.get("metrics"))
+        if isinstance(metric, Mapping)
+        and metric.get("name") != PRIMARY
+        and metric.get("verdict") != Verdict.PASS.label
+    ]
+
+
+def _result_line(name: str, verdict: Verdict, row: Mapping[str, Any], how: str, why: str) -> str:
+    """One line of the results table: a bucket (its primary metric), or one further metric."""
+    stats = _mapping(row.get("baseline"))
+    test = _mapping(row.get("statistics"))
+    return (
+        f"| {name} | {VERDICT_ICONS[verdict]} | {format_figure(_number(row.get('value')))} | "
+        f"{md_text(str(row['unit'])) if row.get('unit') else '—'} | "
+        f"{format_figure(_number(stats.get('median')))} | "
+        f"{row_change(row) or '—'} | {_samples_cell(stats, test)} | {how or '—'} | {why} |"
+    )
+
+
+def _technical_line(name: str, verdict: Verdict, row: Mapping[str, Any], run: list[str]) -> str:
+    """One line of the technical details: the test's figures, then ``run`` (phase ... bisect)."""
+    stats = _mapping(row.get("baseline"))
+    test = _mapping(row.get("statistics"))
+    cells = [
+        name,
+        verdict.label,
+        md_text(", ".join(_texts(row.get("reasons")))),
+        _percent(_number(test.get("noise_pct"))),
+        format_figure(_number(stats.get("warn_line"))),
+        format_figure(_number(stats.get("block_line"))),
+        _t_cell(_number(test.get("t")), _number(test.get("t_block"))),
+        _percent(_number(test.get("resolution_pct"))),
+        *run,
+    ]
+    return "| " + " | ".join(cells) + " |"
 
 
 def _samples_cell(baseline: Mapping[str, Any], test: Mapping[str, Any]) -> str:
@@ -319,13 +477,24 @@ def _how_to_read(data: Mapping[str, Any]) -> list[str]:
     rate_text = f"{rate * 100:g} %" if rate is not None else "a set rate"
     drop_text = f"{drop:g} %" if drop is not None else "the minimum drop"
     runs_text = f"the last {runs} runs" if isinstance(runs, int) else "its recent runs"
+    if policy.get("confirm") == "paired":
+        confirm = (
+            "When the history cannot clear a run (it looks slower, or a drop of "
+            f"{drop_text} is still within its noise), the merge base and the change are "
+            "measured alternately on the same runner, and only that paired comparison can "
+            "block: the runner's own speed and its state that day cancel out of each pair."
+        )
+    else:
+        confirm = "A run whose first samples look slower is measured again on the same runner "
+        confirm += "before it may be blocked."
     return [
         f"Each bucket run takes a few samples; they are compared with the bucket's history "
         f"on the target branch ({runs_text} of the same experiment on the same hardware, every "
         "sample of each). The question is: is this run slower than its history by more than "
         f"noise can explain, and by at least {drop_text}? The rule is set so that unchanged "
-        f"code is blocked in at most {rate_text} of bucket runs. A run whose first samples "
-        "look slower is measured again on the same runner before it may be blocked.",
+        f"code is blocked in at most {rate_text} of bucket runs. {confirm} Samples taken "
+        "while the machine was unfit (a throttled, hot or shared GPU) are set aside: they "
+        "never count towards a block.",
         "",
         "- ✅ **pass**: within the noise of its history, or any drop is provably under "
         f"{drop_text}.",

@@ -7,8 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from perfgate.judge.gate import GateReport, Row
+from perfgate.judge.oracle import Confirmation, MetricJudgement
+from perfgate.judge.paired import PairedDecision
 from perfgate.judge.stats import Decision
-from perfgate.result import Result, log_artifact_name
+from perfgate.result import PairedRecord, Result, log_artifact_name
+
+#: Per-sample admission records a row carries (a run has a few; this bounds a hostile one).
+MAX_ADMISSION_RECORDS = 100
 
 
 def report_json(report: GateReport) -> dict[str, Any]:
@@ -27,6 +32,7 @@ def report_json(report: GateReport) -> dict[str, Any]:
             "false_alarm_rate": report.false_alarm_rate,
             "min_drop_pct": report.min_drop_pct,
             "max_runs": report.max_runs,
+            "confirm": report.confirm.value,
         },
         "headlines": list(report.headlines),
         "commit": report.commit,
@@ -45,6 +51,7 @@ def report_json(report: GateReport) -> dict[str, Any]:
             "unexpected": list(report.coverage.unexpected),
         },
         "underfilled": list(report.underfilled),
+        "confirmation_minutes": round(report.confirmation_minutes, 3),
         "notes": _capped(report.notes, 50),
         "rows": [_row_json(row) for row in report.rows],
     }
@@ -83,7 +90,94 @@ def _row_json(row: Row) -> dict[str, Any]:
         "log": _log_json(result),
         "baseline": _baseline_json(decision),
         "statistics": _statistics_json(decision),
+        "metrics": [_metric_json(metric, result) for metric in judgement.metrics]
+        if judgement
+        else [],
+        "confirmation": _confirmation_json(
+            judgement.confirmation if judgement else None,
+            judgement.paired if judgement else None,
+            result.paired if result else None,
+        ),
+        "admission": _admission_json(result),
     }
+
+
+def _metric_json(metric: MetricJudgement, result: Result | None) -> dict[str, Any]:
+    """One metric of a bucket: its own verdict, figure and test (the row has the worst)."""
+    record = result.paired if result else None
+    return {
+        "name": metric.name,
+        "path": metric.path,
+        "gates": metric.gates,
+        "verdict": metric.verdict.label,
+        "reasons": _capped([reason.value for reason in metric.reasons], 20),
+        "details": _capped([signal.detail for signal in metric.signals], 20),
+        "value": _finite(metric.value),
+        "unit": metric.unit,
+        "direction": metric.direction.value,
+        "baseline": _baseline_json(metric.decision),
+        "statistics": _statistics_json(metric.decision),
+        "paired": None if metric.paired is None else _paired_json(metric.paired, record),
+    }
+
+
+def _confirmation_json(
+    confirmation: Confirmation | None,
+    paired: PairedDecision | None,
+    record: PairedRecord | None,
+) -> dict[str, Any] | None:
+    """How the verdict was reached (window, repeats, paired A/B) and what it cost."""
+    if confirmation is None:
+        return None
+    return {
+        "method": confirmation.method.value,
+        "samples": confirmation.samples,
+        "set_aside": confirmation.set_aside,
+        "minutes": round(confirmation.minutes, 3),
+        "note": confirmation.note[:2000],
+        "paired": None if paired is None else _paired_json(paired, record),
+    }
+
+
+def _paired_json(paired: PairedDecision, record: PairedRecord | None) -> dict[str, Any]:
+    """The paired test: its verdict, figures, interval, and the comparison behind it."""
+    interval = paired.interval_pct
+    aside = [s for s in record.samples if s.admission and s.admission.set_aside] if record else []
+    return {
+        "verdict": paired.verdict.label,
+        "reason": paired.reason.value,
+        "pairs": paired.pairs,
+        "base_commit": record.base_commit if record else None,
+        "stopped": record.stopped.value if record and record.stopped else None,
+        "base": _finite(paired.base),
+        "head": _finite(paired.head),
+        "effect_pct": _finite(paired.effect_pct),
+        "interval_pct": None
+        if interval is None or not all(math.isfinite(x) for x in interval)
+        else list(interval),
+        "confidence": paired.confidence,
+        "t": _finite(paired.t),
+        "t_block": _finite(paired.t_block),
+        "df": _finite(paired.df),
+        "noise_pct": _finite(paired.noise_pct),
+        "set_aside": len(aside),
+        "minutes": round(record.wall_s / 60.0, 3) if record else None,
+    }
+
+
+def _admission_json(result: Result | None) -> list[dict[str, Any]]:
+    """Admission control's record of each sample of the run, by sample_index."""
+    if result is None:
+        return []
+    return [
+        {
+            "sample_index": record.sample_index,
+            "status": record.status.value,
+            "reasons": [reason[:500] for reason in record.reasons[:20]],
+            "waited_s": _finite(record.waited_s),
+        }
+        for record in result.admission[:MAX_ADMISSION_RECORDS]
+    ]
 
 
 def _baseline_json(decision: Decision | None) -> dict[str, Any] | None:

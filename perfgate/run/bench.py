@@ -5,15 +5,22 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 from perfgate import __version__
-from perfgate.config import Bucket, ConfirmMode
+from perfgate.config import PRIMARY, AdmissionMode, AdmissionPolicy, Bucket, ConfirmMode, Metric
 from perfgate.context import RunContext
-from perfgate.identity import BENCHMARK_CONTRACT_VERSION, Identity, runtime_inputs
+from perfgate.identity import (
+    BENCHMARK_CONTRACT_VERSION,
+    Identity,
+    metric_contract,
+    runtime_inputs,
+)
 from perfgate.result import (
     AttemptTiming,
     BucketRef,
@@ -23,7 +30,13 @@ from perfgate.result import (
     Health,
     IdentityRecord,
     MetricReading,
+    PairedRecord,
+    PairedSample,
+    PairedSide,
+    PairedStatus,
+    PairedStop,
     Result,
+    SampleAdmission,
     SampleReading,
     Sampling,
     SamplingStop,
@@ -32,6 +45,7 @@ from perfgate.result import (
     write_result,
 )
 from perfgate.run import container, staleness
+from perfgate.run.admission import AdmissionControl
 from perfgate.run.bundle import MetricStats
 from perfgate.run.drivers import CheckoutUnsupported, Measurement, get_driver
 from perfgate.run.execution import (
@@ -43,7 +57,8 @@ from perfgate.run.execution import (
     read_log_excerpt,
     run_with_retry,
 )
-from perfgate.run.sampling import SamplingPlan, take_samples
+from perfgate.run.paired import BaseCheckout, measure_pairs
+from perfgate.run.sampling import Sampler, SamplingPlan
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,6 +74,11 @@ class BenchSettings:
     echo: Callable[[str], None] | None = None
     # Notices a person should see while it runs: each retry and why.
     say: Callable[[str], None] = lambda message: None
+    # Is the machine fit to measure? Checked before and after every sample; the bench and
+    # the seed pass perfgate.yaml's policy (off unless given: nothing to read otherwise).
+    admission: AdmissionPolicy = field(
+        default_factory=lambda: AdmissionPolicy(mode=AdmissionMode.OFF)
+    )
 
 
 def launch_identity(bucket: Bucket) -> dict[str, object]:
@@ -81,23 +101,40 @@ def launch_identity(bucket: Bucket) -> dict[str, object]:
     }
 
 
-def benchmark_identity(bucket: Bucket) -> dict[str, object]:
-    """The measurement contract (hashed into ``benchmark_hash``)."""
+def benchmark_identity(bucket: Bucket, metric: Metric | None = None) -> dict[str, object]:
+    """The measurement contract of ``metric`` (the primary's by default): ``benchmark_hash``."""
     driver = get_driver(bucket.driver)
-    return {
+    metric = metric or bucket.metric
+    contract = {
         "benchmark_contract_version": BENCHMARK_CONTRACT_VERSION,
         "warmup_steps": bucket.warmup_steps,
         "steps": bucket.steps,
-        "metric_path": bucket.metric.path,
-        "direction": bucket.metric.direction.value,
         "driver": driver.name,
         "driver_version": driver.version,
     }
+    return metric_contract(contract, path=metric.path, direction=metric.direction.value)
 
 
 #: After the initial repeats, and after every further sample: does the verdict need another?
 #: It sees the run so far as a Result (the judge side reads the bucket's window for it).
 Confirm = Callable[[Bucket, Result], bool]
+
+
+class Pairing(Protocol):
+    """The judge side of paired confirmation (``gate.confirm: paired``)."""
+
+    def suspicious(self, bucket: Bucket, result: Result) -> bool:
+        """True when the window cannot clear the run: measure the merge base beside it."""
+        ...
+
+    def base(self, bucket: Bucket, result: Result) -> AbstractContextManager[BaseCheckout | str]:
+        """The merge base checked out (removed on exit), or why none can be measured."""
+        ...
+
+    def wants_more(self, bucket: Bucket, result: Result, paired: PairedRecord) -> bool:
+        """After each pair: does the paired test need another one?"""
+        ...
+
 
 #: What numeric libraries read for their thread count.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
@@ -155,6 +192,17 @@ class SampleRun:
     index: int
     records: list[AttemptRecord[Measurement]]
     work_dir: Path
+    admission: SampleAdmission
+
+    @property
+    def wall_s(self) -> float:
+        """Runner time of the sample, every attempt included."""
+        return sum(record.outcome.wall_s for record in self.records)
+
+    @property
+    def value(self) -> float | None:
+        """The sample's figure (None when it has none)."""
+        return self.final.reading.stats.value
 
     @property
     def final(self) -> AttemptRecord[Measurement]:
@@ -177,40 +225,177 @@ def run_bucket(
     *,
     plan: SamplingPlan | None = None,
     confirm: Confirm | None = None,
+    pairing: Pairing | None = None,
 ) -> Result:
     """Run one bucket's samples (each with retry) and return its Result (not yet written).
 
     ``plan`` says how many samples (default: the bucket's repeats, no confirmation);
-    ``confirm`` answers, from the samples so far, whether the verdict needs another.
+    ``confirm`` answers, from the samples so far, whether the verdict needs another;
+    ``pairing`` (``gate.confirm: paired``) compares a suspicious run with its merge base.
     """
     plan = plan or SamplingPlan.for_bucket(bucket, ConfirmMode.OFF)
     ci = settings.context
-    run_key = f"{ci.run_id or 'local'}-{ci.run_attempt or '1'}"
+    # R10: caches are keyed by run id, attempt and run label, so two allocations of one
+    # qualification run (same run id and attempt) never share a cache directory.
+    run_key = "-".join(
+        part for part in (ci.run_id or "local", ci.run_attempt or "1", ci.run_label) if part
+    )
     started_at, started = datetime.now(UTC), time.monotonic()
+    control = AdmissionControl(settings.admission, settings.hardware)
+    paired: PairedRecord | None = None
 
     def assemble(samples: Sequence[SampleRun], stopped: SamplingStop) -> Result:
-        return _result(bucket, settings, samples, plan, stopped, started_at, started)
+        timing = (started_at, started)
+        return _result(bucket, settings, samples, plan, stopped, timing, sampler.replaced,
+                       control, paired)  # fmt: skip
 
-    samples, stopped = take_samples(
-        plan,
-        lambda index: _measure(bucket, settings, run_key, index),
+    def remeasure(what: str, wall_s: float, admission: SampleAdmission | None) -> bool:
+        granted = control.may_remeasure(wall_s)
+        why = "; ".join(admission.reasons) if admission else "unfit machine"
+        then = "measuring again" if granted else "set aside (the re-measure budget is spent)"
+        settings.say(f"{bucket.id}: {what} was taken on an unfit machine ({why}); {then}")
+        return granted
+
+    sampler = Sampler(
+        lambda index: _measure(bucket, settings, run_key, index, control),
         healthy=lambda sample: sample.healthy,
-        wants_more=(
-            None
-            if confirm is None
-            else lambda taken: confirm(bucket, assemble(taken, SamplingStop.PLANNED))
+        set_aside=lambda sample: sample.admission.set_aside,
+        remeasure=lambda sample: remeasure(
+            f"sample {sample.index}", sample.wall_s, sample.admission
         ),
     )
-    if len(samples) > plan.repeats:
-        settings.say(f"{bucket.id}: took {len(samples)} samples to confirm ({stopped.value})")
-    return assemble(samples, stopped)
+    wants_more = (
+        None
+        if confirm is None
+        else lambda taken: confirm(bucket, assemble(taken, SamplingStop.PLANNED))
+    )
+    if plan.confirm is not ConfirmMode.PAIRED or pairing is None:
+        stopped = sampler.run(plan, wants_more)
+    else:
+        stopped = sampler.run(replace(plan, confirm=ConfirmMode.OFF), None)
+        so_far = assemble(sampler.taken, stopped)
+        if stopped is SamplingStop.PLANNED and pairing.suspicious(bucket, so_far):
+            paired = _pair(bucket, settings, run_key, remeasure, control, pairing, so_far)
+            settings.say(_paired_notice(bucket, paired))
+            if paired.status is not PairedStatus.MEASURED and not _head_failed(paired):
+                # No merge base to measure: confirm against the window by repeats instead.
+                stopped = sampler.run(plan, wants_more)
+        elif stopped is SamplingStop.PLANNED:
+            stopped = SamplingStop.SETTLED
+    counted = sampler.counted
+    if counted > plan.repeats:
+        settings.say(f"{bucket.id}: took {counted} samples to confirm ({stopped.value})")
+    return assemble(sampler.taken, stopped)
 
 
-def _measure(bucket: Bucket, settings: BenchSettings, run_key: str, index: int) -> SampleRun:
-    """Sample ``index`` of the bucket: its own work and cache directories, with retry."""
+def _head_failed(paired: PairedRecord) -> bool:
+    """A sample of the change itself failed during the pairs: the run is unhealthy."""
+    return any(s.side is PairedSide.HEAD and s.phase is not None for s in paired.samples)
+
+
+def _paired_notice(bucket: Bucket, paired: PairedRecord) -> str:
+    """``cartpole/numpy: paired A/B with abc123def456: 6 pair(s) (settled)``."""
+    if paired.status is PairedStatus.UNAVAILABLE:
+        return f"{bucket.id}: no paired A/B ({paired.reason}); confirming by repeats"
+    base = (paired.base_commit or "?")[:12]
+    pairs = len(paired.pairs())
+    stopped = paired.stopped.value if paired.stopped else "?"
+    extra = f"; {paired.reason}" if paired.reason else ""
+    return f"{bucket.id}: paired A/B with the merge base {base}: {pairs} pair(s) ({stopped}){extra}"
+
+
+def _pair(
+    bucket: Bucket,
+    settings: BenchSettings,
+    run_key: str,
+    remeasure: Callable[[str, float, SampleAdmission | None], bool],
+    control: AdmissionControl,
+    pairing: Pairing,
+    head: Result,
+) -> PairedRecord:
+    """Measure the merge base and the change alternately on this runner (the evidence)."""
+    started = time.monotonic()
+    with pairing.base(bucket, head) as base:
+        if isinstance(base, str):
+            return PairedRecord(
+                status=PairedStatus.UNAVAILABLE,
+                reason=base,
+                max_pairs=bucket.max_pairs,
+                wall_s=round(time.monotonic() - started, 3),
+            )
+        sides = {
+            PairedSide.BASE: (base.bucket, replace(settings, checkout=base.checkout)),
+            PairedSide.HEAD: (bucket, settings),
+        }
+
+        def measure(side: PairedSide, pair: int, index: int) -> PairedSample:
+            which, where = sides[side]
+            run = _measure(which, where, run_key, index, control, label=f"paired-{index}-{side}")
+            others = {m.name: _figure(run, m) for m in bucket.metrics} if run.healthy else {}
+            return PairedSample(
+                sample_index=index,
+                pair=pair,
+                side=side,
+                value=run.value if run.healthy else None,
+                metrics={name: value for name, value in others.items() if value is not None},
+                wall_s=round(run.wall_s, 3),
+                phase=_phase(run),
+                admission=run.admission,
+            )
+
+        def record(samples: Sequence[PairedSample], stop: PairedStop | None) -> PairedRecord:
+            failed = next((s for s in samples if s.value is None or s.phase is not None), None)
+            reason = ""
+            if failed is not None:
+                phase = failed.phase.value if failed.phase else "no figure"
+                reason = f"the {failed.side.value} sample {failed.sample_index} failed ({phase})"
+            return PairedRecord(
+                status=PairedStatus.FAILED if failed else PairedStatus.MEASURED,
+                reason=reason,
+                base_commit=base.commit,
+                max_pairs=bucket.max_pairs,
+                samples=tuple(samples),
+                stopped=stop,
+                wall_s=round(time.monotonic() - started, 3),
+            )
+
+        budget = bucket.pair_budget_minutes
+        samples, stop = measure_pairs(
+            max_pairs=bucket.max_pairs,
+            budget_s=None if budget is None else budget * 60.0,
+            measure=measure,
+            remeasure=lambda s: remeasure(
+                f"paired {s.side.value} sample {s.sample_index}", s.wall_s, s.admission
+            ),
+            wants_more=lambda taken: pairing.wants_more(bucket, head, record(taken, None)),
+        )
+    return record(samples, stop)
+
+
+def _phase(run: SampleRun) -> FailurePhase | None:
+    """How a sample failed (output or mismatch when the process itself was fine)."""
+    final = run.final
+    phase = final.outcome.phase
+    if phase is None and final.reading.config_mismatch:
+        return FailurePhase.CONFIG_MISMATCH
+    if phase is None and not run.healthy:
+        return FailurePhase.OUTPUT
+    return phase
+
+
+def _measure(
+    bucket: Bucket,
+    settings: BenchSettings,
+    run_key: str,
+    index: int,
+    control: AdmissionControl,
+    label: str | None = None,
+) -> SampleRun:
+    """Sample ``index`` of the bucket: its own work and cache directories, with retry,
+    between admission control's checks of the machine (``label`` names its directory)."""
     driver = get_driver(bucket.driver)
     threads = bucket.threads if bucket.threads is not None else driver.default_threads
-    sample_dir = f"sample-{index}"
+    sample_dir = label or f"sample-{index}"
     work_dir = settings.work_root / "runs" / bucket.file_stem / sample_dir
     invocations: dict[int, Invocation] = {}
 
@@ -224,25 +409,29 @@ def _measure(bucket: Bucket, settings: BenchSettings, run_key: str, index: int) 
         return _require_metric(bucket, driver.read(bucket, dirs, invocations[dirs.number]))
 
     cache_root = settings.work_root / "cache" / run_key / bucket.file_stem / sample_dir
-    try:
-        records = run_with_retry(
-            plan=plan,
-            read=read,
-            succeeded=lambda outcome, m: outcome.phase is None and m.error is None,
-            retries=bucket.retries,
-            timeout_s=bucket.timeout_minutes * 60,
-            markers=driver.markers(bucket),
-            work_dir=work_dir,
-            cache_root=cache_root,
-            wrap=_container_wrap(bucket, settings, f"{run_key}-{index}"),
-            # A name the container block passes on is wanted by name: kept for docker to read.
-            keep_env=(*bucket.keep_env, *(bucket.container.env if bucket.container else ())),
-            on_line=settings.echo,
-            on_retry=lambda record: settings.say(_retry_notice(bucket, record)),
-        )
-    except CheckoutUnsupported as exc:
-        records = [_unsupported(str(exc), cache_root)]
-    return SampleRun(index=index, records=records, work_dir=work_dir)
+
+    def attempts() -> list[AttemptRecord[Measurement]]:
+        try:
+            return run_with_retry(
+                plan=plan,
+                read=read,
+                succeeded=lambda outcome, m: outcome.phase is None and m.error is None,
+                retries=bucket.retries,
+                timeout_s=bucket.timeout_minutes * 60,
+                markers=driver.markers(bucket),
+                work_dir=work_dir,
+                cache_root=cache_root,
+                wrap=_container_wrap(bucket, settings, f"{run_key}-{label or index}"),
+                # A name the container block passes on is wanted by name: kept for docker to read.
+                keep_env=(*bucket.keep_env, *(bucket.container.env if bucket.container else ())),
+                on_line=settings.echo,
+                on_retry=lambda record: settings.say(_retry_notice(bucket, record)),
+            )
+        except CheckoutUnsupported as exc:
+            return [_unsupported(str(exc), cache_root)]
+
+    records, admission = control.measure(index, attempts)
+    return SampleRun(index=index, records=records, work_dir=work_dir, admission=admission)
 
 
 def _result(
@@ -251,11 +440,18 @@ def _result(
     samples: Sequence[SampleRun],
     plan: SamplingPlan,
     stopped: SamplingStop,
-    started_at: datetime,
-    started: float,
+    timing: tuple[datetime, float],
+    replaced: Sequence[int],
+    control: AdmissionControl,
+    paired: PairedRecord | None,
 ) -> Result:
-    """The bucket run's Result: health of its last sample, the figures of its healthy ones."""
+    """The bucket run's Result: health of its last sample, the figures of its healthy ones.
+
+    The figure is the median of the samples admission control kept (of all of them when it
+    set every one aside, so the artifact still says what was measured).
+    """
     ci = settings.context
+    started_at, started = timing
     last = samples[-1]
     final = last.final
     measurement, outcome = final.reading, final.outcome
@@ -277,34 +473,21 @@ def _result(
         benchmark=benchmark_identity(bucket),
         runtime=runtime_inputs(measurement.runtime_fields),
     )
-    readings = tuple(
-        SampleReading(
-            sample_index=sample.index,
-            value=value,
-            wall_s=sample.final.outcome.wall_s,
-        )
-        for sample in samples
-        if (value := sample.final.reading.stats.value) is not None
-    )
-    values = [reading.value for reading in readings]
-    several = len(values) > 1
+    aside = {sample.index for sample in samples if sample.admission.set_aside}
+    # Runner time past the plan: confirmation samples that counted, and any paired comparison.
+    counted = [sample for sample in samples if sample.index not in replaced]
+    confirming = counted[plan.repeats :]
     return Result(
         bucket=BucketRef.of(bucket),
         hardware=settings.hardware,
         source=Source(**ci.source_json()),
         ci=CiInfo(**ci.ci_json()),
         identity=IdentityRecord(**identity.to_json()),
-        metric=MetricReading(
-            path=bucket.metric.path,
-            direction=bucket.metric.direction,
-            unit=bucket.metric.unit,
-            value=statistics.median(values) if values else None,
-            std=statistics.stdev(values) if several else measurement.stats.std,
-            min=min(values) if several else measurement.stats.min,
-            max=max(values) if several else measurement.stats.max,
+        metric=replace(
+            _reading(bucket.metric, samples, aside, measurement.stats),
             figures=dict(measurement.figures),
-            samples=readings,
         ),
+        metrics={metric.name: _reading(metric, samples, aside) for metric in bucket.metrics},
         health=Health(
             exit_code=outcome.exit_code,
             phase=phase,
@@ -341,8 +524,63 @@ def _result(
             repeats=plan.repeats,
             max_repeats=plan.max_repeats,
             stopped=stopped,
+            confirming_samples=len(confirming),
+            confirmation_s=round(
+                sum(s.wall_s for s in confirming) + (paired.wall_s if paired else 0.0), 3
+            ),
+            admission_s=round(control.spent_s, 3),
         ),
+        admission=tuple(sample.admission for sample in samples),
+        paired=paired,
     )
+
+
+def _reading(
+    metric: Metric,
+    samples: Sequence[SampleRun],
+    aside: Collection[int],
+    spread: MetricStats | None = None,
+) -> MetricReading:
+    """One metric over the run's samples: each sample's figure, their median and spread.
+
+    The median and spread are of the samples admission control kept (of all of them when
+    it set every one aside, so the artifact still says what was measured). ``spread`` is
+    the benchmark's own (the primary's siblings), shown for a single sample.
+    """
+    readings = tuple(
+        SampleReading(sample_index=sample.index, value=value, wall_s=sample.final.outcome.wall_s)
+        for sample in samples
+        if (value := _figure(sample, metric)) is not None
+    )
+    values = [r.value for r in readings if r.sample_index not in aside] or [
+        r.value for r in readings
+    ]
+    several = len(values) > 1
+    own = spread or MetricStats(value=None)
+    return MetricReading(
+        path=metric.path,
+        direction=metric.direction,
+        unit=metric.unit,
+        value=statistics.median(values) if values else None,
+        std=statistics.stdev(values) if several else own.std,
+        min=min(values) if several else own.min,
+        max=max(values) if several else own.max,
+        samples=readings,
+    )
+
+
+def _figure(sample: SampleRun, metric: Metric) -> float | None:
+    """A sample's figure of ``metric``.
+
+    Another metric than the primary counts only where it is positive (an optional one may
+    be absent) and only in samples with a primary figure, so every metric of a run lists
+    the same sample indices.
+    """
+    reading = sample.final.reading
+    if metric.name == PRIMARY or reading.stats.value is None:
+        return reading.stats.value
+    value = reading.metrics.get(metric.name)
+    return value if value is not None and value > 0 else None
 
 
 def _retry_notice(bucket: Bucket, record: AttemptRecord[Measurement]) -> str:
@@ -384,14 +622,24 @@ def _unsupported(message: str, cache_dir: Path) -> AttemptRecord[Measurement]:
 
 
 def _require_metric(bucket: Bucket, measurement: Measurement) -> Measurement:
-    """An output without a finite number at the metric path is an unreadable output (R3)."""
-    if measurement.error is not None or measurement.stats.value is not None:
+    """An output without the primary figure, or a required metric, is unreadable (R3)."""
+    if measurement.error is not None:
         return measurement
     where = measurement.output_file or "the output"
-    return replace(
-        measurement,
-        error=f"metric {bucket.metric.path!r} is missing or not a finite number in {where}",
-    )
+    if measurement.stats.value is None:
+        return replace(
+            measurement,
+            error=f"metric {bucket.metric.path!r} is missing or not a finite number in {where}",
+        )
+    for metric in bucket.metrics:
+        value = measurement.metrics.get(metric.name)
+        if metric.required and (value is None or value <= 0):
+            return replace(
+                measurement,
+                error=f"metric {metric.name!r} ({metric.path}) is missing or not a positive "
+                f"finite number in {where}; if some outputs lack it, declare it required: false",
+            )
+    return measurement
 
 
 def run_buckets(
@@ -402,13 +650,14 @@ def run_buckets(
     *,
     confirm_mode: ConfirmMode = ConfirmMode.OFF,
     confirm: Confirm | None = None,
+    pairing: Pairing | None = None,
 ) -> list[Result]:
     """Run each bucket in turn, writing its artifact into ``settings.out_dir`` as it finishes."""
     results = []
     for bucket in buckets:
         on_start(bucket)
         plan = SamplingPlan.for_bucket(bucket, confirm_mode)
-        result = run_bucket(bucket, settings, plan=plan, confirm=confirm)
+        result = run_bucket(bucket, settings, plan=plan, confirm=confirm, pairing=pairing)
         write_result(result, settings.out_dir)
         on_done(result)
         results.append(result)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate import jsonfile
+from perfgate.config import Metric
 
 _MISSING = object()
 
@@ -84,6 +85,16 @@ def finite_figures(data: Any, paths: tuple[str, ...]) -> dict[str, float]:
     """The finite numbers found at ``paths``, keyed by path (absent or non-finite left out)."""
     found = {path: _number(dig(data, path)) for path in paths}
     return {path: value for path, value in found.items() if value is not None}
+
+
+def metric_values(data: Any, metrics: tuple[Metric, ...]) -> dict[str, float]:
+    """Each metric's finite figure by name (a sum needs every part); absent ones left out."""
+    found = {}
+    for metric in metrics:
+        parts = [_number(dig(data, path)) for path in metric.paths]
+        if all(part is not None for part in parts):
+            found[metric.name] = math.fsum(part for part in parts if part is not None)
+    return found
 
 
 def launch_mismatches(data: Any, expected: Mapping[str, Any]) -> list[str]:

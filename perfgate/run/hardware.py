@@ -84,7 +84,8 @@ def parse_csv(csv_text: str) -> list[list[str | None]]:
     ]
 
 
-def _int(value: str | None) -> int | None:
+def parse_int(value: str | None) -> int | None:
+    """A non-negative count or clock from a CSV cell ("2520", "2520.5"); None otherwise."""
     return int(float(value)) if value and re.fullmatch(r"[0-9]+(\.[0-9]+)?", value) else None
 
 
@@ -100,7 +101,7 @@ def parse_nvidia_smi(csv_text: str, cpu: str) -> Hardware | None:
         gpu_name=name,
         gpu_count=len(rows),
         driver_version=first[1],
-        gpu_memory_mib=_int(first[2]),
+        gpu_memory_mib=parse_int(first[2]),
         compute_capability=first[3],
         cpu_name=cpu,
     )
@@ -111,7 +112,7 @@ def parse_clocks(csv_text: str) -> dict[str, int | None] | None:
     rows = parse_csv(csv_text)
     if not rows or len(rows[0]) != len(CLOCK_KEYS):
         return None
-    clocks = {key: _int(value) for key, value in zip(CLOCK_KEYS, rows[0], strict=True)}
+    clocks = {key: parse_int(value) for key, value in zip(CLOCK_KEYS, rows[0], strict=True)}
     return clocks if any(v is not None for v in clocks.values()) else None
 
 
@@ -128,11 +129,12 @@ def decode_throttle(mask: str | None) -> tuple[str, ...] | None:
     return (*names, f"0x{unknown:x}") if unknown else tuple(names)
 
 
-def _query(smi: str, fields: Sequence[str]) -> str | None:
-    """stdout of one nvidia-smi query; None when it fails (e.g. a field the driver lacks)."""
+def query(smi: str, fields: Sequence[str], *, kind: str = "gpu") -> str | None:
+    """stdout of one ``nvidia-smi --query-<kind>`` (gpu, compute-apps); None when it fails
+    (e.g. a field the driver lacks)."""
     try:
         completed = subprocess.run(
-            [smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
+            [smi, f"--query-{kind}={','.join(fields)}", "--format=csv,noheader,nounits"],
             capture_output=True,
             text=True,
             timeout=30,
@@ -145,14 +147,14 @@ def _query(smi: str, fields: Sequence[str]) -> str | None:
 
 def _query_gpu(smi: str, cpu: str) -> Hardware | None:
     # compute_cap needs driver >= 510; without it, ask for the rest.
-    text = _query(smi, BASE_FIELDS) or _query(smi, BASE_FIELDS[:3])
+    text = query(smi, BASE_FIELDS) or query(smi, BASE_FIELDS[:3])
     found = parse_nvidia_smi(text, cpu) if text else None
     if found is None:
         return None
-    clocks_text = _query(smi, CLOCK_FIELDS)
+    clocks_text = query(smi, CLOCK_FIELDS)
     throttle = None
     for field in THROTTLE_FIELDS:
-        text = _query(smi, (field,))
+        text = query(smi, (field,))
         if text is not None:
             rows = parse_csv(text)
             throttle = decode_throttle(rows[0][0] if rows else None)

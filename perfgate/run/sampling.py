@@ -3,8 +3,13 @@
 Every run takes ``repeats`` samples. With ``gate.confirm: repeat`` the bench, which owns
 the runner, then asks after each sample whether the verdict needs another one (the rule
 in ``judge.stats`` answers, against the bucket's window) and measures again until it
-does not, ``max_repeats`` are taken, or ``repeat_budget_minutes`` are spent. This module
-is only that loop: a later confirmation mode (paired A/B runs) replaces it as a whole.
+does not, ``max_repeats`` are taken, or ``repeat_budget_minutes`` are spent. With
+``gate.confirm: paired`` the repeats are followed, on suspicion, by a paired comparison
+with the merge base (``run.paired``); this loop resumes only when no base can be measured.
+
+Admission control may set a sample aside (the machine was unfit): it is then measured
+again while the run's re-measure budget lasts, and the set-aside sample does not count
+towards the plan; once the budget is spent, set-aside samples count as taken.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from perfgate.config import Bucket, ConfirmMode
 from perfgate.result import SamplingStop
@@ -41,6 +46,72 @@ class SamplingPlan:
         )
 
 
+class Sampler(Generic[T]):
+    """A bucket run's samples in the order taken; it can resume with another plan."""
+
+    def __init__(
+        self,
+        measure: Callable[[int], T],
+        *,
+        healthy: Callable[[T], bool],
+        set_aside: Callable[[T], bool] = lambda sample: False,
+        remeasure: Callable[[T], bool] = lambda sample: False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.measure = measure
+        self.healthy = healthy
+        self.set_aside = set_aside
+        self.remeasure = remeasure
+        self.clock = clock
+        self.started = clock()
+        self.taken: list[T] = []
+        # Indexes of set-aside samples measured again: they do not count towards the plan.
+        self.replaced: list[int] = []
+
+    @property
+    def counted(self) -> int:
+        """Samples that count towards the plan."""
+        return len(self.taken) - len(self.replaced)
+
+    def take(self) -> bool:
+        """One sample that counts (measured again while admission sets it aside and the
+        budget allows); False when a sample failed."""
+        while True:
+            sample = self.measure(len(self.taken))
+            self.taken.append(sample)
+            if not self.healthy(sample):
+                return False
+            if not (self.set_aside(sample) and self.remeasure(sample)):
+                return True
+            self.replaced.append(len(self.taken) - 1)
+
+    def run(
+        self, plan: SamplingPlan, wants_more: Callable[[Sequence[T]], bool] | None
+    ) -> SamplingStop:
+        """Measure until the plan says stop, and say why it stopped.
+
+        A sample that is not ``healthy`` ends the run (a failed run is not measured
+        further). ``wants_more`` is asked once the repeats are in and after every further
+        sample; None (nothing to confirm against) takes the repeats.
+        """
+        while True:
+            if self.counted < plan.repeats:
+                if not self.take():
+                    return SamplingStop.FAILED
+                continue
+            if wants_more is None or plan.confirm is ConfirmMode.OFF:
+                return SamplingStop.PLANNED
+            if self.counted >= plan.max_repeats:
+                more = self.counted > plan.repeats
+                return SamplingStop.MAX_REPEATS if more else SamplingStop.PLANNED
+            if not wants_more(self.taken):
+                return SamplingStop.SETTLED
+            if plan.budget_s is not None and self.clock() - self.started >= plan.budget_s:
+                return SamplingStop.TIME_BUDGET
+            if not self.take():
+                return SamplingStop.FAILED
+
+
 def take_samples(
     plan: SamplingPlan,
     measure: Callable[[int], T],
@@ -49,26 +120,7 @@ def take_samples(
     wants_more: Callable[[Sequence[T]], bool] | None,
     clock: Callable[[], float] = time.monotonic,
 ) -> tuple[list[T], SamplingStop]:
-    """Measure samples 0, 1, ... until the plan says stop; the samples and why they stopped.
-
-    ``measure(index)`` takes one sample; a sample that is not ``healthy`` ends the run (a
-    failed run is not measured further). ``wants_more`` is asked once the repeats are in
-    and after every further sample; None (nothing to confirm against) takes the repeats.
-    """
-    started = clock()
-    taken: list[T] = []
-    while True:
-        taken.append(measure(len(taken)))
-        if not healthy(taken[-1]):
-            return taken, SamplingStop.FAILED
-        if len(taken) < plan.repeats:
-            continue
-        if wants_more is None or plan.confirm is ConfirmMode.OFF:
-            return taken, SamplingStop.PLANNED
-        if len(taken) >= plan.max_repeats:
-            stop = SamplingStop.MAX_REPEATS if len(taken) > plan.repeats else SamplingStop.PLANNED
-            return taken, stop
-        if not wants_more(taken):
-            return taken, SamplingStop.SETTLED
-        if plan.budget_s is not None and clock() - started >= plan.budget_s:
-            return taken, SamplingStop.TIME_BUDGET
+    """Measure samples 0, 1, ... until the plan says stop; the samples and why they stopped."""
+    sampler = Sampler(measure, healthy=healthy, clock=clock)
+    stop = sampler.run(plan, wants_more)
+    return sampler.taken, stop

@@ -53,6 +53,7 @@ from perfgate.judge.stats import (  # noqa: E402
     reference_decide,
 )
 from perfgate.judge.verdicts import Verdict  # noqa: E402
+from tests.perf import runner_offsets  # noqa: E402
 
 NOISES = ("gauss", "t3", "bimodal", "drift")  # the issue's suites
 EXTRA = ("bimodal55", "drift+cal")  # the demo's gap; drift with an A/A calibration (full run)
@@ -301,6 +302,83 @@ def _ratio(a: float, b: float) -> str:
     return f"{a / b:5.2f}"
 
 
+RUNNER_CVS = (0.01, 0.02)  # sample noise of the runner-offset suites
+
+
+def _runner_work(args: tuple[float, int, int]) -> dict[str, runner_offsets.Outcome]:
+    cv, first_seed, count = args
+    total = {mode: runner_offsets.Outcome() for mode in runner_offsets.MODES}
+    for s in range(first_seed, first_seed + count):
+        drop = DROPS[s % len(DROPS)]
+        result = runner_offsets.run_series(
+            cv, 7_000_003 + s, drop, burn_in=BURN_IN, points=POINTS, change_range=CHANGE_RANGE
+        )
+        for mode, outcome in result.items():
+            total[mode].add(outcome)
+    return total
+
+
+def _runner_suites(
+    series: int, jobs: int
+) -> tuple[dict[str, dict[str, runner_offsets.Outcome]], float]:
+    """The runner-offset suites (one per CV), every mode; and the seconds they took."""
+    started = time.perf_counter()
+    chunk = max(5, series // 8)
+    tasks = [(cv, start, min(chunk, series - start)) for cv in RUNNER_CVS
+             for start in range(0, series, chunk)]  # fmt: skip
+    results: dict[str, dict[str, runner_offsets.Outcome]] = {}
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for (cv, _, _), outcome in zip(tasks, pool.map(_runner_work, tasks), strict=True):
+            name = f"runners±5% {cv * 100:g}%"
+            total = results.setdefault(
+                name, {mode: runner_offsets.Outcome() for mode in runner_offsets.MODES}
+            )
+            for mode, part in outcome.items():
+                total[mode].add(part)
+    return results, time.perf_counter() - started
+
+
+def _print_runners(
+    results: dict[str, dict[str, runner_offsets.Outcome]], series: int, elapsed: float
+) -> list[tuple[str, bool, str]]:
+    """The runner-offset table; the paired targets, each with its measured figure."""
+    print()
+    print(
+        f"runner offsets: {series} series/suite x {POINTS} points; pools of "
+        f"{runner_offsets.RUNNERS} runners with fixed offsets in +-5 %, each run on one of "
+        f"them; {runner_offsets.THROTTLE_P:.0%} of samples throttled 15-35 % slow (admission "
+        f"re-measures up to {runner_offsets.REMEASURE} per run); {elapsed:.0f} s"
+    )
+    head = (
+        f"{'suite':<18}{'mode':<14}{'det3%':>6}{'det5%':>7}{'det10%':>7}{'FA%':>7}{'FA95%':>7}"
+        f"{'PR-FA%':>7}{'coll/drop':>10}{'samp':>6}{'paired%':>8}{'INC%':>6}{'unchanged':>10}"
+    )
+    print(head)
+    print("-" * len(head))
+    for suite, by_mode in results.items():
+        for mode, t in by_mode.items():
+            drops = max(sum(t.drops.values()), 1)
+            print(
+                f"{suite:<18}{mode:<14}{_pct(t.detection(0.03), 1):>6}"
+                f"{_pct(t.detection(0.05), 1):>7}{_pct(t.detection(0.10), 1):>7}"
+                f"{_pct(t.fa, 3):>7}{_pct(_upper95(t.false_alarms, t.unchanged), 3):>7}"
+                f"{_pct(1 - (1 - t.fa) ** 9, 2):>7}{t.collateral / drops:10.3f}"
+                f"{t.samples / max(t.points, 1):6.2f}{_pct(t.paired_runs / max(t.points, 1), 1):>8}"
+                f"{_pct(t.inconclusive / max(t.points, 1), 1):>6}{t.unchanged:>10}"
+            )
+    checks = []
+    for suite, by_mode in results.items():
+        paired = by_mode["paired"]
+        bound = _upper95(paired.false_alarms, paired.unchanged)
+        checks += [
+            (f"{suite}: paired false BLOCK <= 0.1 % per bucket-run", paired.fa <= 0.001,
+             f"{_pct(paired.fa, 3)} % (95 % bound {_pct(bound, 3)} %)"),
+            (f"{suite}: paired detects >= 95 % of 5 % drops", paired.detection(0.05) >= 0.95,
+             f"{_pct(paired.detection(0.05), 1)} %"),
+        ]  # fmt: skip
+    return checks
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the suites and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -312,6 +390,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--series", type=int, help="series per suite (default 640, quick 60)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--suite", action="append", help="only suites whose name starts so")
+    parser.add_argument(
+        "--no-runners", action="store_true", help="skip the runner-offset suites (paired A/B)"
+    )
     parser.add_argument(
         "--set",
         action="append",
@@ -336,7 +417,9 @@ def main(argv: list[str] | None = None) -> int:
             for name, tally in result.items():
                 results[task[0].name][name].add(tally)
     elapsed = time.perf_counter() - started
-    return 0 if _print(results, series, elapsed, _policy(overrides)) else 1
+    wanted = not args.suite or any(p.startswith("runners") for p in args.suite)
+    runners = _runner_suites(series, args.jobs) if wanted and not args.no_runners else None
+    return 0 if _print(results, series, elapsed, _policy(overrides), runners) else 1
 
 
 def _upper95(events: int, trials: int) -> float:
@@ -351,7 +434,11 @@ def _upper95(events: int, trials: int) -> float:
 
 
 def _print(
-    results: dict[str, dict[str, Tally]], series: int, elapsed: float, p: CalibratedPolicy
+    results: dict[str, dict[str, Tally]],
+    series: int,
+    elapsed: float,
+    p: CalibratedPolicy,
+    runners: tuple[dict[str, dict[str, runner_offsets.Outcome]], float] | None = None,
 ) -> bool:
     """The table, then the targets; True when every target is met."""
     print(
@@ -391,13 +478,14 @@ def _print(
         ]
         print("".join(cells))
     print()
-    if series < 300:
+    if series < 300 and results:
         print("(quick run: about 2k unchanged bucket-runs per suite, so false-alarm rates are")
         print(" good to about +-0.1 %; the full run's 20k per suite is what the targets need)")
-    return _targets(results)
+    extra = _print_runners(runners[0], series, runners[1]) if runners else []
+    return _targets(results, extra)
 
 
-def _targets(results: dict[str, dict[str, Tally]]) -> bool:
+def _targets(results: dict[str, dict[str, Tally]], extra: list[tuple[str, bool, str]]) -> bool:
     """The issue's targets, each marked met or not; True when every one is met."""
     checks: list[tuple[str, bool, str]] = []
     gauss = results.get("gauss 2%")
@@ -417,26 +505,28 @@ def _targets(results: dict[str, dict[str, Tally]]) -> bool:
             ("bimodal and t3: false alarms <= 0.5 %", heavy[worst] <= 0.005,
              f"worst {worst}: {_pct(heavy[worst], 3)} %")
         )  # fmt: skip
-    pr = {n: r["calibrated"].pr_fa for n, r in results.items()}
-    missed = [f"{n} {_pct(v, 2)} %" for n, v in pr.items() if v > 0.01]
-    worst = max(pr, key=lambda n: pr[n])
-    checks.append(
-        ("PR false-BLOCK (9 buckets) <= 1 %, every suite", not missed,
-         "; ".join(missed) if missed else f"worst {worst}: {_pct(pr[worst], 2)} %")
-    )  # fmt: skip
-    ratio = {
-        n: r["calibrated"].collateral_per_drop / max(r["reference"].collateral_per_drop, 1e-12)
-        for n, r in results.items()
-    }
-    missed = [f"{n} x{v:.2f}" for n, v in ratio.items() if v > 0.1]
-    worst = max(ratio, key=lambda n: ratio[n])
-    checks.append(
-        ("collateral <= 1/10 of the reference's, every suite", not missed,
-         "; ".join(missed) if missed else f"worst {worst}: x{ratio[worst]:.2f}")
-    )  # fmt: skip
+    if results:
+        pr = {n: r["calibrated"].pr_fa for n, r in results.items()}
+        missed = [f"{n} {_pct(v, 2)} %" for n, v in pr.items() if v > 0.01]
+        worst = max(pr, key=lambda n: pr[n])
+        checks.append(
+            ("PR false-BLOCK (9 buckets) <= 1 %, every suite", not missed,
+             "; ".join(missed) if missed else f"worst {worst}: {_pct(pr[worst], 2)} %")
+        )  # fmt: skip
+        ratio = {
+            n: r["calibrated"].collateral_per_drop / max(r["reference"].collateral_per_drop, 1e-12)
+            for n, r in results.items()
+        }
+        missed = [f"{n} x{v:.2f}" for n, v in ratio.items() if v > 0.1]
+        worst = max(ratio, key=lambda n: ratio[n])
+        checks.append(
+            ("collateral <= 1/10 of the reference's, every suite", not missed,
+             "; ".join(missed) if missed else f"worst {worst}: x{ratio[worst]:.2f}")
+        )  # fmt: skip
+    checks += extra
     print("targets:")
     for text, ok, value in checks:
-        print(f"  [{'met' if ok else 'MISSED':>6}] {text:<52} {value}")
+        print(f"  [{'met' if ok else 'MISSED':>6}] {text:<58} {value}")
     return all(ok for _, ok, _ in checks)
 
 

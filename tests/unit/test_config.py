@@ -11,6 +11,8 @@ import pytest
 from perfgate import cli
 from perfgate.backends import VOCABULARIES
 from perfgate.config import (
+    AdmissionMode,
+    AdmissionPolicy,
     BaselinePolicy,
     Bucket,
     ConfirmMode,
@@ -52,8 +54,12 @@ def test_demo_config_expands_to_one_bucket_per_task_and_backend() -> None:
     assert {b.demo for b in config.buckets} == {DemoSpec(measure_seconds=1.0, warmup_seconds=0.2)}
     assert {b.threads for b in config.buckets} == {None}  # the demo driver's single thread
     assert config.gate.policy is PolicyName.CALIBRATED
-    assert (config.gate.false_alarm_rate, config.gate.confirm) == (0.001, ConfirmMode.REPEAT)
+    assert (config.gate.false_alarm_rate, config.gate.confirm) == (0.001, ConfirmMode.PAIRED)
     assert (config.gate.baseline.min_runs, config.gate.baseline.max_runs) == (3, 20)
+    # Paired confirmation: up to 16 pairs, none started after two minutes.
+    assert {(b.max_pairs, b.pair_budget_minutes) for b in config.buckets} == {(16, 2.0)}
+    # Admission control as the defaults have it; a CPU runner's checks are recorded only.
+    assert config.admission == AdmissionPolicy()
     # Floors and noise floors land only on the backend they are keyed by.
     (floor,) = by_id["cartpole/numpy"].floors_for("cpu-intel_xeon")
     assert (floor.name, floor.value, floor.kind) == ("sanity-floor", 1000.0, FloorKind.BLOCK)
@@ -86,12 +92,15 @@ def test_matrix_json_lists_every_bucket_with_the_interface_fields(
     pendulum = matrix[2]
     assert (pendulum["num_envs"], pendulum["steps"], pendulum["warmup_steps"]) == (2048, 1000, 100)
     assert pendulum["metric"] == {
-        "path": "runtime.total_fps.median", "direction": "higher", "unit": "env-steps/s"
+        "path": "runtime.total_fps.median", "direction": "higher", "unit": "env-steps/s",
+        "name": "primary", "sum": [], "required": True, "gates": True, "min_drop_pct": None,
+        "noise_floor_pct": None,
     }  # fmt: skip
+    assert pendulum["metrics"] == []
     assert (pendulum["repeats"], pendulum["max_repeats"]) == (2, 10)
     assert pendulum["demo"] == {"measure_seconds": 1.0, "warmup_seconds": 0.2}
     assert matrix[0]["floors"]["cpu-*"][0] == {"name": "sanity-floor", "value": 1000.0,
-                                               "kind": "BLOCK"}  # fmt: skip
+                                               "kind": "BLOCK", "metric": "primary"}  # fmt: skip
     assert set(Bucket.__dataclass_fields__) <= set(pendulum)
 
 
@@ -175,6 +184,58 @@ def test_select_by_tag_and_unknown_bucket_is_a_usage_error(
     assert "unknown bucket cartpole/physx" in err and "cartpole/numpy" in err
 
 
+def test_backend_allowlist_narrows_and_an_unknown_key_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = load_config(REPO / "perfgate.yaml")
+    assert [b.id for b in config.select(backends=["python"])] == [
+        "cartpole/python",
+        "pendulum/python",
+    ]
+    # --bucket/--tag select, --backend narrows what they selected.
+    chosen = config.select(ids=["cartpole/numpy", "cartpole/python"], backends=["numpy"])
+    assert [b.id for b in chosen] == ["cartpole/numpy"]
+    config_path = str(REPO / "perfgate.yaml")
+    # A typo never narrows the scope silently: it is refused, naming the known keys.
+    assert cli.main(["matrix", "--config", config_path, "--backend", "numpyy"]) == 4
+    err = capsys.readouterr().err
+    assert "unknown backend key numpyy" in err and "known backend keys: numpy, python" in err
+    # A selection that the allowlist empties is refused too, not run as "nothing to do".
+    args = ["matrix", "--config", config_path, "--bucket", "cartpole/numpy", "--backend", "python"]
+    assert cli.main(args) == 4
+    assert "no bucket" in capsys.readouterr().err
+
+
+def test_qualify_block_and_calibration_key_are_read(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        version: 1
+        gate:
+          calibration: ci/noise.json
+        qualify:
+          allocations: 6
+          samples: 4
+          min_runners: 2
+          max_pooled_cv_pct: 3.5
+          max_block_band_pct: 8
+        buckets:
+          - task: cartpole
+            backends: [{physics: numpy}]
+        """,
+    )
+    config = load_config(path)
+    assert config.gate.calibration is not None
+    assert config.gate.calibration.path == tmp_path / "ci" / "noise.json"
+    assert config.gate.calibration.where == f"{path}:3: gate.calibration"
+    policy = config.qualify
+    assert (policy.allocations, policy.samples, policy.min_runners) == (6, 4, 2)
+    assert (policy.max_pooled_cv_pct, policy.max_block_band_pct) == (3.5, 8)
+    # Limits not written keep the reference qualification's defaults.
+    assert (policy.max_sample_deviation_pct, policy.max_runner_deviation_pct) == (5.0, 5.0)
+    assert load_config(REPO / "perfgate.yaml").gate.calibration is None
+
+
 VALID_BUCKET = """
 buckets:
   - task: cartpole
@@ -247,15 +308,87 @@ BAD_CONFIGS = [
         "version: 1\nbukets: []\n" + VALID_BUCKET,
         2,
         "bukets",
-        "allowed keys: buckets, defaults, gate, image, report, version",
+        "allowed keys: admission, buckets, defaults, gate, image, qualify, report, version",
+    ),
+    (
+        "unknown_admission_key",
+        "version: 1\nadmission:\n  gpu:\n    max_temp: 80\n" + VALID_BUCKET,
+        4,
+        "admission.gpu.max_temp",
+        "allowed keys: ecc_errors, foreign_processes, ignore_processes, max_power_pct, "
+        "max_temperature_c, min_clock_pct, throttle_reasons",
+    ),
+    (
+        "unknown_throttle_reason",
+        "version: 1\nadmission:\n  gpu: {throttle_reasons: [hw_slowdown, thermal]}\n"
+        + VALID_BUCKET,
+        3,
+        "admission.gpu.throttle_reasons[1]",
+        "use one of: gpu_idle, applications_clocks_setting, sw_power_cap, hw_slowdown",
+    ),
+    (
+        "admission_clock_over_100",
+        "version: 1\nadmission:\n  gpu:\n    min_clock_pct: 120\n" + VALID_BUCKET,
+        4,
+        "admission.gpu.min_clock_pct",
+        "100",
+    ),
+    (
+        "admission_negative_remeasure",
+        "version: 1\nadmission: {remeasure: -1}\n" + VALID_BUCKET,
+        2,
+        "admission.remeasure",
+        "0",
+    ),
+    (
+        "max_pairs_under_three",
+        "version: 1\ndefaults: {max_pairs: 2}\n" + VALID_BUCKET,
+        2,
+        "defaults.max_pairs",
+        "3",
     ),
     (
         "unknown_gate_key",
         "version: 1\ngate:\n  mdoe: blocking\n" + VALID_BUCKET,
         3,
         "gate.mdoe",
-        "allowed keys: baseline, confirm, false_alarm_rate, mode, oracle, policy, "
+        "allowed keys: baseline, calibration, confirm, false_alarm_rate, mode, oracle, policy, "
         "protected_branches, target_branches",
+    ),
+    (
+        "qualify_limit_not_a_number",
+        "version: 1\nqualify:\n  max_pooled_cv_pct: low\n" + VALID_BUCKET,
+        3,
+        "qualify.max_pooled_cv_pct",
+        "expected a number",
+    ),
+    (
+        "qualify_unknown_limit",
+        "version: 1\nqualify:\n  max_cv_pct: 4\n" + VALID_BUCKET,
+        3,
+        "qualify.max_cv_pct",
+        "allowed keys: allocations, detection_power, max_block_band_pct",
+    ),
+    (
+        "qualify_one_allocation",
+        "version: 1\nqualify:\n  allocations: 1\n" + VALID_BUCKET,
+        3,
+        "qualify.allocations",
+        "use a value >= 2",
+    ),
+    (
+        "qualify_more_runners_than_allocations",
+        "version: 1\nqualify:\n  allocations: 3\n  min_runners: 4\n" + VALID_BUCKET,
+        4,
+        "qualify.min_runners",
+        "raise allocations or lower min_runners",
+    ),
+    (
+        "calibration_outside_the_tree",
+        "version: 1\ngate:\n  calibration: ../noise.json\n" + VALID_BUCKET,
+        3,
+        "gate.calibration",
+        "must name a path inside the repository",
     ),
     (
         "unknown_oracle_key",
@@ -508,10 +641,10 @@ BAD_CONFIGS = [
     ),
     (
         "unknown_confirm_mode",
-        "version: 1\ngate:\n  confirm: paired\n" + VALID_BUCKET,
+        "version: 1\ngate:\n  confirm: twice\n" + VALID_BUCKET,
         3,
         "gate.confirm",
-        "use one of: repeat, off",
+        "use one of: paired, repeat, off",
     ),
     (
         "min_runs_over_max_runs",
@@ -711,6 +844,35 @@ def test_the_report_block_names_pages_and_the_published_url(tmp_path: Path) -> N
         load_config(path)
 
 
+def test_an_admission_block_overrides_its_defaults_key_by_key(tmp_path: Path) -> None:
+    """What is written wins; what is left out keeps its readable default."""
+    path = tmp_path / "perfgate.yaml"
+    path.write_text(
+        dedent(
+            """\
+            version: 1
+            admission:
+              mode: record
+              wait_seconds: 0
+              gpu: {throttle_reasons: [sw_power_cap], ignore_processes: [dcgm-exporter]}
+              cpu: {governor: performance}
+            """
+        )
+        + VALID_BUCKET,
+        encoding="utf-8",
+    )
+    admission = load_config(path).admission
+    assert (admission.mode, admission.wait_seconds, admission.remeasure) == (
+        AdmissionMode.RECORD, 0.0, 3,
+    )  # fmt: skip
+    assert admission.gpu.throttle_reasons == ("sw_power_cap",)
+    assert admission.gpu.ignore_processes == ("dcgm-exporter",)
+    assert (admission.gpu.min_clock_pct, admission.gpu.max_temperature_c) == (90.0, 85.0)
+    assert (admission.cpu.governor, admission.cpu.max_load_per_cpu) == ("performance", None)
+    path.write_text("version: 1\nadmission: {mode: off}\n" + VALID_BUCKET, encoding="utf-8")
+    assert load_config(path).admission.mode is AdmissionMode.OFF  # a bare off is false
+
+
 @pytest.mark.parametrize("written", ["off", "'off'", "false"])
 def test_confirm_off_reads_as_off_however_yaml_types_it(tmp_path: Path, written: str) -> None:
     """YAML 1.1 reads a bare `off` as false; both spellings mean no confirmation samples."""
@@ -718,7 +880,7 @@ def test_confirm_off_reads_as_off_however_yaml_types_it(tmp_path: Path, written:
     path.write_text(f"version: 1\ngate:\n  confirm: {written}\n{VALID_BUCKET}", encoding="utf-8")
     assert load_config(path).gate.confirm is ConfirmMode.OFF
     path.write_text(f"version: 1\ngate:\n  confirm: true\n{VALID_BUCKET}", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"use one of: repeat, off$"):
+    with pytest.raises(ConfigError, match=r"use one of: paired, repeat, off$"):
         load_config(path)
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from perfgate.context import RunContext, detect
-from perfgate.errors import GateMalfunction
+from perfgate.context import RunContext, check_run_label, detect
+from perfgate.errors import GateMalfunction, UsageError
 
 SHA = "1" * 40
 HEAD_SHA = "2" * 40
@@ -69,6 +69,7 @@ def test_pull_request_targets_the_base_ref_not_the_merge_ref(tmp_path: Path) -> 
         "workflow": "perf",
         "job": "bench",
         "runner_name": "gpu-runner-7",
+        "run_label": None,
     }
 
 
@@ -128,3 +129,24 @@ def test_outside_github_the_target_is_the_override_or_the_default(tmp_path: Path
     assert local == RunContext(commit=None, branch=None, target_branch="main", event="local")
     override = detect({"PERFGATE_TARGET_BRANCH": "develop"}, cwd=tmp_path, default_target="main")
     assert override.target_branch == "develop"
+
+
+def test_a_job_that_checked_out_another_commit_says_which(tmp_path: Path) -> None:
+    """The qualify workflow pins one commit; its allocations record that commit, not the
+    dispatched run's GITHUB_SHA."""
+    pinned = "3" * 40
+    env = github_env(tmp_path, "workflow_dispatch", {}, GITHUB_REF="refs/heads/main")
+    assert detect({**env, "PERFGATE_COMMIT": pinned}).commit == pinned
+    assert detect(env).commit == SHA
+    with pytest.raises(UsageError, match="PERFGATE_COMMIT 'main' is not a full commit SHA"):
+        detect({**env, "PERFGATE_COMMIT": "main"})
+
+
+def test_run_labels_are_plain_names_and_local_runs_name_their_runner(tmp_path: Path) -> None:
+    assert check_run_label("allocation-3") == "allocation-3"
+    for bad in ("", "-a", "a/b", "a b", "x" * 129, "../up"):
+        with pytest.raises(UsageError, match="run label"):
+            check_run_label(bad)
+    local = detect({"RUNNER_NAME": "laptop-b"}, cwd=tmp_path)
+    assert (local.runner_name, local.event) == ("laptop-b", "local")
+    assert detect({}, cwd=tmp_path).runner_name is None

@@ -11,13 +11,14 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 
 from perfgate.baselines.seed.plan import PlanEntry, SeedPlan, SeedTarget
 from perfgate.baselines.seed.records import RecordStatus, SeedRecord, present_records
 from perfgate.baselines.store import BaselineStore, Sample, samples_from_result, seed_sample_id
+from perfgate.config import AdmissionMode, AdmissionPolicy
 from perfgate.context import RunContext
 from perfgate.errors import GitError
 from perfgate.git import git
@@ -79,6 +80,11 @@ class ExecuteSettings:
     work_dir: Path
     hardware: Hardware
     context: RunContext
+    # Samples taken on an unfit machine never become baselines: the seed passes
+    # perfgate.yaml's admission policy (off unless given).
+    admission: AdmissionPolicy = field(
+        default_factory=lambda: AdmissionPolicy(mode=AdmissionMode.OFF)
+    )
 
 
 def _samples_for(
@@ -107,8 +113,8 @@ def _samples_for(
     if value is None or value <= 0:
         return [], replace(record, detail="no positive figure")
 
-    def sample_id(reading: SampleReading) -> str:
-        # The replay index names the run; each of its repeats gets its own id.
+    def sample_id(reading: SampleReading, metric: str) -> str:
+        # The replay index names the run; each of its repeats and metrics gets its own id.
         return seed_sample_id(
             seed_key=seed_key,
             commit=entry.target.commit,
@@ -121,9 +127,13 @@ def _samples_for(
             baseline_epoch=result.bucket.baseline_epoch,
             sample_index=index,
             repeat=reading.sample_index,
+            metric=metric,
         )
 
     samples = samples_from_result(result, trusted_source=TRUSTED_SOURCE, sample_ids=sample_id)
+    if not samples:
+        why = "; ".join(dict.fromkeys(r for a in result.admission for r in a.reasons))
+        return [], replace(record, detail=f"every sample was taken on an unfit machine: {why}")
     return samples, replace(record, status=RecordStatus.RECORDED, sample_id=samples[0].sample_id)
 
 
@@ -152,6 +162,7 @@ def _seed_bucket(
                 out_dir=scratch / "results",
                 hardware=settings.hardware,
                 context=context,
+                admission=settings.admission,
             ),
         )
         write_result(result, scratch / "results")

@@ -30,6 +30,8 @@ class Measurement:
     versions: Mapping[str, str] = field(default_factory=dict)
     # Further finite figures the output reports, keyed by their path (recorded, not gated).
     figures: Mapping[str, float] = field(default_factory=dict)
+    # The bucket's further metrics found in the output, by name (``bundle.metric_values``).
+    metrics: Mapping[str, float] = field(default_factory=dict)
     config_mismatch: str | None = None
     error: str | None = None
     output_file: Path | None = None

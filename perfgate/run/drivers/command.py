@@ -8,7 +8,7 @@ from typing import Any
 
 from perfgate.config import Bucket, CommandSpec, PhaseMarkers
 from perfgate.errors import ConfigError
-from perfgate.run.bundle import OutputError, load_json, metric_stats
+from perfgate.run.bundle import OutputError, load_json, metric_stats, metric_values
 from perfgate.run.drivers.base import Measurement
 from perfgate.run.execution import AttemptDirs, Invocation
 
@@ -76,7 +76,11 @@ class CommandDriver:
             data = load_json(matches[-1])
         except OutputError as exc:
             return Measurement(stats=empty, error=str(exc))
-        return Measurement(stats=metric_stats(data, bucket.metric.path), output_file=matches[-1])
+        return Measurement(
+            stats=metric_stats(data, bucket.metric.path),
+            metrics=metric_values(data, bucket.metrics),
+            output_file=matches[-1],
+        )
 
 
 def _placeholders(bucket: Bucket, dirs: AttemptDirs) -> dict[str, str]:

@@ -11,7 +11,13 @@ from typing import Any
 import perfgate
 from perfgate.config import Bucket, PhaseMarkers
 from perfgate.errors import UsageError
-from perfgate.run.bundle import OutputError, launch_mismatches, load_json, metric_stats
+from perfgate.run.bundle import (
+    OutputError,
+    launch_mismatches,
+    load_json,
+    metric_stats,
+    metric_values,
+)
 from perfgate.run.drivers.base import Measurement
 from perfgate.run.execution import AttemptDirs, Invocation
 
@@ -123,6 +129,7 @@ class DemoDriver:
         )
         return Measurement(
             stats=metric_stats(bundle, bucket.metric.path),
+            metrics=metric_values(bundle, bucket.metrics),
             runtime_fields={
                 "versions.python": bundle.get("versions", {}).get("python"),
                 "versions.numpy": bundle.get("versions", {}).get("numpy"),

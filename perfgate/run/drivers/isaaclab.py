@@ -43,6 +43,7 @@ from perfgate.run.bundle import (
     launch_mismatches,
     load_json,
     metric_stats,
+    metric_values,
 )
 from perfgate.run.drivers.base import CheckoutUnsupported, Measurement
 from perfgate.run.execution import AttemptDirs, Invocation
@@ -93,7 +94,8 @@ MARKERS = PhaseMarkers(
     stepping="in run_runtime_loop",
 )
 
-# Startup and memory figures recorded beside the gated metric (not gated yet).
+# Startup and memory figures recorded with every run (``metric.figures``), whether or not a
+# bucket declares them as metrics of their own to gate (README: Isaac Lab metrics).
 FIGURES = (
     "runtime.startup_time_s.python_imports",
     "runtime.startup_time_s.task_config",
@@ -429,6 +431,7 @@ class IsaacLabDriver:
             runtime_fields={field: dig(bundle, field) for field in runtime_paths(bucket)},
             versions=_versions(bundle),
             figures=finite_figures(bundle, FIGURES),
+            metrics=metric_values(bundle, bucket.metrics),
             config_mismatch="; ".join(mismatches) or None,
             error=None
             if stats.value is not None

@@ -535,8 +535,13 @@ def test_rendered_matrix_equals_perfgate_matrix_json() -> None:
     # Every sample may use its whole timeout on every attempt; confirmation samples start
     # until the budget is spent (the repeats are always taken).
     one = [(b["retries"] + 1) * b["timeout_minutes"] for b in buckets]
+    # Paired confirmation adds two samples a pair up to the pair budget; admission control
+    # (the example's: three re-measures, two minutes' wait) its own.
     worst = [
         min(b["max_repeats"] * o, max(b["repeats"] * o, b["repeat_budget_minutes"] + o))
+        + min(2 * b["max_pairs"] * o, b["pair_budget_minutes"] + 2 * o)
+        + 3 * o
+        + 2
         for b, o in zip(buckets, one, strict=True)
     ]
     assert [row["timeout"] for row in rows] == [max(30, math.ceil(w) + 15) for w in worst]

@@ -34,7 +34,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             "{output_dir}/r.json", str(state)]  # fmt: skip
     (repo / "perfgate.yaml").write_text(
         "version: 1\n"
-        "gate: {mode: blocking}\n"
+        "gate: {mode: blocking, confirm: repeat}\n"
         "defaults:\n"
         "  driver: command\n"
         "  retries: 0\n"
@@ -75,9 +75,12 @@ def test_a_suspicious_run_is_measured_again_until_it_is_confirmed(repo: Path) ->
     code, artifact, row = bench(repo, 80.0)
     assert (code, row["verdict"]) == (1, "BLOCK")
     assert [s["sample_index"] for s in artifact["metric"]["samples"]] == [0, 1, 2]
-    assert artifact["sampling"] == {
-        "confirm": "repeat", "repeats": 2, "max_repeats": 10, "stopped": "settled"
-    }  # fmt: skip
+    sampling = {
+        k: artifact["sampling"][k] for k in ("confirm", "repeats", "max_repeats", "stopped")
+    }
+    assert sampling == {"confirm": "repeat", "repeats": 2, "max_repeats": 10, "stopped": "settled"}
+    assert artifact["sampling"]["confirming_samples"] == 1
+    assert row["confirmation"]["method"] == "repeats"
     assert row["statistics"]["run_samples"] == 3
     # The gate, re-judging the recorded samples, agrees.
     out = repo.parent / "out"
@@ -88,9 +91,7 @@ def test_a_suspicious_run_is_measured_again_until_it_is_confirmed(repo: Path) ->
 
 def test_confirm_off_takes_the_repeats_and_cannot_block_on_two(repo: Path) -> None:
     config = repo / "perfgate.yaml"
-    config.write_text(
-        config.read_text().replace("gate: {mode: blocking}", "gate: {mode: blocking, confirm: off}")
-    )
+    config.write_text(config.read_text().replace("confirm: repeat}", "confirm: off}"))
     for _ in range(5):
         bench(repo, 100.0, "--record")
     code, artifact, row = bench(repo, 80.0)
@@ -99,3 +100,68 @@ def test_confirm_off_takes_the_repeats_and_cannot_block_on_two(repo: Path) -> No
     # Without confirmation the whole false-alarm budget is spent at the one look, so two
     # samples may block (a bucket that can never take three is not left unguarded).
     assert (code, row["verdict"]) == (1, "BLOCK")
+
+
+def test_paired_without_a_merge_base_confirms_by_repeats(repo: Path) -> None:
+    """One commit: nothing to pair with, so the run confirms against the window by repeats."""
+    config = repo / "perfgate.yaml"
+    config.write_text(config.read_text().replace("confirm: repeat}", "confirm: paired}"))
+    git("commit", "-q", "--amend", "-am", "init", cwd=repo, env=IDENTITY)  # still no parent
+    for _ in range(5):
+        bench(repo, 100.0, "--record")
+    code, artifact, row = bench(repo, 80.0)
+    assert artifact["paired"]["status"] == "unavailable"
+    assert "has no parent commit" in artifact["paired"]["reason"]
+    assert artifact["sampling"]["confirm"] == "paired"
+    assert len(artifact["metric"]["samples"]) == 3  # two repeats and one to confirm
+    assert (code, row["verdict"]) == (1, "BLOCK")
+    assert "PAIRED_UNAVAILABLE" in row["reasons"]
+    assert row["confirmation"]["method"] == "repeats"
+    assert "has no parent commit" in row["confirmation"]["note"]
+
+
+# gate.calibration: the bench's confirmation and the gate both judge a calibrated bucket
+# with its measured runner-to-runner noise (R15).
+def test_a_calibration_changes_what_the_bench_and_the_gate_call_a_regression(
+    repo: Path,
+) -> None:
+    for _ in range(5):
+        assert bench(repo, 100.0, "--record")[0] == 0
+    code, artifact, row = bench(repo, 90.0)
+    # Uncalibrated, a window of one runner: 10 % slower is a confirmed regression.
+    assert (code, row["verdict"]) == (1, "BLOCK")
+    # The pool's qualification measured 8 % runner-to-runner noise for this experiment.
+    noise = {
+        "schema_version": 1,
+        "kind": "perfgate-noise-calibration",
+        "buckets": [
+            {
+                "bucket": "sim/cpu",
+                "hardware": artifact["hardware"]["slug"],
+                "launch_hash": artifact["identity"]["launch_hash"],
+                "benchmark_hash": artifact["identity"]["benchmark_hash"],
+                "noise_pct": 1.0,
+                "df": 20,
+                "run_noise_pct": 8.0,
+                "run_df": 10,
+                "modes": 1,
+                "noise_floor_pct": 4.0,
+            }
+        ],
+    }
+    (repo / "noise.json").write_text(json.dumps(noise), encoding="utf-8")
+    config = repo / "perfgate.yaml"
+    config.write_text(
+        config.read_text().replace("confirm: repeat}", "confirm: repeat, calibration: noise.json}")
+    )
+    code, artifact, row = bench(repo, 90.0)
+    # Within that noise, 10 % cannot be confirmed: never a BLOCK.
+    assert code == 0 and row["verdict"] != "BLOCK"
+    assert row["statistics"]["run_noise_pct"] == pytest.approx(8.0)
+    verdict = json.loads((repo.parent / "report" / "verdict.json").read_text())
+    assert any("noise from the calibration" in note for note in verdict["notes"])
+    # The gate, re-judging the recorded samples with the same calibration, agrees.
+    out, again = repo.parent / "out", repo.parent / "gate"
+    assert main(["gate", "--results", str(out), "--report-dir", str(again)]) == 0
+    judged = json.loads((again / "verdict.json").read_text())["rows"][0]
+    assert judged["statistics"] == row["statistics"]

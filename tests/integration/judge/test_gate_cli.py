@@ -10,7 +10,7 @@ import pytest
 from perfgate.cli import main
 from perfgate.git import git
 from perfgate.result import write_result
-from tests.factories import make_result
+from tests.factories import make_result, with_metric
 
 pytestmark = pytest.mark.integration
 
@@ -18,7 +18,7 @@ IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 CONFIG = """
 version: 1
-gate: {mode: blocking, protected_branches: [main]}
+gate: {mode: blocking, protected_branches: [main], confirm: repeat}
 buckets:
   - task: cartpole
     backends: [{physics: numpy}]
@@ -171,6 +171,68 @@ def test_a_window_recorded_before_repeats_still_gates(checkout, tmp_path, monkey
     assert main(["gate", "--results", str(slow), "--report-dir", str(tmp_path / "rep2")]) == 1
     row = json.loads((tmp_path / "rep2" / "verdict.json").read_text())["rows"][0]
     assert row["verdict"] == "BLOCK"
+
+
+def test_a_store_and_artifacts_from_before_metrics_still_gate_when_metrics_are_added(
+    checkout, tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Lines without a ``metric`` field (an older perfgate) are the primary's: declaring a
+    further metric keeps the primary's window, and the new metric starts empty."""
+    clone, sha = checkout
+    github_env(monkeypatch, tmp_path, "push", sha)
+    for run, value in enumerate([100.0, 101.0, 99.0, 100.0, 100.5, 99.5]):
+        assert main(["publish", "--results", str(artifacts(tmp_path / f"r{run}", sha, value,
+                                                            str(run)))]) == 0  # fmt: skip
+    path = "samples/cpu-test/cartpole/numpy.ndjson"
+    old_lines = []
+    for line in git("show", f"origin/perf-baselines:{path}", cwd=clone).splitlines():
+        data = json.loads(line)
+        del data["metric"]  # what an older perfgate wrote
+        old_lines.append(json.dumps(data, sort_keys=True, separators=(",", ":")))
+    (clone / "old.ndjson").write_text("\n".join(old_lines) + "\n")
+    blob = git("hash-object", "-w", "old.ndjson", cwd=clone).strip()
+    tree = git("mktree", cwd=clone, input_text=f"100644 blob {blob}\tnumpy.ndjson\n").strip()
+    for name in ("cartpole", "cpu-test", "samples"):
+        tree = git("mktree", cwd=clone, input_text=f"040000 tree {tree}\t{name}\n").strip()
+    commit = git("commit-tree", tree, "-m", "older perfgate", cwd=clone, env=IDENTITY).strip()
+    git("push", "-q", "-f", "origin", f"{commit}:refs/heads/perf-baselines", cwd=clone)
+
+    github_env(monkeypatch, tmp_path, "pull_request", sha)
+    # The artifacts an older bench wrote, judged by the config that declared nothing more.
+    old_artifact = artifacts(tmp_path / "old", sha, 80.0, "9", event="pull_request",
+                             samples=(80.0, 80.3, 79.8))  # fmt: skip
+    assert "metrics" not in json.loads(next(old_artifact.glob("*.json")).read_text())
+    assert main(["gate", "--results", str(old_artifact), "--report-dir", str(tmp_path / "r0")]) == 1
+    row = json.loads((tmp_path / "r0" / "verdict.json").read_text())["rows"][0]
+    assert (row["verdict"], row["baseline"]["samples"]) == ("BLOCK", 6)
+
+    (clone / "perfgate.yaml").write_text(
+        CONFIG + "defaults:\n  metrics: [{name: startup_s, path: runtime.startup_s, "
+        "direction: lower, unit: s}]\n"
+    )
+    fine = with_metric(
+        make_result("cartpole/numpy", samples=(100.2, 99.9), commit=sha, run_id="10",
+                    event="pull_request"),
+        "startup_s", (4.0, 4.1), path="runtime.startup_s",
+    )  # fmt: skip
+    write_result(fine, tmp_path / "fine")
+    assert main(["gate", "--results", str(tmp_path / "fine"), "--report-dir",
+                 str(tmp_path / "r1")]) == 0  # fmt: skip
+    verdict = json.loads((tmp_path / "r1" / "verdict.json").read_text())
+    row = verdict["rows"][0]
+    primary, startup = row["metrics"]
+    # The primary still has its six old lines; the new metric has no history yet.
+    assert (primary["verdict"], primary["baseline"]["samples"]) == ("PASS", 6)
+    assert (startup["name"], startup["verdict"], startup["reasons"]) == (
+        "startup_s",
+        "WARN",
+        ["NO_BASELINE"],
+    )
+    assert row["verdict"] == "WARN" and verdict["underfilled"] == ["cartpole/numpy"]
+    # An artifact without the metric the config now requires cannot be judged as whole.
+    assert main(["gate", "--results", str(old_artifact), "--report-dir", str(tmp_path / "r2")]) == 2
+    row = json.loads((tmp_path / "r2" / "verdict.json").read_text())["rows"][0]
+    assert row["verdict"] == "HARD_FAILURE" and "MISSING_METRIC" in row["reasons"]
 
 
 def test_an_unreadable_baseline_branch_is_a_malfunction(checkout, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

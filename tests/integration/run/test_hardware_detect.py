@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from perfgate.run import hardware
-from tests.paths import FIXTURES
+from tests.fake_smi import install
 
 pytestmark = pytest.mark.integration
-
-FAKE = FIXTURES / "nvidia-smi" / "fake_nvidia_smi.py"
 
 L40S = {
     "name": ["NVIDIA L40S"],
@@ -26,18 +22,6 @@ L40S = {
     "clocks.max.mem": ["9001"],
     "clocks_event_reasons.active": ["0x0000000000000004"],
 }
-
-
-def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: dict[str, list[str]]) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    # This interpreter runs it: PATH below is too narrow to find one by name.
-    body = FAKE.read_text(encoding="utf-8").split("\n", 1)[1]
-    (bin_dir / "nvidia-smi").write_text(f"#!{sys.executable}\n{body}", encoding="utf-8")
-    (bin_dir / "nvidia-smi").chmod(0o755)
-    (tmp_path / "smi.json").write_text(json.dumps(data), encoding="utf-8")
-    monkeypatch.setenv("FAKE_SMI_DATA", str(tmp_path / "smi.json"))
-    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
 
 
 def test_detect_reads_model_clocks_and_throttle_reasons(

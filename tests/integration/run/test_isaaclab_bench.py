@@ -24,6 +24,7 @@ from perfgate.cli import main
 from perfgate.config import Bucket, load_config
 from perfgate.context import RunContext
 from perfgate.git import git
+from perfgate.github.post import plan_statuses
 from perfgate.result import FailurePhase, Hardware, Result, read_result, validate_result
 from perfgate.run.bench import BenchSettings, run_bucket
 from tests.fixtures import isaaclab_standin as standin
@@ -547,3 +548,84 @@ def test_seeding_replays_an_older_cli_and_a_renamed_task_into_one_baseline(
     # Each commit's run took the example's two repeats.
     assert sorted(s.commit for s in samples) == sorted(commits * 2)
     assert len({(s.launch_hash, s.benchmark_hash, s.runtime_hash) for s in samples}) == 1
+
+
+@pytest.mark.parametrize(
+    ("phase", "metric"), [("SCENE", "startup_s"), ("IMPORT", "imports_s")], ids=["scene", "import"]
+)
+def test_a_slower_startup_blocks_on_its_own_metric_while_fps_holds(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    phase: str,
+    metric: str,
+) -> None:
+    """The shipped example gates startup apart from FPS: a slower scene build or import
+    with unchanged FPS is a BLOCK of that metric alone (the stand-in's FPS is exact)."""
+    config = example_with_container(tmp_path, None)
+    repo = standin.write_checkout(tmp_path / "repo")
+    git("init", "-q", "-b", "main", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "isaac lab", cwd=repo, env=IDENTITY)
+    monkeypatch.chdir(repo)
+    bucket = "Isaac-Cartpole-Direct/physx"
+    args = ["bench", "--config", str(config), "--bucket", bucket, "--quiet",
+            "--out", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work"),
+            "--report-dir", str(tmp_path / "report")]  # fmt: skip
+    for _ in range(3):  # three recorded runs of two samples: a window to judge against
+        assert main([*args, "--record"]) == 0
+    monkeypatch.setenv(f"ISAACLAB_STANDIN_{phase}_S", "1.5")  # +0.5 s, FPS unchanged
+    capsys.readouterr()
+    assert main([*args, "--json"]) == 0  # the example is advisory
+    out = json.loads(capsys.readouterr().out)
+    row = out["verdict"]["rows"][0]
+    verdicts = {m["name"]: m["verdict"] for m in row["metrics"]}
+    assert row["verdict"] == "BLOCK", row["details"]
+    assert [name for name, verdict in verdicts.items() if verdict == "BLOCK"] == [metric]
+    assert verdicts["primary"] == "PASS" and set(verdicts) == {
+        "primary", "startup_s", "imports_s", "gpu_mem_gb"
+    }  # fmt: skip
+    # The bench measured again on suspicion before the startup metric could block.
+    (result,) = out["results"]
+    assert len(result["metric"]["samples"]) >= 3
+    assert len(result["metrics"][metric]["samples"]) == len(result["metric"]["samples"])
+    assert out["verdict"]["description"].startswith(
+        f"1 regression(s) — regressed: {bucket} {metric} +"
+    )
+    status = plan_statuses(out["verdict"], None)[1]
+    assert status.description.startswith(f"BLOCK: {metric} +")
+    # The baseline branch holds a line per sample and metric, each naming its metric.
+    hardware = result["hardware"]["slug"]
+    path = sample_path(hardware, "Isaac-Cartpole-Direct", "physx")
+    lines = [
+        json.loads(line) for line in git("show", f"perf-baselines:{path}", cwd=repo).splitlines()
+    ]
+    assert sorted({line["metric"] for line in lines}) == sorted(verdicts)
+    assert len(lines) == 3 * 2 * 4
+
+
+def test_further_metrics_are_read_from_each_sample_and_a_missing_required_one_fails(
+    tmp_path: Path,
+) -> None:
+    startup = "[runtime.startup_time_s.app_launch, runtime.startup_time_s.env_creation]"
+    body = CARTPOLE + (
+        "    metrics:\n"
+        f"      - {{name: startup_s, sum: {startup}, direction: lower, unit: s}}\n"
+        "      - {name: vram_gb, path: resources.vram_gb.peak, direction: lower,"
+        " required: false}\n"
+    )
+    result = bench(tmp_path, body=body)
+    assert result.health.healthy, result.health
+    bundle = bundle_of(tmp_path)
+    times = bundle["runtime"]["startup_time_s"]  # type: ignore[index]
+    reading = result.metrics["startup_s"]
+    assert reading.value == times["app_launch"] + times["env_creation"]
+    assert [s.sample_index for s in reading.samples] == [0]
+    # An optional metric the bundle lacks is recorded as absent; the run stays healthy.
+    assert result.metrics["vram_gb"].value is None and result.metrics["vram_gb"].samples == ()
+
+    required = body.replace(", required: false}", "}")
+    failed = bench(tmp_path / "required", body=required)
+    assert failed.health.phase is FailurePhase.OUTPUT
+    assert failed.health.error is not None
+    assert failed.health.error.startswith("metric 'vram_gb' (resources.vram_gb.peak) is missing")

@@ -131,7 +131,9 @@ def test_sample_id_override_is_kept_and_publish_ids_are_unchanged() -> None:
     result = make_result("cartpole/numpy", 100.0)
     derived = samples_from_result(result, trusted_source="protected_branch")[0].sample_id
     assert samples_from_result(result, trusted_source="protected_branch")[0].sample_id == derived
-    seeded_ids = samples_from_result(result, trusted_source="seed", sample_ids=lambda r: "x" * 24)
+    seeded_ids = samples_from_result(
+        result, trusted_source="seed", sample_ids=lambda reading, metric: "x" * 24
+    )
     assert [s.sample_id for s in seeded_ids] == ["x" * 24]
 
 

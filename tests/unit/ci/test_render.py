@@ -20,7 +20,14 @@ import yaml
 from perfgate import __version__
 from perfgate.ci import render
 from perfgate.ci.selection import affected, matches
-from perfgate.config import Config, ConfirmMode, ImageSpec, load_config
+from perfgate.config import (
+    AdmissionMode,
+    AdmissionPolicy,
+    Config,
+    ConfirmMode,
+    ImageSpec,
+    load_config,
+)
 from perfgate.errors import ConfigError, UsageError
 from tests.paths import ROOT
 
@@ -48,6 +55,8 @@ WRITE_SCOPES = {
         "verify-baselines": {},
     },
     "ci.yml": {"unit": {}, "lint": {}, "drift": {}},
+    # Qualification measures the pool and writes no baselines: read-only throughout (R15).
+    "perfgate-qualify.yml": {"plan": {}, "allocation": {}, "qualify": {}},
 }
 
 
@@ -211,6 +220,12 @@ def test_bench_matrix_equals_the_config_buckets(rendered: Any) -> None:
         budget = bucket.repeat_budget_minutes
         assert budget is not None  # both sites bound their confirmation
         worst = min(bucket.max_repeats * one, max(bucket.repeats * one, budget + one))
+        # Paired confirmation: two samples a pair, bounded by both sites' pair budget.
+        assert bucket.pair_budget_minutes is not None
+        worst += min(2 * bucket.max_pairs * one, bucket.pair_budget_minutes + 2 * one)
+        # Admission control: its re-measured samples and its wait.
+        admission = site.config.admission
+        worst += admission.remeasure * one + admission.wait_seconds / 60
         assert row["timeout"] == max(30, math.ceil(worst) + 15)
         assert row["artifact"] == f"perfgate-result-{bucket.file_stem}"
     assert bench["runs-on"] == "${{ matrix.runner }}"
@@ -231,13 +246,14 @@ def test_isaaclab_example_has_the_nine_l40s_buckets() -> None:
     cartpole = next(b for b in config.buckets if b.id == "Isaac-Cartpole-Direct/physx")
     assert [f.value for f in cartpole.floors_for("l40s")] == [100.0]
     timeouts = {
-        b.id: render.job_timeout_minutes(b, config.gate.confirm)
+        b.id: render.job_timeout_minutes(b, config.gate.confirm, config.admission)
         for b in config.buckets
         if "Shadow-Camera" in b.task
     }
-    # 20 min, one retry: 40 per sample; two repeats, or a sample started at the 40-minute
-    # budget: 80, plus 15.
-    assert set(timeouts.values()) == {95}
+    # 20 min, one retry: 40 per sample. Two repeats, or a sample started at the 40-minute
+    # budget: 80; pairs started up to the 60-minute budget, the last pair 80 more: 140;
+    # three re-measured samples and two minutes' wait: 122; plus 15.
+    assert set(timeouts.values()) == {80 + 140 + 122 + 15}
 
 
 def test_isaaclab_example_benches_its_checkout_in_the_resolved_image() -> None:
@@ -664,6 +680,21 @@ def test_job_timeout_covers_the_confirmation_samples_up_to_the_budget() -> None:
     assert render.job_timeout_minutes(tight, ConfirmMode.REPEAT) == 4 * 10 + 15
 
 
+def test_job_timeout_covers_paired_confirmation_and_admission() -> None:
+    """Paired: two samples a pair up to max_pairs or the pair budget; admission: its budgets."""
+    bucket = dataclasses.replace(
+        SITES["demo"].config.buckets[0], timeout_minutes=10, retries=0, repeats=2,
+        max_repeats=6, repeat_budget_minutes=None, max_pairs=5, pair_budget_minutes=None,
+    )  # fmt: skip
+    assert render.job_timeout_minutes(bucket, ConfirmMode.PAIRED) == 6 * 10 + 2 * 5 * 10 + 15
+    budget = dataclasses.replace(bucket, pair_budget_minutes=30)
+    assert render.job_timeout_minutes(budget, ConfirmMode.PAIRED) == 6 * 10 + 30 + 20 + 15
+    policy = AdmissionPolicy(remeasure=2, wait_seconds=90)
+    assert render.job_timeout_minutes(bucket, ConfirmMode.OFF, policy) == 2 * 10 + 20 + 2 + 15
+    off = dataclasses.replace(policy, mode=AdmissionMode.OFF)
+    assert render.job_timeout_minutes(bucket, ConfirmMode.OFF, off) == max(30, 2 * 10 + 15)
+
+
 def test_branch_condition_renders_exact_and_prefix_patterns() -> None:
     """Protected branch patterns become GitHub expressions; unsupported globs are refused."""
     assert render.branch_condition(["main", "release/**"]) == (
@@ -683,7 +714,7 @@ def test_drift_reports_edits_and_stale_generated_files(tmp_path: Path) -> None:
     render.write(files, tmp_path)
     assert render.drift(files, tmp_path) == []
     target = tmp_path / ".github/workflows/perfgate.yml"
-    target.write_text(target.read_text().replace("timeout: 30", "timeout: 31", 1))
+    target.write_text(target.read_text().replace("timeout-minutes: 15", "timeout-minutes: 16", 1))
     stale = tmp_path / "actions/old/action.yml"
     stale.parent.mkdir(parents=True)
     stale.write_text(f"{render.GENERATED_MARKER} templates/x; do not edit\n")
@@ -691,7 +722,7 @@ def test_drift_reports_edits_and_stale_generated_files(tmp_path: Path) -> None:
     handwritten.write_text("name: mine\n")
     diffs = render.drift(files, tmp_path)
     assert len(diffs) == 2
-    assert "-            timeout: 31" in diffs[0] and "+            timeout: 30" in diffs[0]
+    assert "-    timeout-minutes: 16" in diffs[0] and "+    timeout-minutes: 15" in diffs[0]
     assert "no longer rendered" in diffs[1]
     render.write(files, tmp_path)
     assert not stale.exists() and handwritten.exists()

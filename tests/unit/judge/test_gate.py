@@ -26,7 +26,7 @@ def config(tmp_path: Path, mode: str = "advisory") -> Config:
     path.write_text(
         f"""
 version: 1
-gate: {{mode: {mode}}}
+gate: {{mode: {mode}, confirm: repeat}}
 buckets:
   - task: cartpole
     backends: [{{physics: numpy}}, {{physics: python}}]
@@ -183,6 +183,7 @@ def test_verdict_json_has_the_documented_fields(tmp_path: Path) -> None:
         "false_alarm_rate": 0.001,
         "min_drop_pct": 3.0,
         "max_runs": 20,
+        "confirm": "repeat",
     }
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from perfgate.config import Direction, Metric
 from perfgate.run.bundle import (
     MetricStats,
     OutputError,
@@ -13,6 +14,7 @@ from perfgate.run.bundle import (
     launch_mismatches,
     load_json,
     metric_stats,
+    metric_values,
 )
 
 BUNDLE = {
@@ -88,3 +90,23 @@ def test_load_json_errors_name_the_file(tmp_path: Path) -> None:
         load_json(broken)
     with pytest.raises(OutputError, match="cannot be read"):
         load_json(tmp_path)
+
+
+def test_further_metrics_are_read_by_name_and_a_sum_needs_every_part() -> None:
+    bundle = {
+        "runtime": {"startup_time_s": {"app_launch": 2.5, "env_creation": 4.0, "first_step": 0.5,
+                                       "python_imports": None, "task_config": 0.2}},
+        "resources": {"gpu_mem_gb": {"peak": float("nan")}},
+    }  # fmt: skip
+    startup = ("app_launch", "env_creation", "first_step")
+    metrics = (
+        Metric(name="startup_s", sum=tuple(f"runtime.startup_time_s.{p}" for p in startup),
+               direction=Direction.LOWER),
+        Metric(name="imports_s", sum=("runtime.startup_time_s.python_imports",
+                                      "runtime.startup_time_s.task_config"),
+               direction=Direction.LOWER),
+        Metric(name="gpu_mem_gb", path="resources.gpu_mem_gb.peak", direction=Direction.LOWER),
+        Metric(name="first_step", path="runtime.startup_time_s.first_step"),
+    )  # fmt: skip
+    # A part that is null, or a figure that is not finite, leaves its metric out.
+    assert metric_values(bundle, metrics) == {"startup_s": 7.0, "first_step": 0.5}

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from perfgate.config import ConfirmMode, load_config
 from perfgate.result import SamplingStop
-from perfgate.run.sampling import SamplingPlan, take_samples
+from perfgate.run.sampling import Sampler, SamplingPlan, take_samples
 from tests.paths import ROOT
 
 REPEAT = SamplingPlan(confirm=ConfirmMode.REPEAT, repeats=2, max_repeats=5, budget_s=60.0)
@@ -61,3 +61,32 @@ def test_a_bucket_declares_its_plan() -> None:
     plan = SamplingPlan.for_bucket(bucket, ConfirmMode.REPEAT)
     assert (plan.repeats, plan.max_repeats, plan.budget_s) == (2, 10, 60.0)
     assert SamplingPlan.for_bucket(bucket, ConfirmMode.OFF).max_repeats == 2
+
+
+def test_a_set_aside_sample_is_measured_again_while_the_budget_lasts() -> None:
+    """Admission control sets samples 1 and 2 aside; one re-measure is granted."""
+    budget = [1]
+
+    def remeasure(value: float) -> bool:
+        if budget[0] <= 0:
+            return False
+        budget[0] -= 1
+        return True
+
+    sampler = Sampler(
+        measure, healthy=lambda v: True, set_aside=lambda v: v in (101.0, 102.0),
+        remeasure=remeasure,
+    )  # fmt: skip
+    off = SamplingPlan(confirm=ConfirmMode.OFF, repeats=2, max_repeats=2)
+    assert sampler.run(off, None) is SamplingStop.PLANNED
+    # 101 was replaced by 102; 102 was set aside too but the budget was spent, so it counts.
+    assert (sampler.taken, sampler.replaced, sampler.counted) == ([100.0, 101.0, 102.0], [1], 2)
+
+
+def test_sampling_resumes_with_another_plan() -> None:
+    """Paired confirmation's fallback: the repeats first, then confirmation by repeats."""
+    sampler = Sampler(measure, healthy=lambda v: True)
+    off = SamplingPlan(confirm=ConfirmMode.OFF, repeats=2, max_repeats=5)
+    assert sampler.run(off, lambda t: True) is SamplingStop.PLANNED
+    assert sampler.run(REPEAT, lambda t: len(t) < 4) is SamplingStop.SETTLED
+    assert sampler.taken == [100.0, 101.0, 102.0, 103.0]

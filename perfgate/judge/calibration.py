@@ -1,0 +1,177 @@
+"""A per-bucket noise calibration: runner-to-runner noise measured by qualification (R5, R15).
+
+``perfgate qualify --write-calibration PATH`` measures it (allocations x samples on the
+runner pool); ``gate.calibration: PATH`` in perfgate.yaml makes the gate read it, so a
+calibrated bucket's thresholds come from its measured noise instead of a constant. An
+entry applies only to results of the same bucket, hardware and experiment (launch and
+benchmark hashes): noise measured for another experiment says nothing about this one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from perfgate import jsonfile
+from perfgate.config import Config, FileRef
+from perfgate.errors import ConfigError
+from perfgate.judge import stats
+from perfgate.result import Result
+
+SCHEMA_VERSION = 1
+KIND = "perfgate-noise-calibration"
+# A calibration holds one short entry per bucket and hardware.
+MAX_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class BucketNoise:
+    """One bucket's noise on one hardware, as a qualification measured it."""
+
+    bucket: str
+    hardware: str
+    launch_hash: str
+    benchmark_hash: str
+    # Per-sample sigma within one allocation (robust), % of the level, and its df.
+    noise_pct: float
+    df: float
+    # Sigma shared by one allocation's samples (runner-to-runner), % of the level, and its df.
+    run_noise_pct: float
+    run_df: float
+    modes: int
+    # What the reference rule's noise should never fall below: the pool's unscaled MAD, %.
+    noise_floor_pct: float
+    samples: int = 0
+    allocations: int = 0
+    runners: int = 0
+    commit: str | None = None
+    target_branch: str | None = None
+    measured_at: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(bucket, hardware): a file holds one entry per bucket and hardware."""
+        return (self.bucket, self.hardware)
+
+    def for_rule(self) -> stats.Calibration:
+        """The ``calibration=`` input of the calibrated verdict rule."""
+        return stats.Calibration(
+            noise_pct=self.noise_pct, df=self.df, run_noise_pct=self.run_noise_pct
+        )
+
+    def measures(self, result: Result) -> bool:
+        """True when this entry measured ``result``'s experiment: bucket, hardware, hashes."""
+        return (
+            self.bucket == result.bucket.id
+            and self.hardware == result.hardware.slug
+            and self.launch_hash == result.identity.launch_hash
+            and self.benchmark_hash == result.identity.benchmark_hash
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoiseCalibration:
+    """Every calibrated bucket of a calibration file."""
+
+    buckets: tuple[BucketNoise, ...]
+    path: Path | None = None
+
+    def for_result(self, result: Result) -> BucketNoise | None:
+        """The entry that measured ``result``'s experiment, if any."""
+        return next((entry for entry in self.buckets if entry.measures(result)), None)
+
+    def stale_for(self, result: Result) -> BucketNoise | None:
+        """An entry for ``result``'s bucket and hardware measured for another experiment."""
+        key = (result.bucket.id, result.hardware.slug)
+        return next(
+            (e for e in self.buckets if e.key == key and not e.measures(result)),
+            None,
+        )
+
+    def merged(self, entries: Iterable[BucketNoise]) -> NoiseCalibration:
+        """This calibration with ``entries`` replacing those of the same bucket and hardware."""
+        fresh = {entry.key: entry for entry in entries}
+        kept = [entry for entry in self.buckets if entry.key not in fresh]
+        ordered = sorted([*kept, *fresh.values()], key=lambda e: e.key)
+        return NoiseCalibration(buckets=tuple(ordered), path=self.path)
+
+    def to_json(self) -> dict[str, Any]:
+        """The file's document."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "kind": KIND,
+            "buckets": [asdict(entry) for entry in self.buckets],
+        }
+
+
+@cache
+def calibration_schema() -> dict[str, Any]:
+    """The JSON Schema a calibration file satisfies."""
+    text = resources.files("perfgate.schemas").joinpath("calibration.schema.json").read_text()
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def _problems(data: Any) -> list[str]:
+    validator = jsonschema.Draft202012Validator(calibration_schema())
+    problems = [
+        f"{'.'.join(str(p) for p in error.absolute_path) or '(top level)'}: {error.message}"
+        for error in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    ]
+    if problems:
+        return problems
+    seen: set[tuple[str, str]] = set()
+    for index, entry in enumerate(data["buckets"]):
+        key = (entry["bucket"], entry["hardware"])
+        if key in seen:
+            problems.append(f"buckets.{index}: a second entry for {key[0]} on {key[1]}")
+        seen.add(key)
+    return problems
+
+
+def read_calibration(ref: FileRef) -> NoiseCalibration:
+    """Load and check the calibration perfgate.yaml names; any problem is a ConfigError
+    naming the file and the key that asked for it (exit 4)."""
+    path = ref.path
+    fix = (
+        f"write it with `perfgate qualify --write-calibration {path}` and commit it, "
+        "or remove gate.calibration"
+    )
+    if not path.is_file():
+        raise ConfigError(f"{ref.where}: {path} not found; {fix}")
+    try:
+        data = jsonfile.read(path, max_bytes=MAX_BYTES)
+    except jsonfile.JsonError as exc:
+        raise ConfigError(f"{ref.where}: {path} is not a readable calibration: {exc}") from None
+    problems = _problems(data)
+    if problems:
+        raise ConfigError(f"{ref.where}: {path}: {problems[0]}; {fix}")
+    return NoiseCalibration(
+        buckets=tuple(BucketNoise(**entry) for entry in data["buckets"]), path=path
+    )
+
+
+def configured_calibration(config: Config) -> NoiseCalibration | None:
+    """The calibration ``gate.calibration`` names, read and checked; None when it names none."""
+    ref = config.gate.calibration
+    return read_calibration(ref) if ref is not None else None
+
+
+def write_calibration(calibration: NoiseCalibration, path: Path) -> Path:
+    """Write the file (checked against its schema first) atomically."""
+    data = calibration.to_json()
+    problems = _problems(data)
+    if problems:
+        raise ConfigError(f"internal error: calibration for {path} is invalid: {problems[0]}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    temporary.replace(path)
+    return path

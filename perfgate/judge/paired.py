@@ -1,0 +1,171 @@
+"""The paired test: the merge base and the change, pair by pair on one runner (R5). Pure.
+
+Each pair ran the base and the head back to back on the same runner, so the ratio of its
+two figures carries the change and the sample noise, not the runner's offset or its state
+that day. On the log scale the pairs' differences are near-normal: a paired t-test on them,
+with the false-alarm rate of a bucket run split over the looks at which a BLOCK is possible
+(Bonferroni, half at the last look, as the window rule does), holds that rate however many
+pairs the bench takes before it stops.
+
+After every pair (from ``min_pairs`` on) the test says one of:
+
+* BLOCK (``PAIRED_REGRESSION``): the drop is past the block line and at least the minimum;
+* cleared: even the pessimistic end of the interval (one-sided, ``clear_rate``) is a drop
+  under the minimum: PASS ``NOT_CONFIRMED`` ("not confirmed on the same runner"), or WARN
+  ``SMALL_REGRESSION`` when the drop is significant but small;
+* not yet: another pair, while ``max_pairs`` and the time budget allow; after the last,
+  INCONCLUSIVE ``PAIRED_UNRESOLVED`` (the pairs cannot separate base and head).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from perfgate.config import Direction
+from perfgate.judge.stats import (
+    effect_text,
+    from_g,
+    g_of_regression,
+    pct_of_g,
+    signed_pct,
+    t_isf,
+    to_g,
+)
+from perfgate.judge.verdicts import Reason, Verdict
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairedPolicy:
+    """The paired test's settings: the gate's false-alarm rate and minimum drop, the budget."""
+
+    false_alarm_rate: float = 0.001  # P(BLOCK | unchanged code) per bucket run
+    min_drop_pct: float = 3.0
+    noise_floor_pct: float = 0.0  # per-sample noise is never taken below this
+    min_pairs: int = 3  # never BLOCK or clear on fewer pairs
+    max_pairs: int = 16
+    clear_rate: float = 0.05  # one-sided: how sure "no blocking drop" must be to stop early
+    last_look_share: float = 0.5  # of the false-alarm rate, spent at the last look
+    confidence: float = 0.95  # two-sided level of the reported interval
+
+    @property
+    def looks(self) -> int:
+        """Looks at which a BLOCK is possible: after each pair from ``min_pairs`` on."""
+        return max(1, self.max_pairs - self.min_pairs + 1)
+
+    def look_share(self, last: bool) -> float:
+        """Share of the false-alarm rate one look may spend (the shares sum to one)."""
+        if self.looks == 1:
+            return 1.0
+        return self.last_look_share if last else (1.0 - self.last_look_share) / (self.looks - 1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairedDecision:
+    """The paired test's verdict and the figures behind it (what verdict.json carries)."""
+
+    verdict: Verdict
+    reason: Reason
+    detail: str
+    need_more: bool = False
+    pairs: int
+    base: float | None = None  # geometric mean of the base's figures, metric units
+    head: float | None = None
+    effect_pct: float | None = None  # head against base, % (sign as measured)
+    interval_pct: tuple[float, float] | None = None
+    confidence: float | None = None
+    t: float | None = None
+    t_block: float | None = None
+    df: float | None = None
+    noise_pct: float | None = None  # spread of one pair's ratio, %
+
+    def effect_text(self) -> str:
+        """'-9.8 % (-11.2 ... -8.4)' (true minus signs), or '' before any pair."""
+        return effect_text(self.effect_pct, self.interval_pct)
+
+
+def paired_decide(
+    pairs: Sequence[tuple[float, float]],
+    *,
+    direction: Direction = Direction.HIGHER,
+    policy: PairedPolicy | None = None,
+    final: bool = False,
+) -> PairedDecision:
+    """Judge (base, head) pairs; ``need_more`` asks the bench for another pair.
+
+    ``final=True`` (the bench stopped: budget spent) turns the evidence into a verdict.
+    """
+    policy = policy or PairedPolicy()
+    n = len(pairs)
+    last = final or n >= policy.max_pairs
+    if n < policy.min_pairs:
+        detail = (
+            f"paired A/B: {n} usable pair(s), {policy.min_pairs} are needed to decide"
+            if last
+            else f"paired A/B: {n} pair(s) so far"
+        )
+        return PairedDecision(
+            verdict=Verdict.INCONCLUSIVE,
+            reason=Reason.PAIRED_UNRESOLVED,
+            detail=detail,
+            need_more=not last,
+            pairs=n,
+        )
+    base_g = [to_g(b, direction) for b, _ in pairs]
+    head_g = [to_g(h, direction) for _, h in pairs]
+    diffs = [h - b for b, h in zip(base_g, head_g, strict=True)]
+    mean = math.fsum(diffs) / n
+    # One pair's ratio has the noise of two samples: the per-sample floor, sqrt(2) times.
+    floor = math.sqrt(2.0) * math.log1p(policy.noise_floor_pct / 100.0)
+    spread = max(statistics.stdev(diffs), floor)
+    se = spread / math.sqrt(n)
+    df = float(n - 1)
+    t = mean / se if se > 0 else (0.0 if mean == 0 else math.copysign(math.inf, mean))
+    t_block = t_isf(policy.false_alarm_rate * policy.look_share(last), df)
+    t_clear = t_isf(policy.clear_rate, df)
+    t_ci = t_isf((1.0 - policy.confidence) / 2.0, df)
+    min_drop = g_of_regression(policy.min_drop_pct, direction)
+    drop = -mean  # a regression is goodness going down
+    significant = t <= -t_block
+    blocking = significant and drop >= min_drop
+    cleared = drop + t_clear * se < min_drop
+    need_more = not last and not blocking and not cleared
+    change = pct_of_g(mean, direction)
+    lo, hi = pct_of_g(mean - t_ci * se, direction), pct_of_g(mean + t_ci * se, direction)
+    figures = {
+        "pairs": n,
+        "base": from_g(math.fsum(base_g) / n, direction),
+        "head": from_g(math.fsum(head_g) / n, direction),
+        "effect_pct": change,
+        "interval_pct": (min(lo, hi), max(lo, hi)),
+        "confidence": policy.confidence,
+        "t": t,
+        "t_block": t_block,
+        "df": df,
+        "noise_pct": pct_of_g(spread, Direction.HIGHER),
+    }
+    text = effect_text(change, (min(lo, hi), max(lo, hi)))
+    if blocking:
+        verdict, reason = Verdict.BLOCK, Reason.PAIRED_REGRESSION
+        detail = f"confirmed on the same runner: paired A/B {text}, {n} pairs"
+    elif cleared and significant:
+        verdict, reason = Verdict.WARN, Reason.SMALL_REGRESSION
+        detail = (
+            f"paired A/B: significant drop {signed_pct(change)} %, under the "
+            f"{policy.min_drop_pct:g} % minimum ({n} pairs)"
+        )
+    elif cleared:
+        verdict, reason = Verdict.PASS, Reason.NOT_CONFIRMED
+        detail = f"not confirmed on the same runner: paired A/B {text}, {n} pairs"
+    else:
+        verdict, reason = Verdict.INCONCLUSIVE, Reason.PAIRED_UNRESOLVED
+        detail = f"paired A/B cannot separate base and head: {text} after {n} pairs"
+    return PairedDecision(
+        verdict=verdict,
+        reason=reason,
+        detail=detail,
+        need_more=need_more,
+        **figures,  # type: ignore[arg-type]
+    )

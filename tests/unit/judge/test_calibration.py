@@ -1,0 +1,183 @@
+"""The noise calibration the gate reads (gate.calibration): it moves thresholds, and only
+for the bucket, hardware and experiment it measured (R5, R15)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perfgate import cli
+from perfgate.config import FileRef, load_config
+from perfgate.errors import ConfigError
+from perfgate.judge.calibration import (
+    BucketNoise,
+    NoiseCalibration,
+    read_calibration,
+    write_calibration,
+)
+from perfgate.judge.gate import GateReport, build_report
+from perfgate.judge.verdicts import Verdict
+from perfgate.result import Result
+from tests.factories import make_result
+
+# Reference policy: median 100, unscaled MAD 1 (one sample per run, nearest first).
+STEADY = [[99.0], [100.0], [101.0], [100.0], [99.0], [101.0]]
+# Calibrated policy: 20 quiet runs of two samples each, about 0.4 % apart.
+QUIET = [[100.0 + 0.4 * ((i * 7) % 5 - 2), 100.0 - 0.3 * ((i * 3) % 4 - 1.5)] for i in range(20)]
+
+
+def entry(**changes: object) -> BucketNoise:
+    values: dict[str, object] = {
+        "bucket": "cartpole/numpy",
+        "hardware": "cpu-test",
+        "launch_hash": "a" * 16,
+        "benchmark_hash": "b" * 16,
+        "noise_pct": 1.5,
+        "df": 9.0,
+        "run_noise_pct": 0.8,
+        "run_df": 3.5,
+        "modes": 1,
+        "noise_floor_pct": 2.0,
+        **changes,
+    }
+    return BucketNoise(**values)  # type: ignore[arg-type]
+
+
+def config_file(tmp_path: Path, calibration: str | None = None, policy: str | None = None) -> Path:
+    # The window rule's lines are what a calibration moves: confirmed by repeats.
+    gate = "gate:\n"
+    gate += f"  calibration: {calibration}\n" if calibration else ""
+    gate += "  confirm: repeat\n"
+    gate += f"  policy: {policy}\n" if policy else ""
+    path = tmp_path / "perfgate.yaml"
+    path.write_text(
+        f"version: 1\n{gate}buckets:\n  - task: cartpole\n    backends: [{{physics: numpy}}]\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def judged(tmp_path: Path, policy: str, result: Result, window: object,
+           calibration: NoiseCalibration | None) -> GateReport:  # fmt: skip
+    config = load_config(config_file(tmp_path, policy=policy))
+    return build_report(
+        config=config,
+        expected=config.buckets,
+        results=[result],
+        windows={"cartpole/numpy": window},  # type: ignore[dict-item]
+        calibration=calibration,
+    )
+
+
+def test_a_calibration_moves_the_reference_rules_block_line(tmp_path: Path) -> None:
+    result = make_result("cartpole/numpy", 94.0)
+    measured = NoiseCalibration(buckets=(entry(),), path=tmp_path / "noise.json")
+    plain = judged(tmp_path, "reference", result, STEADY, None)
+    calibrated = judged(tmp_path, "reference", result, STEADY, measured)
+    before, after = plain.rows[0].judgement, calibrated.rows[0].judgement
+    assert before is not None and before.decision is not None
+    assert after is not None and after.decision is not None
+    # Uncalibrated: noise = MAD 1 -> block line 96, so -6 % blocks.
+    assert (before.decision.block_line, plain.overall) == (96.0, Verdict.BLOCK)
+    # Calibrated: the pool's measured 2 % floor -> block line 92: -6 % is within its noise.
+    assert after.decision.block_line == pytest.approx(92.0)
+    assert calibrated.overall is Verdict.WARN
+    assert any("noise from the calibration" in note for note in calibrated.notes)
+
+
+def test_a_calibration_moves_the_calibrated_rules_block_line(tmp_path: Path) -> None:
+    """A quiet window alone says runs agree to about 0.5 %; the pool's A/A calibration says
+    runners differ by 3 %: a 5 % drop then no longer blocks."""
+    result = make_result("cartpole/numpy", samples=[95.0, 95.2, 94.8])
+    noisy_pool = NoiseCalibration(buckets=(entry(noise_pct=0.5, df=20.0, run_noise_pct=3.0),))
+    plain = judged(tmp_path, "calibrated", result, QUIET, None)
+    calibrated = judged(tmp_path, "calibrated", result, QUIET, noisy_pool)
+    before, after = plain.rows[0].judgement, calibrated.rows[0].judgement
+    assert before is not None and before.decision is not None
+    assert after is not None and after.decision is not None
+    assert plain.overall is Verdict.BLOCK
+    assert after.decision.run_noise_pct == pytest.approx(3.0)
+    assert after.decision.threshold_pct < before.decision.threshold_pct  # type: ignore[operator]
+    assert calibrated.overall is not Verdict.BLOCK
+
+
+def test_a_calibration_of_another_experiment_is_not_applied(tmp_path: Path) -> None:
+    result = make_result("cartpole/numpy", 94.0)
+
+    def outcome(other: BucketNoise) -> tuple[Verdict, tuple[str, ...]]:
+        report = judged(tmp_path, "reference", result, STEADY, NoiseCalibration(buckets=(other,)))
+        return report.overall, report.notes
+
+    stale = "calibration entries measured another experiment"
+    # Another experiment of this bucket on this hardware: not applied, and said, so the
+    # pool gets qualified again.
+    verdict, notes = outcome(entry(launch_hash="f" * 16))
+    assert verdict is Verdict.BLOCK and any(stale in note for note in notes)
+    # Another hardware's calibration simply does not concern this run.
+    verdict, notes = outcome(entry(hardware="l40s"))
+    assert verdict is Verdict.BLOCK and not any(stale in note for note in notes)
+
+
+def test_write_read_round_trip_and_merge(tmp_path: Path) -> None:
+    path = tmp_path / "ci" / "noise.json"
+    first = NoiseCalibration(buckets=(entry(), entry(bucket="cartpole/python")))
+    write_calibration(first, path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert (data["schema_version"], data["kind"]) == (1, "perfgate-noise-calibration")
+    loaded = read_calibration(FileRef(path=path, where="test"))
+    assert loaded.buckets == first.buckets
+    # A new qualification of one bucket replaces its entry and keeps the others.
+    merged = loaded.merged([entry(noise_floor_pct=3.0)])
+    assert [(e.bucket, e.noise_floor_pct) for e in merged.buckets] == [
+        ("cartpole/numpy", 3.0),
+        ("cartpole/python", 2.0),
+    ]
+    assert entry().for_rule().run_noise_pct == 0.8
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (None, "not found; write it with `perfgate qualify --write-calibration"),
+        ("{not json", "is not a readable calibration"),
+        (
+            {"schema_version": 1, "kind": "perfgate-noise-calibration", "buckets": [{"x": 1}]},
+            "buckets.0: Additional properties are not allowed",
+        ),
+        (
+            {
+                "schema_version": 1,
+                "kind": "perfgate-noise-calibration",
+                "buckets": [{**entry().__dict__, "noise_pct": -1}],
+            },
+            "buckets.0.noise_pct: -1 is less than the minimum of 0",
+        ),
+        (
+            {
+                "schema_version": 1,
+                "kind": "perfgate-noise-calibration",
+                "buckets": [entry().__dict__, entry().__dict__],
+            },
+            "buckets.1: a second entry for cartpole/numpy on cpu-test",
+        ),
+    ],
+    ids=["missing", "not_json", "unknown_key", "negative", "duplicate"],
+)
+def test_a_bad_calibration_exits_4_naming_the_file_and_the_key(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    content: object,
+    says: str,
+) -> None:
+    path = config_file(tmp_path, calibration="noise.json")
+    if content is not None:
+        text = content if isinstance(content, str) else json.dumps(content)
+        (tmp_path / "noise.json").write_text(text, encoding="utf-8")
+    assert cli.main(["validate", "--config", str(path)]) == 4
+    err = capsys.readouterr().err
+    assert f"{path}:3: gate.calibration: {tmp_path / 'noise.json'}" in err
+    assert says in err
+    with pytest.raises(ConfigError, match=r"gate\.calibration"):
+        read_calibration(load_config(path).gate.calibration)  # type: ignore[arg-type]

@@ -1,0 +1,70 @@
+"""compare: two runs of a bucket judged with the gate's own estimators and thresholds."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from perfgate.config import Direction
+from perfgate.judge.compare import MIN_SIDE_SAMPLES, Change, compare
+from perfgate.judge.stats import CalibratedPolicy
+
+POLICY = CalibratedPolicy()
+
+
+def _noisy(level: float, n: int, cv: float, seed: int) -> list[float]:
+    rng = random.Random(seed)
+    return [level * (1 + rng.gauss(0, cv)) for _ in range(n)]
+
+
+def test_a_clear_drop_is_worse_and_its_interval_brackets_it() -> None:
+    found = compare(
+        _noisy(100, 10, 0.01, 1), _noisy(90, 10, 0.01, 2), direction=Direction.HIGHER,
+        policy=POLICY,
+    )  # fmt: skip
+    assert found.change is Change.WORSE
+    assert found.interval_pct is not None
+    low, high = found.interval_pct
+    assert low < -10 < high < -3 and -13 < found.change_pct < -7
+
+
+def test_direction_lower_reads_a_rise_as_worse_and_a_fall_as_better() -> None:
+    slower = compare(_noisy(1.0, 10, 0.01, 3), _noisy(1.12, 10, 0.01, 4),
+                     direction=Direction.LOWER, policy=POLICY)  # fmt: skip
+    faster = compare(_noisy(1.0, 10, 0.01, 5), _noisy(0.88, 10, 0.01, 6),
+                     direction=Direction.LOWER, policy=POLICY)  # fmt: skip
+    assert (slower.change, faster.change) == (Change.WORSE, Change.BETTER)
+    assert slower.ratio > 1 > faster.ratio
+
+
+def test_a_tiny_change_with_a_tight_interval_is_the_same() -> None:
+    quiet = CalibratedPolicy(min_run_noise=0.0)  # no shared-run noise: the interval is tight
+    found = compare(_noisy(100, 12, 0.002, 7), _noisy(100.3, 12, 0.002, 8),
+                    direction=Direction.HIGHER, policy=quiet)  # fmt: skip
+    assert found.change is Change.SAME
+
+
+def test_a_drop_inside_the_noise_is_unclear_not_same() -> None:
+    found = compare(_noisy(100, 6, 0.06, 9), _noisy(95, 6, 0.06, 10),
+                    direction=Direction.HIGHER, policy=POLICY)  # fmt: skip
+    assert found.change is Change.UNCLEAR
+
+
+def test_too_few_samples_a_side_never_make_a_call() -> None:
+    few = MIN_SIDE_SAMPLES - 1
+    found = compare([100.0] * few, [50.0] * 10, direction=Direction.HIGHER, policy=POLICY)
+    assert found.change is Change.UNCLEAR and found.interval_pct is None
+    assert "bench --repeats" in found.detail
+
+
+def test_the_minimum_drop_holds_as_in_the_gate() -> None:
+    # 1 % lower with almost no noise: significant, but under the 3 % minimum drop.
+    a, b = _noisy(100, 10, 0.0005, 11), _noisy(99, 10, 0.0005, 12)
+    quiet = CalibratedPolicy(min_run_noise=0.0)
+    assert compare(a, b, direction=Direction.HIGHER, policy=quiet).change is not Change.WORSE
+
+
+def test_bad_figures_are_refused() -> None:
+    with pytest.raises(ValueError):
+        compare([1.0, float("nan")], [1.0], direction=Direction.HIGHER, policy=POLICY)

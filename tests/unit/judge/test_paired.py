@@ -1,0 +1,104 @@
+"""The paired test alone: base and head pairs from one runner, at its boundaries."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from perfgate.config import Direction
+from perfgate.judge.paired import PairedPolicy, paired_decide
+from perfgate.judge.verdicts import Reason, Verdict
+
+POLICY = PairedPolicy(false_alarm_rate=0.001, min_drop_pct=3.0, max_pairs=16)
+
+
+def pairs(
+    base: float, head: float, count: int, wobble: float = 0.01, seed: int = 1
+) -> list[tuple[float, float]]:
+    """``count`` (base, head) pairs on one runner: each pair shares a runner offset."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        runner = math.exp(rng.gauss(0.0, 0.05))  # 5 % between runners: it cancels in a pair
+        out.append(
+            (base * runner * math.exp(rng.gauss(0, wobble)),
+             head * runner * math.exp(rng.gauss(0, wobble)))
+        )  # fmt: skip
+    return out
+
+
+def test_a_real_drop_blocks_with_its_paired_figures() -> None:
+    decision = paired_decide(pairs(100.0, 90.0, 8), policy=POLICY)
+    assert (decision.verdict, decision.reason) == (Verdict.BLOCK, Reason.PAIRED_REGRESSION)
+    assert decision.effect_pct is not None and -12.0 < decision.effect_pct < -8.0
+    assert decision.interval_pct is not None and decision.interval_pct[1] < -3.0
+    assert not decision.need_more
+    assert "confirmed on the same runner" in decision.detail
+
+
+def test_unchanged_code_is_cleared_not_confirmed() -> None:
+    decision = paired_decide(pairs(100.0, 100.0, 4), policy=POLICY)
+    assert (decision.verdict, decision.reason) == (Verdict.PASS, Reason.NOT_CONFIRMED)
+    assert "not confirmed on the same runner" in decision.detail
+    assert not decision.need_more
+
+
+def test_fewer_than_three_pairs_decide_nothing() -> None:
+    two = pairs(100.0, 80.0, 2)
+    assert paired_decide(two, policy=POLICY).need_more
+    final = paired_decide(two, policy=POLICY, final=True)
+    assert (final.verdict, final.reason) == (Verdict.INCONCLUSIVE, Reason.PAIRED_UNRESOLVED)
+    assert paired_decide([], policy=POLICY, final=True).verdict is Verdict.INCONCLUSIVE
+
+
+def test_noisy_pairs_ask_for_more_then_are_inconclusive() -> None:
+    noisy = pairs(100.0, 96.0, 16, wobble=0.06, seed=3)
+    assert paired_decide(noisy[:5], policy=POLICY).need_more
+    last = paired_decide(noisy, policy=POLICY)
+    assert (last.verdict, last.reason) == (Verdict.INCONCLUSIVE, Reason.PAIRED_UNRESOLVED)
+    assert not last.need_more  # max_pairs reached
+
+
+def test_a_significant_drop_under_the_minimum_is_a_warning() -> None:
+    small = pairs(100.0, 99.0, 16, wobble=0.002)
+    decision = paired_decide(small, policy=POLICY)
+    assert (decision.verdict, decision.reason) == (Verdict.WARN, Reason.SMALL_REGRESSION)
+
+
+def test_lower_is_better_mirrors_higher() -> None:
+    latency = [(1 / b, 1 / h) for b, h in pairs(100.0, 90.0, 8)]
+    decision = paired_decide(latency, direction=Direction.LOWER, policy=POLICY)
+    assert decision.verdict is Verdict.BLOCK
+    assert decision.effect_pct is not None and decision.effect_pct > 8.0
+
+
+def test_a_noise_floor_keeps_identical_pairs_from_blocking_on_nothing() -> None:
+    exact = [(100.0, 98.0)] * 6  # no spread at all: 2 % is a certainty without a floor
+    assert paired_decide(exact, policy=POLICY).verdict is Verdict.WARN
+    floored = PairedPolicy(min_drop_pct=1.0, noise_floor_pct=2.0, max_pairs=6)
+    assert paired_decide(exact, policy=floored).verdict is not Verdict.BLOCK
+
+
+@pytest.mark.parametrize("max_pairs", [3, 8, 16])
+def test_the_looks_share_the_false_alarm_rate(max_pairs: int) -> None:
+    policy = PairedPolicy(max_pairs=max_pairs)
+    shares = [policy.look_share(last=n == max_pairs) for n in range(3, max_pairs + 1)]
+    assert math.isclose(sum(shares), 1.0)
+
+
+def test_unchanged_code_blocks_at_most_at_the_false_alarm_rate() -> None:
+    """The bench's stopping rule on unchanged code, 4000 times: no BLOCK expected (0.1 %)."""
+    rng = random.Random(7)
+    blocks = 0
+    for _ in range(4000):
+        taken: list[tuple[float, float]] = []
+        while True:
+            noise = (math.exp(rng.gauss(0, 0.02)), math.exp(rng.gauss(0, 0.02)))
+            taken.append((100.0 * noise[0], 100.0 * noise[1]))
+            decision = paired_decide(taken, policy=POLICY)
+            if not decision.need_more:
+                break
+        blocks += decision.verdict is Verdict.BLOCK
+    assert blocks <= 4  # 0.1 % of 4000 is 4; the Bonferroni split keeps it well under
