@@ -19,10 +19,11 @@ from perfgate.baselines.seed import bucket_hashes
 from perfgate.baselines.store import BaselineStore, samples_from_result
 from perfgate.config import load_config
 from perfgate.git import git
+from perfgate.judge.calibration import BucketNoise, NoiseCalibration, write_calibration
 from perfgate.judge.gate import Row, evaluate
 from perfgate.judge.verdicts import Reason
 from perfgate.result import Result
-from tests.factories import make_result
+from tests.factories import make_result, with_metric
 from tests.paths import ROOT
 
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
@@ -33,6 +34,9 @@ gate:
   target_branches: [main]
   protected_branches: [main]
   policy: POLICY
+  # The site draws the window's verdict: the gate's own under confirm: repeat (pairs are
+  # never stored, so a paired gate's confirmation cannot be redrawn).
+  confirm: repeat
   baseline: {min_samples: 6, min_runs: 3, max_runs: 8, max_samples: 16}
 defaults:
   driver: command
@@ -42,6 +46,12 @@ defaults:
 buckets:
   - task: cartpole
     backends: [{physics: numpy}]
+"""
+# A second metric (with_startup): judged with its own direction and minimum drop.
+STARTUP = """\
+    metrics:
+      - {name: startup_s, path: runtime.startup_time_s.env_creation, direction: lower,
+         unit: s, min_drop_pct: 20}
 """
 # Per commit: the run's three repeats, about 0.6 % noise. Commit 7 is one wild run, a 10 %
 # drop lands at commit 12, and commit 19 wins 8 % of it back; commit 22 is a noisy run.
@@ -76,6 +86,8 @@ class GatedHistory:
     repo: Path
     shas: tuple[str, ...]
     gate_said: tuple[GateSaid, ...]
+    # The gate's word on the startup_s metric of each run (with_startup only).
+    startup_said: tuple[GateSaid, ...] = ()
 
 
 def commit(repo: Path, message: str) -> str:
@@ -99,12 +111,14 @@ def _result(config_path: Path, sha: str, values: tuple[float, ...], index: int) 
     )
 
 
-def _said(row: Row) -> GateSaid:
-    assert row.judgement is not None and row.judgement.decision is not None
-    decision = row.judgement.decision
+def _said(row: Row, metric: int = 0) -> GateSaid:
+    assert row.judgement is not None
+    judged_metric = row.judgement.metrics[metric]
+    decision = judged_metric.decision
+    assert decision is not None
     judged = Reason.INSUFFICIENT_WINDOW not in decision.reasons
     return GateSaid(
-        verdict=row.verdict.label,
+        verdict=(row.verdict if metric == 0 else judged_metric.verdict).label,
         baseline=decision.baseline if judged else None,
         warn_line=decision.warn_line if judged else None,
         block_line=decision.block_line if judged else None,
@@ -113,27 +127,62 @@ def _said(row: Row) -> GateSaid:
     )
 
 
-def gated_history(root: Path, *, scale: float = 1.0, policy: str = "calibrated") -> GatedHistory:
-    """FIGURES (times ``scale``) at commits of main, run by run; the gate's word on each."""
+def gated_history(
+    root: Path,
+    *,
+    scale: float = 1.0,
+    policy: str = "calibrated",
+    measured_noise_pct: float | None = None,
+    with_startup: bool = False,
+) -> GatedHistory:
+    """FIGURES (times ``scale``) at commits of main, run by run; the gate's word on each.
+
+    With ``measured_noise_pct``, gate.calibration names a noise calibration that measured
+    the bucket's experiment with that noise (runner-to-runner and per sample). With
+    ``with_startup``, the bucket declares a second metric, ``startup_s`` (lower is better,
+    its own 20 % minimum drop), each run's startup the inverse of its throughput.
+    """
     repo = root / "repo"
     git("init", "-q", "-b", "main", str(repo))
     config_path = repo / "perfgate.yaml"
-    config_path.write_text(CONFIG.replace("POLICY", policy), encoding="utf-8")
+    config_text = CONFIG.replace("POLICY", policy)
+    if measured_noise_pct is not None:
+        config_text = config_text.replace(
+            "  confirm: repeat\n", "  confirm: repeat\n  calibration: noise.json\n"
+        )
+    if with_startup:
+        config_text += STARTUP
+    config_path.write_text(config_text, encoding="utf-8")
+    if measured_noise_pct is not None:
+        launch, benchmark = bucket_hashes(load_config(config_path).buckets[0])
+        noise = BucketNoise(
+            bucket="cartpole/numpy", hardware="cpu-test", launch_hash=launch,
+            benchmark_hash=benchmark, noise_pct=measured_noise_pct, df=40.0,
+            run_noise_pct=measured_noise_pct, run_df=20.0, modes=1,
+            noise_floor_pct=measured_noise_pct,
+        )  # fmt: skip
+        write_calibration(NoiseCalibration(buckets=(noise,)), repo / "noise.json")
     shas = [commit(repo, f"c{i}") for i in range(len(FIGURES))]
     config = load_config(config_path)
     store = BaselineStore(repo, branch="perf-baselines", remote=None)
-    said = []
+    said, startup_said = [], []
     start = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
     for index, (sha, repeats) in enumerate(zip(shas, FIGURES, strict=True)):
         git("checkout", "-q", "--detach", sha, cwd=repo)
         result = _result(config_path, sha, tuple(v * scale for v in repeats), index)
-        said.append(_said(evaluate(config, config.buckets, [result], store).rows[0]))
+        if with_startup:
+            result = with_metric(result, "startup_s", tuple(1000.0 / v for v in repeats))
+        (row,) = evaluate(config, config.buckets, [result], store).rows
+        said.append(_said(row))
+        startup_said.extend([_said(row, metric=1)] if with_startup else [])
         samples = samples_from_result(
             result, trusted_source="perf", timestamp=start + timedelta(hours=index)
         )
         store.append(samples, f"publish {sha[:7]}")
     git("checkout", "-q", "main", cwd=repo)
-    return GatedHistory(repo=repo, shas=tuple(shas), gate_said=tuple(said))
+    return GatedHistory(
+        repo=repo, shas=tuple(shas), gate_said=tuple(said), startup_said=tuple(startup_said)
+    )
 
 
 DEMO_CONFIG = """\

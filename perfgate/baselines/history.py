@@ -87,6 +87,8 @@ class Series:
 
     bucket: Bucket
     hardware: str
+    # The bucket's name for the metric (the primary, or one of its ``metrics``) and its path.
+    metric: str
     metric_path: str
     unit: str
     direction: str
@@ -161,15 +163,16 @@ def _series(
     )
     by_metric: dict[str, list[Sample]] = defaultdict(list)
     for sample in samples:
-        by_metric[sample.metric_path].append(sample)
+        by_metric[sample.metric].append(sample)
     if not by_metric:
-        by_metric[bucket.metric.path] = []
+        by_metric[bucket.metric.name] = []
     for metric, chosen in by_metric.items():
         first = chosen[0] if chosen else None
         yield Series(
             bucket=bucket,
             hardware=hardware,
-            metric_path=metric,
+            metric=metric,
+            metric_path=first.metric_path if first else bucket.metric.path,
             unit=first.unit if first else bucket.metric.unit,
             direction=first.direction if first else bucket.metric.direction.value,
             runs=tuple(group_runs(chosen, history.commits)),

@@ -93,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.baselines.store import open_store
     from perfgate.console import say
     from perfgate.errors import UsageError
+    from perfgate.judge.calibration import configured_calibration
     from perfgate.report.rule import TrendRule
     from perfgate.report.trend import build_site
 
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         min_samples=config.gate.baseline.min_samples,
         hardware=tuple(args.hardware),
     )
-    rule = TrendRule.of(config.gate, config.buckets)
+    rule = TrendRule.of(config.gate, config.buckets, configured_calibration(config))
     site = build_site(
         history, rule=rule, out=args.out, last=args.last, title=args.title, jobs=args.jobs
     )

@@ -12,30 +12,65 @@ neither can disagree with a gate run.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from perfgate.baselines.history import Run, Series, windows_before
-from perfgate.config import Bucket, Direction, GatePolicy, PolicyName
+from perfgate.config import PRIMARY, Bucket, ConfirmMode, Direction, GatePolicy, Metric, PolicyName
+from perfgate.judge.calibration import NoiseCalibration
 from perfgate.judge.oracle import judge_run, policy_for, window_sample_limit
+from perfgate.judge.stats import Calibration, Policy, ReferencePolicy
 from perfgate.judge.verdicts import Reason
 
 
 @dataclass(frozen=True, kw_only=True)
 class TrendRule:
-    """The gate's policy and the window limit it reads with (set by the whole matrix)."""
+    """The gate's policy, the window limit it reads with (set by the whole matrix) and the
+    noise calibration it reads (``gate.calibration``)."""
 
     gate: GatePolicy
     window_limit: int
+    calibration: NoiseCalibration | None = None
 
     @classmethod
-    def of(cls, gate: GatePolicy, buckets: Sequence[Bucket]) -> TrendRule:
+    def of(
+        cls,
+        gate: GatePolicy,
+        buckets: Sequence[Bucket],
+        calibration: NoiseCalibration | None = None,
+    ) -> TrendRule:
         """The rule for a perfgate.yaml: ``buckets`` is its whole matrix, as the gate reads."""
-        return cls(gate=gate, window_limit=window_sample_limit(gate, buckets))
+        return cls(
+            gate=gate, window_limit=window_sample_limit(gate, buckets), calibration=calibration
+        )
+
+    def run_policy(self, series: Series, run: Run) -> tuple[Policy, Calibration | None]:
+        """The rule one run of ``series`` is judged with, as the gate's ``evaluate`` sets it.
+
+        Each metric has its own policy; the calibration measured for the run's experiment
+        (bucket, hardware, launch and benchmark hash) applies to the primary alone.
+        """
+        policy = policy_for(series.bucket, self.gate, series.hardware, declared(series))
+        if series.metric != PRIMARY or self.calibration is None:
+            return policy, None
+        first = run.samples[0]
+        measured = self.calibration.for_experiment(
+            (series.bucket.id, series.hardware, first.launch_hash, first.benchmark_hash)
+        )
+        if measured is None:
+            return policy, None
+        if isinstance(policy, ReferencePolicy):
+            return replace(policy, noise_floor_pct=measured.noise_floor_pct), None
+        return policy, measured.for_rule()
 
     @property
     def window_runs(self) -> int | None:
         """The nearest runs of a window the rule judges with (None: it counts samples only)."""
         return None if self.gate.policy is PolicyName.REFERENCE else self.gate.baseline.max_runs
+
+    @property
+    def paired(self) -> bool:
+        """True when the gate confirms by pairs, which the store does not keep (R5)."""
+        return self.gate.confirm is ConfirmMode.PAIRED
 
     @property
     def window_needs(self) -> str:
@@ -72,21 +107,21 @@ class JudgedRun:
 
 def judge_series(series: Series, rule: TrendRule) -> list[JudgedRun]:
     """Every run of ``series`` judged against the window before it, oldest first."""
-    bucket, hardware = series.bucket, series.hardware
     direction = Direction(series.direction)
-    floors = bucket.floors_for(hardware)
-    policy = policy_for(bucket, rule.gate, hardware)
+    floors = series.bucket.floors_for(series.hardware, series.metric)
     judged = []
     for run, window in zip(
         series.runs, windows_before(series.runs, rule.window_limit, rule.window_runs), strict=True
     ):
         runs = window.runs()
+        policy, calibration = rule.run_policy(series, run)
         judgement = judge_run(
             run.values,
             runs,
             direction=direction,
             floors=floors,
             policy=policy,
+            calibration=calibration,
             retried=run.retried,
         )
         decision, figure = judgement.decision, judgement.value
@@ -115,3 +150,18 @@ def judge_series(series: Series, rule: TrendRule) -> list[JudgedRun]:
             )
         )
     return judged
+
+
+def declared(series: Series) -> Metric:
+    """The bucket's declaration of the series' metric; one it no longer declares is judged
+    with the gate's defaults, as a metric without settings of its own would be."""
+    bucket = series.bucket
+    for metric in (bucket.metric, *bucket.metrics):
+        if metric.name == series.metric:
+            return metric
+    return Metric(
+        path=series.metric_path,
+        direction=Direction(series.direction),
+        unit=series.unit,
+        name=series.metric,
+    )

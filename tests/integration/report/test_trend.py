@@ -20,6 +20,7 @@ import pytest
 from perfgate.baselines.history import read_history
 from perfgate.baselines.store import BaselineStore
 from perfgate.config import load_config
+from perfgate.judge.calibration import configured_calibration
 from perfgate.report.rule import JudgedRun, TrendRule, judge_series
 from perfgate.report.trend import judged_series
 from tests.trend_stores import FIGURES, RUNNERS, GatedHistory, GateSaid, gated_history
@@ -39,7 +40,8 @@ def shown(gated: GatedHistory) -> tuple[list[JudgedRun], list[GateSaid]]:
     store = BaselineStore(repo, branch="perf-baselines", remote=None)
     history = read_history(store, config.buckets, target_branch="main", min_samples=6)
     (series,) = history.series()
-    judged = judge_series(series, TrendRule.of(config.gate, config.buckets))
+    rule = TrendRule.of(config.gate, config.buckets, configured_calibration(config))
+    judged = judge_series(series, rule)
     assert [j.run.commit.sha for j in judged] == shas
     assert [j.run.values for j in judged] == list(FIGURES)
     return judged, [
@@ -98,6 +100,33 @@ def _perfgate(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+def test_a_calibrated_bucket_is_drawn_with_its_measured_noise(
+    gated: GatedHistory, tmp_path: Path
+) -> None:
+    """gate.calibration: the site judges each run with the noise the pool measured, as the gate."""
+    calibrated = gated_history(tmp_path / "calibrated", measured_noise_pct=4.0)
+    _, said = shown(calibrated)
+    assert said == list(calibrated.gate_said)
+    # Measured noise of 4 % hides the 10 % drop's BLOCK the uncalibrated rule gives.
+    assert [s.verdict for s in said] != [s.verdict for s in gated.gate_said]
+
+
+def test_each_metric_is_drawn_with_its_own_rule(tmp_path: Path) -> None:
+    """A bucket's second metric: its own series, judged with its own direction and minimum."""
+    gated = gated_history(tmp_path, with_startup=True)
+    config = load_config(gated.repo / "perfgate.yaml")
+    store = BaselineStore(gated.repo, branch="perf-baselines", remote=None)
+    history = read_history(store, config.buckets, target_branch="main", min_samples=6)
+    primary, startup = history.series()
+    assert (primary.metric, startup.metric) == ("primary", "startup_s")
+    judged = judge_series(startup, TrendRule.of(config.gate, config.buckets))
+    assert [j.verdict for j in judged] == [s.verdict for s in gated.startup_said]
+    assert [j.block_line for j in judged] == [s.block_line for s in gated.startup_said]
+    # The 10 % drop BLOCKs the throughput; startup's own 20 % minimum does not block it.
+    assert "BLOCK" in {s.verdict for s in gated.gate_said}
+    assert "BLOCK" not in {j.verdict for j in judged}
+
+
 def test_report_writes_an_offline_site(gated: GatedHistory, tmp_path: Path) -> None:
     repo, shas, gate_said = gated.repo, gated.shas, gated.gate_said
     site = tmp_path / "site"
@@ -127,8 +156,14 @@ def test_report_writes_an_offline_site(gated: GatedHistory, tmp_path: Path) -> N
             assert (base / ref).resolve().is_file(), ref
     assert (site / "assets" / "plotly.min.js").stat().st_size > 1_000_000
 
+    assert "those pairs are not stored" not in text  # confirm: repeat draws the gate's own
+
+    config = repo / "perfgate.yaml"
+    config.write_text(config.read_text().replace("confirm: repeat", "confirm: paired"))
     again = _perfgate(repo, "report", "--out", str(site))
     assert again.returncode == 0, again.stderr
+    # A paired gate's confirmation is not stored: the page says it draws the window's verdict.
+    assert "those pairs are not stored" in page.read_text(encoding="utf-8")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "keep.txt").write_text("mine", encoding="utf-8")
     refused = _perfgate(repo, "report", "--out", str(tmp_path / "other"))
