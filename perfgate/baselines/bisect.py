@@ -313,10 +313,12 @@ def step_sampling(bucket: Bucket, gate: GatePolicy, repeats: int) -> SamplingPla
     """A step's samples: ``repeats``, then more on suspicion as the bench takes them (R5).
 
     The confirmation budget is the bucket's (``max_repeats``, ``repeat_budget_minutes``)
-    when perfgate.yaml confirms (``gate.confirm: repeat``); a step never takes fewer than
-    ``repeats``.
+    when perfgate.yaml confirms at all; a step never takes fewer than ``repeats``. A step
+    has no merge base to pair with (its window is the commits found GOOD), so under
+    ``gate.confirm: paired`` it confirms by repeats, as the bench does without a base.
     """
-    planned = SamplingPlan.for_bucket(bucket, gate.confirm)
+    confirm = ConfirmMode.OFF if gate.confirm is ConfirmMode.OFF else ConfirmMode.REPEAT
+    planned = SamplingPlan.for_bucket(bucket, confirm)
     return replace(planned, repeats=repeats, max_repeats=max(repeats, planned.max_repeats))
 
 

@@ -99,6 +99,8 @@ WINDOW = [(100.2, 99.6, 100.4), (99.8, 100.5, 99.9), (100.1, 99.3, 100.0),
 def test_a_step_samples_like_the_bench_from_its_own_repeats() -> None:
     sampling = step_sampling(bucket(), GatePolicy(), repeats=3)
     assert (sampling.repeats, sampling.max_repeats, sampling.confirm) == (3, 10, ConfirmMode.REPEAT)
+    # A step has no merge base to pair with: under confirm: paired it confirms by repeats.
+    assert GatePolicy().confirm is ConfirmMode.PAIRED
     fixed = step_sampling(bucket(), GatePolicy(confirm=ConfirmMode.OFF), repeats=3)
     assert (fixed.repeats, fixed.max_repeats) == (3, 3)  # a step never takes fewer
     policy = step_policy(bucket(), GatePolicy(), "cpu-test", sampling)
