@@ -23,20 +23,20 @@ INSTALL_INPUTS = ("pyproject.toml", "noxfile.py")
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 
 
-def _install(session: nox.Session, *groups: str) -> None:
+def _install(session: nox.Session, *groups: str, extras: str = "demo") -> None:
     """Install perfgate (editable, with the demo extra) and dependency groups, once per change.
 
     A warm session skips pip entirely when the marker in its virtualenv matches the
     install inputs, so `nox -s bench` costs little more than the benchmark.
     """
-    digest = hashlib.sha256(repr(groups).encode())
+    digest = hashlib.sha256(repr((groups, extras)).encode())
     for name in INSTALL_INPUTS:
         digest.update(Path(name).read_bytes())
     marker = Path(session.virtualenv.location) / ".perfgate-installed"
     if marker.is_file() and marker.read_text(encoding="utf-8") == digest.hexdigest():
         session.log("perfgate and its dependencies are installed and current")
         return
-    session.install("-e", ".[demo]")
+    session.install("-e", f".[{extras}]")
     for group in groups:
         session.install(*nox.project.dependency_groups(PYPROJECT, group))
     marker.write_text(digest.hexdigest(), encoding="utf-8")
@@ -49,14 +49,14 @@ def _call(session: nox.Session, *args: str) -> int:
     return subprocess.call([python, "-m", "perfgate", *args])
 
 
-def _perfgate(session: nox.Session, verb: str) -> None:
+def _perfgate(session: nox.Session, verb: str, extras: str = "demo") -> None:
     """Install perfgate and run ``python -m perfgate VERB``, keeping its exit code.
 
     ``session.run`` turns every failure into nox's exit 1; perfgate's codes (DESIGN.md
     R8: 1 BLOCK, 2 HARD_FAILURE, 3 malfunction, 4 usage) must reach CI unchanged.
     """
     try:
-        _install(session)
+        _install(session, extras=extras)
     except nox.command.CommandFailed:
         # Not being able to install perfgate is the gate malfunctioning, never a verdict.
         raise SystemExit(3) from None
@@ -96,6 +96,18 @@ def verify_baselines(session: nox.Session) -> None:
 
 
 @nox.session(tags=["run"])
+def report(session: nox.Session) -> None:
+    """Build the trend site (static HTML charts of every bucket's history) into --out DIR."""
+    _perfgate(session, "report", extras="demo,report")
+
+
+@nox.session(tags=["run"])
+def bisect(session: nox.Session) -> None:
+    """Find the first commit where a bucket regressed (dry run unless --execute)."""
+    _perfgate(session, "bisect")
+
+
+@nox.session(tags=["run"])
 def qualify(session: nox.Session) -> None:
     """Say whether the runner pool is stable enough for the gate to block; writes no baselines."""
     _perfgate(session, "qualify")
@@ -115,10 +127,12 @@ def roll_era(session: nox.Session) -> None:
 
 @nox.session(tags=["perf"])
 def perf(session: nox.Session) -> None:
-    """Benchmark the gate and the store under load (``-- --quick`` for CI); hostile input costs."""
-    _install(session)
+    """Benchmark the gate, the store under load and the trend site (``-- --quick`` for CI);
+    hostile input costs."""
+    _install(session, extras="demo,report")
     session.run("python", "tests/perf/gate_scaling.py", *session.posargs)
     session.run("python", "tests/perf/input_limits.py")
+    session.run("python", "tests/perf/trend_scaling.py", *session.posargs)
     if "--quick" not in session.posargs:
         # A warm `nox -s bench` against `python -m perfgate bench`, side by side.
         session.run("python", "tests/perf/warm_loop.py")
@@ -141,6 +155,25 @@ def unit(session: nox.Session) -> None:
     """Run the test suite (unit and integration)."""
     _install(session, "test")
     session.run("pytest", *session.posargs)
+
+
+@nox.session(tags=["check"])
+def browser(session: nox.Session) -> None:
+    """Open the trend site in headless Chromium (Debian's chromium; Playwright drives it).
+
+    Kept out of `unit`, which stays fast: it seeds a demo store and starts a browser.
+    Needs `apt-get install -y chromium`; without it the tests skip and say so (fail with
+    PERFGATE_REQUIRE_BROWSER=1, as .ci/run sets).
+    """
+    _install(session, "test", "browser", extras="demo,report")
+    session.run("pytest", "tests/browser", *session.posargs)
+
+
+@nox.session(tags=["check"])
+def screenshot(session: nox.Session) -> None:
+    """Regenerate the README's picture of a bucket page (docs/trend-bucket.png)."""
+    _install(session, "test", "browser", extras="demo,report")
+    session.run("python", "tests/browser/screenshot.py", *session.posargs)
 
 
 @nox.session(tags=["check"])

@@ -507,6 +507,22 @@ class Bucket:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ReportSpec:
+    """The ``report`` block: where the trend site goes after each publish."""
+
+    # Deploy to GitHub Pages; otherwise the push workflow uploads the site as an artifact.
+    pages: bool = False
+    # The published site's root: the PR summary links each bucket to its page there.
+    url: str | None = None
+
+    def page_url(self, file_stem: str) -> str | None:
+        """The URL of a bucket's page on the published site, when one is configured."""
+        if self.url is None:
+            return None
+        return f"{self.url.rstrip('/')}/buckets/{file_stem}.html"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Config:
     """A validated perfgate.yaml."""
 
@@ -521,6 +537,7 @@ class Config:
     notices: tuple[str, ...] = ()
     # workflows.action_ref: how workflows reference the composite actions (self or local).
     action_ref: ActionRef = ActionRef.SELF
+    report: ReportSpec = field(default_factory=ReportSpec)
     admission: AdmissionPolicy = field(default_factory=AdmissionPolicy)
 
     def bucket_ids(self) -> tuple[str, ...]:
@@ -682,6 +699,7 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
         qualify=qualify,
         perfgate_source=source,
         action_ref=ActionRef(data.get("workflows", {}).get("action_ref", ActionRef.SELF)),
+        report=ReportSpec(**data.get("report", {})),
         notices=_deprecations(document, gate),
         admission=_admission_policy(data.get("admission", {})),
     )

@@ -378,10 +378,17 @@ class Window:
 
     def runs(self) -> list[list[float]]:
         """The figures grouped by the run that took them (commit and timestamp), nearest first."""
+        return list(self._by_run().values())
+
+    def run_commits(self) -> list[str]:
+        """The commit of each of :meth:`runs`, in the same order."""
+        return [commit for commit, _ in self._by_run()]
+
+    def _by_run(self) -> dict[tuple[str, str], list[float]]:
         grouped: dict[tuple[str, str], list[float]] = {}
         for entry in self.entries:
             grouped.setdefault((entry.commit, entry.timestamp), []).append(entry.value)
-        return list(grouped.values())
+        return grouped
 
 
 def select_window(

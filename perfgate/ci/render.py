@@ -44,6 +44,8 @@ RUN_LABEL = "perf-gate"
 #: Artifact names shared by the bench, gate and comment templates.
 RESULT_ARTIFACT_PREFIX = "perfgate-result-"
 REPORT_ARTIFACT = "perfgate-report"
+TREND_ARTIFACT = "perfgate-trend"
+BISECT_ARTIFACT = "perfgate-bisect"
 PENDING_ARTIFACT = "perfgate-pending-samples"
 #: The qualification workflow's artifacts: results and logs per allocation, one report.
 QUALIFY_RESULT_PREFIX = "perfgate-qualify-result-"
@@ -339,14 +341,27 @@ def perfgate_source(site: Site) -> str:
 
 SESSION_VERBS = (
     "bench",
+    "bisect",
     "gate",
     "publish",
+    "report",
     "qualify",
     "resolve-image",
     "roll-era",
     "seed",
     "verify-baselines",
 )
+
+
+def report_requirement(site: Site) -> str:
+    """What the report action installs for the charts: perfgate with its ``report`` extra.
+
+    Empty in perfgate's own tree, whose ``report`` session installs the extra itself.
+    """
+    if site.self_ci:
+        return ""
+    name, rest = re.match(r"([A-Za-z0-9][A-Za-z0-9._-]*)(.*)", perfgate_source(site)).groups()  # type: ignore[union-attr]
+    return f"{name}[report]{rest}"
 
 
 def perfgate_commands(site: Site) -> dict[str, Raw]:
@@ -413,6 +428,9 @@ def _common(site: Site) -> dict[str, Any]:
         "run_label": RUN_LABEL,
         "result_artifact_glob": RESULT_ARTIFACT_PREFIX + "*",
         "report_artifact": REPORT_ARTIFACT,
+        "trend_artifact": TREND_ARTIFACT,
+        "bisect_artifact": BISECT_ARTIFACT,
+        "report_requirement": report_requirement(site),
         "pending_artifact": PENDING_ARTIFACT,
         # Names of one allocation's artifacts: the prefix and the action's run-label input.
         "qualify_result_name": _quoted(QUALIFY_RESULT_PREFIX + "${{ inputs.run-label }}"),
@@ -448,6 +466,14 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
         # paired one checks out the merge base: both need the whole history.
         "confirm": gate.confirm is not ConfirmMode.OFF,
         "gate_jobs": gate_jobs(),
+        "report": {
+            "condition": _quoted(
+                "!cancelled() && needs.config.outputs.run == 'true' && "
+                "needs.publish.result == 'success'"
+            ),
+            # Rendered as the action input's string, and decides whether a deploy job exists.
+            "pages": "true" if site.config.report.pages else "false",
+        },
     }
 
 
@@ -505,6 +531,17 @@ def seed_workflow_context(site: Site) -> dict[str, Any]:
         **_common(site),
         "seed_jobs": seed_jobs(site.config),
         "image_target": seed_image_target(site.config),
+    }
+
+
+def bisect_workflow_context(site: Site) -> dict[str, Any]:
+    """Context of the bisect workflow."""
+    return {
+        **_common(site),
+        "bucket_ids": list(site.config.bucket_ids()),
+        # Bisecting benchmarks like bench does, so it needs the same image (R11).
+        "resolve_image": site.config.image is not None,
+        "image_target": site.config.gate.target_branches[0],
     }
 
 
@@ -618,6 +655,8 @@ _ACTIONS = (
     "gate",
     "publish-baseline",
     "seed",
+    "report",
+    "bisect",
     "qualify-bench",
     "qualify",
 )
@@ -644,6 +683,11 @@ def targets(site: Site) -> list[tuple[str, str, dict[str, Any]]]:
             "workflows/perfgate-seed.yml.j2",
             ".github/workflows/perfgate-seed.yml",
             seed_workflow_context(site),
+        ),
+        (
+            "workflows/perfgate-bisect.yml.j2",
+            ".github/workflows/perfgate-bisect.yml",
+            bisect_workflow_context(site),
         ),
         (
             "workflows/perfgate-qualify.yml.j2",

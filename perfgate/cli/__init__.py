@@ -17,6 +17,7 @@ from types import FrameType
 from perfgate import __version__
 from perfgate.cli import (
     bench,
+    bisect,
     ci,
     compare,
     config,
@@ -25,6 +26,7 @@ from perfgate.cli import (
     post_report,
     publish,
     qualify,
+    report,
     reseed,
     roll_era,
     seed,
@@ -43,7 +45,9 @@ VERB_MODULES = (
     post_report,
     publish,
     seed,
+    bisect,
     verify,
+    report,
     reseed,
     qualify,
     image,

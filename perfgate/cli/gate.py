@@ -102,7 +102,11 @@ def run(args: argparse.Namespace) -> int:
         from perfgate.github.post import post_from_run, say_published
 
         published = post_from_run(
-            report_json(report), run, os.environ.get("GITHUB_TOKEN"), stream=out
+            report_json(report),
+            run,
+            os.environ.get("GITHUB_TOKEN"),
+            stream=out,
+            trend_url=report.trend_url,
         )
         if published is not None:
             say_published(published, run.head_sha or "", run.pr_number)

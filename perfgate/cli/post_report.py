@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from perfgate.cli.common import Verbs, add_config, add_verb
+from perfgate.config import load_config
 from perfgate.errors import ExitCode, UsageError
 
 
@@ -87,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
         head_sha=handoff.head_sha,
         pr_number=handoff.pr_number,
         run_url=handoff.run_url,
+        # This job runs the default branch's code and config: its report.url is trusted.
+        trend_url=load_config(args.config).report.url,
     )
     say_published(published, handoff.head_sha, handoff.pr_number)
     return ExitCode.OK

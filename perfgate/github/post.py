@@ -138,9 +138,11 @@ def footer(head_sha: str, run_url: str | None) -> str:
     return f"_Updated for {md_text(sha)}{link}_"
 
 
-def comment_body(verdict: Mapping[str, Any], *, head_sha: str, run_url: str | None) -> str:
+def comment_body(
+    verdict: Mapping[str, Any], *, head_sha: str, run_url: str | None, trend_url: str | None = None
+) -> str:
     """Marker + summary re-rendered from verdict.json + footer, within GitHub's size limit."""
-    summary = summary_from_verdict(verdict)
+    summary = summary_from_verdict(verdict, trend_url=trend_url)
     if len(summary) > COMMENT_LIMIT:
         kept: list[str] = []
         size = 0
@@ -229,8 +231,12 @@ def publish(
     head_sha: str,
     pr_number: int | None,
     run_url: str | None,
+    trend_url: str | None = None,
 ) -> Published:
-    """Post the statuses on the PR head commit (never the merge commit), then the comment."""
+    """Post the statuses on the PR head commit (never the merge commit), then the comment.
+
+    ``trend_url``, the trusted config's ``report.url``, links each bucket to its trend page.
+    """
     statuses = plan_statuses(verdict, run_url)
     for status in statuses:
         client.create_status(
@@ -242,7 +248,7 @@ def publish(
         )
     comment = None
     if pr_number is not None:
-        body = comment_body(verdict, head_sha=head_sha, run_url=run_url)
+        body = comment_body(verdict, head_sha=head_sha, run_url=run_url, trend_url=trend_url)
         comment = upsert_comment(client, pr_number, body)
     return Published(statuses=statuses, comment=comment)
 
@@ -265,6 +271,7 @@ def post_from_run(
     *,
     client: GitHubClient | None = None,
     stream: TextIO = sys.stdout,
+    trend_url: str | None = None,
 ) -> Published | None:
     """``gate --post``: post when this run can write; otherwise print exactly one notice.
 
@@ -289,6 +296,7 @@ def post_from_run(
             head_sha=run.head_sha,
             pr_number=run.pr_number if run.is_pull_request else None,
             run_url=run.run_url,
+            trend_url=trend_url,
         )
     except GitHubPermissionError:
         _notice(verdict, "the token may not write statuses or comments here", run.run_url, stream)

@@ -68,12 +68,17 @@ class BucketNoise:
 
     def measures(self, result: Result) -> bool:
         """True when this entry measured ``result``'s experiment: bucket, hardware, hashes."""
-        return (
-            self.bucket == result.bucket.id
-            and self.hardware == result.hardware.slug
-            and self.launch_hash == result.identity.launch_hash
-            and self.benchmark_hash == result.identity.benchmark_hash
+        return self.experiment == (
+            result.bucket.id,
+            result.hardware.slug,
+            result.identity.launch_hash,
+            result.identity.benchmark_hash,
         )
+
+    @property
+    def experiment(self) -> tuple[str, str, str, str]:
+        """(bucket, hardware, launch hash, benchmark hash): what this entry measured."""
+        return (self.bucket, self.hardware, self.launch_hash, self.benchmark_hash)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,6 +91,10 @@ class NoiseCalibration:
     def for_result(self, result: Result) -> BucketNoise | None:
         """The entry that measured ``result``'s experiment, if any."""
         return next((entry for entry in self.buckets if entry.measures(result)), None)
+
+    def for_experiment(self, experiment: tuple[str, str, str, str]) -> BucketNoise | None:
+        """The entry that measured ``experiment`` (bucket, hardware, launch and benchmark hash)."""
+        return next((entry for entry in self.buckets if entry.experiment == experiment), None)
 
     def stale_for(self, result: Result) -> BucketNoise | None:
         """An entry for ``result``'s bucket and hardware measured for another experiment."""

@@ -120,6 +120,8 @@ class GateReport:
     # One line per machine fingerprint seen: GPU, driver, clocks, throttling (run context).
     machines: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    # The published trend site (perfgate.yaml report.url): summaries link each bucket there.
+    trend_url: str | None = None
 
     @property
     def status_state(self) -> str:
@@ -449,6 +451,7 @@ def build_report(
         hardware=tuple(sorted({r.hardware.slug for r in reported})),
         machines=tuple(sorted({r.hardware.describe() for r in reported})),
         notes=tuple(all_notes),
+        trend_url=config.report.url,
     )
 
 

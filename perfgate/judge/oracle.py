@@ -460,16 +460,8 @@ def judge(
             ]
         if result.set_aside and not any(s.reason is Reason.CONTAMINATED for s in signals):
             signals.append(_contamination_signal(result, unconfirmed=False))
-    verdict = max((s.verdict for s in signals), key=lambda v: v.severity)
-    if verdict.level is Verdict.PASS and result.health.retried:
-        signals.append(
-            Signal(
-                reason=Reason.RETRIED_PASS,
-                verdict=Verdict.WARN,
-                detail=f"passed only after {result.health.attempts} attempts",
-            )
-        )
-        verdict = Verdict.WARN
+    retried = f"{result.health.attempts} attempts" if result.health.retried else None
+    verdict = _worst(signals, retried=retried)
     paired = judged[0].paired if judged else None
     return Judgement(
         verdict=verdict,
@@ -481,6 +473,52 @@ def judge(
         paired=paired,
         confirmation=_confirmation(result, paired),
     )
+
+
+def judge_run(
+    samples: Sequence[float],
+    window: Sequence[Sequence[float]],
+    *,
+    direction: Direction,
+    floors: Sequence[Floor],
+    policy: Policy,
+    calibration: Calibration | None = None,
+    retried: bool = False,
+) -> Judgement:
+    """Judge a stored run's samples against its window, as :func:`judge` judges a metric.
+
+    The trend site judges the runs the baseline branch holds with it, so a chart draws the
+    verdict and lines the rule gave. Paired comparisons are never stored, so this is the
+    window's verdict: what the gate says under ``gate.confirm: repeat`` or ``off``.
+    """
+    value = statistics.median(samples)
+    decision = decide(
+        window, samples, direction=direction, policy=policy, calibration=calibration, final=True
+    )
+    signals = [*_floor_signals(value, floors, direction), *_window_signals(decision)]
+    verdict = _worst(signals, retried="a retry" if retried else None)
+    return Judgement(
+        verdict=verdict,
+        signals=tuple(signals),
+        value=value,
+        decision=decision,
+        bisect=bisect_label(verdict, None),
+    )
+
+
+def _worst(signals: list[Signal], *, retried: str | None) -> Verdict:
+    """The worst signal's verdict; a pass that needed ``retried`` (a retry) is WARN (R5)."""
+    verdict = max((s.verdict for s in signals), key=lambda v: v.severity)
+    if verdict.level is Verdict.PASS and retried:
+        signals.append(
+            Signal(
+                reason=Reason.RETRIED_PASS,
+                verdict=Verdict.WARN,
+                detail=f"passed only after {retried}",
+            )
+        )
+        verdict = Verdict.WARN
+    return verdict
 
 
 def _judge_metric(

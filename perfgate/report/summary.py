@@ -224,16 +224,29 @@ def _verdict(label: object) -> Verdict:
     )
 
 
+# A bucket id made of plain names: only such an id (verdict.json is untrusted) gets a link.
+_PLAIN_BUCKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}/[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def bucket_cell(bucket: object, trend_url: str | None) -> str:
+    """The bucket's id, linked to its trend page when the config names the published site."""
+    text = md_text(str(bucket))
+    if trend_url is None or not isinstance(bucket, str) or not _PLAIN_BUCKET.fullmatch(bucket):
+        return text
+    return f"[{text}]({trend_url.rstrip('/')}/buckets/{bucket.replace('/', '__')}.html)"
+
+
 def summary_markdown(report: GateReport) -> str:
     """The job summary and PR comment body."""
-    return summary_from_verdict(report_json(report))
+    return summary_from_verdict(report_json(report), trend_url=report.trend_url)
 
 
-def summary_from_verdict(data: Mapping[str, Any]) -> str:
+def summary_from_verdict(data: Mapping[str, Any], trend_url: str | None = None) -> str:
     """The summary rendered from verdict.json alone, every string in it treated as untrusted.
 
     The fork hand-off re-renders a pull request's verdict.json with this, so it never
-    trusts markup that came from the pull request's run.
+    trusts markup that came from the pull request's run. ``trend_url`` (the config's
+    ``report.url``, trusted) links each bucket to its page on the published trend site.
     """
     coverage = _mapping(data.get("coverage"))
     missing = _texts(coverage.get("missing"))
@@ -301,9 +314,10 @@ def summary_from_verdict(data: Mapping[str, Any]) -> str:
         # The bucket's own reasons, where it has them; the verdict's general meaning otherwise.
         why = _clipped("; ".join(_texts(row.get("details")))) if was_reported else ""
         log = _log_cell(_mapping(row.get("log")), data.get("run_url"))
+        linked = bucket_cell(row.get("bucket"), trend_url)
         lines.append(
             _result_line(
-                bucket,
+                linked,
                 verdict,
                 row,
                 confirmation_text(row),

@@ -308,7 +308,7 @@ BAD_CONFIGS = [
         "version: 1\nbukets: []\n" + VALID_BUCKET,
         2,
         "bukets",
-        "allowed keys: admission, buckets, defaults, gate, image, qualify, version",
+        "allowed keys: admission, buckets, defaults, gate, image, qualify, report, version",
     ),
     (
         "unknown_admission_key",
@@ -821,6 +821,27 @@ def test_workflows_perfgate_source_must_be_pinned(
     else:
         with pytest.raises(ConfigError, match=r"workflows\.perfgate_source: .* is not pinned"):
             load_config(path)
+
+
+def test_the_report_block_names_pages_and_the_published_url(tmp_path: Path) -> None:
+    path = tmp_path / "perfgate.yaml"
+    path.write_text(
+        "version: 1\nreport: {pages: true, url: 'https://acme.github.io/lab'}\n"
+        "buckets: [{task: cartpole, backends: [{physics: numpy}]}]\n",
+        encoding="utf-8",
+    )
+    report = load_config(path).report
+    assert report.pages is True
+    assert report.page_url("cartpole__numpy") == (
+        "https://acme.github.io/lab/buckets/cartpole__numpy.html"
+    )
+    path.write_text(
+        "version: 1\nreport: {url: 'javascript:alert(1)'}\n"
+        "buckets: [{task: cartpole, backends: [{physics: numpy}]}]\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError, match=r"report\.url"):
+        load_config(path)
 
 
 def test_an_admission_block_overrides_its_defaults_key_by_key(tmp_path: Path) -> None:

@@ -41,7 +41,12 @@ WRITE_SCOPES = {
         "gate": {},
         "gate-trusted": {"statuses": "write"},
         "publish": {"contents": "write"},
+        "report": {},
+        # Only with report.pages: the one job that may deploy (and prove it with OIDC).
+        "deploy-report": {"pages": "write", "id-token": "write"},
     },
+    # Bisect never writes: it replays and judges, the baseline branch stays untouched.
+    "perfgate-bisect.yml": {"plan": {}, "bisect": {}},
     "perfgate-comment.yml": {"comment": {"pull-requests": "write", "statuses": "write"}},
     "perfgate-seed.yml": {"plan": {}, "seed": {"contents": "write"}},
     "perfgate-era.yml": {
@@ -139,10 +144,12 @@ def test_every_generated_file_has_a_header_naming_template_and_command(rendered:
 
 def test_every_job_has_minimal_explicit_permissions(rendered: Any) -> None:
     """R12: contents: read by default; each write scope only on the one job that needs it."""
-    _, docs = rendered
+    site, docs = rendered
     for name, workflow in _workflows(docs).items():
         assert workflow["permissions"] == {"contents": "read"}, name
-        expected = WRITE_SCOPES[name]
+        expected = dict(WRITE_SCOPES[name])
+        if not site.config.report.pages:
+            expected.pop("deploy-report", None)
         assert set(workflow["jobs"]) == set(expected), name
         for job_id, job in workflow["jobs"].items():
             writes = {k: v for k, v in job["permissions"].items() if v == "write"}

@@ -134,3 +134,22 @@ def test_a_failed_bucket_links_its_log_artifact_on_the_run_page(tmp_path: Path) 
     # Locally there is no artifact: the path of the log file.
     failed["log"] = {"artifact": None, "path": "/w/runs/x/attempt-1/log.txt"}
     assert "log: /w/runs/x/attempt-1/log.txt" in summary_from_verdict(verdict)
+
+
+def test_buckets_link_to_their_trend_pages_when_the_config_names_the_site(
+    tmp_path: Path,
+) -> None:
+    verdict = report_json(mixed_report(tmp_path))
+    site = "https://acme.github.io/lab/"
+    assert "/buckets/" not in summary_from_verdict(verdict)
+    linked = summary_from_verdict(verdict, trend_url=site)
+    for row in verdict["rows"]:
+        stem = row["bucket"].replace("/", "__")
+        assert f"]({site}buckets/{stem}.html)" in linked
+    body = comment_body(verdict, head_sha=HEAD_SHA, run_url=RUN_URL, trend_url=site)
+    assert f"({site}buckets/" in body
+    # An untrusted bucket id that is not a plain name never becomes part of a link.
+    verdict["rows"][0]["bucket"] = "x/../../evil)[a](javascript:alert(1)"
+    hostile = summary_from_verdict(verdict, trend_url=site)
+    assert "evil" in hostile and not re.search(r"(?<!\\)\]\(javascript", hostile)
+    assert hostile.count(f"]({site}buckets/") == len(verdict["rows"]) - 1

@@ -1,0 +1,167 @@
+"""The gate's verdict rule applied along a stored history: the one adapter the trend uses.
+
+Each run is judged as the gate judged it: its window from the store's own selection with
+the gate's sample limit (:func:`perfgate.baselines.history.windows_before`,
+:func:`perfgate.judge.oracle.window_sample_limit`), grouped into runs as the gate groups
+it (``Window.runs``), and every sample of the run judged by the oracle with the bucket's
+policy (:func:`perfgate.judge.oracle.judge_run`, :func:`perfgate.judge.oracle.policy_for`).
+A chart's bands, its level-shift marks and the index's verdicts come from here alone, so
+neither can disagree with a gate run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from perfgate.baselines.history import Run, Series, windows_before
+from perfgate.config import PRIMARY, Bucket, ConfirmMode, Direction, GatePolicy, Metric, PolicyName
+from perfgate.judge.calibration import NoiseCalibration
+from perfgate.judge.oracle import judge_run, policy_for, window_sample_limit
+from perfgate.judge.stats import Calibration, Policy, ReferencePolicy
+from perfgate.judge.verdicts import Reason
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrendRule:
+    """The gate's policy, the window limit it reads with (set by the whole matrix) and the
+    noise calibration it reads (``gate.calibration``)."""
+
+    gate: GatePolicy
+    window_limit: int
+    calibration: NoiseCalibration | None = None
+
+    @classmethod
+    def of(
+        cls,
+        gate: GatePolicy,
+        buckets: Sequence[Bucket],
+        calibration: NoiseCalibration | None = None,
+    ) -> TrendRule:
+        """The rule for a perfgate.yaml: ``buckets`` is its whole matrix, as the gate reads."""
+        return cls(
+            gate=gate, window_limit=window_sample_limit(gate, buckets), calibration=calibration
+        )
+
+    def run_policy(self, series: Series, run: Run) -> tuple[Policy, Calibration | None]:
+        """The rule one run of ``series`` is judged with, as the gate's ``evaluate`` sets it.
+
+        Each metric has its own policy; the calibration measured for the run's experiment
+        (bucket, hardware, launch and benchmark hash) applies to the primary alone.
+        """
+        policy = policy_for(series.bucket, self.gate, series.hardware, declared(series))
+        if series.metric != PRIMARY or self.calibration is None:
+            return policy, None
+        first = run.samples[0]
+        measured = self.calibration.for_experiment(
+            (series.bucket.id, series.hardware, first.launch_hash, first.benchmark_hash)
+        )
+        if measured is None:
+            return policy, None
+        if isinstance(policy, ReferencePolicy):
+            return replace(policy, noise_floor_pct=measured.noise_floor_pct), None
+        return policy, measured.for_rule()
+
+    @property
+    def window_runs(self) -> int | None:
+        """The nearest runs of a window the rule judges with (None: it counts samples only)."""
+        return None if self.gate.policy is PolicyName.REFERENCE else self.gate.baseline.max_runs
+
+    @property
+    def paired(self) -> bool:
+        """True when the gate confirms by pairs, which the store does not keep (R5)."""
+        return self.gate.confirm is ConfirmMode.PAIRED
+
+    @property
+    def window_needs(self) -> str:
+        """What a window must hold before the rule judges with it (R4), in words."""
+        window = self.gate.baseline
+        if self.gate.policy is PolicyName.REFERENCE:
+            return f"{window.min_samples} samples"
+        return f"{window.min_samples} samples in {window.min_runs} runs"
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgedRun:
+    """One run, the lines it was judged against and the verdict it got."""
+
+    run: Run
+    # The run's figure as the gate reports it: the median of its samples.
+    figure: float
+    verdict: str
+    reasons: tuple[str, ...]
+    detail: str
+    # Window samples and runs the rule used (after a level shift's cut).
+    window_size: int
+    window_runs: int
+    # The baseline level the run was matched against, and its lines (None: no judging).
+    baseline: float | None = None
+    warn_line: float | None = None
+    block_line: float | None = None
+    change_pct: float | None = None
+    # '-6.1 % (-7.9 ... -4.2)': the change with its interval, as the gate's summary prints it.
+    change_text: str = ""
+    # The commit where the level shift that the window starts after landed (none found).
+    shift_commit: str | None = None
+
+
+def judge_series(series: Series, rule: TrendRule) -> list[JudgedRun]:
+    """Every run of ``series`` judged against the window before it, oldest first."""
+    direction = Direction(series.direction)
+    floors = series.bucket.floors_for(series.hardware, series.metric)
+    judged = []
+    for run, window in zip(
+        series.runs, windows_before(series.runs, rule.window_limit, rule.window_runs), strict=True
+    ):
+        runs = window.runs()
+        policy, calibration = rule.run_policy(series, run)
+        judgement = judge_run(
+            run.values,
+            runs,
+            direction=direction,
+            floors=floors,
+            policy=policy,
+            calibration=calibration,
+            retried=run.retried,
+        )
+        decision, figure = judgement.decision, judgement.value
+        assert decision is not None and figure is not None  # judge_run always applies the rule
+        # Lines are drawn only where the window could judge (R4).
+        drawn = decision.block_line is not None and (
+            Reason.INSUFFICIENT_WINDOW not in decision.reasons
+        )
+        shift = decision.shift
+        judged.append(
+            JudgedRun(
+                run=run,
+                figure=figure,
+                verdict=judgement.verdict.label,
+                reasons=tuple(r.value for r in judgement.reasons),
+                detail="; ".join(judgement.details(judgement.verdict)),
+                window_size=decision.window_samples,
+                window_runs=decision.window_runs,
+                baseline=decision.baseline if drawn else None,
+                warn_line=decision.warn_line if drawn else None,
+                block_line=decision.block_line if drawn else None,
+                change_pct=decision.effect_pct if drawn else None,
+                change_text=decision.effect_text() if drawn else "",
+                # Window.runs() is nearest first; the runs after the shift are its first ones.
+                shift_commit=window.run_commits()[shift.kept_runs - 1] if shift else None,
+            )
+        )
+    return judged
+
+
+def declared(series: Series) -> Metric:
+    """The bucket's declaration of the series' metric; one it no longer declares is judged
+    with the gate's defaults, as a metric without settings of its own would be."""
+    bucket = series.bucket
+    for metric in (bucket.metric, *bucket.metrics):
+        if metric.name == series.metric:
+            return metric
+    return Metric(
+        path=series.metric_path,
+        direction=Direction(series.direction),
+        unit=series.unit,
+        name=series.metric,
+    )
