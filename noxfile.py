@@ -153,7 +153,7 @@ def quality(session: nox.Session) -> None:
 @nox.session(tags=["check"])
 def unit(session: nox.Session) -> None:
     """Run the test suite (unit and integration)."""
-    _install(session, "test")
+    _install(session, "test", extras="demo,report")  # the suite builds trend sites too
     session.run("pytest", *session.posargs)
 
 
