@@ -46,10 +46,10 @@ def test_demo_config_expands_to_one_bucket_per_task_and_backend() -> None:
     assert by_id["pendulum/numpy"].metric == Metric(
         path="runtime.total_fps.median", direction=Direction.HIGHER, unit="env-steps/s"
     )
-    # Every run takes two samples, up to ten to confirm, for at most a minute; the demo
+    # Every run takes three samples, up to ten to confirm, for at most a minute; the demo
     # times at least a second of steps after a warm-up.
     assert {(b.repeats, b.max_repeats, b.repeat_budget_minutes) for b in config.buckets} == {
-        (2, 10, 1.0)
+        (3, 10, 1.0)
     }
     assert {b.demo for b in config.buckets} == {DemoSpec(measure_seconds=1.0, warmup_seconds=0.2)}
     assert {b.threads for b in config.buckets} == {None}  # the demo driver's single thread
@@ -97,7 +97,7 @@ def test_matrix_json_lists_every_bucket_with_the_interface_fields(
         "noise_floor_pct": None,
     }  # fmt: skip
     assert pendulum["metrics"] == []
-    assert (pendulum["repeats"], pendulum["max_repeats"]) == (2, 10)
+    assert (pendulum["repeats"], pendulum["max_repeats"]) == (3, 10)
     assert pendulum["demo"] == {"measure_seconds": 1.0, "warmup_seconds": 0.2}
     assert matrix[0]["floors"]["cpu-*"][0] == {"name": "sanity-floor", "value": 1000.0,
                                                "kind": "BLOCK", "metric": "primary"}  # fmt: skip

@@ -59,8 +59,8 @@ def test_an_unhealthy_sample_ends_the_run_at_once() -> None:
 def test_a_bucket_declares_its_plan() -> None:
     bucket = load_config(ROOT / "perfgate.yaml").buckets[0]
     plan = SamplingPlan.for_bucket(bucket, ConfirmMode.REPEAT)
-    assert (plan.repeats, plan.max_repeats, plan.budget_s) == (2, 10, 60.0)
-    assert SamplingPlan.for_bucket(bucket, ConfirmMode.OFF).max_repeats == 2
+    assert (plan.repeats, plan.max_repeats, plan.budget_s) == (3, 10, 60.0)
+    assert SamplingPlan.for_bucket(bucket, ConfirmMode.OFF).max_repeats == 3
 
 
 def test_a_set_aside_sample_is_measured_again_while_the_budget_lasts() -> None:
