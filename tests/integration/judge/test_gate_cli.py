@@ -139,9 +139,11 @@ def test_published_baselines_judge_the_next_run(checkout, tmp_path, monkeypatch,
     assert "regression" in summary and "\u2026" in summary  # the change with its interval
 
 
-def test_a_window_recorded_before_repeats_still_gates(checkout, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Lines written before repeats existed (no run, no sample_index): one run each."""
-    clone, sha = checkout
+def published_as_an_older_perfgate(
+    clone: Path, sha: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, without: str
+) -> None:
+    """Six runs published, then the baseline branch rewritten as a perfgate that wrote no
+    ``without`` field in its lines left it."""
     github_env(monkeypatch, tmp_path, "push", sha)
     for run, value in enumerate([100.0, 101.0, 99.0, 100.0, 100.5, 99.5]):
         assert main(["publish", "--results", str(artifacts(tmp_path / f"r{run}", sha, value,
@@ -150,7 +152,7 @@ def test_a_window_recorded_before_repeats_still_gates(checkout, tmp_path, monkey
     old_lines = []
     for line in git("show", f"origin/perf-baselines:{path}", cwd=clone).splitlines():
         data = json.loads(line)
-        del data["sample_index"]  # what an older perfgate wrote
+        del data[without]
         old_lines.append(json.dumps(data, sort_keys=True, separators=(",", ":")))
     (clone / "old.ndjson").write_text("\n".join(old_lines) + "\n")
     blob = git("hash-object", "-w", "old.ndjson", cwd=clone).strip()
@@ -159,6 +161,12 @@ def test_a_window_recorded_before_repeats_still_gates(checkout, tmp_path, monkey
         tree = git("mktree", cwd=clone, input_text=f"040000 tree {tree}\t{name}\n").strip()
     commit = git("commit-tree", tree, "-m", "older perfgate", cwd=clone, env=IDENTITY).strip()
     git("push", "-q", "-f", "origin", f"{commit}:refs/heads/perf-baselines", cwd=clone)
+
+
+def test_a_window_recorded_before_repeats_still_gates(checkout, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Lines written before repeats existed (no run, no sample_index): one run each."""
+    clone, sha = checkout
+    published_as_an_older_perfgate(clone, sha, tmp_path, monkeypatch, without="sample_index")
 
     github_env(monkeypatch, tmp_path, "pull_request", sha)
     fine = artifacts(tmp_path / "fine", sha, 100.2, "10", event="pull_request",
@@ -179,23 +187,7 @@ def test_a_store_and_artifacts_from_before_metrics_still_gate_when_metrics_are_a
     """Lines without a ``metric`` field (an older perfgate) are the primary's: declaring a
     further metric keeps the primary's window, and the new metric starts empty."""
     clone, sha = checkout
-    github_env(monkeypatch, tmp_path, "push", sha)
-    for run, value in enumerate([100.0, 101.0, 99.0, 100.0, 100.5, 99.5]):
-        assert main(["publish", "--results", str(artifacts(tmp_path / f"r{run}", sha, value,
-                                                            str(run)))]) == 0  # fmt: skip
-    path = "samples/cpu-test/cartpole/numpy.ndjson"
-    old_lines = []
-    for line in git("show", f"origin/perf-baselines:{path}", cwd=clone).splitlines():
-        data = json.loads(line)
-        del data["metric"]  # what an older perfgate wrote
-        old_lines.append(json.dumps(data, sort_keys=True, separators=(",", ":")))
-    (clone / "old.ndjson").write_text("\n".join(old_lines) + "\n")
-    blob = git("hash-object", "-w", "old.ndjson", cwd=clone).strip()
-    tree = git("mktree", cwd=clone, input_text=f"100644 blob {blob}\tnumpy.ndjson\n").strip()
-    for name in ("cartpole", "cpu-test", "samples"):
-        tree = git("mktree", cwd=clone, input_text=f"040000 tree {tree}\t{name}\n").strip()
-    commit = git("commit-tree", tree, "-m", "older perfgate", cwd=clone, env=IDENTITY).strip()
-    git("push", "-q", "-f", "origin", f"{commit}:refs/heads/perf-baselines", cwd=clone)
+    published_as_an_older_perfgate(clone, sha, tmp_path, monkeypatch, without="metric")
 
     github_env(monkeypatch, tmp_path, "pull_request", sha)
     # The artifacts an older bench wrote, judged by the config that declared nothing more.
