@@ -284,6 +284,11 @@ class PairedSample:
     admission: SampleAdmission | None = None
 
     @property
+    def failed(self) -> bool:
+        """The benchmark failed for this sample: no figure, or a failure phase."""
+        return self.value is None or self.phase is not None
+
+    @property
     def usable(self) -> bool:
         """A healthy figure from a machine admission control did not set aside."""
         return (
@@ -306,6 +311,11 @@ class PairedRecord:
     stopped: PairedStop | None = None
     # Runner time of the comparison, the base checkout included.
     wall_s: float = 0.0
+
+    @property
+    def head_failure(self) -> PairedSample | None:
+        """The first sample of the change itself that failed during the pairs, if any."""
+        return next((s for s in self.samples if s.side is PairedSide.HEAD and s.phase), None)
 
     def measures(self, metric: str) -> bool:
         """Whether any sample of the comparison has a figure of ``metric``."""

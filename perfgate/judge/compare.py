@@ -24,8 +24,10 @@ from perfgate.judge.stats import (
     location_var,
     mann_whitney_u,
     mwu_critical,
+    pct_of_g,
     robust_scale,
     t_isf,
+    to_g,
 )
 
 #: Fewer samples a side cannot make a call: the rank test the gate requires cannot reach
@@ -57,19 +59,13 @@ class Comparison:
     detail: str
 
 
-def _pct(delta: float, direction: Direction) -> float:
-    """A change of g (log, higher is better) as a change of the metric, in %."""
-    return (math.exp(delta if direction is Direction.HIGHER else -delta) - 1.0) * 100.0
-
-
 def compare(
     a: Sequence[float], b: Sequence[float], *, direction: Direction, policy: CalibratedPolicy
 ) -> Comparison:
     """B's samples against A's: significantly better, worse, the same, or unclear."""
     if not a or not b or any(not (math.isfinite(v) and v > 0) for v in (*a, *b)):
         raise ValueError("both sides need finite, positive samples")
-    sign = 1.0 if direction is Direction.HIGHER else -1.0
-    ga, gb = [sign * math.log(v) for v in a], [sign * math.log(v) for v in b]
+    ga, gb = [to_g(v, direction) for v in a], [to_g(v, direction) for v in b]
     a_mid, b_mid = statistics.median(a), statistics.median(b)
     ratio = b_mid / a_mid
     samples = (len(a), len(b))
@@ -90,14 +86,14 @@ def compare(
     # Each side is one run: the noise a run shares (machine state) counts once per side.
     run_noise = max(policy.min_run_noise * scale, math.log1p(policy.run_noise_floor_pct / 100))
     se = math.sqrt(scale**2 * (location_var(len(ga)) + location_var(len(gb))) + 2 * run_noise**2)
-    change_pct = _pct(delta, direction)
+    change_pct = pct_of_g(delta, direction)
     if se <= 0.0 or nu <= 0.0:
         return Comparison(
             a=a_mid, b=b_mid, ratio=ratio, change_pct=change_pct, interval_pct=None,
             change=Change.UNCLEAR, samples=samples, detail="no spread to judge against",
         )  # fmt: skip
     half = t_isf((1.0 - policy.confidence) / 2.0, nu) * se
-    low, high = sorted((_pct(delta - half, direction), _pct(delta + half, direction)))
+    low, high = sorted((pct_of_g(delta - half, direction), pct_of_g(delta + half, direction)))
     t_crit = t_isf(policy.false_alarm_rate / 2.0, nu)  # either way is a finding
     t = delta / se
     # The rank test must agree, whatever the noise's shape (as the gate's BLOCK requires).

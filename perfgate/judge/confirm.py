@@ -23,12 +23,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from perfgate.baselines.seed.plan import bucket_hashes
 from perfgate.baselines.seed.replay import replay_checkout
 from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
 from perfgate.config import PRIMARY, Bucket, Config, Metric, load_config
 from perfgate.errors import GateMalfunction, PerfgateError
 from perfgate.git import try_git
-from perfgate.identity import stable_hash
 from perfgate.judge.calibration import NoiseCalibration
 from perfgate.judge.oracle import paired_policy_for, policy_for, window_sample_limit
 from perfgate.judge.paired import paired_decide
@@ -42,7 +42,6 @@ from perfgate.judge.stats import (
 )
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import PairedRecord, Result
-from perfgate.run.bench import benchmark_identity, launch_identity
 from perfgate.run.paired import BaseCheckout
 
 # Window verdicts that say nothing about a change: nothing to confirm.
@@ -200,9 +199,7 @@ class WindowConfirmer:
         found = next((b for b in base_config.buckets if b.id == bucket.id), None)
         if found is None:
             return f"the merge base's perfgate.yaml has no bucket {bucket.id}"
-        launch = stable_hash(launch_identity(found))
-        benchmark = stable_hash(benchmark_identity(found))
-        if (launch, benchmark) != (result.identity.launch_hash, result.identity.benchmark_hash):
+        if bucket_hashes(found) != (result.identity.launch_hash, result.identity.benchmark_hash):
             return "the merge base runs another experiment (its launch or benchmark hash differs)"
         return found
 

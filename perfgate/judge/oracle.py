@@ -34,13 +34,13 @@ from perfgate.judge.stats import (
     ReferencePolicy,
     decide,
     figure_text,
+    past,
 )
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import (
     FailurePhase,
     MetricReading,
     PairedRecord,
-    PairedSide,
     PairedStatus,
     Result,
 )
@@ -216,11 +216,6 @@ def policy_for(
     )
 
 
-def _worse(value: float, line: float, direction: Direction) -> bool:
-    """Strictly on the bad side of ``line``; exactly on a line is not past it."""
-    return value < line if direction is Direction.HIGHER else value > line
-
-
 def paired_policy_for(
     bucket: Bucket, gate: GatePolicy, hardware: str, metric: Metric | None = None
 ) -> PairedPolicy:
@@ -271,11 +266,7 @@ def _health_signals(result: Result) -> list[Signal]:
         signals.append(
             Signal(reason=Reason.MISSING_RESULT, verdict=Verdict.HARD_FAILURE, detail=health.error)
         )
-    paired = result.paired
-    head = next(
-        (s for s in (paired.samples if paired else ()) if s.side is PairedSide.HEAD and s.phase),
-        None,
-    )
+    head = result.paired.head_failure if result.paired else None
     if head is not None and head.phase is not None and not signals:
         signals.append(
             Signal(
@@ -342,7 +333,7 @@ def _figure_signals(reading: MetricReading, *, required: bool) -> list[Signal]:
 def _floor_signals(value: float, floors: Sequence[Floor], direction: Direction) -> list[Signal]:
     signals = []
     for floor in floors:
-        if not _worse(value, floor.value, direction):
+        if not past(value, floor.value, direction):
             continue
         if floor.kind is FloorKind.REPORT:
             signals.append(

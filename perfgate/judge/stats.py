@@ -511,6 +511,11 @@ def _runs_of(window: WindowInput) -> list[list[float]]:
     return runs
 
 
+def past(value: float, line: float, direction: Direction) -> bool:
+    """Strictly on the bad side of ``line``; exactly on a line is not past it."""
+    return value < line if direction is Direction.HIGHER else value > line
+
+
 def to_g(value: float, direction: Direction) -> float:
     """A figure on the goodness scale: +ln(value) when higher is better, -ln otherwise."""
     return math.log(value) if direction is Direction.HIGHER else -math.log(value)
@@ -1225,22 +1230,18 @@ def reference_decide(
             **stats,  # type: ignore[arg-type]
         )
 
-    def worse(line: float) -> bool:
-        # strictly past the line: exactly on it is not past it
-        return value < line if direction is Direction.HIGHER else value > line
-
     regression_pct = -change_pct if direction is Direction.HIGHER else change_pct
     change = f"{change_pct:+.1f}% vs median {figure_text(median)}"
-    if worse(block_line) and regression_pct >= policy.min_block_regression_pct:
+    if past(value, block_line, direction) and regression_pct >= policy.min_block_regression_pct:
         verdict, reason = Verdict.BLOCK, Reason.ROLLING_WINDOW
         detail = f"regression {change}, past the block line"
-    elif worse(block_line):
+    elif past(value, block_line, direction):
         verdict, reason = Verdict.WARN, Reason.BELOW_BLOCK_INSIDE_REGRESSION_FLOOR
         detail = (
             f"past the block line but {change} is under the "
             f"{policy.min_block_regression_pct:g}% minimum for a block"
         )
-    elif worse(warn_line):
+    elif past(value, warn_line, direction):
         verdict, reason = Verdict.WARN, Reason.ROLLING_WINDOW
         detail = f"possible regression {change}"
     else:

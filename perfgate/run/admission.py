@@ -31,7 +31,14 @@ from perfgate.result import (
     MachineState,
     SampleAdmission,
 )
-from perfgate.run.hardware import decode_throttle, parse_csv, parse_int, query
+from perfgate.run.hardware import (
+    CLOCK_FIELDS,
+    THROTTLE_FIELDS,
+    decode_throttle,
+    parse_csv,
+    parse_int,
+    query,
+)
 
 T = TypeVar("T")
 
@@ -41,17 +48,14 @@ GPU_FIELDS = (
     "index",
     "uuid",
     "driver_version",
-    "clocks.sm",
-    "clocks.mem",
-    "clocks.max.sm",
-    "clocks.max.mem",
-    "clocks_event_reasons.active",
+    *CLOCK_FIELDS,
+    THROTTLE_FIELDS[0],
     "temperature.gpu",
     "power.draw",
     "power.limit",
     "ecc.errors.uncorrected.volatile.total",
 )
-_FIELD_FALLBACKS = {"clocks_event_reasons.active": "clocks_throttle_reasons.active"}
+_FIELD_FALLBACKS = {THROTTLE_FIELDS[0]: THROTTLE_FIELDS[1]}
 APP_FIELDS = ("gpu_uuid", "pid", "process_name", "used_memory")
 
 #: How a report names each clock-event reason: "GPU throttled: HW slowdown".
@@ -125,9 +129,7 @@ class GpuProbe:
             if self.visible is not None and index not in self.visible and uuid not in self.visible:
                 continue
             driver = driver or cell.get("driver_version")
-            reasons = cell.get(
-                "clocks_event_reasons.active", cell.get("clocks_throttle_reasons.active")
-            )
+            reasons = next((cell[f] for f in THROTTLE_FIELDS if f in cell), None)
             gpus.append(
                 GpuReading(
                     index=parse_int(index),

@@ -277,7 +277,7 @@ def run_bucket(
         if stopped is SamplingStop.PLANNED and pairing.suspicious(bucket, so_far):
             paired = _pair(bucket, settings, run_key, remeasure, control, pairing, so_far)
             settings.say(_paired_notice(bucket, paired))
-            if paired.status is not PairedStatus.MEASURED and not _head_failed(paired):
+            if paired.status is not PairedStatus.MEASURED and paired.head_failure is None:
                 # No merge base to measure: confirm against the window by repeats instead.
                 stopped = sampler.run(plan, wants_more)
         elif stopped is SamplingStop.PLANNED:
@@ -286,11 +286,6 @@ def run_bucket(
     if counted > plan.repeats:
         settings.say(f"{bucket.id}: took {counted} samples to confirm ({stopped.value})")
     return assemble(sampler.taken, stopped)
-
-
-def _head_failed(paired: PairedRecord) -> bool:
-    """A sample of the change itself failed during the pairs: the run is unhealthy."""
-    return any(s.side is PairedSide.HEAD and s.phase is not None for s in paired.samples)
 
 
 def _paired_notice(bucket: Bucket, paired: PairedRecord) -> str:
@@ -344,7 +339,7 @@ def _pair(
             )
 
         def record(samples: Sequence[PairedSample], stop: PairedStop | None) -> PairedRecord:
-            failed = next((s for s in samples if s.value is None or s.phase is not None), None)
+            failed = next((s for s in samples if s.failed), None)
             reason = ""
             if failed is not None:
                 phase = failed.phase.value if failed.phase else "no figure"
@@ -428,7 +423,7 @@ def _measure(
                 on_retry=lambda record: settings.say(_retry_notice(bucket, record)),
             )
         except CheckoutUnsupported as exc:
-            return [_unsupported(str(exc), cache_root)]
+            return [_unsupported(str(exc))]
 
     records, admission = control.measure(index, attempts)
     return SampleRun(index=index, records=records, work_dir=work_dir, admission=admission)
@@ -605,7 +600,7 @@ def last_lines(text: str, count: int) -> list[str]:
     return [line for line in text.splitlines() if line.strip()][-count:]
 
 
-def _unsupported(message: str, cache_dir: Path) -> AttemptRecord[Measurement]:
+def _unsupported(message: str) -> AttemptRecord[Measurement]:
     """The attempt that never launched: the checkout cannot load the benchmark (``import``)."""
     return AttemptRecord(
         number=1,
@@ -617,7 +612,6 @@ def _unsupported(message: str, cache_dir: Path) -> AttemptRecord[Measurement]:
             phase=FailurePhase.IMPORT,
         ),
         reading=Measurement(stats=MetricStats(value=None), error=message),
-        cache_dir=cache_dir,
     )
 
 

@@ -396,7 +396,6 @@ class AttemptRecord(Generic[T]):
     number: int
     outcome: ProcessOutcome
     reading: T
-    cache_dir: Path
 
 
 def with_cache_env(invocation: Invocation, cache_dir: Path) -> Invocation:
@@ -455,9 +454,7 @@ def run_with_retry(
             on_line=on_line,
         )
         reading = read(dirs, outcome)
-        records.append(
-            AttemptRecord(number=number, outcome=outcome, reading=reading, cache_dir=dirs.cache_dir)
-        )
+        records.append(AttemptRecord(number=number, outcome=outcome, reading=reading))
         if succeeded(outcome, reading):
             break
         if on_retry is not None and number <= retries:

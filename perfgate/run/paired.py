@@ -63,7 +63,7 @@ def measure_pairs(
             while True:
                 sample = measure(side, pair, len(samples))
                 samples.append(sample)
-                if sample.value is None or sample.phase is not None:
+                if sample.failed:
                     return samples, PairedStop.FAILED
                 if sample.usable or not remeasure(sample):
                     break
