@@ -24,6 +24,7 @@ from perfgate.cli.common import (
     add_verb,
     baseline_is_local,
     repo_top,
+    selected,
 )
 from perfgate.config import load_config
 from perfgate.errors import ExitCode
@@ -103,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--jobs {args.jobs}: must be at least 1")
     repo_top()
     config = load_config(args.config)
-    buckets = config.select(args.bucket, args.tag)
+    buckets = selected(config, args)
     store = open_store(config, local=baseline_is_local(args))
     assert store is not None  # repo_top found the repository
     began = time.perf_counter()

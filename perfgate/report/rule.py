@@ -43,13 +43,13 @@ class TrendRule:
             gate=gate, window_limit=window_sample_limit(gate, buckets), calibration=calibration
         )
 
-    def run_policy(self, series: Series, run: Run) -> tuple[Policy, Calibration | None]:
-        """The rule one run of ``series`` is judged with, as the gate's ``evaluate`` sets it.
-
-        Each metric has its own policy; the calibration measured for the run's experiment
-        (bucket, hardware, launch and benchmark hash) applies to the primary alone.
-        """
-        policy = policy_for(series.bucket, self.gate, series.hardware, declared(series))
+    def run_policy(
+        self, series: Series, run: Run, policy: Policy
+    ) -> tuple[Policy, Calibration | None]:
+        """The rule one run of ``series`` is judged with, as the gate's ``evaluate`` sets it:
+        the series' ``policy`` (its metric's own), told the noise the calibration measured
+        for the run's experiment (bucket, hardware, launch and benchmark hash), which
+        applies to the primary alone."""
         if series.metric != PRIMARY or self.calibration is None:
             return policy, None
         first = run.samples[0]
@@ -109,12 +109,13 @@ def judge_series(series: Series, rule: TrendRule) -> list[JudgedRun]:
     """Every run of ``series`` judged against the window before it, oldest first."""
     direction = Direction(series.direction)
     floors = series.bucket.floors_for(series.hardware, series.metric)
+    metric_policy = policy_for(series.bucket, rule.gate, series.hardware, declared(series))
     judged = []
     for run, window in zip(
         series.runs, windows_before(series.runs, rule.window_limit, rule.window_runs), strict=True
     ):
         runs = window.runs()
-        policy, calibration = rule.run_policy(series, run)
+        policy, calibration = rule.run_policy(series, run, metric_policy)
         judgement = judge_run(
             run.values,
             runs,

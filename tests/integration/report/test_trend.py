@@ -166,6 +166,11 @@ def test_report_writes_an_offline_site(gated: GatedHistory, tmp_path: Path) -> N
     assert "those pairs are not stored" in page.read_text(encoding="utf-8")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "keep.txt").write_text("mine", encoding="utf-8")
+    # --backend chooses as every verb's selection does: an unknown key is refused.
+    unknown = _perfgate(repo, "report", "--out", str(site), "--backend", "warp")
+    assert unknown.returncode == 4 and "unknown backend key warp" in unknown.stderr
+    chosen = _perfgate(repo, "report", "--out", str(site), "--backend", "numpy")
+    assert chosen.returncode == 0, chosen.stderr
     refused = _perfgate(repo, "report", "--out", str(tmp_path / "other"))
     assert refused.returncode == 4 and "holds other files" in refused.stderr
     assert (tmp_path / "other" / "keep.txt").read_text(encoding="utf-8") == "mine"
