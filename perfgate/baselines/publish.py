@@ -89,7 +89,7 @@ def read_pending(
                 continue
             try:
                 sample = Sample.from_line(line)
-            except (ValueError, TypeError, AttributeError, RecursionError) as exc:
+            except ValueError as exc:
                 notes.append(f"{file}:{number}: not a sample, skipped ({exc})")
                 continue
             refusal = accept(sample)
@@ -107,7 +107,7 @@ def write_pending(path: Path, samples: Sequence[Sample]) -> None:
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 kept.setdefault(Sample.from_line(line).sample_id, line)
-            except (ValueError, TypeError, AttributeError, RecursionError):
+            except ValueError:
                 continue
     for sample in samples:
         kept.setdefault(sample.sample_id, sample.to_line())

@@ -110,12 +110,19 @@ class Sample:
         epoch = data.get("baseline_epoch")
         if isinstance(epoch, bool) or not isinstance(epoch, int):
             raise ValueError(f"baseline_epoch {epoch!r} is not an integer")
+        for name in ("hardware", "task", "backend_key"):
+            part = data.get(name)
+            if not isinstance(part, str) or not _COMPONENT.fullmatch(part):
+                raise ValueError(f"{name} {part!r} is not a plain name (no store path has it)")
         return cls(**{k: v for k, v in data.items() if k in _FIELDS})
 
     @classmethod
     def from_line(cls, line: str | bytes) -> Sample:
-        """Parse one stored line; ValueError (or TypeError) when it is not a sample."""
-        return cls.from_json(json.loads(line))
+        """Parse one stored line; ValueError, whatever is wrong with it, when it is no sample."""
+        try:
+            return cls.from_json(json.loads(line))
+        except (TypeError, AttributeError, RecursionError) as exc:
+            raise ValueError(f"{type(exc).__name__}: {exc}") from None
 
 
 # One path component each: what perfgate.yaml (task, backend) and hardware detection allow.

@@ -105,7 +105,7 @@ def line_entry(line: str) -> Entry | None:
         return BLANK
     try:
         sample = Sample.from_line(line)
-    except (ValueError, TypeError, AttributeError, RecursionError):
+    except ValueError:
         return CORRUPT
     try:
         return sample_entry(sample)

@@ -196,7 +196,7 @@ class BaselineStore:
                 continue
             try:
                 samples.append(Sample.from_line(line))
-            except (ValueError, TypeError, AttributeError, RecursionError) as exc:
+            except ValueError as exc:
                 self.skipped_lines += 1
                 self.warnings.append(
                     f"{self.branch}:{path}:{number}: corrupt baseline line skipped ({exc})"
