@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.baselines.seed import replay_checkout
-from perfgate.config import Bucket, Config, ConfirmMode, GatePolicy, PolicyName, load_config
+from perfgate.baselines.seed.plan import config_at
+from perfgate.config import Bucket, Config, ConfirmMode, GatePolicy, PolicyName
 from perfgate.context import RunContext
 from perfgate.errors import ConfigError, GitError, UsageError
 from perfgate.git import git
@@ -180,11 +181,13 @@ def plan_bisect(repo: Path, options: BisectOptions, current: Config, hardware: s
         raise UsageError("--good and --bad name the same commit: nothing to bisect")
     listing = git("rev-list", "--first-parent", "--ancestry-path", "--reverse",
                   f"{good}..{bad}", cwd=repo).split()  # fmt: skip
-    bucket = _bucket_at(repo, bad, options, current)
+    at_bad = _config_at(repo, bad, options, current)
+    bucket = _bucket_in(at_bad, options.bucket)
     if bucket is None:
+        known = ", ".join(at_bad.bucket_ids()) if at_bad else ""
         raise UsageError(
             f"bucket {options.bucket} is not declared in perfgate.yaml at --bad {bad[:12]}; "
-            f"known there: {', '.join(_bucket_ids(repo, bad, options, current)) or 'none'}"
+            f"known there: {known or 'none'}"
         )
     if options.metric is not None and options.metric != bucket.metric.path:
         raise UsageError(
@@ -225,28 +228,14 @@ def _config_at(repo: Path, commit: str, options: BisectOptions, current: Config)
     if options.config is not None:
         return current
     try:
-        text = git("show", f"{commit}:perfgate.yaml", cwd=repo)
-    except GitError:
-        return None
-    scratch = options.work_dir / "configs" / commit[:12] / "perfgate.yaml"
-    scratch.parent.mkdir(parents=True, exist_ok=True)
-    scratch.write_text(text, encoding="utf-8")
-    try:
-        return load_config(scratch)
+        return config_at(repo, commit, options.work_dir / "configs")
     except ConfigError:
         return None
 
 
-def _bucket_ids(repo: Path, commit: str, options: BisectOptions, current: Config) -> list[str]:
-    config = _config_at(repo, commit, options, current)
-    return list(config.bucket_ids()) if config else []
-
-
-def _bucket_at(repo: Path, commit: str, options: BisectOptions, current: Config) -> Bucket | None:
-    config = _config_at(repo, commit, options, current)
-    if config is None:
-        return None
-    return next((b for b in config.buckets if b.id == options.bucket), None)
+def _bucket_in(config: Config | None, bucket_id: str) -> Bucket | None:
+    """The bucket ``bucket_id`` of ``config`` (None: no config, or no such bucket)."""
+    return next((b for b in config.buckets if b.id == bucket_id), None) if config else None
 
 
 def search(plan: BisectPlan, steps: dict[str, Step]) -> Outcome:
@@ -444,7 +433,7 @@ def measure_step(
 ) -> Step:
     """Measure ``commit`` and label it against the runs of the GOOD commits so far."""
     config = _config_at(settings.repo, commit, options, current)
-    bucket = _bucket_at(settings.repo, commit, options, current)
+    bucket = _bucket_in(config, options.bucket)
     if bucket is None or config is None:
         return Step(commit=commit, label=Bisect.SKIP, runs=(), verdict="SKIP",
                     detail=f"no bucket {plan.bucket.id} in perfgate.yaml here")  # fmt: skip

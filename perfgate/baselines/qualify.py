@@ -39,7 +39,6 @@ from perfgate.judge.oracle import policy_for
 from perfgate.result import ArtifactError, CiInfo, Result, read_result
 
 SCHEMA_VERSION = 1
-_MAD_TO_SIGMA = 1.482602218505602  # 1 / Phi^-1(3/4)
 
 
 class QualVerdict(StrEnum):
@@ -283,7 +282,7 @@ def rule_figures(
         band = max(abs(decision.threshold_pct), policy.min_block_regression_pct)
         # One figure per run: its error is the window's noise, made sigma-consistent (the
         # rule's noise is the unscaled MAD, about 0.67 sigma).
-        se = math.log1p(_MAD_TO_SIGMA * decision.noise_pct / 100.0)
+        se = math.log1p(stats.MAD_TO_SIGMA * decision.noise_pct / 100.0)
         detectable = _drop_of_g(_g_of_drop(band, direction) + z * se, direction)
         return RuleFigures(
             policy=policy.name,

@@ -155,7 +155,6 @@ def run(args: argparse.Namespace) -> int:
         bisect_json,
         plan_bisect,
         run_bisect,
-        search,
     )
     from perfgate.run import hardware
 
@@ -196,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
     text, found = conclusion(plan, state, outcome)
     print(text)
     options.out.parent.mkdir(parents=True, exist_ok=True)
-    document = bisect_json(plan, state, search(plan, state.steps))
+    document = bisect_json(plan, state, outcome)
     options.out.write_text(json.dumps(document, indent=2, allow_nan=False) + "\n", "utf-8")
     say(f"bisect result in {options.out}; steps in {options.state}")
     return ExitCode.OK if found else ExitCode.HARD_FAILURE

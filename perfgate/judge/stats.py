@@ -256,7 +256,7 @@ def signed_pct(pct: float) -> str:
 # ----------------------------------------------------------------------------------------
 
 _NORMAL = statistics.NormalDist()
-_MAD_TO_SIGMA = 1.482602218505602  # 1 / Phi^-1(3/4): MAD of a normal is 0.6745 sigma
+MAD_TO_SIGMA = 1.482602218505602  # 1 / Phi^-1(3/4): MAD of a normal is 0.6745 sigma
 _WINSOR_C = 3.0  # winsorise residuals at 3 robust sigmas for the scale estimate
 _HUBER_K = 1.5  # Huber location tuning (96 % efficient at the normal)
 _HUBER_VAR = 1.037  # asymptotic var(Huber k=1.5) * n / sigma^2 at the normal
@@ -317,7 +317,7 @@ def robust_scale(residuals: Sequence[float], groups: int = 1) -> tuple[float, fl
     n = len(residuals)
     if n == 0:
         return 0.0, 0.0
-    s0 = _MAD_TO_SIGMA * statistics.median(abs(r) for r in residuals)
+    s0 = MAD_TO_SIGMA * statistics.median(abs(r) for r in residuals)
     if s0 <= 0.0:
         # more than half the residuals are exactly zero: fall back to the RMS
         rms = math.sqrt(math.fsum(r * r for r in residuals) / n)
