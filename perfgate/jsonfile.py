@@ -1,4 +1,4 @@
-"""Read untrusted JSON within size and depth limits, strictly (R3, R14).
+"""Read untrusted JSON within size and depth limits, strictly (R3, R14); write it atomically.
 
 Python's ``json`` accepts ``NaN`` and ``Infinity`` (which are not JSON) and recurses once
 per nesting level, so a small hostile file can end in a RecursionError. Untrusted JSON
@@ -78,6 +78,17 @@ def loads(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
     if deepest > max_depth:
         raise JsonError(f"nested {deepest} levels deep, over the limit of {max_depth}")
     return value
+
+
+def write(path: Path, data: Any, *, sort_keys: bool = False) -> Path:
+    """Write ``data`` as indented, strictly finite JSON to ``path``, atomically: a kill
+    mid-write leaves the previous file whole (its parent is created)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(data, indent=2, sort_keys=sort_keys, allow_nan=False) + "\n"
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text, encoding="utf-8")
+    temporary.replace(path)
+    return path
 
 
 def read(path: Path, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:

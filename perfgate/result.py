@@ -654,13 +654,7 @@ def write_result(result: Result, out_dir: Path) -> Path:
         raise GateMalfunction(
             f"internal error: result for {result.bucket.id} is invalid: {problems[0]}"
         )
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / result_file_name(result.bucket.id)
-    temporary = path.with_suffix(".json.tmp")
-    text = json.dumps(data, indent=2, sort_keys=True, allow_nan=False)
-    temporary.write_text(text + "\n", encoding="utf-8")
-    temporary.replace(path)
-    return path
+    return jsonfile.write(out_dir / result_file_name(result.bucket.id), data, sort_keys=True)
 
 
 # The names perfgate.yaml allows (config.py) and hardware detection produces: an artifact

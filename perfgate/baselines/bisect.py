@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from perfgate import jsonfile
 from perfgate.baselines.seed import replay_checkout
 from perfgate.baselines.seed.plan import config_at
 from perfgate.config import Bucket, Config, ConfirmMode, GatePolicy, PolicyName
@@ -135,11 +136,7 @@ class BisectState:
 
     def save(self, path: Path) -> None:
         """Write the state (atomically: a kill mid-write leaves the previous one)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        document = {"key": self.key, "steps": [s.to_json() for s in self.steps.values()]}
-        temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(document, indent=2, allow_nan=False), encoding="utf-8")
-        temporary.replace(path)
+        jsonfile.write(path, {"key": self.key, "steps": [s.to_json() for s in self.steps.values()]})
 
     @classmethod
     def load(cls, path: Path, key: dict[str, Any]) -> BisectState:

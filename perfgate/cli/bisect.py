@@ -14,11 +14,11 @@ figures on both sides and writes --out.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from perfgate import jsonfile
 from perfgate.cli.common import DEFAULT_WORK, EXIT_MEANINGS, Verbs, add_verb, repo_top
 from perfgate.config import DEFAULT_CONFIG, load_config
 from perfgate.console import format_figure, render_table, say
@@ -194,8 +194,6 @@ def run(args: argparse.Namespace) -> int:
             print(steps_table(plan, state))
     text, found = conclusion(plan, state, outcome)
     print(text)
-    options.out.parent.mkdir(parents=True, exist_ok=True)
-    document = bisect_json(plan, state, outcome)
-    options.out.write_text(json.dumps(document, indent=2, allow_nan=False) + "\n", "utf-8")
+    jsonfile.write(options.out, bisect_json(plan, state, outcome))
     say(f"bisect result in {options.out}; steps in {options.state}")
     return ExitCode.OK if found else ExitCode.HARD_FAILURE

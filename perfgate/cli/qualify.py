@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from perfgate import jsonfile
 from perfgate.cli.common import (
     Verbs,
     add_config,
@@ -205,9 +206,7 @@ def run(args: argparse.Namespace) -> int:
     markdown = qualification_markdown(report)
     args.report_dir.mkdir(parents=True, exist_ok=True)
     (args.report_dir / "qualification.md").write_text(markdown, encoding="utf-8")
-    (args.report_dir / "qualification.json").write_text(
-        json.dumps(document, indent=2, allow_nan=False) + "\n", encoding="utf-8"
-    )
+    jsonfile.write(args.report_dir / "qualification.json", document)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary and on_github():
         with Path(summary).open("a", encoding="utf-8") as handle:

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from perfgate import jsonfile
 from perfgate.cli.common import (
     DEFAULT_WORK,
     EXIT_MEANINGS,
@@ -215,7 +216,6 @@ def seed_command(options: SeedOptions, current: Config, store: BaselineStore) ->
         preflight_ancestry,
         resolve_targets,
         summary_json,
-        write_summary,
     )
     from perfgate.run import hardware
 
@@ -301,7 +301,7 @@ def seed_command(options: SeedOptions, current: Config, store: BaselineStore) ->
     try:
         execute(plan, settings, records.append)
     finally:
-        write_summary(options.summary, summary_json(plan, records, executed=True))
+        jsonfile.write(options.summary, summary_json(plan, records, executed=True))
         print(records_table(records))
         say(f"seed summary in {options.summary}")
     failed = [r for r in records if r.status is RecordStatus.FAILED]

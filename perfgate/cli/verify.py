@@ -10,10 +10,10 @@ now, after an era roll); --all-hardware takes each bucket's best hardware partit
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from perfgate import jsonfile
 from perfgate.cli.common import (
     EXIT_MEANINGS,
     Verbs,
@@ -102,8 +102,7 @@ def run(args: argparse.Namespace) -> int:
         rows, hardware=slug, target_branch=target, baseline_tip=tip, notes=notes
     )
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        jsonfile.write(args.json, report)
     if args.require and not report["ready"]:
         waiting = [r.bucket for r in rows if r.status is not Readiness.READY]
         say(f"not every bucket can gate yet: {', '.join(waiting)}")

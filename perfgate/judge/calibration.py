@@ -179,8 +179,4 @@ def write_calibration(calibration: NoiseCalibration, path: Path) -> Path:
     problems = _problems(data)
     if problems:
         raise ConfigError(f"internal error: calibration for {path} is invalid: {problems[0]}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    temporary.replace(path)
-    return path
+    return jsonfile.write(path, data)

@@ -29,7 +29,6 @@ from perfgate.baselines.seed.records import (
     SeedRecord,
     present_records,
     summary_json,
-    write_summary,
 )
 from perfgate.baselines.seed.replay import ExecuteSettings, execute, replay_checkout
 
@@ -59,5 +58,4 @@ __all__ = [
     "runner_minutes",
     "select_buckets",
     "summary_json",
-    "write_summary",
 ]

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 from perfgate.baselines.seed.plan import PlanEntry, SeedPlan
@@ -97,11 +95,3 @@ def present_records(entry: PlanEntry, hardware: str) -> list[SeedRecord]:
         )
         for index, sample in sorted(entry.present.items())
     ]
-
-
-def write_summary(path: Path, data: Mapping[str, Any]) -> None:
-    """Write the summary JSON atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(path.suffix + ".tmp")
-    temporary.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    temporary.replace(path)
