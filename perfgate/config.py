@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import json
 import math
 import re
 import reprlib
@@ -12,13 +11,12 @@ import string
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, NoReturn
 
 import jsonschema
 
+from perfgate import jsonfile
 from perfgate.backends import VOCABULARIES
 from perfgate.errors import ConfigError, UsageError
 from perfgate.yamlfile import KeyPath, YamlDocument, format_key_path, load_yaml
@@ -609,14 +607,6 @@ _DEFAULT_SETTINGS: dict[str, Any] = {
 }
 
 
-@cache
-def config_schema() -> dict[str, Any]:
-    """The JSON Schema that perfgate.yaml's structure must satisfy."""
-    text = resources.files("perfgate.schemas").joinpath("perfgate.schema.json").read_text()
-    schema: dict[str, Any] = json.loads(text)
-    return schema
-
-
 def load_config(path: Path = DEFAULT_CONFIG) -> Config:
     """Read, validate and expand ``path``; any problem raises ConfigError naming the key path."""
     document = load_yaml(path)
@@ -902,9 +892,9 @@ def _fail(document: YamlDocument, key_path: KeyPath, message: str) -> NoReturn:
 
 
 def _check_schema(document: YamlDocument) -> None:
-    validator = jsonschema.Draft202012Validator(config_schema())
     errors = sorted(
-        (e for e in validator.iter_errors(document.data) if not _spurious(e)), key=_error_rank
+        (e for e in jsonfile.validator("perfgate").iter_errors(document.data) if not _spurious(e)),
+        key=_error_rank,
     )
     if not errors:
         return
@@ -1030,7 +1020,8 @@ def _allowed_keys(schema: Mapping[str, Any]) -> set[str]:
     for part in schema.get("allOf", []):
         ref = part.get("$ref", "")
         if ref.startswith("#/$defs/"):
-            keys |= _allowed_keys(config_schema()["$defs"][ref.removeprefix("#/$defs/")])
+            definitions = jsonfile.schema("perfgate")["$defs"]
+            keys |= _allowed_keys(definitions[ref.removeprefix("#/$defs/")])
     return keys
 
 

@@ -1,4 +1,5 @@
-"""Read untrusted JSON within size and depth limits, strictly (R3, R14); write it atomically.
+"""Read untrusted JSON within size and depth limits, strictly (R3, R14); write it atomically;
+check it against perfgate's own schemas (``perfgate/schemas/<name>.schema.json``).
 
 Python's ``json`` accepts ``NaN`` and ``Infinity`` (which are not JSON) and recurses once
 per nesting level, so a small hostile file can end in a RecursionError. Untrusted JSON
@@ -11,8 +12,12 @@ from __future__ import annotations
 
 import json
 import math
+from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import jsonschema
 
 # A result artifact is a few kilobytes (its log tail is capped at 8 KiB).
 MAX_BYTES = 16 * 1024 * 1024
@@ -78,6 +83,26 @@ def loads(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
     if deepest > max_depth:
         raise JsonError(f"nested {deepest} levels deep, over the limit of {max_depth}")
     return value
+
+
+@cache
+def schema(name: str) -> dict[str, Any]:
+    """The JSON Schema ``perfgate/schemas/<name>.schema.json``, read once."""
+    text = resources.files("perfgate.schemas").joinpath(f"{name}.schema.json").read_text()
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+@cache
+def validator(name: str) -> jsonschema.Draft202012Validator:
+    """One validator per schema and process: building one per document costs ~0.5 ms."""
+    return jsonschema.Draft202012Validator(schema(name))
+
+
+def problem(error: jsonschema.ValidationError, *, limit: int | None = None) -> str:
+    """``key.path: message`` for one schema violation (the message cut at ``limit``)."""
+    where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+    return f"{where}: {error.message[:limit]}"
 
 
 def write(path: Path, data: Any, *, sort_keys: bool = False) -> Path:

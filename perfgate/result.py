@@ -7,12 +7,8 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
-
-import jsonschema
 
 from perfgate import jsonfile
 from perfgate.config import PRIMARY, Bucket, Direction
@@ -604,27 +600,9 @@ def _metric_reading(data: Mapping[str, Any]) -> MetricReading:
     )
 
 
-@cache
-def result_schema() -> dict[str, Any]:
-    """The JSON Schema every result artifact satisfies."""
-    text = resources.files("perfgate.schemas").joinpath("result.schema.json").read_text()
-    schema: dict[str, Any] = json.loads(text)
-    return schema
-
-
-@cache
-def result_validator() -> jsonschema.Draft202012Validator:
-    """One validator per process: building one per artifact cost the gate ~0.5 ms each."""
-    return jsonschema.Draft202012Validator(result_schema())
-
-
 def validate_result(data: Any) -> list[str]:
     """Schema violations of an artifact dict, each as ``path: message``; empty when valid."""
-    validator = result_validator()
-    return [
-        f"{'.'.join(str(p) for p in error.absolute_path) or '(top level)'}: {error.message}"
-        for error in validator.iter_errors(data)
-    ]
+    return [jsonfile.problem(error) for error in jsonfile.validator("result").iter_errors(data)]
 
 
 #: CI uploads each bucket's attempt logs as this artifact (the bench action, the summary).

@@ -14,8 +14,6 @@ import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -86,19 +84,11 @@ def write_context(run: RunContext, report_dir: Path) -> Path:
     return path
 
 
-@cache
-def verdict_schema() -> dict[str, Any]:
-    """The JSON Schema of verdict.json."""
-    text = resources.files("perfgate.schemas").joinpath("verdict.schema.json").read_text()
-    schema: dict[str, Any] = json.loads(text)
-    return schema
-
-
-def _problems(schema: Mapping[str, Any], data: Any) -> list[str]:
-    validator = jsonschema.Draft202012Validator(schema)
+def _problems(validator: jsonschema.Draft202012Validator, data: Any) -> list[str]:
+    errors = validator.iter_errors(data)
     return [
-        f"{'.'.join(str(p) for p in error.absolute_path) or '(top level)'}: {error.message[:200]}"
-        for error in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+        jsonfile.problem(error, limit=200)
+        for error in sorted(errors, key=lambda e: list(e.absolute_path))
     ]
 
 
@@ -113,7 +103,7 @@ def validate_verdict(data: Any, trusted_buckets: Sequence[str] = ()) -> list[str
     and every bucket the trusted configuration expects must be among the rows, so a report
     cannot claim an all-clear its own rows contradict or drop a bucket to hide it (R6).
     """
-    problems = _problems(verdict_schema(), data)
+    problems = _problems(jsonfile.validator("verdict"), data)
     if problems:
         return problems
     expected = data["coverage"]["expected"]
@@ -187,7 +177,7 @@ def load_handoff(
 
     context_path = report_dir / CONTEXT_FILE
     context = _read_json(context_path, MAX_CONTEXT_BYTES)
-    problems = _problems(CONTEXT_SCHEMA, context)
+    problems = _problems(jsonschema.Draft202012Validator(CONTEXT_SCHEMA), context)
     if problems:
         raise _reject(context_path, problems)
     if context["repository"] != repository:

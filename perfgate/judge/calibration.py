@@ -9,15 +9,10 @@ benchmark hashes): noise measured for another experiment says nothing about this
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
-
-import jsonschema
 
 from perfgate import jsonfile
 from perfgate.config import Config, FileRef
@@ -120,19 +115,10 @@ class NoiseCalibration:
         }
 
 
-@cache
-def calibration_schema() -> dict[str, Any]:
-    """The JSON Schema a calibration file satisfies."""
-    text = resources.files("perfgate.schemas").joinpath("calibration.schema.json").read_text()
-    schema: dict[str, Any] = json.loads(text)
-    return schema
-
-
 def _problems(data: Any) -> list[str]:
-    validator = jsonschema.Draft202012Validator(calibration_schema())
+    errors = jsonfile.validator("calibration").iter_errors(data)
     problems = [
-        f"{'.'.join(str(p) for p in error.absolute_path) or '(top level)'}: {error.message}"
-        for error in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+        jsonfile.problem(error) for error in sorted(errors, key=lambda e: list(e.absolute_path))
     ]
     if problems:
         return problems

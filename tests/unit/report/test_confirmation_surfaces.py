@@ -8,8 +8,9 @@ from pathlib import Path
 
 import jsonschema
 
+from perfgate import jsonfile
 from perfgate.config import load_config
-from perfgate.github.handoff import validate_verdict, verdict_schema
+from perfgate.github.handoff import validate_verdict
 from perfgate.github.post import plan_statuses
 from perfgate.judge.gate import GateReport, build_report
 from perfgate.report.summary import summary_from_verdict, summary_markdown
@@ -88,7 +89,7 @@ def report(directory: Path, hostile: bool = False) -> GateReport:
 
 def test_verdict_json_says_how_each_verdict_was_reached(tmp_path: Path) -> None:
     data = report_json(report(tmp_path))
-    jsonschema.validate(data, verdict_schema())
+    jsonschema.validate(data, jsonfile.schema("verdict"))
     assert validate_verdict(data) == []
     rows = {row["bucket"]: row for row in data["rows"]}
     caught, cleared = rows["cartpole/numpy"], rows["cartpole/python"]

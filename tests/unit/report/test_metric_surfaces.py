@@ -8,8 +8,9 @@ from pathlib import Path
 
 import jsonschema
 
+from perfgate import jsonfile
 from perfgate.baselines.reseed import plan_from_report
-from perfgate.github.handoff import validate_verdict, verdict_schema
+from perfgate.github.handoff import validate_verdict
 from perfgate.github.post import plan_statuses
 from perfgate.report.junit import junit_tree
 from perfgate.report.summary import summary_from_verdict, summary_markdown
@@ -22,7 +23,7 @@ SLOW_START = (13.0, 13.1, 12.9)
 
 def test_verdict_json_nests_every_metric_with_its_own_verdict_and_test(tmp_path: Path) -> None:
     data = report_json(report(config(tmp_path), result(startup=SLOW_START)))
-    jsonschema.validate(data, verdict_schema())
+    jsonschema.validate(data, jsonfile.schema("verdict"))
     assert validate_verdict(data) == []
     row = data["rows"][0]
     # The row: the worst verdict, the primary's figure and test.

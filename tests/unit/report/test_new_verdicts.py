@@ -9,7 +9,8 @@ from pathlib import Path
 
 import jsonschema
 
-from perfgate.github.handoff import validate_verdict, verdict_schema
+from perfgate import jsonfile
+from perfgate.github.handoff import validate_verdict
 from perfgate.github.post import plan_statuses
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.report.summary import summary_from_verdict, summary_markdown
@@ -34,7 +35,7 @@ def test_the_report_carries_the_new_verdicts_and_their_levels(tmp_path: Path) ->
 
 def test_verdict_json_is_valid_and_carries_the_test(tmp_path: Path) -> None:
     data = report_json(new_verdicts_report(tmp_path))
-    jsonschema.validate(data, verdict_schema())
+    jsonschema.validate(data, jsonfile.schema("verdict"))
     assert validate_verdict(data) == []
     assert [row["verdict"] for row in data["rows"]] == VERDICTS
     blocked = data["rows"][3]["statistics"]
