@@ -1,10 +1,11 @@
-"""Terminal and CI output: progress lines, tables, GitHub annotations."""
+"""Terminal and CI output: progress lines, tables, GitHub annotations, step outputs."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TextIO
 
 from perfgate.config import Bucket
@@ -15,6 +16,29 @@ from perfgate.result import Result
 def on_github() -> bool:
     """True inside a GitHub Actions job."""
     return os.environ.get("GITHUB_ACTIONS") == "true"
+
+
+def write_step_outputs(values: Mapping[str, str], env: Mapping[str, str] = os.environ) -> None:
+    """Append ``key=value`` lines to $GITHUB_OUTPUT (nothing when the step has none).
+
+    The file takes one line per output, so a value spanning lines is a bug, refused.
+    """
+    path = env.get("GITHUB_OUTPUT")
+    if not path:
+        return
+    for key, value in values.items():
+        if "\n" in value or "\r" in value:
+            raise ValueError(f"step output {key} spans lines: {value!r}")
+    with Path(path).open("a", encoding="utf-8") as handle:
+        handle.writelines(f"{key}={value}\n" for key, value in values.items())
+
+
+def write_step_summary(markdown: str, env: Mapping[str, str] = os.environ) -> None:
+    """Append ``markdown`` to $GITHUB_STEP_SUMMARY (nothing when the step has none)."""
+    path = env.get("GITHUB_STEP_SUMMARY")
+    if path:
+        with Path(path).open("a", encoding="utf-8") as handle:
+            handle.write(markdown + "\n")
 
 
 def say(message: str) -> None:

@@ -28,6 +28,7 @@ from perfgate.baselines.pushing import (
     Retryable,
     RetryPolicy,
     classify,
+    push_error,
     reason,
     remote_says,
 )
@@ -239,18 +240,7 @@ def _push_landing(
     try:
         git("push", "--atomic", "--quiet", *leases, remote, *updates, cwd=repo)
     except GitError as exc:
-        failure = _failure(exc)
-        if isinstance(failure, PushRefused):
-            raise PushRefused(
-                f"the server refused the push to the baseline branch {branch!r} on "
-                f"{remote!r}: {failure}. Retrying cannot help: check the repository's hooks, "
-                f"rulesets and branch protection for {branch!r}"
-            ) from None
-        if isinstance(failure, GateMalfunction):
-            raise GateMalfunction(
-                f"cannot push the baseline branch {branch!r} to {remote!r}: {failure}"
-            ) from None
-        raise failure from None
+        raise push_error(exc.stderr, branch, remote) from None
     if commit is not None:
         git("update-ref", f"refs/remotes/{remote}/{branch}", commit, cwd=repo)
 

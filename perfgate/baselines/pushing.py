@@ -87,6 +87,24 @@ _FAILURES = (
 )
 
 
+def push_error(stderr: str, branch: str, remote: str) -> Exception:
+    """A failed push of ``branch`` to ``remote``: Retryable (a race or a transient error),
+    PushRefused (no retry can help) or GateMalfunction, each saying what to check."""
+    kind = classify(stderr)
+    if kind in (PushFailure.RACE, PushFailure.TRANSIENT):
+        return Retryable(kind, reason(stderr))
+    if kind is PushFailure.REFUSED:
+        return PushRefused(
+            f"the server refused the push to the baseline branch {branch!r} on {remote!r}: "
+            f"{remote_says(stderr)}. Retrying cannot help: check the repository's "
+            f"hooks, rulesets and branch protection for {branch!r}"
+        )
+    return GateMalfunction(
+        f"cannot push the baseline branch {branch!r} to {remote!r}: {remote_says(stderr)}"
+        + ("; check the token's contents: write permission" if kind else "")
+    )
+
+
 def classify(stderr: str) -> PushFailure | None:
     """What kind of failure git's error output describes; None when it says nothing known."""
     for kind, pattern in _FAILURES:
@@ -190,19 +208,7 @@ def _attempt(
     try:
         git("push", "--quiet", remote, f"{commit}:refs/heads/{branch}", cwd=repo)
     except GitError as exc:
-        kind = classify(exc.stderr)
-        if kind in (PushFailure.RACE, PushFailure.TRANSIENT):
-            raise Retryable(kind, reason(exc.stderr)) from None
-        if kind is PushFailure.REFUSED:
-            raise PushRefused(
-                f"the server refused the push to the baseline branch {branch!r} on {remote!r}: "
-                f"{remote_says(exc.stderr)}. Retrying cannot help: check the repository's "
-                f"hooks, rulesets and branch protection for {branch!r}"
-            ) from None
-        raise GateMalfunction(
-            f"cannot push the baseline branch {branch!r} to {remote!r}: {remote_says(exc.stderr)}"
-            + ("; check the token's contents: write permission" if kind else "")
-        ) from None
+        raise push_error(exc.stderr, branch, remote) from None
     git("update-ref", f"refs/remotes/{remote}/{branch}", commit, cwd=repo)
     return commit
 

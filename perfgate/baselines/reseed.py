@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from perfgate.console import write_step_outputs
 from perfgate.errors import ConfigError
 
 PLAN_SCHEMA_VERSION = 1
@@ -184,9 +185,10 @@ def emit_plan(plan: ReseedPlan, out: Path | None, env: Mapping[str, str] = os.en
         print(plan_text(plan), file=sys.stderr)
     else:
         print(text, end="")
-    output_file = env.get("GITHUB_OUTPUT")
-    if output_file:
-        with Path(output_file).open("a", encoding="utf-8") as handle:
-            handle.write(f"reseed_needed={'true' if plan.buckets else 'false'}\n")
-            line = json.dumps(plan.to_json(), separators=(",", ":"), allow_nan=False)
-            handle.write(f"reseed_plan={line}\n")
+    write_step_outputs(
+        {
+            "reseed_needed": "true" if plan.buckets else "false",
+            "reseed_plan": json.dumps(plan.to_json(), separators=(",", ":"), allow_nan=False),
+        },
+        env,
+    )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -111,7 +110,7 @@ def run_render(args: argparse.Namespace) -> int:
 def run_affected(args: argparse.Namespace) -> int:
     """Say which buckets a change touches; on GitHub also write ``run`` and ``buckets`` outputs."""
     from perfgate.ci.selection import affected
-    from perfgate.console import say
+    from perfgate.console import say, write_step_outputs
 
     config = load_config(args.config)
     if args.all:
@@ -129,9 +128,7 @@ def run_affected(args: argparse.Namespace) -> int:
     for bucket_id in ids:
         print(bucket_id)
     say(f"{len(ids)} of {len(config.buckets)} bucket(s) affected")
-    output = os.environ.get("GITHUB_OUTPUT")
-    if output:
-        with Path(output).open("a", encoding="utf-8") as handle:
-            handle.write(f"run={'true' if ids else 'false'}\n")
-            handle.write(f"buckets={json.dumps(ids, allow_nan=False)}\n")
+    write_step_outputs(
+        {"run": "true" if ids else "false", "buckets": json.dumps(ids, allow_nan=False)}
+    )
     return ExitCode.OK

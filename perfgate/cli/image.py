@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     """Choose the CI image (manifest hit, target-branch tag, build), or record an era."""
     from perfgate import context
     from perfgate.baselines.store import commit_to_branch, open_store
-    from perfgate.console import say
+    from perfgate.console import say, write_step_outputs
     from perfgate.run import image
 
     config = load_config(args.config)
@@ -138,9 +138,6 @@ def run(args: argparse.Namespace) -> int:
             else None
         ),
     )
-    output_file = os.environ.get("GITHUB_OUTPUT")
-    if output_file:
-        with Path(output_file).open("a", encoding="utf-8") as handle:
-            handle.writelines(f"{key}={value}\n" for key, value in choice.step_outputs().items())
+    write_step_outputs(choice.step_outputs())
     print(json.dumps(choice.to_json(), indent=2, allow_nan=False))
     return ExitCode.OK

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -128,7 +127,7 @@ def _plan(config: Config, buckets: tuple[Bucket, ...], allocations: int, samples
 
     The selected buckets must share one runner pool: a qualification measures one pool.
     """
-    from perfgate.console import render_table, say
+    from perfgate.console import render_table, say, write_step_outputs
 
     pools = sorted({bucket.runner for bucket in buckets})
     if len(pools) > 1:
@@ -145,17 +144,15 @@ def _plan(config: Config, buckets: tuple[Bucket, ...], allocations: int, samples
         f"{allocations * samples * len(buckets)} runs on [{', '.join(pools[0])}]; each "
         f"allocation job takes at most {minutes} minutes."
     )
-    output = os.environ.get("GITHUB_OUTPUT")
-    if output:
-        values = {
+    write_step_outputs(
+        {
             # Which allocation job of the workflow runs: one per runner pool, numbered.
             "pool": str(config.runner_pools().index(pools[0]) + 1),
             "allocations": json.dumps([str(i) for i in range(1, allocations + 1)], allow_nan=False),
             "samples": str(samples),
             "timeout": str(minutes),
         }
-        with Path(output).open("a", encoding="utf-8") as handle:
-            handle.writelines(f"{key}={value}\n" for key, value in values.items())
+    )
     say(f"plan for {config.path}: nothing was run")
     return ExitCode.OK
 
@@ -163,7 +160,7 @@ def _plan(config: Config, buckets: tuple[Bucket, ...], allocations: int, samples
 def run(args: argparse.Namespace) -> int:
     """Qualify the pool from the allocations' artifacts; write the report (and calibration)."""
     from perfgate.baselines.qualify import Design, QualVerdict, load_evidence, qualify
-    from perfgate.console import annotate, on_github, say
+    from perfgate.console import annotate, on_github, say, write_step_summary
     from perfgate.report.qualification import (
         qualification_json,
         qualification_markdown,
@@ -207,10 +204,8 @@ def run(args: argparse.Namespace) -> int:
     args.report_dir.mkdir(parents=True, exist_ok=True)
     (args.report_dir / "qualification.md").write_text(markdown, encoding="utf-8")
     jsonfile.write(args.report_dir / "qualification.json", document)
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary and on_github():
-        with Path(summary).open("a", encoding="utf-8") as handle:
-            handle.write(markdown + "\n")
+    if on_github():
+        write_step_summary(markdown)
     out = human(args)
     print(terminal_table(report), file=out)
     if args.write_calibration:

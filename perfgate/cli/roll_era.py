@@ -261,14 +261,13 @@ def outcome_line(outcome: RollOutcome, plan: RollPlan, baseline_branch: str) -> 
 
 def write_outputs(outcome: RollOutcome, plan: RollPlan) -> None:
     """``$GITHUB_OUTPUT``: what the roll did and the image, for the seed jobs."""
-    output_file = os.environ.get("GITHUB_OUTPUT")
-    if not output_file:
-        return
-    values = {
-        "era_action": outcome.action.value,
-        "era_key": plan.request.era.key,
-        "image": outcome.image,
-        "recorded": "true" if outcome.recorded_here else "false",
-    }
-    with Path(output_file).open("a", encoding="utf-8") as handle:
-        handle.writelines(f"{key}={value}\n" for key, value in values.items())
+    from perfgate.console import write_step_outputs
+
+    write_step_outputs(
+        {
+            "era_action": outcome.action.value,
+            "era_key": plan.request.era.key,
+            "image": outcome.image,
+            "recorded": "true" if outcome.recorded_here else "false",
+        }
+    )

@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from perfgate.console import write_step_outputs, write_step_summary
 from perfgate.judge.gate import GateReport
 from perfgate.report.junit import write_junit
 from perfgate.report.summary import summary_markdown
@@ -27,19 +28,12 @@ def write_report(report: GateReport, report_dir: Path) -> dict[str, Path]:
 
 def write_github_surfaces(report: GateReport, env: Mapping[str, str] = os.environ) -> None:
     """Append the summary to $GITHUB_STEP_SUMMARY and the verdict to $GITHUB_OUTPUT."""
-    summary_file = env.get("GITHUB_STEP_SUMMARY")
-    if summary_file:
-        with Path(summary_file).open("a", encoding="utf-8") as handle:
-            handle.write(summary_markdown(report) + "\n")
-    output_file = env.get("GITHUB_OUTPUT")
-    if output_file:
-        outputs = {
-            "overall_verdict": report.overall.label,
-            "status_state": report.status_state,
-            "description": report.description,
-            "exit_code": str(report.exit_code),
-            "underfilled": json.dumps(list(report.underfilled), allow_nan=False),
-        }
-        with Path(output_file).open("a", encoding="utf-8") as handle:
-            for key, value in outputs.items():
-                handle.write(f"{key}={' '.join(value.split())}\n")
+    write_step_summary(summary_markdown(report), env)
+    outputs = {
+        "overall_verdict": report.overall.label,
+        "status_state": report.status_state,
+        "description": report.description,
+        "exit_code": str(report.exit_code),
+        "underfilled": json.dumps(list(report.underfilled), allow_nan=False),
+    }
+    write_step_outputs({key: " ".join(value.split()) for key, value in outputs.items()}, env)

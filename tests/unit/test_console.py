@@ -1,0 +1,33 @@
+"""GitHub step outputs and summaries: one writer keeps the file formats whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfgate.console import write_step_outputs, write_step_summary
+
+
+def test_step_outputs_append_one_line_each_and_refuse_a_value_spanning_lines(
+    tmp_path: Path,
+) -> None:
+    output = tmp_path / "output"
+    output.write_text("earlier=1\n", encoding="utf-8")
+    env = {"GITHUB_OUTPUT": str(output)}
+    write_step_outputs({"run": "true", "buckets": '["a/b"]'}, env)
+    assert output.read_text(encoding="utf-8") == 'earlier=1\nrun=true\nbuckets=["a/b"]\n'
+    # A second line would be read as another output (or break the file): nothing is written.
+    with pytest.raises(ValueError, match="step output description spans lines"):
+        write_step_outputs({"ok": "1", "description": "one\nexit_code=0"}, env)
+    assert output.read_text(encoding="utf-8").count("\n") == 3
+
+
+def test_without_the_files_nothing_is_written(tmp_path: Path) -> None:
+    write_step_outputs({"run": "true"}, {})
+    write_step_summary("# summary", {})
+    summary = tmp_path / "summary.md"
+    write_step_summary("# summary", {"GITHUB_STEP_SUMMARY": str(summary)})
+    write_step_summary("more", {"GITHUB_STEP_SUMMARY": str(summary)})
+    assert summary.read_text(encoding="utf-8") == "# summary\nmore\n"
+    assert list(tmp_path.iterdir()) == [summary]
