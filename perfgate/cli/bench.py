@@ -10,8 +10,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from perfgate.cli.common import (
     DEFAULT_RESULTS,
@@ -28,8 +30,11 @@ from perfgate.cli.common import (
     print_json,
     selected,
 )
-from perfgate.config import Config, ConfirmMode, load_config
+from perfgate.config import Bucket, Config, ConfirmMode, load_config
 from perfgate.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from perfgate.run.bench import BenchSettings, PlannedLaunch
 
 
 def register(verbs: Verbs) -> None:
@@ -44,6 +49,7 @@ def register(verbs: Verbs) -> None:
             "perfgate bench",
             "perfgate bench --bucket cartpole/numpy --record",
             "perfgate bench --bucket ID --out results/ --no-judge   # what a CI job runs",
+            "perfgate bench --dry-run --config examples/isaaclab/perfgate.yaml   # docker run",
         ),
         exits={
             ExitCode.BLOCK: "judged locally, blocking mode: a regression",
@@ -99,6 +105,12 @@ def register(verbs: Verbs) -> None:
         action="store_true",
         help="do not stream the benchmark's output while it runs (its log file keeps it all)",
     )
+    bench.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="run nothing: print each bucket's first launch as it would start (the exact "
+        "docker run for a container bucket), its cache and what is prepared before it",
+    )
     add_report_dir(bench)
     add_json(bench, "the results (and, when judged, the verdict)")
 
@@ -106,6 +118,52 @@ def register(verbs: Verbs) -> None:
 def _echo(line: str) -> None:
     # stderr: stdout belongs to the tables, or to the one --json document.
     print(f"  | {line}", file=sys.stderr, flush=True)
+
+
+def launch_json(planned: PlannedLaunch) -> dict[str, object]:
+    """A planned launch for other tools: argv, the environment perfgate sets, cache, container."""
+    warm = planned.warm
+    return {
+        "argv": list(planned.invocation.argv),
+        "cwd": str(planned.invocation.cwd),
+        # What perfgate sets; names the container passes through come from the runner.
+        "env": dict(sorted(planned.invocation.env.items())),
+        "cache": {
+            "mode": "warm" if warm is not None else "cold",
+            "path": str(warm.path) if warm is not None else None,
+            "state": warm.state.value if warm is not None else "cold",
+            "warmup_first": planned.warmup_first,
+        },
+        "container": planned.container.to_json() if planned.container is not None else None,
+    }
+
+
+def _dry_run(buckets: tuple[Bucket, ...], settings: BenchSettings, args: argparse.Namespace) -> int:
+    """Print each bucket's first launch as ``bench`` would start it; run nothing."""
+    from perfgate.run.bench import plan_first_launch
+
+    out = human(args)
+    planned = {bucket.id: plan_first_launch(bucket, settings) for bucket in buckets}
+    for bucket_id, launch in planned.items():
+        print(bucket_id, file=out)
+        warm = launch.warm
+        if warm is None:
+            print("  cache: cold (every attempt starts from an empty cache)", file=out)
+        else:
+            now = "cold now: an unmeasured warm-up launch fills it first"
+            print(f"  cache: warm, kept in {warm.path} ({now if launch.warmup_first else 'warm'})",
+                  file=out)  # fmt: skip
+        resolved = launch.container
+        if resolved is not None:
+            for relative, target in sorted(resolved.links.items()):
+                print(f"  before launch: link {relative} -> {target} in the checkout", file=out)
+            print(f"  runs as: {resolved.user}", file=out)
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(launch.invocation.env.items()))
+        print(f"  environment: {env}", file=out)
+        print(f"  {shlex.join(launch.invocation.argv)}", file=out)
+    if args.json:
+        print_json({"launches": {k: launch_json(v) for k, v in planned.items()}})
+    return ExitCode.OK
 
 
 def run(args: argparse.Namespace) -> int:
@@ -144,7 +202,10 @@ def run(args: argparse.Namespace) -> int:
         echo=None if args.quiet else _echo,
         say=say,
         admission=config.admission,
+        image=config.image,
     )
+    if args.dry_run:
+        return _dry_run(buckets, settings, args)
     say(f"{len(buckets)} bucket(s) on {settings.hardware.slug}, results in {settings.out_dir}")
     from perfgate.baselines.store import open_store
     from perfgate.judge.calibration import configured_calibration

@@ -25,7 +25,14 @@ from perfgate.config import Bucket, load_config
 from perfgate.context import RunContext
 from perfgate.git import git
 from perfgate.github.post import plan_statuses
-from perfgate.result import FailurePhase, Hardware, Result, read_result, validate_result
+from perfgate.result import (
+    CacheState,
+    FailurePhase,
+    Hardware,
+    Result,
+    read_result,
+    validate_result,
+)
 from perfgate.run.bench import BenchSettings, run_bucket
 from tests.fixtures import isaaclab_standin as standin
 from tests.paths import FIXTURES, ROOT
@@ -41,11 +48,15 @@ OLD_CAMERA = "Isaac-Reorient-Cube-Shadow-Camera-Benchmark-Direct"
 
 @pytest.fixture(autouse=True)
 def standin_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No `isaaclab` on PATH (the checkout's ./isaaclab.sh must do), a state dir, no CI env."""
+    """No `isaaclab` on PATH (the checkout's ./isaaclab.sh must do), Isaac Sim installed as a
+    virtualenv with its EULA accepted, a state dir, no CI env."""
     python_only = tmp_path / "python-only"
     python_only.mkdir()
     (python_only / "python3").symlink_to(sys.executable)
     monkeypatch.setenv("PATH", f"{python_only}:/usr/bin:/bin")
+    monkeypatch.setenv("VIRTUAL_ENV", str(standin.host_virtualenv(tmp_path / "venv")))
+    monkeypatch.delenv("CONDA_PREFIX", raising=False)
+    monkeypatch.setenv("OMNI_KIT_ACCEPT_EULA", "YES")
     monkeypatch.setenv("ISAACLAB_STANDIN_STATE", str(tmp_path / "standin-state"))
     # Set here, so whatever a test sets is undone after it.
     monkeypatch.setenv("ISAACLAB_STANDIN_MODE", "success")
@@ -262,10 +273,16 @@ def test_second_attempt_reports_its_own_figures_not_the_failed_first(tmp_path: P
     result = bench(tmp_path, mode="fail_first", retries=1)
     assert result.health.attempts == 2 and result.health.retried
     assert result.health.phase is None
-    # The first attempt wrote its bundle, with 1000x the environments, then crashed.
-    assert [a.phase for a in result.timings.attempts] == [FailurePhase.INIT, None]
+    # The first attempt (the cold cache's warm-up) wrote its bundle, with 1000x the
+    # environments, then crashed; the retry started from an emptied cache, warmed it up
+    # again, then measured.
+    assert [(a.number, a.warmup, a.cache, a.phase) for a in result.timings.attempts] == [
+        (1, True, CacheState.COLD, FailurePhase.INIT),
+        (2, True, CacheState.COLD, None),
+        (2, False, CacheState.WARM, None),
+    ]
     assert result.metric.value is not None and result.metric.value < 1_000_000
-    assert list((tmp_path / "work" / "runs").glob("*/sample-0/attempt-1/output/*.json")) == []
+    assert list((tmp_path / "work" / "runs").rglob("attempt-1/**/*.json")) == []
 
 
 def test_the_schema_file_is_read_among_other_formatters_outputs(tmp_path: Path) -> None:
@@ -322,16 +339,33 @@ def test_a_checkout_without_a_runtime_benchmark_is_a_hard_failure_naming_what_wa
     assert standin.ENTRYPOINT in result.health.error and standin.SCRIPT in result.health.error
 
 
-def test_an_unregistered_task_is_a_hard_failure_naming_every_alias(tmp_path: Path) -> None:
+def test_a_task_the_scan_cannot_find_is_run_and_the_benchmark_answers(tmp_path: Path) -> None:
     body = (
         "  - task: Isaac-Lift-Cube-Franka\n"
         "    isaaclab: {task_aliases: [Isaac-Lift-Cube-Franka-v0]}\n"
         "    backends: [{physics: newton}]\n"
     )
     result = bench(tmp_path, "Isaac-Lift-Cube-Franka/newton", body=body)
-    assert result.health.phase is FailurePhase.IMPORT
-    assert result.health.error is not None
-    assert "Isaac-Lift-Cube-Franka, Isaac-Lift-Cube-Franka-v0" in result.health.error
+    # Launched: the stand-in's gym says it has no such environment (an import failure).
+    assert result.health.phase is FailurePhase.IMPORT and result.health.exit_code == 1
+    assert "NameNotFound: Environment `Isaac-Lift-Cube-Franka` doesn't exist." in result.log_tail
+
+
+def test_an_id_registered_through_an_f_string_runs(tmp_path: Path) -> None:
+    """The gym.register scan sees literal ids only; the benchmark registers this one."""
+    checkout = standin.write_checkout(tmp_path / "checkout")
+    init = checkout / standin.TASKS_ROOT / "core" / "cartpole" / "__init__.py"
+    text = init.read_text(encoding="utf-8")
+    init.write_text(
+        text.replace('id="Isaac-Cartpole-Direct"', 'id=f"Isaac-{NAME}-Direct"').replace(
+            "gym.register(", 'NAME = "Cartpole"\ngym.register(', 1
+        ),
+        encoding="utf-8",
+    )
+    body = "  - task: Isaac-Cartpole-Direct\n    isaaclab: {task_aliases: [Isaac-Cartpole-v0]}\n"
+    config = load_config(config_file(tmp_path, body + "    backends: [{physics: newton}]\n"))
+    result = run_bucket(config.buckets[0], settings(tmp_path, checkout))
+    assert result.health.healthy, result.log_tail
 
 
 def run_matrix(tmp_path: Path, config: Path, flavour: str, *extra: str) -> Path:
