@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 
 def register(verbs: Verbs) -> None:
-    """``bench``."""
+    """``bench``, and ``cache-key`` (where CI keeps a warm bucket's cache)."""
     bench = add_verb(
         verbs,
         "bench",
@@ -113,6 +113,52 @@ def register(verbs: Verbs) -> None:
     )
     add_report_dir(bench)
     add_json(bench, "the results (and, when judged, the verdict)")
+    _register_cache_key(verbs)
+
+
+def _register_cache_key(verbs: Verbs) -> None:
+    """``cache-key``."""
+    cache_key = add_verb(
+        verbs,
+        "cache-key",
+        help="print where a bucket's warm cache lives in CI and its actions-cache keys",
+        description="Print the directory a warm bucket keeps its cache in (R16) and the keys "
+        "the rendered bench job restores it by: the same launch, then the same backend, then "
+        "the same task, each following the driver's pins in this checkout (Isaac Lab: the "
+        "warp-lang pin of pyproject.toml). A cold bucket has none. In CI the values also go "
+        "to $GITHUB_OUTPUT (path, key, restore-launch, restore-backend, restore-task).",
+        handler=run_cache_key,
+        examples=("perfgate cache-key --bucket Isaac-Cartpole-Direct/physx",),
+    )
+    add_config(cache_key)
+    cache_key.add_argument("--bucket", required=True, metavar="ID", help="the bucket id")
+    cache_key.add_argument(
+        "--work-dir", type=Path, default=DEFAULT_WORK, help="as bench's (default: %(default)s)"
+    )
+
+
+def run_cache_key(args: argparse.Namespace) -> int:
+    """Print a bucket's warm cache directory and keys; write them as step outputs in CI."""
+    from perfgate import context
+    from perfgate.console import write_step_outputs
+    from perfgate.run.bench import warm_cache_keys
+
+    config = load_config(args.config)
+    bucket = next((b for b in config.buckets if b.id == args.bucket), None)
+    if bucket is None:
+        raise UsageError(f"no bucket {args.bucket!r} in {config.path}; see `perfgate matrix`")
+    keys = warm_cache_keys(bucket, Path.cwd(), args.work_dir)
+    run = context.detect(os.environ, default_target=config.gate.target_branches[0])
+    if keys is None:
+        outputs = {"path": ""}
+    else:
+        launch, backend, task = keys.restore
+        saved = f"{launch}{run.run_id or 'local'}-{run.run_attempt or '1'}"
+        outputs = {"path": keys.path, "key": saved, "restore-launch": launch,
+                   "restore-backend": backend, "restore-task": task}  # fmt: skip
+    write_step_outputs(outputs)
+    print_json(outputs)
+    return ExitCode.OK
 
 
 def _echo(line: str) -> None:

@@ -28,6 +28,7 @@ from perfgate.identity import (
     Identity,
     metric_contract,
     runtime_inputs,
+    stable_hash,
 )
 from perfgate.result import (
     AttemptTiming,
@@ -105,6 +106,38 @@ class BenchSettings:
 #: Under the work root: one warm cache per bucket (R16), ``<file stem>`` for the change and
 #: ``<file stem>.base-<commit>`` for a merge base measured beside it.
 WARM_CACHE_DIR = "warm-cache"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WarmCacheKeys:
+    """Where CI keeps a bucket's warm cache and the actions-cache keys it is restored by.
+
+    ``restore`` runs from the most specific prefix (the same launch) to the widest (the same
+    task), as upstream's restore-keys do; the key saved is the first plus the run's id, so
+    each run saves its own (the cache rolls) and the next restores the newest.
+    """
+
+    path: str
+    restore: tuple[str, str, str]
+
+
+def warm_cache_keys(bucket: Bucket, checkout: Path, work_dir: Path) -> WarmCacheKeys | None:
+    """The bucket's warm-cache keys, following its driver's pins read from ``checkout``
+    (ConfigError when one cannot be read); None for a bucket that runs cold."""
+    if cache_state(bucket) is not CacheState.WARM:
+        return None
+    pins = ""
+    for file, package in get_driver(bucket.driver).cache_pins:
+        version = staleness.required_pin(
+            checkout, file, package, needed_by="the warm cache key", fix=file
+        )
+        pins += f"{package}{version}-"
+    task = f"perfgate-warm-{pins}{bucket.task}-"
+    backend = f"{task}{bucket.backend_key}-"
+    launch = f"{backend}{stable_hash(launch_identity(bucket))}-"
+    return WarmCacheKeys(
+        path=str(work_dir / WARM_CACHE_DIR / bucket.file_stem), restore=(launch, backend, task)
+    )
 
 
 def cache_state(bucket: Bucket) -> CacheState:

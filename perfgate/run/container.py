@@ -328,8 +328,9 @@ def prepare(container: Container, *, checkout: Path, dirs: AttemptDirs) -> None:
     uid = container_uid(container.user)
     if uid == os.getuid():
         return  # the container writes as the owner of everything perfgate made
-    for path in (dirs.output_dir, dirs.cache_dir, *(dirs.cache_dir / n for n in container.caches)):
-        _open_up(path, tree=False)
+    _open_up(dirs.output_dir, tree=False)
+    # A warm cache restored in CI belongs to the runner, down to its last subdirectory.
+    _open_up(dirs.cache_dir, tree=True)
     unwritable = uid is None or not _writable_by(checkout, uid)
     if container.writable_checkout and container.mount_checkout and unwritable:
         _open_up(checkout, tree=True)

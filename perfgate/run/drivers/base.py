@@ -57,6 +57,8 @@ class Driver(Protocol):
     # The checkout's Git LFS content is part of the benchmark (assets): fetched for every
     # checkout perfgate makes (the merge base, replayed commits) and in the rendered jobs.
     needs_lfs: bool
+    # (file, package) pins a warm cache's key follows: what compiled its kernels.
+    cache_pins: tuple[tuple[str, str], ...]
 
     def markers(self, bucket: Bucket) -> PhaseMarkers:
         """Log markers that tell the failure phase."""

@@ -33,6 +33,7 @@ class CommandDriver:
     container = ContainerProfile()
     warm_cache = False
     needs_lfs = False
+    cache_pins: tuple[tuple[str, str], ...] = ()
 
     def markers(self, bucket: Bucket) -> PhaseMarkers:
         """The markers the bucket declares."""

@@ -69,6 +69,7 @@ class DemoDriver:
     container = ContainerProfile()
     warm_cache = False
     needs_lfs = False
+    cache_pins: tuple[tuple[str, str], ...] = ()
 
     def markers(self, bucket: Bucket) -> PhaseMarkers:
         """The demo prints when its environments are ready and when stepping starts."""

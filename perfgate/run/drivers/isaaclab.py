@@ -453,6 +453,9 @@ class IsaacLabDriver:
     warm_cache = True
     # *.usd and *.pt assets are LFS-tracked; the upstream bench job checks out with lfs: true.
     needs_lfs = True
+    # perf-smoke-test.yaml keys its JIT cache on the warp-lang pin of the repo-root
+    # pyproject.toml (not the isaaclab package's), so a Warp bump never reuses stale kernels.
+    cache_pins = (("pyproject.toml", "warp-lang"),)
 
     def markers(self, bucket: Bucket) -> PhaseMarkers:
         """The runtime benchmark's markers, unless the bucket declares its own."""

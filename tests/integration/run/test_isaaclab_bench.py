@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -484,7 +485,8 @@ def fake_docker(tmp_path: Path) -> tuple[Path, Path]:
     fake = tmp_path / "docker"
     fake.write_text(
         f"#!{sys.executable}\nimport json, os, sys\n"
-        f"json.dump({{'argv': sys.argv[1:], 'token': os.environ.get('HF_TOKEN')}}, "
+        f"json.dump({{'argv': sys.argv[1:], 'token': os.environ.get('HF_TOKEN'), "
+        f"'eula': os.environ.get('OMNI_KIT_ACCEPT_EULA')}}, "
         f"open({str(record)!r}, 'w'))\nsys.exit(125)\n",
         encoding="utf-8",
     )
@@ -536,8 +538,12 @@ def test_shipped_isaaclab_example_runs_the_checkout_inside_the_resolved_image(
     assert argv[argv.index("--workdir") + 1] == "/workspace/isaaclab"
     image_at = argv.index(image)
     assert argv[image_at + 1 : image_at + 4] == ["./isaaclab.sh", "benchmark", "runtime"]
-    eula = argv.index("ACCEPT_EULA=Y")
+    # The driver's profile: the image's user, the link the checkout hides, the EULA.
+    assert argv[argv.index("--user") + 1] == "1000:1000"
+    assert (checkout / "_isaac_sim").readlink() == Path("/isaac-sim")
+    eula = argv.index("OMNI_KIT_ACCEPT_EULA")
     assert argv[eula - 1] == "--env" and eula < image_at
+    assert json.loads(record.read_text())["eula"] == "yes"  # the value, by the environment
 
 
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
@@ -668,3 +674,75 @@ def test_further_metrics_are_read_from_each_sample_and_a_missing_required_one_fa
     assert failed.health.phase is FailurePhase.OUTPUT
     assert failed.health.error is not None
     assert failed.health.error.startswith("metric 'vram_gb' (resources.vram_gb.peak) is missing")
+
+
+def test_cold_and_warm_samples_never_share_a_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """R16: a cold launch compiles every kernel inside its startup, so a warm bucket's runs
+    are another experiment: cold history never judges them, for startup or anything else."""
+    data = yaml.safe_load(example_with_container(tmp_path, None).read_text(encoding="utf-8"))
+    data["defaults"]["repeats"] = 1
+    data["defaults"]["cache"] = "cold"
+    cold = tmp_path / "cold.yaml"
+    cold.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    del data["defaults"]["cache"]  # the isaaclab driver's default: warm
+    warm = tmp_path / "warm.yaml"
+    warm.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    repo = standin.write_checkout(tmp_path / "repo")
+    git("init", "-q", "-b", "main", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "isaac lab", cwd=repo, env=IDENTITY)
+    monkeypatch.chdir(repo)
+    bucket = "Isaac-Cartpole-Direct/newton"
+
+    def bench_json(config: Path, *more: str) -> dict[str, Any]:
+        capsys.readouterr()
+        args = ["bench", "--config", str(config), "--bucket", bucket, "--quiet", "--json",
+                "--out", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work"),
+                "--report-dir", str(tmp_path / "report"), *more]  # fmt: skip
+        assert main(args) == 0
+        document: dict[str, Any] = json.loads(capsys.readouterr().out)
+        return document
+
+    for _ in range(5):  # a full window of cold runs
+        bench_json(cold, "--record")
+    out = bench_json(warm)
+    (result,) = out["results"]
+    assert [s["cache"] for s in result["metric"]["samples"]] == ["warm"]
+    assert [a["warmup"] for a in result["timings"]["attempts"] if "warmup" in a] == [True]
+    row = out["verdict"]["rows"][0]
+    # Five cold runs on the branch, and not one of them in the warm run's windows.
+    assert all(m["reasons"][0] == "NO_BASELINE" for m in row["metrics"]), row["metrics"]
+    hardware = result["hardware"]["slug"]
+    stored = git("show", f"perf-baselines:{sample_path(hardware, *bucket.split('/'))}", cwd=repo)
+    assert {json.loads(line)["cache"] for line in stored.splitlines()} == {"cold"}
+
+
+def test_a_dry_run_shows_the_exact_docker_run_and_makes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkout = standin.write_checkout(tmp_path / "checkout")
+    monkeypatch.chdir(checkout)
+    monkeypatch.setenv("PERFGATE_IMAGE", "nvcr.io/nvidian/isaac-lab@sha256:" + "e" * 64)
+    work = tmp_path / "work"
+    bucket = f"{CAMERA}/physx_rtx_renderer"
+    args = ["bench", "--config", str(EXAMPLE), "--bucket", bucket, "--work-dir", str(work)]
+    assert main([*args, "--dry-run", "--json"]) == 0
+    captured = capsys.readouterr()
+    launch = json.loads(captured.out)["launches"][bucket]
+    argv = launch["argv"]
+    assert argv[:4] == ["docker", "run", "--rm", "--init"]
+    assert argv[argv.index("--user") + 1] == "1000:1000"
+    warm = work / "warm-cache" / bucket.replace("/", "__")
+    assert f"{warm / 'kit'}:/isaac-sim/kit/cache" in argv
+    assert f"{checkout.resolve()}:/workspace/isaaclab" in argv
+    image_at = argv.index(os.environ["PERFGATE_IMAGE"])
+    assert argv[image_at + 1 : image_at + 5] == ["./isaaclab.sh", "benchmark", "runtime", "--task"]
+    assert launch["env"]["OMNI_KIT_ACCEPT_EULA"] == "yes"
+    assert launch["cache"] == {"mode": "warm", "path": str(warm), "state": "cold",
+                               "warmup_first": True}  # fmt: skip
+    # The human side says the same, and nothing was made: no link, no work directory.
+    assert "before launch: link _isaac_sim -> /isaac-sim in the checkout" in captured.err
+    assert "an unmeasured warm-up launch fills it first" in captured.err
+    assert not (checkout / "_isaac_sim").exists() and not work.exists()
