@@ -194,7 +194,8 @@ def test_an_environment_that_cannot_run_it_is_not_retried_and_names_the_fix(
     tmp_path: Path, docker: Path, override: dict[str, Any], bucket_id: str, fix: str
 ) -> None:
     checkout = standin.write_checkout(tmp_path / "checkout")
-    bucket = next(b for b in load_config(example(tmp_path, **override)).buckets if b.id == bucket_id)
+    config = load_config(example(tmp_path, **override))
+    bucket = next(b for b in config.buckets if b.id == bucket_id)
     notices: list[str] = []
     result = run_bucket(bucket, settings(tmp_path, checkout, say=notices.append))
     assert result.health.phase is FailurePhase.ENVIRONMENT, result.log_tail
@@ -287,7 +288,10 @@ def test_each_side_runs_in_its_own_commits_image_with_no_checkout_over_it(
         built = standin.write_image(tmp_path / f"image-{sha[:7]}", source=source)
         support.register(docker, f"ci.example/isaac-lab-ci:sha-{sha}", built, after_s=delay)
     data = yaml.safe_load(example(tmp_path).read_text())
-    data["image"] = {"per_commit": "ci.example/isaac-lab-ci:sha-{sha}", "per_commit_wait_minutes": 1}
+    data["image"] = {
+        "per_commit": "ci.example/isaac-lab-ci:sha-{sha}",
+        "per_commit_wait_minutes": 1,
+    }
     config = tmp_path / "per-commit.yaml"
     config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     loaded = load_config(config)

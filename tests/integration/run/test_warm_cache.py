@@ -80,7 +80,10 @@ def test_a_cold_cache_gets_one_unmeasured_warm_up_and_later_samples_start_warm(
 ) -> None:
     warm = WarmCache(path=tmp_path / "warm")
     first, _ = run(tmp_path, warm)
-    assert [(r.warmup, r.cache) for r in first] == [(True, CacheState.COLD), (False, CacheState.WARM)]
+    assert [(r.warmup, r.cache) for r in first] == [
+        (True, CacheState.COLD),
+        (False, CacheState.WARM),
+    ]
     # The measured launch found what the warm-up compiled.
     assert first[-1].reading == {"found": True}
     assert not list((tmp_path / "runs").rglob("warmup/output/out.json"))  # never measured

@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 from perfgate import __version__
-from perfgate.cli.ci import bench_job_needs
 from perfgate.ci import render
 from perfgate.ci.selection import affected, matches
+from perfgate.cli.ci import bench_job_needs
 from perfgate.config import (
     AdmissionMode,
     AdmissionPolicy,
