@@ -455,7 +455,7 @@ class IsaacLabDriver:
     needs_lfs = True
     # perf-smoke-test.yaml keys its JIT cache on the warp-lang pin of the repo-root
     # pyproject.toml (not the isaaclab package's), so a Warp bump never reuses stale kernels.
-    cache_pins = (("pyproject.toml", "warp-lang"),)
+    cache_pins: tuple[tuple[str, str], ...] = (("pyproject.toml", "warp-lang"),)
 
     def markers(self, bucket: Bucket) -> PhaseMarkers:
         """The runtime benchmark's markers, unless the bucket declares its own."""

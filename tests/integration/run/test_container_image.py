@@ -35,7 +35,7 @@ from perfgate.run.bench import BenchSettings, run_bucket
 from perfgate.run.sampling import SamplingPlan
 from tests import container_support as support
 from tests.fixtures import isaaclab_standin as standin
-from tests.paths import FIXTURES, ROOT
+from tests.paths import ROOT
 
 pytestmark = pytest.mark.integration
 
@@ -329,7 +329,13 @@ def test_an_image_per_commit_that_never_appears_is_named(tmp_path: Path, docker:
     assert f"ci.example/never:sha-{head[:7]} did not appear" in result.health.error
 
 
-def test_the_fake_docker_is_the_one_on_path(tmp_path: Path, docker: Path) -> None:
-    """The tests above run `docker` as perfgate finds it: on PATH, not named in the config."""
-    assert yaml.safe_load(EXAMPLE.read_text())["defaults"]["container"].get("docker") is None
-    assert (FIXTURES / "fake_docker.py").is_file()
+def test_a_machine_without_the_prerequisites_skips_naming_them_unless_required(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(standin, "image_missing", lambda: "root (the stand-in docker mounts)")
+    monkeypatch.delenv(support.REQUIRE, raising=False)
+    with pytest.raises(pytest.skip.Exception, match=r"need root \(the stand-in docker"):
+        support.require_container_standin()
+    monkeypatch.setenv(support.REQUIRE, "1")  # what .ci/run sets
+    with pytest.raises(pytest.fail.Exception, match="PERFGATE_REQUIRE_CONTAINER=1 requires"):
+        support.require_container_standin()
