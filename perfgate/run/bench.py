@@ -229,22 +229,29 @@ def container_of(bucket: Bucket, image: ImageSpec | None = None) -> container.Co
 
 
 def _container_wrap(
-    bucket: Bucket, settings: BenchSettings, run_key: str
+    bucket: Bucket,
+    settings: BenchSettings,
+    run_key: str,
+    *,
+    env: Mapping[str, str] = os.environ,
+    dry_run: bool = False,
 ) -> Callable[[Invocation, AttemptDirs], Invocation] | None:
-    """The bucket's ``docker run`` wrapper, or None when it runs on the host."""
+    """The bucket's ``docker run`` wrapper, or None when it runs on the host. A ``dry_run``
+    wrapper prepares nothing on the host and pulls nothing (an image per commit is named)."""
     resolved = container_of(bucket, settings.image)
     if resolved is None:
         return None
     image = container.image_for(
-        resolved, os.environ, f"bucket {bucket.id}", image=settings.image,
-        checkout=settings.checkout,
+        resolved, env, f"bucket {bucket.id}", image=settings.image,
+        checkout=settings.checkout, pull=not dry_run,
     )  # fmt: skip
 
     def wrap(invocation: Invocation, dirs: AttemptDirs) -> Invocation:
         name = container.container_name(
             run_key, str(os.getpid()), bucket.file_stem, str(dirs.number)
         )
-        container.prepare(resolved, checkout=settings.checkout, dirs=dirs)
+        if not dry_run:
+            container.prepare(resolved, checkout=settings.checkout, dirs=dirs)
         return container.wrap(
             invocation,
             container=resolved,
@@ -584,22 +591,13 @@ def plan_first_launch(
     )  # fmt: skip
     dirs = AttemptDirs(number=1, output_dir=work_dir / "attempt-1" / "output", cache_dir=cache_dir)
     invocation = with_cache_env(_planned(bucket, settings.checkout, dirs), cache_dir)
-    resolved = container_of(bucket, settings.image)
-    if resolved is not None:
-        image = container.image_for(
-            resolved, env, f"bucket {bucket.id}", image=settings.image,
-            checkout=settings.checkout, pull=False,
-        )  # fmt: skip
-        name = container.container_name(_run_key(settings.context), bucket.file_stem, "1")
-        invocation = container.wrap(
-            invocation,
-            container=resolved,
-            image=image,
-            checkout=settings.checkout,
-            dirs=dirs,
-            name=name,
-        )
-    return PlannedLaunch(invocation=invocation, container=resolved, warm=warm)
+    run_key = f"{_run_key(settings.context)}-0"
+    wrap = _container_wrap(bucket, settings, run_key, env=env, dry_run=True)
+    return PlannedLaunch(
+        invocation=wrap(invocation, dirs) if wrap is not None else invocation,
+        container=container_of(bucket, settings.image),
+        warm=warm,
+    )
 
 
 def _result(

@@ -117,7 +117,7 @@ MARKERS = PhaseMarkers(
         ),
         "Do you accept the EULA?": (
             "Isaac Sim's EULA is not accepted: set OMNI_KIT_ACCEPT_EULA=yes and ACCEPT_EULA=Y "
-            "in the container (container.set_env, the isaaclab driver's default)"
+            "for the benchmark (in a container the isaaclab driver's container.set_env does)"
         ),
         "Failed to initialize rtx::shaderdb::ContextManager": (
             "the RTX shader cache is not writable for the container's user: mount a writable "

@@ -590,6 +590,15 @@ def test_seeding_replays_an_older_cli_and_a_renamed_task_into_one_baseline(
     assert len({(s.launch_hash, s.benchmark_hash, s.runtime_hash) for s in samples}) == 1
 
 
+def committed_checkout(root: Path) -> Path:
+    """A stand-in checkout, committed on ``main`` in a repository of its own."""
+    repo = standin.write_checkout(root)
+    git("init", "-q", "-b", "main", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "isaac lab", cwd=repo, env=IDENTITY)
+    return repo
+
+
 @pytest.mark.parametrize(
     ("phase", "metric"), [("SCENE", "startup_s"), ("IMPORT", "imports_s")], ids=["scene", "import"]
 )
@@ -603,10 +612,7 @@ def test_a_slower_startup_blocks_on_its_own_metric_while_fps_holds(
     """The shipped example gates startup apart from FPS: a slower scene build or import
     with unchanged FPS is a BLOCK of that metric alone (the stand-in's FPS is exact)."""
     config = example_with_container(tmp_path, None)
-    repo = standin.write_checkout(tmp_path / "repo")
-    git("init", "-q", "-b", "main", cwd=repo)
-    git("add", "-A", cwd=repo)
-    git("commit", "-q", "-m", "isaac lab", cwd=repo, env=IDENTITY)
+    repo = committed_checkout(tmp_path / "repo")
     monkeypatch.chdir(repo)
     bucket = "Isaac-Cartpole-Direct/physx"
     args = ["bench", "--config", str(config), "--bucket", bucket, "--quiet",
@@ -689,10 +695,7 @@ def test_cold_and_warm_samples_never_share_a_window(
     del data["defaults"]["cache"]  # the isaaclab driver's default: warm
     warm = tmp_path / "warm.yaml"
     warm.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    repo = standin.write_checkout(tmp_path / "repo")
-    git("init", "-q", "-b", "main", cwd=repo)
-    git("add", "-A", cwd=repo)
-    git("commit", "-q", "-m", "isaac lab", cwd=repo, env=IDENTITY)
+    repo = committed_checkout(tmp_path / "repo")
     monkeypatch.chdir(repo)
     bucket = "Isaac-Cartpole-Direct/newton"
 
