@@ -136,6 +136,8 @@ def perf(session: nox.Session) -> None:
     if "--quick" not in session.posargs:
         # A warm `nox -s bench` against `python -m perfgate bench`, side by side.
         session.run("python", "tests/perf/warm_loop.py")
+        # A warm cache against a cold one in the stand-in CI image (root only; else it says so).
+        session.run("python", "tests/perf/warm_cache.py")
 
 
 @nox.session(tags=["perf"])

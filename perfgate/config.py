@@ -288,6 +288,9 @@ class PhaseMarkers:
     oom: tuple[str, ...] = ("oom-kill", "Out of memory", "MemoryError")
     init_done: str | None = None
     stepping: str | None = None
+    # Log text that shows the environment cannot run the benchmark, each with its fix in
+    # one line (phase ``environment``: never retried, since it would fail the same way).
+    environment: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -325,20 +328,38 @@ class DemoSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class ContainerSpec:
-    """Run the benchmark inside ``docker run``; ``PERFGATE_IMAGE`` overrides ``image``."""
+    """Run the benchmark inside ``docker run``; ``PERFGATE_IMAGE`` overrides ``image``.
+
+    The driver owns the profile its benchmark needs in the image (R16: mounts, user, links,
+    caches, environment, docker options); a field left None takes the driver's, and
+    ``links``, ``caches`` and ``set_env`` override it key by key (null removes a key).
+    """
 
     image: str | None = None
     docker: tuple[str, ...] = ("docker",)
-    checkout_mount: str = "/workspace/checkout"
+    checkout_mount: str | None = None
     workdir: str | None = None
     output_mount: str = "/perfgate/output"
     cache_mount: str = "/perfgate/cache"
     # Names only: values travel in the docker client's environment, never on its command line.
     env: tuple[str, ...] = ()
-    # "host" runs as the invoking user's uid:gid, so outputs stay removable by the runner.
-    user: str = "host"
+    # "host" runs as the invoking user's uid:gid; "image" as the image's own USER; else a
+    # docker --user value (the isaaclab driver's is the image user's uid, 1000:1000).
+    user: str | None = None
     gpus: str = "all"
     extra_args: tuple[str, ...] = ()
+    # Links made in the checkout before launch (path in the checkout -> target in the image).
+    links: Mapping[str, str | None] = field(default_factory=dict)
+    # Subdirectories of the bucket's cache mounted writable at these container paths.
+    caches: Mapping[str, str | None] = field(default_factory=dict)
+    # Environment set in the container, values included (never for secrets: use ``env``).
+    set_env: Mapping[str, str | None] = field(default_factory=dict)
+    # docker run options replacing the driver's (--security-opt, --ulimit, ...).
+    run_args: tuple[str, ...] | None = None
+    # Make the checkout writable for the container's user (a+rwX) when it is not.
+    writable_checkout: bool | None = None
+    # Mount a linked worktree's git directory read-only, so git works inside the container.
+    git_metadata: bool | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -359,6 +380,8 @@ class ImageBuild:
 
 #: Placeholders of the era roll's templates: the pushed commit, its branch and the era.
 ROLL_PLACEHOLDERS = IMAGE_PLACEHOLDERS | {"sha", "sha7"}
+#: Placeholders of ``image.per_commit``: the commit whose image is run.
+PER_COMMIT_PLACEHOLDERS = frozenset({"sha", "sha7"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -396,6 +419,11 @@ class ImageSpec:
     # Prints the digest of ``{image}`` in a registry; None: images are recorded as tagged.
     digest: tuple[str, ...] | None = ("docker", "buildx", "imagetools", "inspect", "{image}")
     roll: ImageRoll | None = None
+    # The image the project's own CI built for each commit ("registry/ci:sha-{sha}"): head and
+    # merge base each run in their own commit's image, with no checkout mounted over it.
+    per_commit: str | None = None
+    # How long a bench waits for a commit's image to appear before giving up on it.
+    per_commit_wait_minutes: float = 30.0
 
 
 def _plain_json(value: Any) -> Any:
@@ -447,6 +475,9 @@ class Bucket:
     isaaclab: IsaacLabSpec | None = None
     demo: DemoSpec | None = None
     container: ContainerSpec | None = None
+    # "warm": launches share a cache kept warm across samples and runs; "cold": each attempt
+    # compiles from an empty cache; None: the driver's choice (R16).
+    cache: str | None = None
     floors: Mapping[str, tuple[Floor, ...]] = field(default_factory=dict)
     noise_floor_pct: Mapping[str, float] = field(default_factory=dict)
     # Environment variables the benchmark keeps although their names look like credentials.
@@ -1215,6 +1246,7 @@ def _expand(
             isaaclab=_isaaclab_spec(settings.get("isaaclab")) if driver == "isaaclab" else None,
             demo=DemoSpec(**settings["demo"]) if driver == "demo" and "demo" in settings else None,
             container=_container_spec(settings.get("container")),
+            cache=settings.get("cache"),
             floors={
                 hardware: tuple(
                     Floor(
@@ -1397,6 +1429,7 @@ def phase_markers(raw: Mapping[str, Any], base: PhaseMarkers) -> PhaseMarkers:
         oom=tuple(raw.get("oom", base.oom)),
         init_done=raw.get("init_done", base.init_done),
         stepping=raw.get("stepping", base.stepping),
+        environment=dict(raw.get("environment", base.environment)),
     )
 
 
@@ -1446,13 +1479,18 @@ def _check_task_aliases(document: YamlDocument, data: Mapping[str, Any]) -> None
 def _container_spec(raw: Mapping[str, Any] | None) -> ContainerSpec | None:
     if raw is None:
         return None
-    keys = ("image", "checkout_mount", "workdir", "output_mount", "cache_mount", "user", "gpus")
+    keys = ("image", "checkout_mount", "workdir", "output_mount", "cache_mount", "user", "gpus",
+            "writable_checkout", "git_metadata")  # fmt: skip
     known = {key: raw[key] for key in keys if key in raw}
     return ContainerSpec(
         **known,
         docker=_argv(raw.get("docker", list(ContainerSpec.docker))),
         env=tuple(raw.get("env", ())),
         extra_args=tuple(raw.get("extra_args", ())),
+        links=dict(raw.get("links", {})),
+        caches=dict(raw.get("caches", {})),
+        set_env=dict(raw.get("set_env", {})),
+        run_args=tuple(raw["run_args"]) if "run_args" in raw else None,
     )
 
 
@@ -1461,7 +1499,14 @@ def _image_spec(document: YamlDocument, raw: Mapping[str, Any]) -> ImageSpec:
         _fail(
             document, ("image", "env_keys"), "env_keys needs env_file, the file they are read from"
         )
-    if not (raw.get("env_keys") or raw.get("files") or raw.get("pins")):
+    if "per_commit" not in raw and "tags" not in raw:
+        _fail(
+            document,
+            ("image",),
+            "the image block needs tags (the image per target branch, with era key inputs) "
+            "or per_commit (the image your CI builds per commit)",
+        )
+    if "tags" in raw and not (raw.get("env_keys") or raw.get("files") or raw.get("pins")):
         _fail(
             document,
             ("image",),
@@ -1479,11 +1524,14 @@ def _image_spec(document: YamlDocument, raw: Mapping[str, Any]) -> ImageSpec:
         problem = path_problem(pin["file"], what="a pin file")
         if problem:
             _fail(document, ("image", "pins", index, "file"), problem)
-    for pattern, template in raw["tags"].items():
+    for pattern, template in raw.get("tags", {}).items():
         problem = branch_problem(pattern, pattern=True)
         if problem:
             _fail(document, ("image", "tags", pattern), f"{pattern!r} {problem}")
         _check_placeholders(document, ("image", "tags", pattern), template, IMAGE_PLACEHOLDERS)
+    if "per_commit" in raw:
+        _check_placeholders(document, ("image", "per_commit"), raw["per_commit"],
+                            PER_COMMIT_PLACEHOLDERS)  # fmt: skip
     build = raw.get("build")
     if build:
         _check_placeholders(document, ("image", "build", "image"), build["image"],
@@ -1498,11 +1546,15 @@ def _image_spec(document: YamlDocument, raw: Mapping[str, Any]) -> ImageSpec:
         files=tuple(raw.get("files", ())),
         pins=tuple(PinInput(file=p["file"], package=p["package"]) for p in raw.get("pins", ())),
         manifest=raw.get("manifest", ImageSpec.manifest),
-        tags=dict(raw["tags"]),
+        tags=dict(raw.get("tags", {})),
         probe=_argv(raw["probe"]) if "probe" in raw else None,
         build=ImageBuild(argv=tuple(build["argv"]), image=build["image"]) if build else None,
         digest=digest or None,
         roll=_image_roll(document, raw["roll"]) if "roll" in raw else None,
+        per_commit=raw.get("per_commit"),
+        per_commit_wait_minutes=float(
+            raw.get("per_commit_wait_minutes", ImageSpec.per_commit_wait_minutes)
+        ),
     )
 
 

@@ -29,6 +29,16 @@ class FailurePhase(StrEnum):
     INIT = "init"
     RUNTIME = "runtime"
     OUTPUT = "output"
+    # The environment cannot run the benchmark (no interpreter, an unaccepted EULA, an
+    # unwritable cache): another attempt would fail the same way, so none is taken.
+    ENVIRONMENT = "environment"
+
+
+class CacheState(StrEnum):
+    """Whether a launch found its compile caches (Warp, CUDA, Kit shaders) filled (R16)."""
+
+    COLD = "cold"  # empty: every kernel and shader is compiled during the launch
+    WARM = "warm"  # filled by an earlier launch of the bucket
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -381,6 +391,8 @@ class SampleReading:
     sample_index: int
     value: float
     wall_s: float = 0.0
+    # The caches the sample's launch started from (None in artifacts from before R16).
+    cache: CacheState | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -471,6 +483,9 @@ class AttemptTiming:
     timed_out: bool
     wall_s: float
     sample_index: int = 0
+    # The caches the launch started from; a warm-up launch fills a cold cache unmeasured.
+    cache: CacheState | None = None
+    warmup: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -537,10 +552,11 @@ class Result:
         """The artifact as a JSON-ready dict."""
         data = asdict(self)
         data["bucket"]["tags"] = list(self.bucket.tags)
-        data["timings"]["attempts"] = [asdict(a) for a in self.timings.attempts]
+        # What a run without cache states records reads as it did before they existed.
+        data["timings"]["attempts"] = [_recorded(asdict(a)) for a in self.timings.attempts]
         for name, reading in self.all_metrics.items():
             into = data["metric"] if name == PRIMARY else data["metrics"][name]
-            into["samples"] = [asdict(s) for s in reading.samples]
+            into["samples"] = [_recorded(asdict(s)) for s in reading.samples]
         if not self.metrics:
             del data["metrics"]  # a single-metric artifact reads as it did before
         for name in ("sampling", "paired"):
@@ -560,7 +576,13 @@ class Result:
         sampling = data.get("sampling")
         timings = dict(data["timings"])
         timings["attempts"] = tuple(
-            AttemptTiming(**{**a, "phase": FailurePhase(a["phase"]) if a["phase"] else None})
+            AttemptTiming(
+                **{
+                    **a,
+                    "phase": FailurePhase(a["phase"]) if a["phase"] else None,
+                    "cache": CacheState(a["cache"]) if a.get("cache") else None,
+                }
+            )
             for a in timings["attempts"]
         )
         bucket = dict(data["bucket"])
@@ -589,13 +611,25 @@ class Result:
         )
 
 
+def _recorded(fields: dict[str, Any]) -> dict[str, Any]:
+    """A sample's or attempt's fields without an unknown cache state or a False warm-up."""
+    return {
+        key: value
+        for key, value in fields.items()
+        if not (key == "cache" and value is None) and not (key == "warmup" and value is False)
+    }
+
+
 def _metric_reading(data: Mapping[str, Any]) -> MetricReading:
     """One metric of a validated artifact."""
     return MetricReading(
         **{
             **data,
             "direction": Direction(data["direction"]),
-            "samples": tuple(SampleReading(**s) for s in data.get("samples", ())),
+            "samples": tuple(
+                SampleReading(**{**s, "cache": CacheState(s["cache"]) if s.get("cache") else None})
+                for s in data.get("samples", ())
+            ),
         }
     )
 

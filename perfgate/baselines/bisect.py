@@ -25,14 +25,15 @@ from typing import Any
 from perfgate import jsonfile
 from perfgate.baselines.seed import replay_checkout
 from perfgate.baselines.seed.plan import config_at
-from perfgate.config import Bucket, Config, ConfirmMode, GatePolicy, PolicyName
+from perfgate.config import Bucket, Config, ConfirmMode, GatePolicy, ImageSpec, PolicyName
 from perfgate.context import RunContext
 from perfgate.errors import ConfigError, GitError, UsageError
 from perfgate.git import git
 from perfgate.judge.oracle import Bisect, judge, policy_for
 from perfgate.judge.stats import CalibratedPolicy, Policy, needs_more
 from perfgate.result import Hardware, Result, write_result
-from perfgate.run.bench import BenchSettings, Confirm, run_bucket
+from perfgate.run.bench import WARM_CACHE_DIR, BenchSettings, Confirm, run_bucket
+from perfgate.run.drivers import get_driver
 from perfgate.run.sampling import SamplingPlan
 
 # 2: a step keeps its runs (each run's samples), not one flat list of figures.
@@ -366,6 +367,8 @@ class ReplaySettings:
     repo: Path
     hardware: Hardware
     context: RunContext
+    # perfgate.yaml's image block (``per_commit``: each commit runs in its own image).
+    image: ImageSpec | None = None
 
 
 def measure(
@@ -394,7 +397,8 @@ def measure(
     )
     most = f", up to {sampling.max_repeats}" if sampling.max_repeats > sampling.repeats else ""
     results = []
-    with replay_checkout(settings.repo, commit, work_dir / "worktrees") as checkout:
+    lfs = get_driver(bucket.driver).needs_lfs
+    with replay_checkout(settings.repo, commit, work_dir / "worktrees", lfs=lfs) as checkout:
         for index in range(runs):
             announce(
                 f"{commit[:12]} {bucket.id} run {index + 1}/{runs} "
@@ -410,6 +414,9 @@ def measure(
                     hardware=settings.hardware,
                     context=context,
                     say=announce,
+                    image=settings.image,
+                    # One warm cache per bucket across the bisected commits.
+                    warm_caches=work_dir / WARM_CACHE_DIR,
                 ),
                 plan=sampling,
                 confirm=confirm,

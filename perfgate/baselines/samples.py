@@ -60,6 +60,10 @@ class Sample:
     sample_index: int | None = None
     # Which of the bucket's metrics the figure is (lines from before metrics: the primary).
     metric: str = PRIMARY
+    # The caches the sample's launch started from, "cold" or "warm" (None: from before R16,
+    # when every launch started cold). A warm bucket's launch hash differs, so its window
+    # never holds a cold line.
+    cache: str | None = None
     ci_run_id: str | None = None
     ci_run_attempt: str | None = None
     ci_workflow: str | None = None
@@ -218,6 +222,7 @@ def samples_from_result(
                 retried=result.health.retried,
                 sample_index=reading.sample_index,
                 metric=metric,
+                cache=reading.cache.value if reading.cache else None,
                 ci_run_id=result.ci.run_id,
                 ci_run_attempt=result.ci.run_attempt,
                 ci_workflow=result.ci.workflow,

@@ -175,6 +175,10 @@ class Site:
     out: Path
     config_ref: str
     self_ci: bool = False
+    # What the buckets' drivers need of the bench job (ci reads only the config, so the
+    # caller says): buckets whose caches stay warm across runs (R16), and Git LFS content.
+    warm_buckets: frozenset[str] = frozenset()
+    lfs: bool = False
 
     @property
     def command(self) -> str:
@@ -248,6 +252,12 @@ def bench_matrix(
         }
         for bucket in buckets
     ]
+
+
+def resolves_image(config: Config) -> bool:
+    """True when the bench resolves an image per era (R11). With ``image.per_commit`` each
+    checkout runs in its own commit's image instead, which the bench awaits itself."""
+    return config.image is not None and config.image.per_commit is None
 
 
 def self_hosted_labels(buckets: Iterable[Bucket]) -> list[str]:
@@ -459,9 +469,11 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
             f"&& ({branch_condition(gate.protected_branches)})"
         ),
         "matrix": bench_matrix(site.config.buckets, gate.confirm, site.config.admission),
+        # The upstream bench job checks out with lfs: true: *.usd and *.pt are LFS-tracked.
+        "lfs": site.lfs,
         "publish_timeout": publish_timeout(gate.baseline.publish_deadline_minutes),
         # Only a config with an image block has an image to resolve (R11).
-        "resolve_image": site.config.image is not None,
+        "resolve_image": resolves_image(site.config),
         # A bench job that confirms suspicious runs reads the baseline window (R5), and a
         # paired one checks out the merge base: both need the whole history.
         "confirm": gate.confirm is not ConfirmMode.OFF,
@@ -510,7 +522,7 @@ def seed_jobs(config: Config) -> list[dict[str, Any]]:
             "contents": Raw("write"),
             "why": Raw("# push the seeded samples to the baseline branch"),
             # Seeding benchmarks like bench does, so it needs the same image (R11).
-            "resolve_image": config.image is not None,
+            "resolve_image": resolves_image(config),
         },
     ]
 
@@ -540,7 +552,7 @@ def bisect_workflow_context(site: Site) -> dict[str, Any]:
         **_common(site),
         "bucket_ids": list(site.config.bucket_ids()),
         # Bisecting benchmarks like bench does, so it needs the same image (R11).
-        "resolve_image": site.config.image is not None,
+        "resolve_image": resolves_image(site.config),
         "image_target": site.config.gate.target_branches[0],
     }
 
@@ -612,7 +624,7 @@ def qualify_workflow_context(site: Site) -> dict[str, Any]:
         **_common(site),
         "pools": pools,
         "pool_jobs": Raw("[" + ", ".join(["plan", *(str(p["job"]) for p in pools)]) + "]"),
-        "resolve_image": site.config.image is not None,
+        "resolve_image": resolves_image(site.config),
     }
 
 
@@ -668,6 +680,12 @@ def targets(site: Site) -> list[tuple[str, str, dict[str, Any]]]:
     items: list[tuple[str, str, dict[str, Any]]] = [
         (f"actions/{name}/action.yml.j2", f"actions/{name}/action.yml", common) for name in _ACTIONS
     ]
+    # A warm bucket's job restores its cache from the actions cache (keys: `cache-key`).
+    items[_ACTIONS.index("bench")] = (
+        "actions/bench/action.yml.j2",
+        "actions/bench/action.yml",
+        {**common, "warm_cache": bool(site.warm_buckets)},
+    )
     items += [
         (
             "workflows/perfgate.yml.j2",
@@ -696,8 +714,8 @@ def targets(site: Site) -> list[tuple[str, str, dict[str, Any]]]:
         ),
         ("actionlint.yaml.j2", ".github/actionlint.yaml", actionlint_context(site)),
     ]
-    if site.config.image is not None:
-        # Only a config with an image block has an era to roll (R11).
+    if resolves_image(site.config):
+        # Only a config with an image per era has an era to roll (R11).
         items.append(
             (
                 "workflows/perfgate-era.yml.j2",
@@ -799,7 +817,14 @@ def write(files: Sequence[RenderedFile], out: Path) -> list[Path]:
     return changed
 
 
-def site_for(config: Config, out: Path, self_ci: bool = False) -> Site:
+def site_for(
+    config: Config,
+    out: Path,
+    self_ci: bool = False,
+    *,
+    warm_buckets: frozenset[str] = frozenset(),
+    lfs: bool = False,
+) -> Site:
     """A Site whose workflows name the config relative to ``out`` (the repository root there)."""
     try:
         config_ref = config.path.resolve().relative_to(out.resolve()).as_posix()
@@ -808,7 +833,14 @@ def site_for(config: Config, out: Path, self_ci: bool = False) -> Site:
             f"{config.path} is not inside {out}; the workflows rendered into {out} run from "
             "that directory as repository root, so the config must live under it"
         ) from None
-    return Site(config=config, out=out, config_ref=config_ref, self_ci=self_ci)
+    return Site(
+        config=config,
+        out=out,
+        config_ref=config_ref,
+        self_ci=self_ci,
+        warm_buckets=warm_buckets,
+        lfs=lfs,
+    )
 
 
 #: The sites of this repository: its own tree (demo matrix) and the Isaac Lab example.

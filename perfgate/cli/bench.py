@@ -10,8 +10,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from perfgate.cli.common import (
     DEFAULT_RESULTS,
@@ -28,12 +30,15 @@ from perfgate.cli.common import (
     print_json,
     selected,
 )
-from perfgate.config import Config, ConfirmMode, load_config
+from perfgate.config import Bucket, Config, ConfirmMode, load_config
 from perfgate.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from perfgate.run.bench import BenchSettings, PlannedLaunch
 
 
 def register(verbs: Verbs) -> None:
-    """``bench``."""
+    """``bench``, and ``cache-key`` (where CI keeps a warm bucket's cache)."""
     bench = add_verb(
         verbs,
         "bench",
@@ -44,6 +49,7 @@ def register(verbs: Verbs) -> None:
             "perfgate bench",
             "perfgate bench --bucket cartpole/numpy --record",
             "perfgate bench --bucket ID --out results/ --no-judge   # what a CI job runs",
+            "perfgate bench --dry-run --config examples/isaaclab/perfgate.yaml   # docker run",
         ),
         exits={
             ExitCode.BLOCK: "judged locally, blocking mode: a regression",
@@ -99,13 +105,111 @@ def register(verbs: Verbs) -> None:
         action="store_true",
         help="do not stream the benchmark's output while it runs (its log file keeps it all)",
     )
+    bench.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="run nothing: print each bucket's first launch as it would start (the exact "
+        "docker run for a container bucket), its cache and what is prepared before it",
+    )
     add_report_dir(bench)
     add_json(bench, "the results (and, when judged, the verdict)")
+    _register_cache_key(verbs)
+
+
+def _register_cache_key(verbs: Verbs) -> None:
+    """``cache-key``."""
+    cache_key = add_verb(
+        verbs,
+        "cache-key",
+        help="print where a bucket's warm cache lives in CI and its actions-cache keys",
+        description="Print the directory a warm bucket keeps its cache in (R16) and the keys "
+        "the rendered bench job restores it by: the same launch, then the same backend, then "
+        "the same task, each following the driver's pins in this checkout (Isaac Lab: the "
+        "warp-lang pin of pyproject.toml). A cold bucket has none. In CI the values also go "
+        "to $GITHUB_OUTPUT (path, key, restore-launch, restore-backend, restore-task).",
+        handler=run_cache_key,
+        examples=("perfgate cache-key --bucket Isaac-Cartpole-Direct/physx",),
+    )
+    add_config(cache_key)
+    cache_key.add_argument("--bucket", required=True, metavar="ID", help="the bucket id")
+    cache_key.add_argument(
+        "--work-dir", type=Path, default=DEFAULT_WORK, help="as bench's (default: %(default)s)"
+    )
+
+
+def run_cache_key(args: argparse.Namespace) -> int:
+    """Print a bucket's warm cache directory and keys; write them as step outputs in CI."""
+    from perfgate import context
+    from perfgate.console import write_step_outputs
+    from perfgate.run.bench import warm_cache_keys
+
+    config = load_config(args.config)
+    bucket = next((b for b in config.buckets if b.id == args.bucket), None)
+    if bucket is None:
+        raise UsageError(f"no bucket {args.bucket!r} in {config.path}; see `perfgate matrix`")
+    keys = warm_cache_keys(bucket, Path.cwd(), args.work_dir)
+    run = context.detect(os.environ, default_target=config.gate.target_branches[0])
+    if keys is None:
+        outputs = {"path": ""}
+    else:
+        launch, backend, task = keys.restore
+        saved = f"{launch}{run.run_id or 'local'}-{run.run_attempt or '1'}"
+        outputs = {"path": keys.path, "key": saved, "restore-launch": launch,
+                   "restore-backend": backend, "restore-task": task}  # fmt: skip
+    write_step_outputs(outputs)
+    print_json(outputs)
+    return ExitCode.OK
 
 
 def _echo(line: str) -> None:
     # stderr: stdout belongs to the tables, or to the one --json document.
     print(f"  | {line}", file=sys.stderr, flush=True)
+
+
+def launch_json(planned: PlannedLaunch) -> dict[str, object]:
+    """A planned launch for other tools: argv, the environment perfgate sets, cache, container."""
+    warm = planned.warm
+    return {
+        "argv": list(planned.invocation.argv),
+        "cwd": str(planned.invocation.cwd),
+        # What perfgate sets; names the container passes through come from the runner.
+        "env": dict(sorted(planned.invocation.env.items())),
+        "cache": {
+            "mode": "warm" if warm is not None else "cold",
+            "path": str(warm.path) if warm is not None else None,
+            "state": warm.state.value if warm is not None else "cold",
+            "warmup_first": planned.warmup_first,
+        },
+        "container": planned.container.to_json() if planned.container is not None else None,
+    }
+
+
+def _dry_run(buckets: tuple[Bucket, ...], settings: BenchSettings, args: argparse.Namespace) -> int:
+    """Print each bucket's first launch as ``bench`` would start it; run nothing."""
+    from perfgate.run.bench import plan_first_launch
+
+    out = human(args)
+    planned = {bucket.id: plan_first_launch(bucket, settings) for bucket in buckets}
+    for bucket_id, launch in planned.items():
+        print(bucket_id, file=out)
+        warm = launch.warm
+        if warm is None:
+            print("  cache: cold (every attempt starts from an empty cache)", file=out)
+        else:
+            now = "cold now: an unmeasured warm-up launch fills it first"
+            print(f"  cache: warm, kept in {warm.path} ({now if launch.warmup_first else 'warm'})",
+                  file=out)  # fmt: skip
+        resolved = launch.container
+        if resolved is not None:
+            for relative, target in sorted(resolved.links.items()):
+                print(f"  before launch: link {relative} -> {target} in the checkout", file=out)
+            print(f"  runs as: {resolved.user}", file=out)
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(launch.invocation.env.items()))
+        print(f"  environment: {env}", file=out)
+        print(f"  {shlex.join(launch.invocation.argv)}", file=out)
+    if args.json:
+        print_json({"launches": {k: launch_json(v) for k, v in planned.items()}})
+    return ExitCode.OK
 
 
 def run(args: argparse.Namespace) -> int:
@@ -144,7 +248,10 @@ def run(args: argparse.Namespace) -> int:
         echo=None if args.quiet else _echo,
         say=say,
         admission=config.admission,
+        image=config.image,
     )
+    if args.dry_run:
+        return _dry_run(buckets, settings, args)
     say(f"{len(buckets)} bucket(s) on {settings.hardware.slug}, results in {settings.out_dir}")
     from perfgate.baselines.store import open_store
     from perfgate.judge.calibration import configured_calibration

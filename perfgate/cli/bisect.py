@@ -185,7 +185,10 @@ def run(args: argparse.Namespace) -> int:
         print("dry run: nothing was run; add --execute to bisect")
         return ExitCode.OK
     settings = ReplaySettings(
-        repo=repo, hardware=machine, context=context.detect(os.environ, cwd=repo)
+        repo=repo,
+        hardware=machine,
+        context=context.detect(os.environ, cwd=repo),
+        image=current.image,
     )
     try:
         outcome = run_bisect(plan, state, settings, options, current, log=say)

@@ -6,9 +6,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from perfgate.cli.common import Verbs, add_config, add_verb
-from perfgate.config import load_config
+from perfgate.config import Config, load_config
 from perfgate.errors import ExitCode, UsageError
 
 RENDER_HELP = """Render workflows and composite actions from templates/ by perfgate.yaml.
@@ -79,6 +80,21 @@ def _relative(path: Path) -> Path:
         return path
 
 
+def bench_job_needs(config: Config) -> dict[str, Any]:
+    """What the buckets' drivers need of the rendered bench job (render.Site's fields): the
+    buckets whose caches stay warm (R16), and whether checkouts need Git LFS content."""
+    from perfgate.result import CacheState
+    from perfgate.run.bench import cache_state
+    from perfgate.run.drivers import get_driver
+
+    return {
+        "warm_buckets": frozenset(
+            b.id for b in config.buckets if cache_state(b) is CacheState.WARM
+        ),
+        "lfs": any(get_driver(b.driver).needs_lfs for b in config.buckets),
+    }
+
+
 def run_render(args: argparse.Namespace) -> int:
     """Render workflows and composite actions, or (``--check``) diff them against the tree."""
     from perfgate.ci import render
@@ -86,7 +102,9 @@ def run_render(args: argparse.Namespace) -> int:
 
     config = load_config(_relative(args.config))
     out = _relative(args.out)
-    site = render.site_for(config, out, self_ci=render.is_perfgate_checkout(out))
+    site = render.site_for(
+        config, out, self_ci=render.is_perfgate_checkout(out), **bench_job_needs(config)
+    )
     files = render.render_site(site)
     if args.check:
         diffs = render.drift(files, out)

@@ -4,9 +4,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+from pathlib import Path
+from typing import Any
 
-from perfgate.cli.common import Verbs, add_config, add_selection, add_verb, selected
-from perfgate.config import load_config
+from perfgate.cli.common import (
+    DEFAULT_RESULTS,
+    DEFAULT_WORK,
+    Verbs,
+    add_config,
+    add_selection,
+    add_verb,
+    selected,
+)
+from perfgate.config import Bucket, Config, load_config
 from perfgate.errors import ExitCode
 
 
@@ -60,7 +71,8 @@ def run_matrix(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     buckets = selected(config, args)
     if args.json:
-        print(json.dumps([b.matrix_entry() for b in buckets], indent=2, allow_nan=False))
+        entries = [_matrix_json(config, bucket) for bucket in buckets]
+        print(json.dumps(entries, indent=2, allow_nan=False))
         return ExitCode.OK
     from perfgate.console import render_table
 
@@ -70,3 +82,39 @@ def run_matrix(args: argparse.Namespace) -> int:
     ]
     print(render_table(["bucket", "driver", "timeout", "runner", "tags"], rows))
     return ExitCode.OK
+
+
+def _matrix_json(config: Config, bucket: Bucket) -> dict[str, Any]:
+    """A bucket's matrix entry with its resolved container, cache state and first launch.
+
+    ``launch`` is what ``bench --dry-run`` prints for the bucket from this checkout (the
+    exact ``docker run`` of a container bucket; ``$PERFGATE_IMAGE`` stands for an image
+    resolve-image chooses in CI), or ``launch_error`` when this checkout cannot plan it.
+    """
+    from perfgate import context
+    from perfgate.cli.bench import launch_json
+    from perfgate.errors import PerfgateError
+    from perfgate.result import Hardware
+    from perfgate.run.bench import BenchSettings, cache_state, container_of, plan_first_launch
+    from perfgate.run.container import IMAGE_ENV
+    from perfgate.run.drivers import CheckoutUnsupported
+
+    entry = bucket.matrix_entry()
+    entry["cache"] = cache_state(bucket).value
+    resolved = container_of(bucket, config.image)
+    entry["container"] = resolved.to_json() if resolved is not None else None
+    settings = BenchSettings(
+        checkout=Path.cwd(),
+        work_root=DEFAULT_WORK.resolve(),
+        out_dir=DEFAULT_RESULTS.resolve(),
+        hardware=Hardware(slug="planned"),  # planning reads no hardware
+        context=context.detect(os.environ, default_target=config.gate.target_branches[0]),
+        image=config.image,
+    )
+    env = {**os.environ, IMAGE_ENV: os.environ.get(IMAGE_ENV) or "$" + IMAGE_ENV}
+    try:
+        entry["launch"] = launch_json(plan_first_launch(bucket, settings, env))
+    except (CheckoutUnsupported, PerfgateError) as exc:
+        entry["launch"] = None
+        entry["launch_error"] = str(exc)
+    return entry

@@ -297,6 +297,7 @@ def seed_command(options: SeedOptions, current: Config, store: BaselineStore) ->
         hardware=machine,
         context=context.detect(os.environ, cwd=repo),
         admission=current.admission,
+        image=current.image,
     )
     try:
         execute(plan, settings, records.append)

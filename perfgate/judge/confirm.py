@@ -20,14 +20,14 @@ the verdicts the bench's last look would have.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from perfgate.baselines.seed.plan import bucket_hashes
 from perfgate.baselines.seed.replay import replay_checkout
 from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
 from perfgate.config import PRIMARY, Bucket, Config, Metric, load_config
-from perfgate.errors import GateMalfunction, PerfgateError
+from perfgate.errors import GateMalfunction, GitError, PerfgateError
 from perfgate.git import try_git
 from perfgate.judge.calibration import NoiseCalibration
 from perfgate.judge.oracle import paired_policy_for, policy_for, window_sample_limit
@@ -42,6 +42,7 @@ from perfgate.judge.stats import (
 )
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import PairedRecord, Result
+from perfgate.run.drivers import get_driver
 from perfgate.run.paired import BaseCheckout
 
 # Window verdicts that say nothing about a change: nothing to confirm.
@@ -143,7 +144,15 @@ class WindowConfirmer:
             config_path: Path | None = (self.checkout / self.config.path).resolve().relative_to(top)
         except ValueError:
             where, config_path = Path(), None
-        with replay_checkout(top, commit, self.work_dir / "paired") as worktree:
+        # The base gets what the change's checkout has: its LFS content (the assets) too.
+        lfs = get_driver(bucket.driver).needs_lfs
+        with ExitStack() as stack:
+            try:
+                checkout = replay_checkout(top, commit, self.work_dir / "paired", lfs=lfs)
+                worktree = stack.enter_context(checkout)
+            except GitError as exc:
+                yield f"the merge base {commit[:12]} cannot be checked out like the change: {exc}"
+                return
             found = self._base_bucket(bucket, result, worktree, config_path)
             if isinstance(found, str):
                 yield found

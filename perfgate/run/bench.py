@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -13,17 +13,27 @@ from pathlib import Path
 from typing import Protocol
 
 from perfgate import __version__
-from perfgate.config import PRIMARY, AdmissionMode, AdmissionPolicy, Bucket, ConfirmMode, Metric
+from perfgate.config import (
+    PRIMARY,
+    AdmissionMode,
+    AdmissionPolicy,
+    Bucket,
+    ConfirmMode,
+    ImageSpec,
+    Metric,
+)
 from perfgate.context import RunContext
 from perfgate.identity import (
     BENCHMARK_CONTRACT_VERSION,
     Identity,
     metric_contract,
     runtime_inputs,
+    stable_hash,
 )
 from perfgate.result import (
     AttemptTiming,
     BucketRef,
+    CacheState,
     CiInfo,
     FailurePhase,
     Hardware,
@@ -51,11 +61,14 @@ from perfgate.run.drivers import CheckoutUnsupported, Measurement, get_driver
 from perfgate.run.execution import (
     AttemptDirs,
     AttemptRecord,
+    EnvironmentProblem,
     Invocation,
     ProcessOutcome,
+    WarmCache,
     attempt_log,
     read_log_excerpt,
     run_with_retry,
+    with_cache_env,
 )
 from perfgate.run.paired import BaseCheckout, measure_pairs
 from perfgate.run.sampling import Sampler, SamplingPlan
@@ -79,6 +92,58 @@ class BenchSettings:
     admission: AdmissionPolicy = field(
         default_factory=lambda: AdmissionPolicy(mode=AdmissionMode.OFF)
     )
+    # perfgate.yaml's image block: with ``per_commit``, each checkout runs in its commit's image.
+    image: ImageSpec | None = None
+    # Where buckets keep their warm caches (None: under the work root, where CI restores them).
+    warm_caches: Path | None = None
+
+    @property
+    def warm_root(self) -> Path:
+        """The directory holding one warm cache per bucket (R16)."""
+        return self.warm_caches or self.work_root / WARM_CACHE_DIR
+
+
+#: Under the work root: one warm cache per bucket (R16), ``<file stem>`` for the change and
+#: ``<file stem>.base-<commit>`` for a merge base measured beside it.
+WARM_CACHE_DIR = "warm-cache"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WarmCacheKeys:
+    """Where CI keeps a bucket's warm cache and the actions-cache keys it is restored by.
+
+    ``restore`` runs from the most specific prefix (the same launch) to the widest (the same
+    task), as upstream's restore-keys do; the key saved is the first plus the run's id, so
+    each run saves its own (the cache rolls) and the next restores the newest.
+    """
+
+    path: str
+    restore: tuple[str, str, str]
+
+
+def warm_cache_keys(bucket: Bucket, checkout: Path, work_dir: Path) -> WarmCacheKeys | None:
+    """The bucket's warm-cache keys, following its driver's pins read from ``checkout``
+    (ConfigError when one cannot be read); None for a bucket that runs cold."""
+    if cache_state(bucket) is not CacheState.WARM:
+        return None
+    pins = ""
+    for file, package in get_driver(bucket.driver).cache_pins:
+        version = staleness.required_pin(
+            checkout, file, package, needed_by="the warm cache key", fix=file
+        )
+        pins += f"{package}{version}-"
+    task = f"perfgate-warm-{pins}{bucket.task}-"
+    backend = f"{task}{bucket.backend_key}-"
+    launch = f"{backend}{stable_hash(launch_identity(bucket))}-"
+    return WarmCacheKeys(
+        path=str(work_dir / WARM_CACHE_DIR / bucket.file_stem), restore=(launch, backend, task)
+    )
+
+
+def cache_state(bucket: Bucket) -> CacheState:
+    """WARM when the bucket's launches share a warm cache (its ``cache``, else its driver's)."""
+    mode = bucket.cache or ("warm" if get_driver(bucket.driver).warm_cache else "cold")
+    return CacheState(mode)
 
 
 def launch_identity(bucket: Bucket) -> dict[str, object]:
@@ -97,6 +162,8 @@ def launch_identity(bucket: Bucket) -> dict[str, object]:
         "seed": bucket.seed,
         # Only when set: buckets that leave threads alone keep the hashes they had.
         **({"threads": threads} if threads is not None else {}),
+        # Cache state is part of the experiment (R16); cold buckets keep the hashes they had.
+        **({"cache": "warm"} if cache_state(bucket) is CacheState.WARM else {}),
         **driver.launch_inputs(bucket),
     }
 
@@ -151,27 +218,46 @@ def _pin_files(bucket: Bucket) -> tuple[str, ...]:
     return declared if declared is not None else staleness.DEFAULT_PIN_FILES
 
 
-def _container_wrap(
-    bucket: Bucket, settings: BenchSettings, run_key: str
-) -> Callable[[Invocation, AttemptDirs], Invocation] | None:
-    """The bucket's ``docker run`` wrapper, or None when it runs on the host."""
-    spec = bucket.container
-    if spec is None:
+def container_of(bucket: Bucket, image: ImageSpec | None = None) -> container.Container | None:
+    """The bucket's container: its driver's profile with its ``container`` block's overrides
+    (an image per commit carries the commit's own source); None when it runs on the host."""
+    if bucket.container is None:
         return None
-    image = container.image_for(spec, os.environ, f"bucket {bucket.id}")
-    user = container.user_arg(spec)
+    resolved = container.resolve(bucket.container, get_driver(bucket.driver).container)
+    per_commit = image is not None and image.per_commit is not None
+    return resolved.for_own_source() if per_commit else resolved
+
+
+def _container_wrap(
+    bucket: Bucket,
+    settings: BenchSettings,
+    run_key: str,
+    *,
+    env: Mapping[str, str] = os.environ,
+    dry_run: bool = False,
+) -> Callable[[Invocation, AttemptDirs], Invocation] | None:
+    """The bucket's ``docker run`` wrapper, or None when it runs on the host. A ``dry_run``
+    wrapper prepares nothing on the host and pulls nothing (an image per commit is named)."""
+    resolved = container_of(bucket, settings.image)
+    if resolved is None:
+        return None
+    image = container.image_for(
+        resolved, env, f"bucket {bucket.id}", image=settings.image,
+        checkout=settings.checkout, pull=not dry_run,
+    )  # fmt: skip
 
     def wrap(invocation: Invocation, dirs: AttemptDirs) -> Invocation:
         name = container.container_name(
             run_key, str(os.getpid()), bucket.file_stem, str(dirs.number)
         )
+        if not dry_run:
+            container.prepare(resolved, checkout=settings.checkout, dirs=dirs)
         return container.wrap(
             invocation,
-            spec=spec,
+            container=resolved,
             image=image,
             checkout=settings.checkout,
             dirs=dirs,
-            user=user,
             name=name,
         )
 
@@ -205,6 +291,11 @@ class SampleRun:
         return self.final.reading.stats.value
 
     @property
+    def attempts(self) -> int:
+        """Attempts the sample took (a warm-up launch is part of its attempt, not another)."""
+        return max(record.number for record in self.records)
+
+    @property
     def final(self) -> AttemptRecord[Measurement]:
         """The attempt that counts: the first success, else the last failure."""
         return self.records[-1]
@@ -235,11 +326,7 @@ def run_bucket(
     """
     plan = plan or SamplingPlan.for_bucket(bucket, ConfirmMode.OFF)
     ci = settings.context
-    # R10: caches are keyed by run id, attempt and run label, so two allocations of one
-    # qualification run (same run id and attempt) never share a cache directory.
-    run_key = "-".join(
-        part for part in (ci.run_id or "local", ci.run_attempt or "1", ci.run_label) if part
-    )
+    run_key = _run_key(ci)
     started_at, started = datetime.now(UTC), time.monotonic()
     control = AdmissionControl(settings.admission, settings.hardware)
     paired: PairedRecord | None = None
@@ -318,14 +405,25 @@ def _pair(
                 max_pairs=bucket.max_pairs,
                 wall_s=round(time.monotonic() - started, 3),
             )
+        # Both sides run the same way (R16): the change's container profile and cache state
+        # for the base's own benchmark; each side warms a cache of its own, so no launch of
+        # one side compiles the other's kernels.
+        base_bucket = replace(base.bucket, container=bucket.container, cache=bucket.cache)
         sides = {
-            PairedSide.BASE: (base.bucket, replace(settings, checkout=base.checkout)),
-            PairedSide.HEAD: (bucket, settings),
+            PairedSide.BASE: (
+                base_bucket,
+                replace(settings, checkout=base.checkout),
+                f"{bucket.file_stem}.base-{base.commit[:12]}",
+            ),
+            PairedSide.HEAD: (bucket, settings, bucket.file_stem),
         }
 
         def measure(side: PairedSide, pair: int, index: int) -> PairedSample:
-            which, where = sides[side]
-            run = _measure(which, where, run_key, index, control, label=f"paired-{index}-{side}")
+            which, where, warm_name = sides[side]
+            run = _measure(
+                which, where, run_key, index, control, label=f"paired-{index}-{side}",
+                warm_name=warm_name,
+            )  # fmt: skip
             others = {m.name: _figure(run, m) for m in bucket.metrics} if run.healthy else {}
             return PairedSample(
                 sample_index=index,
@@ -385,18 +483,18 @@ def _measure(
     index: int,
     control: AdmissionControl,
     label: str | None = None,
+    warm_name: str | None = None,
 ) -> SampleRun:
-    """Sample ``index`` of the bucket: its own work and cache directories, with retry,
-    between admission control's checks of the machine (``label`` names its directory)."""
+    """Sample ``index`` of the bucket: its own work directory, with retry, between admission
+    control's checks of the machine (``label`` names its directory). Its cache is its own
+    per attempt, or the bucket's warm cache (``warm_name`` under the warm root)."""
     driver = get_driver(bucket.driver)
-    threads = bucket.threads if bucket.threads is not None else driver.default_threads
     sample_dir = label or f"sample-{index}"
     work_dir = settings.work_root / "runs" / bucket.file_stem / sample_dir
     invocations: dict[int, Invocation] = {}
 
     def plan(dirs: AttemptDirs) -> Invocation:
-        invocation = driver.invocation(bucket, dirs, settings.checkout)
-        invocation = replace(invocation, env={**thread_env(threads), **invocation.env})
+        invocation = _planned(bucket, settings.checkout, dirs)
         invocations[dirs.number] = invocation
         return invocation
 
@@ -404,6 +502,7 @@ def _measure(
         return _require_metric(bucket, driver.read(bucket, dirs, invocations[dirs.number]))
 
     cache_root = settings.work_root / "cache" / run_key / bucket.file_stem / sample_dir
+    warm = _warm_cache(bucket, settings, warm_name)
 
     def attempts() -> list[AttemptRecord[Measurement]]:
         try:
@@ -416,17 +515,89 @@ def _measure(
                 markers=driver.markers(bucket),
                 work_dir=work_dir,
                 cache_root=cache_root,
+                warm=warm,
                 wrap=_container_wrap(bucket, settings, f"{run_key}-{label or index}"),
                 # A name the container block passes on is wanted by name: kept for docker to read.
                 keep_env=(*bucket.keep_env, *(bucket.container.env if bucket.container else ())),
                 on_line=settings.echo,
                 on_retry=lambda record: settings.say(_retry_notice(bucket, record)),
+                on_give_up=lambda record, why: settings.say(_give_up_notice(bucket, record, why)),
             )
         except CheckoutUnsupported as exc:
-            return [_unsupported(str(exc))]
+            return [_not_launched(str(exc), FailurePhase.IMPORT)]
+        except EnvironmentProblem as exc:
+            settings.say(f"{bucket.id}: cannot launch ({exc})")
+            return [_not_launched(str(exc), FailurePhase.ENVIRONMENT)]
 
     records, admission = control.measure(index, attempts)
     return SampleRun(index=index, records=records, work_dir=work_dir, admission=admission)
+
+
+def _run_key(ci: RunContext) -> str:
+    """What keys a run's per-attempt caches: run id, attempt and run label (R10), so two
+    allocations of one qualification run (same run id and attempt) never share one."""
+    return "-".join(
+        part for part in (ci.run_id or "local", ci.run_attempt or "1", ci.run_label) if part
+    )
+
+
+def _planned(bucket: Bucket, checkout: Path, dirs: AttemptDirs) -> Invocation:
+    """The driver's command for one launch, with the bucket's thread settings."""
+    driver = get_driver(bucket.driver)
+    threads = bucket.threads if bucket.threads is not None else driver.default_threads
+    invocation = driver.invocation(bucket, dirs, checkout)
+    return replace(invocation, env={**thread_env(threads), **invocation.env})
+
+
+def _warm_cache(bucket: Bucket, settings: BenchSettings, name: str | None) -> WarmCache | None:
+    """The bucket's warm cache (``name`` under the warm root), or None when it runs cold."""
+    if cache_state(bucket) is not CacheState.WARM:
+        return None
+    return WarmCache(path=settings.warm_root / (name or bucket.file_stem))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedLaunch:
+    """What a bucket's first sample would launch: the exact command, nothing run or made."""
+
+    invocation: Invocation
+    # The bucket's resolved container (None: it runs on the host).
+    container: container.Container | None
+    # The warm cache and its state now (None: each attempt starts from an empty cache).
+    warm: WarmCache | None
+
+    @property
+    def warmup_first(self) -> bool:
+        """True when the cache is cold now, so an unmeasured warm-up launch comes first."""
+        return self.warm is not None and self.warm.state is CacheState.COLD
+
+
+def plan_first_launch(
+    bucket: Bucket, settings: BenchSettings, env: Mapping[str, str] = os.environ
+) -> PlannedLaunch:
+    """The first sample's first launch of ``bucket``, as :func:`run_bucket` would start it.
+
+    Reads the checkout, nothing more: no link is made, no image pulled (an image per
+    commit is named, not awaited). Raises what planning raises (CheckoutUnsupported, a
+    ConfigError for a container without an image).
+    """
+    work_dir = settings.work_root / "runs" / bucket.file_stem / "sample-0"
+    warm = _warm_cache(bucket, settings, None)
+    cache_dir = (
+        warm.path
+        if warm is not None
+        else settings.work_root / "cache" / _run_key(settings.context) / bucket.file_stem
+        / "sample-0" / "attempt-1"
+    )  # fmt: skip
+    dirs = AttemptDirs(number=1, output_dir=work_dir / "attempt-1" / "output", cache_dir=cache_dir)
+    invocation = with_cache_env(_planned(bucket, settings.checkout, dirs), cache_dir)
+    run_key = f"{_run_key(settings.context)}-0"
+    wrap = _container_wrap(bucket, settings, run_key, env=env, dry_run=True)
+    return PlannedLaunch(
+        invocation=wrap(invocation, dirs) if wrap is not None else invocation,
+        container=container_of(bucket, settings.image),
+        warm=warm,
+    )
 
 
 def _result(
@@ -458,7 +629,7 @@ def _result(
     stale_image = None
     if phase in CRASH_PHASES:
         stale_image = staleness.assess(
-            read_log_excerpt(attempt_log(last.work_dir, final.number)),
+            read_log_excerpt(attempt_log(last.work_dir, final.number, warmup=final.warmup)),
             measurement.versions,
             settings.checkout,
             _pin_files(bucket),
@@ -488,10 +659,11 @@ def _result(
             phase=phase,
             timed_out=outcome.timed_out,
             # The sample that needed the most attempts (a retried sample makes a retried run).
-            attempts=max(len(sample.records) for sample in samples),
-            retried=any(len(sample.records) > 1 for sample in samples),
+            attempts=max(sample.attempts for sample in samples),
+            retried=any(sample.attempts > 1 for sample in samples),
             config_mismatch=measurement.config_mismatch,
-            error=measurement.error,
+            # An environment failure says what to do about it; else what the output lacked.
+            error=outcome.fix or measurement.error,
             stale_image=stale_image,
         ),
         timings=Timings(
@@ -506,13 +678,15 @@ def _result(
                     timed_out=r.outcome.timed_out,
                     wall_s=r.outcome.wall_s,
                     sample_index=sample.index,
+                    cache=r.cache,
+                    warmup=r.warmup,
                 )
                 for sample in samples
                 for r in sample.records
             ),
         ),
         log_tail=outcome.log_tail,
-        log_path=str(attempt_log(last.work_dir, final.number)),
+        log_path=str(attempt_log(last.work_dir, final.number, warmup=final.warmup)),
         perfgate_version=__version__,
         sampling=Sampling(
             confirm=plan.confirm.value,
@@ -543,7 +717,12 @@ def _reading(
     the benchmark's own (the primary's siblings), shown for a single sample.
     """
     readings = tuple(
-        SampleReading(sample_index=sample.index, value=value, wall_s=sample.final.outcome.wall_s)
+        SampleReading(
+            sample_index=sample.index,
+            value=value,
+            wall_s=sample.final.outcome.wall_s,
+            cache=sample.final.cache,
+        )
         for sample in samples
         if (value := _figure(sample, metric)) is not None
     )
@@ -600,8 +779,17 @@ def last_lines(text: str, count: int) -> list[str]:
     return [line for line in text.splitlines() if line.strip()][-count:]
 
 
-def _unsupported(message: str) -> AttemptRecord[Measurement]:
-    """The attempt that never launched: the checkout cannot load the benchmark (``import``)."""
+def _give_up_notice(bucket: Bucket, record: AttemptRecord[Measurement], why: str) -> str:
+    """``G1/physx: attempt 1 failed (environment, exit 1); not retried: <the fix>``."""
+    outcome = record.outcome
+    what = outcome.phase.value if outcome.phase else "output"
+    exit_text = f", exit {outcome.exit_code}" if outcome.exit_code not in (0, None) else ""
+    return f"{bucket.id}: attempt {record.number} failed ({what}{exit_text}); not retried: {why}"
+
+
+def _not_launched(message: str, phase: FailurePhase) -> AttemptRecord[Measurement]:
+    """The attempt that never launched: the checkout cannot load the benchmark (``import``),
+    or the environment cannot run it (``environment``: the message is the fix)."""
     return AttemptRecord(
         number=1,
         outcome=ProcessOutcome(
@@ -609,7 +797,8 @@ def _unsupported(message: str) -> AttemptRecord[Measurement]:
             timed_out=False,
             wall_s=0.0,
             log_tail=f"perfgate: {message}\n",
-            phase=FailurePhase.IMPORT,
+            phase=phase,
+            fix=message if phase is FailurePhase.ENVIRONMENT else None,
         ),
         reading=Measurement(stats=MetricStats(value=None), error=message),
     )

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Generic, TypeVar
 
 from perfgate.config import DEFAULT_KEEP_ENV, PhaseMarkers
-from perfgate.result import FailurePhase
+from perfgate.result import CacheState, FailurePhase
 from perfgate.run import guard
 
 LOG_TAIL_BYTES = 8192
@@ -65,6 +65,16 @@ class ProcessOutcome:
     wall_s: float
     log_tail: str
     phase: FailurePhase | None
+    # For an environment failure: what to do about it, in one line.
+    fix: str | None = None
+
+
+class EnvironmentProblem(Exception):
+    """The environment cannot run the benchmark, found before launch; the message is the fix.
+
+    Raised while an attempt is prepared (a container's profile, its image, its mounts);
+    the bucket's result is a HARD_FAILURE in phase ``environment``, never retried.
+    """
 
 
 def classify_failure(
@@ -78,12 +88,16 @@ def classify_failure(
 ) -> FailurePhase | None:
     """Name the phase a run failed in from its exit, its timing and its log; None if it did not.
 
-    ``log`` answers ``marker in log``: the whole text, or a :class:`LogScan` of it.
+    ``log`` answers ``marker in log``: the whole text, or a :class:`LogScan` of it. An
+    environment marker wins over every other sign: a run that could never have started
+    (no interpreter, an unaccepted EULA, an unwritable cache) shows later symptoms too.
     """
+    if exit_code == 0 and not timed_out:
+        return None
+    if environment_fix(log, markers) is not None:
+        return FailurePhase.ENVIRONMENT
     if timed_out:
         return FailurePhase.HANG
-    if exit_code == 0:
-        return None
     if exit_code in (137, -signal.SIGKILL) or any(m in log for m in markers.oom):
         return FailurePhase.OOM
     if wall_s >= HANG_FRACTION * timeout_s:
@@ -103,9 +117,25 @@ def classify_failure(
     return FailurePhase.RUNTIME
 
 
+def environment_fix(log: Container[str], markers: PhaseMarkers) -> str | None:
+    """The fix of the first environment marker (in declaration order) the log shows."""
+    return next((fix for marker, fix in markers.environment.items() if marker in log), None)
+
+
+def not_retried_because(outcome: ProcessOutcome) -> str | None:
+    """Why a failed attempt is not worth another one, in one line; None to retry it.
+
+    The one place that decides: the seed's retry exists for flaky launches, not for a
+    failure that would repeat identically.
+    """
+    if outcome.phase is FailurePhase.ENVIRONMENT:
+        return outcome.fix or "the environment cannot run the benchmark"
+    return None
+
+
 def marker_strings(markers: PhaseMarkers) -> tuple[str, ...]:
     """Every text a phase classification may look for in a log."""
-    found = (*markers.import_error, *markers.driver_error, *markers.oom)
+    found = (*markers.import_error, *markers.driver_error, *markers.oom, *markers.environment)
     return (*found, *(m for m in (markers.init_done, markers.stepping) if m is not None))
 
 
@@ -306,7 +336,12 @@ def run_process(
         markers=markers,
     )
     return ProcessOutcome(
-        exit_code=exit_code, timed_out=timed_out, wall_s=wall_s, log_tail=tail, phase=phase
+        exit_code=exit_code,
+        timed_out=timed_out,
+        wall_s=wall_s,
+        log_tail=tail,
+        phase=phase,
+        fix=environment_fix(scan, markers) if phase is FailurePhase.ENVIRONMENT else None,
     )
 
 
@@ -391,19 +426,56 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, kw_only=True)
 class AttemptRecord(Generic[T]):
-    """One attempt: the process outcome and what was read from its output."""
+    """One launch: the process outcome and what was read from its output.
+
+    A warm-up launch (``warmup``) fills a cold cache and is never measured; ``cache`` says
+    what the launch's caches held when it started (R16).
+    """
 
     number: int
     outcome: ProcessOutcome
     reading: T
+    cache: CacheState = CacheState.COLD
+    warmup: bool = False
+
+
+#: Written into a warm cache once a launch completed in it: the next launch starts warm.
+WARM_MARK = ".perfgate-warm"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WarmCache:
+    """A bucket's cache kept warm across its samples and runs (R16): ``path`` is perfgate's.
+
+    It is cold until a launch completed in it; a retry after a failed attempt empties it
+    first, since the failed attempt may have poisoned it.
+    """
+
+    path: Path
+
+    @property
+    def state(self) -> CacheState:
+        """Warm once a launch completed in it."""
+        return CacheState.WARM if (self.path / WARM_MARK).is_file() else CacheState.COLD
+
+    def mark_warm(self) -> None:
+        """Record that a launch completed in the cache."""
+        (self.path / WARM_MARK).write_text("filled by a completed launch\n", encoding="utf-8")
+
+    def empty(self) -> None:
+        """Start over from an empty cache (what this user cannot delete stays, unmarked)."""
+        shutil.rmtree(self.path, ignore_errors=True)
+        (self.path / WARM_MARK).unlink(missing_ok=True)
+        self.path.mkdir(parents=True, exist_ok=True)
 
 
 def with_cache_env(invocation: Invocation, cache_dir: Path) -> Invocation:
-    """Point the benchmark's caches (perfgate's own and Warp's kernel cache) at ``cache_dir``."""
+    """Point the benchmark's caches (perfgate's, Warp's kernels, CUDA's JIT) at ``cache_dir``."""
     env = {
         **invocation.env,
         "PERFGATE_CACHE_DIR": str(cache_dir),
         "WARP_CACHE_PATH": str(cache_dir / "warp"),
+        "CUDA_CACHE_PATH": str(cache_dir / "nv"),
     }
     return replace(invocation, env=env)
 
@@ -418,30 +490,31 @@ def run_with_retry(
     markers: PhaseMarkers,
     work_dir: Path,
     cache_root: Path,
+    warm: WarmCache | None = None,
     wrap: Callable[[Invocation, AttemptDirs], Invocation] | None = None,
     keep_env: Iterable[str] = DEFAULT_KEEP_ENV,
     on_line: Callable[[str], None] | None = None,
     on_retry: Callable[[AttemptRecord[T]], None] | None = None,
+    on_give_up: Callable[[AttemptRecord[T], str], None] | None = None,
 ) -> list[AttemptRecord[T]]:
-    """Run up to ``1 + retries`` attempts, each with fresh output and cache directories.
+    """Run up to ``1 + retries`` attempts, each with fresh outputs and a fresh cache.
 
-    ``wrap`` (e.g. a container) rewrites each attempt's command after its cache environment
-    is set. Outputs live inside the attempt's output directory (validation sees to it), so
-    removing that directory removes everything a failed attempt wrote (R10), and nothing
-    outside it is ever deleted (R14). ``on_line`` sees the benchmark's output live;
-    ``on_retry`` hears of each failed attempt that another one follows.
+    With ``warm`` the attempts share that cache instead, across samples too: an attempt
+    that finds it cold first takes a warm-up launch (its own record, never measured), and
+    a retry empties it first. ``wrap`` (e.g. a container) rewrites each launch's command
+    after its cache environment is set. Outputs live inside the attempt's output directory
+    (validation sees to it), so removing that directory removes everything a failed attempt
+    wrote (R10), and nothing outside it is ever deleted (R14). ``on_line`` sees the
+    benchmark's output live; ``on_retry`` hears of each failed attempt another one follows,
+    ``on_give_up`` of a failed one that is not retried, and why (:func:`not_retried_because`).
     """
     records: list[AttemptRecord[T]] = []
-    previous: AttemptDirs | None = None
-    for number in range(1, retries + 2):
-        dirs = AttemptDirs(
-            number=number,
-            output_dir=work_dir / f"attempt-{number}" / "output",
-            cache_dir=cache_root / f"attempt-{number}",
-        )
+
+    def launch(number: int, cache_dir: Path, *, warmup: bool) -> AttemptRecord[T]:
+        base = work_dir / f"attempt-{number}" / ("warmup" if warmup else "")
+        dirs = AttemptDirs(number=number, output_dir=base / "output", cache_dir=cache_dir)
+        state = warm.state if warm is not None else CacheState.COLD
         invocation = with_cache_env(plan(dirs), dirs.cache_dir)
-        if previous is not None:
-            shutil.rmtree(previous.output_dir, ignore_errors=True)
         shutil.rmtree(dirs.output_dir, ignore_errors=True)
         dirs.output_dir.mkdir(parents=True)
         dirs.cache_dir.mkdir(parents=True, exist_ok=True)
@@ -449,20 +522,49 @@ def run_with_retry(
             wrap(invocation, dirs) if wrap is not None else invocation,
             timeout_s=timeout_s,
             markers=markers,
-            log_path=attempt_log(work_dir, number),
+            log_path=attempt_log(work_dir, number, warmup=warmup),
             keep_env=keep_env,
             on_line=on_line,
         )
         reading = read(dirs, outcome)
-        records.append(AttemptRecord(number=number, outcome=outcome, reading=reading))
-        if succeeded(outcome, reading):
+        record = AttemptRecord(
+            number=number, outcome=outcome, reading=reading, cache=state, warmup=warmup
+        )
+        records.append(record)
+        return record
+
+    for number in range(1, retries + 2):
+        if number > 1:
+            # A retry can never report the failed attempt's figures (R10); its log stays.
+            previous = work_dir / f"attempt-{number - 1}"
+            for output in (previous / "output", previous / "warmup" / "output"):
+                shutil.rmtree(output, ignore_errors=True)
+        if warm is None:
+            record = launch(number, cache_root / f"attempt-{number}", warmup=False)
+        else:
+            if number > 1:
+                warm.empty()
+            record = launch(number, warm.path, warmup=warm.state is CacheState.COLD)
+            if succeeded(record.outcome, record.reading) and record.warmup:
+                # Never measured: its figures go (its log stays), the cache it filled stays.
+                shutil.rmtree(work_dir / f"attempt-{number}" / "warmup" / "output")
+                warm.mark_warm()
+                record = launch(number, warm.path, warmup=False)
+        if succeeded(record.outcome, record.reading):
+            if warm is not None:
+                warm.mark_warm()
+            break
+        why = not_retried_because(record.outcome)
+        if why is not None:
+            if on_give_up is not None:
+                on_give_up(record, why)
             break
         if on_retry is not None and number <= retries:
-            on_retry(records[-1])
-        previous = dirs
+            on_retry(record)
     return records
 
 
-def attempt_log(work_dir: Path, attempt: int) -> Path:
-    """Where an attempt's whole output is kept."""
-    return work_dir / f"attempt-{attempt}" / "log.txt"
+def attempt_log(work_dir: Path, attempt: int, *, warmup: bool = False) -> Path:
+    """Where an attempt's whole output is kept (its warm-up launch's beside it)."""
+    base = work_dir / f"attempt-{attempt}"
+    return base / "warmup" / "log.txt" if warmup else base / "log.txt"

@@ -216,32 +216,39 @@ def pinned_version(checkout: Path, package: str, pin_files: Iterable[str]) -> Pi
     return None
 
 
-def required_pin(checkout: Path, file: str, package: str) -> str:
+def required_pin(
+    checkout: Path,
+    file: str,
+    package: str,
+    *,
+    needed_by: str = "the image era key",
+    fix: str = "image.pins in perfgate.yaml",
+) -> str:
     """A cache/era-key input: the declared version of ``package`` in ``file``, or ConfigError.
 
     An exact pin gives its version; a range gives the range as declared (it still changes when
-    the declaration does). A missing file, an unreadable file or an undeclared package fails.
+    the declaration does). A missing file, an unreadable file or an undeclared package fails:
+    a key that silently stopped following the pin would reuse what another version built.
+    ``needed_by`` and ``fix`` say, in the error, what needs the pin and where it is declared.
     """
     path = checkout / file
     if not path.is_file():
         raise ConfigError(
-            f"{path}: not found; the image era key reads the {package} pin from it "
-            "(fix image.pins in perfgate.yaml or restore the file)"
+            f"{path}: not found; {needed_by} reads the {package} pin from it "
+            f"(fix {fix} or restore the file)"
         )
     wanted = normalize(package)
     declared = [pin for pin in requirements_in(path) if pin.name == wanted]
     if not declared:
         raise ConfigError(
-            f"{path}: declares no requirement for {package!r}; the image era key needs it "
-            "(pin it there, or fix image.pins in perfgate.yaml)"
+            f"{path}: declares no requirement for {package!r}; {needed_by} needs it "
+            f"(pin it there, or fix {fix})"
         )
     pin = next((p for p in declared if p.exact), declared[0])
     if pin.exact:
         return pin.exact
     if not pin.spec:
-        raise ConfigError(
-            f"{path}: {package!r} has no version specifier; the image era key needs one"
-        )
+        raise ConfigError(f"{path}: {package!r} has no version specifier; {needed_by} needs one")
     return pin.spec
 
 

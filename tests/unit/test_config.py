@@ -418,7 +418,7 @@ BAD_CONFIGS = [
         "version: 1\ndefaults:\n  task: cartpole\n" + VALID_BUCKET,
         3,
         "defaults.task",
-        "allowed keys: baseline_epoch, command, container, demo, driver",
+        "allowed keys: baseline_epoch, cache, command, container, demo",
     ),
     (
         "unknown_backend_entry_key",

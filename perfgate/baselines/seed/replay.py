@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import signal
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,12 +19,13 @@ from types import FrameType
 from perfgate.baselines.seed.plan import PlanEntry, SeedPlan, SeedTarget
 from perfgate.baselines.seed.records import RecordStatus, SeedRecord, present_records
 from perfgate.baselines.store import BaselineStore, Sample, samples_from_result, seed_sample_id
-from perfgate.config import AdmissionMode, AdmissionPolicy
+from perfgate.config import AdmissionMode, AdmissionPolicy, ImageSpec
 from perfgate.context import RunContext
 from perfgate.errors import GitError
 from perfgate.git import git
 from perfgate.result import Hardware, Result, SampleReading, write_result
-from perfgate.run.bench import BenchSettings, run_bucket
+from perfgate.run.bench import WARM_CACHE_DIR, BenchSettings, run_bucket
+from perfgate.run.drivers import get_driver
 
 TRUSTED_SOURCE = "seed"
 
@@ -37,9 +39,25 @@ def _remove_worktree(repo: Path, path: Path) -> None:
     git("worktree", "prune", cwd=repo)
 
 
+def tracks_lfs(repo: Path, commit: str) -> bool:
+    """True when a ``.gitattributes`` at ``commit`` routes files through Git LFS."""
+    found = subprocess.run(
+        ["git", "grep", "-q", "filter=lfs", commit, "--", ":(glob)**/.gitattributes"],
+        cwd=repo,
+        capture_output=True,
+        check=False,
+    )
+    return found.returncode == 0
+
+
 @contextmanager
-def replay_checkout(repo: Path, commit: str, root: Path) -> Iterator[Path]:
-    """A throwaway detached worktree of ``commit`` (LFS smudge off, cleaned), always removed."""
+def replay_checkout(repo: Path, commit: str, root: Path, *, lfs: bool = False) -> Iterator[Path]:
+    """A throwaway detached worktree of ``commit`` (cleaned), always removed.
+
+    Checked out with LFS smudging off; with ``lfs`` and LFS-tracked files at ``commit``,
+    their content is then fetched (``git lfs pull``), as the change's own checkout has it:
+    a benchmark's assets are part of what it measures. A fetch that fails raises GitError.
+    """
     path = root / commit[:12]
     # A seed killed outright (SIGKILL) cannot clean up; its leftover goes first.
     _remove_worktree(repo, path)
@@ -48,6 +66,17 @@ def replay_checkout(repo: Path, commit: str, root: Path) -> Iterator[Path]:
     try:
         git("worktree", "add", "--detach", "--force", str(path), commit, cwd=repo, env=env)
         git("clean", "-fdx", cwd=path, env=env)
+        if lfs and tracks_lfs(repo, commit):
+            try:
+                git("lfs", "pull", cwd=path)
+            except GitError as exc:
+                raise GitError(
+                    exc.args_list,
+                    exc.returncode,
+                    f"{exc.stderr.strip()}\n{commit[:12]} tracks files with Git LFS and its "
+                    "content could not be fetched: install git-lfs (apt-get install git-lfs) "
+                    "and check the remote's LFS storage",
+                ) from None
         yield path
     finally:
         _remove_worktree(repo, path)
@@ -85,6 +114,8 @@ class ExecuteSettings:
     admission: AdmissionPolicy = field(
         default_factory=lambda: AdmissionPolicy(mode=AdmissionMode.OFF)
     )
+    # perfgate.yaml's image block (``per_commit``: each commit runs in its own image).
+    image: ImageSpec | None = None
 
 
 def _samples_for(
@@ -163,6 +194,9 @@ def _seed_bucket(
                 hardware=settings.hardware,
                 context=context,
                 admission=settings.admission,
+                image=settings.image,
+                # One warm cache per bucket across the replayed commits, as CI keeps it.
+                warm_caches=settings.work_dir / WARM_CACHE_DIR,
             ),
         )
         write_result(result, scratch / "results")
@@ -214,7 +248,8 @@ def execute(
                 head_sha=None,
             )
             worktrees = settings.work_dir / "worktrees"
-            with replay_checkout(settings.repo, target.commit, worktrees) as checkout:
+            lfs = any(get_driver(entry.bucket.driver).needs_lfs for entry in entries)
+            with replay_checkout(settings.repo, target.commit, worktrees, lfs=lfs) as checkout:
                 for entry in entries:
                     if not entry.missing:
                         continue

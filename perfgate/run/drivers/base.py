@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from perfgate.config import Bucket, PhaseMarkers
 from perfgate.run.bundle import MetricStats
+from perfgate.run.container import ContainerProfile
 from perfgate.run.execution import AttemptDirs, Invocation
 
 
@@ -49,6 +50,15 @@ class Driver(Protocol):
     version: str
     # Threads of numeric libraries when the bucket does not set ``threads`` (None: inherit).
     default_threads: int | None
+    # What the benchmark needs from a container (R16); a bucket's container block overrides it.
+    container: ContainerProfile
+    # Launches share a cache kept warm across samples unless the bucket says ``cache: cold``.
+    warm_cache: bool
+    # The checkout's Git LFS content is part of the benchmark (assets): fetched for every
+    # checkout perfgate makes (the merge base, replayed commits) and in the rendered jobs.
+    needs_lfs: bool
+    # (file, package) pins a warm cache's key follows: what compiled its kernels.
+    cache_pins: tuple[tuple[str, str], ...]
 
     def markers(self, bucket: Bucket) -> PhaseMarkers:
         """Log markers that tell the failure phase."""

@@ -9,6 +9,7 @@ from typing import Any
 from perfgate.config import Bucket, CommandSpec, PhaseMarkers
 from perfgate.errors import ConfigError
 from perfgate.run.bundle import OutputError, load_json, metric_stats, metric_values
+from perfgate.run.container import ContainerProfile
 from perfgate.run.drivers.base import Measurement
 from perfgate.run.execution import AttemptDirs, Invocation
 
@@ -28,6 +29,11 @@ class CommandDriver:
     version = "1"
     # The environment's thread settings apply unless the bucket sets ``threads``.
     default_threads: int | None = None
+    # A plain profile: the checkout, outputs and a per-attempt cache, as the invoking user.
+    container = ContainerProfile()
+    warm_cache = False
+    needs_lfs = False
+    cache_pins: tuple[tuple[str, str], ...] = ()
 
     def markers(self, bucket: Bucket) -> PhaseMarkers:
         """The markers the bucket declares."""

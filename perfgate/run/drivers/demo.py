@@ -18,6 +18,7 @@ from perfgate.run.bundle import (
     metric_stats,
     metric_values,
 )
+from perfgate.run.container import ContainerProfile
 from perfgate.run.drivers.base import Measurement
 from perfgate.run.execution import AttemptDirs, Invocation
 
@@ -64,6 +65,11 @@ class DemoDriver:
     # Numeric libraries run single-threaded unless the bucket sets ``threads``: a
     # multi-threaded figure follows whatever else the machine runs.
     default_threads: int | None = 1
+    # The demo runs on the host's Python only (a container block is refused).
+    container = ContainerProfile()
+    warm_cache = False
+    needs_lfs = False
+    cache_pins: tuple[tuple[str, str], ...] = ()
 
     def markers(self, bucket: Bucket) -> PhaseMarkers:
         """The demo prints when its environments are ready and when stepping starts."""

@@ -11,13 +11,24 @@ What the checkout offers decides the command (read from the checkout before each
   the ``isaaclab`` console script; ``isaaclab.executable`` overrides both.
 - the task id: a bucket's ``isaaclab.task_aliases`` lists the other ids its task has had; the
   first of ``task`` and its aliases that a ``gym.register(id=...)`` in ``source/**/*.py``
-  registers is run. The bucket keeps its id (and store identity) whichever runs; none
-  registered is a HARD_FAILURE naming them all.
+  registers is run. The bucket keeps its id (and store identity) whichever runs. The scan
+  chooses, it never vetoes: when it finds none of them (a checkout that registers its ids
+  through a helper or an f-string), ``task`` is run and the benchmark answers.
 - the preset spellings: physics is pinned (``isaacsim_physx``, ``newton_mjwarp``), the
   renderer named (``isaacsim_rtx``, ``newton_renderer`` + ``rgb``, ``ovrtx``); on an older
   checkout that declares none of a backend's current names, its older spelling is sent
   (``newton``, ``isaacsim_rtx_renderer``, ``ovrtx_renderer``) or nothing where that backend
-  was the default (PhysX, the RTX renderer). The hashed launch keeps the current names.
+  was the default (PhysX, the RTX renderer). A checkout whose scan finds no preset
+  declarations at all gets the current names. The hashed launch keeps the current names.
+
+:func:`plan_launch` makes these choices for a checkout and a bucket without launching
+anything, so a hosted job can check a pull request before any GPU minute is spent.
+
+In Isaac Lab's CI image the driver's container profile (:data:`CONTAINER`) does what the
+upstream perf-smoke job does by hand: the checkout over ``/workspace/isaaclab`` with the
+``_isaac_sim`` link it hides, the image's user (uid 1000), writable Warp, CUDA and Kit
+caches, the EULA, headless and CUP variables, ``--init`` and the security options. Its
+launches share a warm cache (R16) and its checkouts fetch Git LFS content (the assets).
 
 The bundle's launch echo is checked against what was sent (a mismatch is a HARD_FAILURE):
 ``run.task``, ``run.num_envs``, ``run.seed``, ``runtime.iterations_completed`` (measured
@@ -45,6 +56,7 @@ from perfgate.run.bundle import (
     metric_stats,
     metric_values,
 )
+from perfgate.run.container import ContainerProfile
 from perfgate.run.drivers.base import CheckoutUnsupported, Measurement
 from perfgate.run.execution import AttemptDirs, Invocation
 
@@ -86,12 +98,63 @@ WARMUP_ECHOES = (
 # is `import` when the checkout could not load the benchmark, its task or its presets, and
 # `runtime` once a traceback (or, with PYTHONFAULTHANDLER, a fatal-signal dump) shows the
 # step loop, stepping.run_runtime_loop, which runs the warm-up and the measured steps.
+# What shows the image cannot run it at all is an environment failure, never retried: each
+# names its fix. isaaclab.sh's interpreter lookup (source/isaaclab/isaaclab/cli/utils.py
+# extract_python_exe); Isaac Sim's EULA prompt, which a container without a terminal cannot
+# answer; the RTX shader database, which needs a writable Kit cache (perf-smoke-test.yaml),
+# else the renderer crashes later with a CUDA error that reads as a driver fault.
 MARKERS = PhaseMarkers(
     import_error=("ModuleNotFoundError:", "ImportError:", "NameNotFound:", "Unknown preset(s):"),
     driver_error=("CudaError", "CUDA_ERROR_"),
     oom=("oom-kill",),
     init_done=None,
     stepping="in run_runtime_loop",
+    environment={
+        "Unable to find any Python executable at path": (
+            "the checkout has no Isaac Sim Python: in the CI image it needs the _isaac_sim "
+            "link to /isaac-sim (container.links, the isaaclab driver's default) or an "
+            "isaaclab.executable"
+        ),
+        "Do you accept the EULA?": (
+            "Isaac Sim's EULA is not accepted: set OMNI_KIT_ACCEPT_EULA=yes and ACCEPT_EULA=Y "
+            "for the benchmark (in a container the isaaclab driver's container.set_env does)"
+        ),
+        "Failed to initialize rtx::shaderdb::ContextManager": (
+            "the RTX shader cache is not writable for the container's user: mount a writable "
+            "Kit cache over /isaac-sim/kit/cache (container.caches.kit, the isaaclab driver's "
+            "default)"
+        ),
+    },
+)
+
+# The CI image's layout and user, and what the upstream perf-smoke job
+# (.github/workflows/perf-smoke-test.yaml) passes to `docker run`: docker/.env.base puts
+# Isaac Lab at /workspace/isaaclab and Isaac Sim at /isaac-sim; docker/Dockerfile.base links
+# _isaac_sim there (the git-ignored link a mounted checkout hides) and leaves
+# /isaac-sim/kit/cache root-owned; the image runs as `isaaclab`, uid 1000. WARP_CACHE_PATH
+# and CUDA_CACHE_PATH point into the bucket's cache (execution.with_cache_env).
+CONTAINER = ContainerProfile(
+    checkout_mount="/workspace/isaaclab",
+    user="1000:1000",
+    links={"_isaac_sim": "/isaac-sim"},
+    caches={"kit": "/isaac-sim/kit/cache"},
+    env={
+        "OMNI_KIT_ACCEPT_EULA": "yes",
+        "ACCEPT_EULA": "Y",
+        # Isaac Sim's container documentation passes it beside ACCEPT_EULA.
+        "PRIVACY_CONSENT": "Y",
+        "OMNI_KIT_DISABLE_CUP": "1",
+        "ISAAC_SIM_HEADLESS": "1",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    },
+    run_args=(
+        "--security-opt=no-new-privileges:true",
+        *("--ulimit", "nofile=65536:65536"),
+        *("--ulimit", "nproc=4096:4096"),
+    ),
+    writable_checkout=True,
+    git_metadata=True,
 )
 
 # Startup and memory figures recorded with every run (``metric.figures``), whether or not a
@@ -154,6 +217,24 @@ class Sources:
     preset_names: frozenset[str]
 
 
+@dataclass(frozen=True, kw_only=True)
+class LaunchPlan:
+    """How a bucket launches in one checkout, decided before anything runs."""
+
+    cli: Cli
+    # The launcher the command starts with (./isaaclab.sh, the console script, or configured).
+    executable: tuple[str, ...]
+    # The task id the checkout is asked to run (the bucket's, or an alias it registers).
+    task: str
+    # The Hydra preset names sent, as this checkout spells them.
+    presets: tuple[str, ...]
+
+    @property
+    def output_name(self) -> str:
+        """The RuntimeBundle file the run must write (see :func:`bundle_files`)."""
+        return f"benchmark_runtime_{self.task}_<timestamp>[_<hex>].json"
+
+
 def detect_cli(checkout: Path) -> Cli:
     """The CLI flavour the checkout offers, from the flags its entry file defines."""
     for relative, entry in ((ENTRYPOINT, ("benchmark", "runtime")), (SCRIPT, ("-p", SCRIPT))):
@@ -199,7 +280,9 @@ def spec(bucket: Bucket) -> IsaacLabSpec:
 
 
 def _spelling(spellings: Sequence[str | None], declared: frozenset[str] | None) -> str | None:
-    if declared is None:
+    # Nothing found (no source/, or presets declared some way the scan cannot see): the
+    # current names, never the oldest spellings (PhysX unpinned would run Newton today).
+    if not declared:
         return spellings[0]
     return next((s for s in spellings if s is None or s in declared), spellings[-1])
 
@@ -207,8 +290,9 @@ def _spelling(spellings: Sequence[str | None], declared: frozenset[str] | None) 
 def presets(bucket: Bucket, declared: frozenset[str] | None = None) -> tuple[str, ...]:
     """The Hydra preset tokens for the bucket's backend, spelt as ``declared`` spells them.
 
-    ``declared`` is the set of preset names a checkout declares; None gives the current
-    names (what is hashed). Presets the bucket declares itself are sent as they are.
+    ``declared`` is the set of preset names a checkout declares; None or an empty set gives
+    the current names (what is hashed). Presets the bucket declares itself are sent as they
+    are.
     """
     own = spec(bucket).presets
     if own is not None:
@@ -236,19 +320,26 @@ def hydra_args(tokens: Sequence[str]) -> tuple[str, ...]:
 
 
 def resolve_task(bucket: Bucket, sources: Sources | None) -> str:
-    """The id to run: ``task`` without aliases, else the first id the checkout registers."""
-    aliases = spec(bucket).task_aliases
-    if not aliases:
-        return bucket.task
-    known = (bucket.task, *aliases)
+    """The id to run: the first of ``task`` and its aliases the scan finds registered, else
+    ``task`` (the scan chooses, it never vetoes: the benchmark answers for an unknown id)."""
     registered = sources.task_ids if sources is not None else frozenset()
-    for task_id in known:
-        if task_id in registered:
-            return task_id
-    raise CheckoutUnsupported(
-        f"bucket {bucket.id}: the checkout registers none of its task ids "
-        f"({', '.join(known)}): looked for gym.register(id=...) in source/**/*.py; "
-        "add the id this checkout uses to isaaclab.task_aliases"
+    known = (bucket.task, *spec(bucket).task_aliases)
+    return next((task_id for task_id in known if task_id in registered), bucket.task)
+
+
+def plan_launch(checkout: Path, bucket: Bucket) -> LaunchPlan:
+    """How ``bucket`` launches in ``checkout``: CLI flavour, task id, preset names, output name.
+
+    Reads the checkout only; raises CheckoutUnsupported when it offers no runtime benchmark
+    and ConfigError when no preset is known for a backend. The same plan the GPU job acts on.
+    """
+    cli = detect_cli(checkout)
+    sources = scan_sources(checkout)
+    return LaunchPlan(
+        cli=cli,
+        executable=spec(bucket).executable or default_executable(checkout),
+        task=resolve_task(bucket, sources),
+        presets=presets(bucket, sources.preset_names if sources is not None else None),
     )
 
 
@@ -357,6 +448,14 @@ class IsaacLabDriver:
     version = "1"
     # The environment's thread settings apply unless the bucket sets ``threads``.
     default_threads: int | None = None
+    container = CONTAINER
+    # A cold launch recompiles Warp/CUDA kernels and rebuilds the RTX shader cache: minutes.
+    warm_cache = True
+    # *.usd and *.pt assets are LFS-tracked; the upstream bench job checks out with lfs: true.
+    needs_lfs = True
+    # perf-smoke-test.yaml keys its JIT cache on the warp-lang pin of the repo-root
+    # pyproject.toml (not the isaaclab package's), so a Warp bump never reuses stale kernels.
+    cache_pins: tuple[tuple[str, str], ...] = (("pyproject.toml", "warp-lang"),)
 
     def markers(self, bucket: Bucket) -> PhaseMarkers:
         """The runtime benchmark's markers, unless the bucket declares its own."""
@@ -376,13 +475,11 @@ class IsaacLabDriver:
 
     def invocation(self, bucket: Bucket, dirs: AttemptDirs, checkout: Path) -> Invocation:
         """The checkout's CLI with the bucket's launch, writing into the attempt's directory."""
-        settings = spec(bucket)
-        cli = detect_cli(checkout)
-        sources = scan_sources(checkout)
-        tokens = presets(bucket, sources.preset_names if sources is not None else None)
+        plan = plan_launch(checkout, bucket)
+        cli = plan.cli
         argv = (
-            *(settings.executable or default_executable(checkout)), *cli.entry,
-            "--task", resolve_task(bucket, sources),
+            *plan.executable, *cli.entry,
+            "--task", plan.task,
             "--num_envs", str(bucket.num_envs),
             cli.steps_flag, str(bucket.steps),
             cli.warmup_flag, str(bucket.warmup_steps),
@@ -392,8 +489,8 @@ class IsaacLabDriver:
             # argparse leaves presets=... to Hydra wherever it stands, unless it follows an
             # option taking several values (the older launcher's --visualizer): so before
             # the extra arguments.
-            *hydra_args(tokens),
-            *settings.extra_args,
+            *hydra_args(plan.presets),
+            *spec(bucket).extra_args,
         )  # fmt: skip
         return Invocation(
             argv=argv,

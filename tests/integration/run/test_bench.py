@@ -139,8 +139,14 @@ def test_success_reports_the_figure_its_spread_and_a_healthy_run(tmp_path: Path)
         "min": 1231.5,
         "max": 1237.5,
         "figures": {},  # the command driver records no further figures
+        # The command driver's launches start from an empty cache each (R16: recorded).
         "samples": [
-            {"sample_index": 0, "value": 1234.5, "wall_s": data["metric"]["samples"][0]["wall_s"]}
+            {
+                "sample_index": 0,
+                "value": 1234.5,
+                "wall_s": data["metric"]["samples"][0]["wall_s"],
+                "cache": "cold",
+            }
         ],
     }
     assert data["health"]["exit_code"] == 0
@@ -412,7 +418,12 @@ def test_repeats_run_the_benchmark_again_and_keep_every_sample(tmp_path: Path) -
     result = run(tmp_path, fake_bucket(tmp_path, "counting", repeats=3))
     data = artifact(result, tmp_path / "results")
     assert data["metric"]["samples"] == [
-        {"sample_index": i, "value": 101.0 + i, "wall_s": pytest.approx(s["wall_s"])}
+        {
+            "sample_index": i,
+            "value": 101.0 + i,
+            "wall_s": pytest.approx(s["wall_s"]),
+            "cache": "cold",
+        }
         for i, s in enumerate(data["metric"]["samples"])
     ]
     # The figure shown is the median; the spread is the samples'.

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -25,7 +26,14 @@ from perfgate.config import Bucket, load_config
 from perfgate.context import RunContext
 from perfgate.git import git
 from perfgate.github.post import plan_statuses
-from perfgate.result import FailurePhase, Hardware, Result, read_result, validate_result
+from perfgate.result import (
+    CacheState,
+    FailurePhase,
+    Hardware,
+    Result,
+    read_result,
+    validate_result,
+)
 from perfgate.run.bench import BenchSettings, run_bucket
 from tests.fixtures import isaaclab_standin as standin
 from tests.paths import FIXTURES, ROOT
@@ -41,11 +49,15 @@ OLD_CAMERA = "Isaac-Reorient-Cube-Shadow-Camera-Benchmark-Direct"
 
 @pytest.fixture(autouse=True)
 def standin_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No `isaaclab` on PATH (the checkout's ./isaaclab.sh must do), a state dir, no CI env."""
+    """No `isaaclab` on PATH (the checkout's ./isaaclab.sh must do), Isaac Sim installed as a
+    virtualenv with its EULA accepted, a state dir, no CI env."""
     python_only = tmp_path / "python-only"
     python_only.mkdir()
     (python_only / "python3").symlink_to(sys.executable)
     monkeypatch.setenv("PATH", f"{python_only}:/usr/bin:/bin")
+    monkeypatch.setenv("VIRTUAL_ENV", str(standin.host_virtualenv(tmp_path / "venv")))
+    monkeypatch.delenv("CONDA_PREFIX", raising=False)
+    monkeypatch.setenv("OMNI_KIT_ACCEPT_EULA", "YES")
     monkeypatch.setenv("ISAACLAB_STANDIN_STATE", str(tmp_path / "standin-state"))
     # Set here, so whatever a test sets is undone after it.
     monkeypatch.setenv("ISAACLAB_STANDIN_MODE", "success")
@@ -262,10 +274,16 @@ def test_second_attempt_reports_its_own_figures_not_the_failed_first(tmp_path: P
     result = bench(tmp_path, mode="fail_first", retries=1)
     assert result.health.attempts == 2 and result.health.retried
     assert result.health.phase is None
-    # The first attempt wrote its bundle, with 1000x the environments, then crashed.
-    assert [a.phase for a in result.timings.attempts] == [FailurePhase.INIT, None]
+    # The first attempt (the cold cache's warm-up) wrote its bundle, with 1000x the
+    # environments, then crashed; the retry started from an emptied cache, warmed it up
+    # again, then measured.
+    assert [(a.number, a.warmup, a.cache, a.phase) for a in result.timings.attempts] == [
+        (1, True, CacheState.COLD, FailurePhase.INIT),
+        (2, True, CacheState.COLD, None),
+        (2, False, CacheState.WARM, None),
+    ]
     assert result.metric.value is not None and result.metric.value < 1_000_000
-    assert list((tmp_path / "work" / "runs").glob("*/sample-0/attempt-1/output/*.json")) == []
+    assert list((tmp_path / "work" / "runs").rglob("attempt-1/**/*.json")) == []
 
 
 def test_the_schema_file_is_read_among_other_formatters_outputs(tmp_path: Path) -> None:
@@ -322,16 +340,33 @@ def test_a_checkout_without_a_runtime_benchmark_is_a_hard_failure_naming_what_wa
     assert standin.ENTRYPOINT in result.health.error and standin.SCRIPT in result.health.error
 
 
-def test_an_unregistered_task_is_a_hard_failure_naming_every_alias(tmp_path: Path) -> None:
+def test_a_task_the_scan_cannot_find_is_run_and_the_benchmark_answers(tmp_path: Path) -> None:
     body = (
         "  - task: Isaac-Lift-Cube-Franka\n"
         "    isaaclab: {task_aliases: [Isaac-Lift-Cube-Franka-v0]}\n"
         "    backends: [{physics: newton}]\n"
     )
     result = bench(tmp_path, "Isaac-Lift-Cube-Franka/newton", body=body)
-    assert result.health.phase is FailurePhase.IMPORT
-    assert result.health.error is not None
-    assert "Isaac-Lift-Cube-Franka, Isaac-Lift-Cube-Franka-v0" in result.health.error
+    # Launched: the stand-in's gym says it has no such environment (an import failure).
+    assert result.health.phase is FailurePhase.IMPORT and result.health.exit_code == 1
+    assert "NameNotFound: Environment `Isaac-Lift-Cube-Franka` doesn't exist." in result.log_tail
+
+
+def test_an_id_registered_through_an_f_string_runs(tmp_path: Path) -> None:
+    """The gym.register scan sees literal ids only; the benchmark registers this one."""
+    checkout = standin.write_checkout(tmp_path / "checkout")
+    init = checkout / standin.TASKS_ROOT / "core" / "cartpole" / "__init__.py"
+    text = init.read_text(encoding="utf-8")
+    init.write_text(
+        text.replace('id="Isaac-Cartpole-Direct"', 'id=f"Isaac-{NAME}-Direct"').replace(
+            "gym.register(", 'NAME = "Cartpole"\ngym.register(', 1
+        ),
+        encoding="utf-8",
+    )
+    body = "  - task: Isaac-Cartpole-Direct\n    isaaclab: {task_aliases: [Isaac-Cartpole-v0]}\n"
+    config = load_config(config_file(tmp_path, body + "    backends: [{physics: newton}]\n"))
+    result = run_bucket(config.buckets[0], settings(tmp_path, checkout))
+    assert result.health.healthy, result.log_tail
 
 
 def run_matrix(tmp_path: Path, config: Path, flavour: str, *extra: str) -> Path:
@@ -450,7 +485,8 @@ def fake_docker(tmp_path: Path) -> tuple[Path, Path]:
     fake = tmp_path / "docker"
     fake.write_text(
         f"#!{sys.executable}\nimport json, os, sys\n"
-        f"json.dump({{'argv': sys.argv[1:], 'token': os.environ.get('HF_TOKEN')}}, "
+        f"json.dump({{'argv': sys.argv[1:], 'token': os.environ.get('HF_TOKEN'), "
+        f"'eula': os.environ.get('OMNI_KIT_ACCEPT_EULA')}}, "
         f"open({str(record)!r}, 'w'))\nsys.exit(125)\n",
         encoding="utf-8",
     )
@@ -502,8 +538,12 @@ def test_shipped_isaaclab_example_runs_the_checkout_inside_the_resolved_image(
     assert argv[argv.index("--workdir") + 1] == "/workspace/isaaclab"
     image_at = argv.index(image)
     assert argv[image_at + 1 : image_at + 4] == ["./isaaclab.sh", "benchmark", "runtime"]
-    eula = argv.index("ACCEPT_EULA=Y")
+    # The driver's profile: the image's user, the link the checkout hides, the EULA.
+    assert argv[argv.index("--user") + 1] == "1000:1000"
+    assert (checkout / "_isaac_sim").readlink() == Path("/isaac-sim")
+    eula = argv.index("OMNI_KIT_ACCEPT_EULA")
     assert argv[eula - 1] == "--env" and eula < image_at
+    assert json.loads(record.read_text())["eula"] == "yes"  # the value, by the environment
 
 
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
@@ -550,6 +590,15 @@ def test_seeding_replays_an_older_cli_and_a_renamed_task_into_one_baseline(
     assert len({(s.launch_hash, s.benchmark_hash, s.runtime_hash) for s in samples}) == 1
 
 
+def committed_checkout(root: Path) -> Path:
+    """A stand-in checkout, committed on ``main`` in a repository of its own."""
+    repo = standin.write_checkout(root)
+    git("init", "-q", "-b", "main", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "isaac lab", cwd=repo, env=IDENTITY)
+    return repo
+
+
 @pytest.mark.parametrize(
     ("phase", "metric"), [("SCENE", "startup_s"), ("IMPORT", "imports_s")], ids=["scene", "import"]
 )
@@ -563,10 +612,7 @@ def test_a_slower_startup_blocks_on_its_own_metric_while_fps_holds(
     """The shipped example gates startup apart from FPS: a slower scene build or import
     with unchanged FPS is a BLOCK of that metric alone (the stand-in's FPS is exact)."""
     config = example_with_container(tmp_path, None)
-    repo = standin.write_checkout(tmp_path / "repo")
-    git("init", "-q", "-b", "main", cwd=repo)
-    git("add", "-A", cwd=repo)
-    git("commit", "-q", "-m", "isaac lab", cwd=repo, env=IDENTITY)
+    repo = committed_checkout(tmp_path / "repo")
     monkeypatch.chdir(repo)
     bucket = "Isaac-Cartpole-Direct/physx"
     args = ["bench", "--config", str(config), "--bucket", bucket, "--quiet",
@@ -634,3 +680,72 @@ def test_further_metrics_are_read_from_each_sample_and_a_missing_required_one_fa
     assert failed.health.phase is FailurePhase.OUTPUT
     assert failed.health.error is not None
     assert failed.health.error.startswith("metric 'vram_gb' (resources.vram_gb.peak) is missing")
+
+
+def test_cold_and_warm_samples_never_share_a_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """R16: a cold launch compiles every kernel inside its startup, so a warm bucket's runs
+    are another experiment: cold history never judges them, for startup or anything else."""
+    data = yaml.safe_load(example_with_container(tmp_path, None).read_text(encoding="utf-8"))
+    data["defaults"]["repeats"] = 1
+    data["defaults"]["cache"] = "cold"
+    cold = tmp_path / "cold.yaml"
+    cold.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    del data["defaults"]["cache"]  # the isaaclab driver's default: warm
+    warm = tmp_path / "warm.yaml"
+    warm.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    repo = committed_checkout(tmp_path / "repo")
+    monkeypatch.chdir(repo)
+    bucket = "Isaac-Cartpole-Direct/newton"
+
+    def bench_json(config: Path, *more: str) -> dict[str, Any]:
+        capsys.readouterr()
+        args = ["bench", "--config", str(config), "--bucket", bucket, "--quiet", "--json",
+                "--out", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work"),
+                "--report-dir", str(tmp_path / "report"), *more]  # fmt: skip
+        assert main(args) == 0
+        document: dict[str, Any] = json.loads(capsys.readouterr().out)
+        return document
+
+    for _ in range(5):  # a full window of cold runs
+        bench_json(cold, "--record")
+    out = bench_json(warm)
+    (result,) = out["results"]
+    assert [s["cache"] for s in result["metric"]["samples"]] == ["warm"]
+    assert [a["warmup"] for a in result["timings"]["attempts"] if "warmup" in a] == [True]
+    row = out["verdict"]["rows"][0]
+    # Five cold runs on the branch, and not one of them in the warm run's windows.
+    assert all(m["reasons"][0] == "NO_BASELINE" for m in row["metrics"]), row["metrics"]
+    hardware = result["hardware"]["slug"]
+    stored = git("show", f"perf-baselines:{sample_path(hardware, *bucket.split('/'))}", cwd=repo)
+    assert {json.loads(line)["cache"] for line in stored.splitlines()} == {"cold"}
+
+
+def test_a_dry_run_shows_the_exact_docker_run_and_makes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkout = standin.write_checkout(tmp_path / "checkout")
+    monkeypatch.chdir(checkout)
+    monkeypatch.setenv("PERFGATE_IMAGE", "nvcr.io/nvidian/isaac-lab@sha256:" + "e" * 64)
+    work = tmp_path / "work"
+    bucket = f"{CAMERA}/physx_rtx_renderer"
+    args = ["bench", "--config", str(EXAMPLE), "--bucket", bucket, "--work-dir", str(work)]
+    assert main([*args, "--dry-run", "--json"]) == 0
+    captured = capsys.readouterr()
+    launch = json.loads(captured.out)["launches"][bucket]
+    argv = launch["argv"]
+    assert argv[:4] == ["docker", "run", "--rm", "--init"]
+    assert argv[argv.index("--user") + 1] == "1000:1000"
+    warm = work / "warm-cache" / bucket.replace("/", "__")
+    assert f"{warm / 'kit'}:/isaac-sim/kit/cache" in argv
+    assert f"{checkout.resolve()}:/workspace/isaaclab" in argv
+    image_at = argv.index(os.environ["PERFGATE_IMAGE"])
+    assert argv[image_at + 1 : image_at + 5] == ["./isaaclab.sh", "benchmark", "runtime", "--task"]
+    assert launch["env"]["OMNI_KIT_ACCEPT_EULA"] == "yes"
+    assert launch["cache"] == {"mode": "warm", "path": str(warm), "state": "cold",
+                               "warmup_first": True}  # fmt: skip
+    # The human side says the same, and nothing was made: no link, no work directory.
+    assert "before launch: link _isaac_sim -> /isaac-sim in the checkout" in captured.err
+    assert "an unmeasured warm-up launch fills it first" in captured.err
+    assert not (checkout / "_isaac_sim").exists() and not work.exists()

@@ -20,6 +20,7 @@ import yaml
 from perfgate import __version__
 from perfgate.ci import render
 from perfgate.ci.selection import affected, matches
+from perfgate.cli.ci import bench_job_needs
 from perfgate.config import (
     AdmissionMode,
     AdmissionPolicy,
@@ -67,6 +68,7 @@ def _site(config_rel: str, out_rel: str) -> render.Site:
         out=Path(out_rel),
         config_ref="perfgate.yaml",
         self_ci=out_rel == ".",
+        **bench_job_needs(config),
     )
 
 
@@ -118,7 +120,8 @@ def _steps(docs: dict[str, Any]) -> list[dict[str, Any]]:
 def test_committed_files_match_a_fresh_render() -> None:
     """The drift check: every committed generated file equals its in-memory render."""
     for config_rel, out_rel in render.REPOSITORY_SITES:
-        site = render.site_for(load_config(ROOT / config_rel), ROOT / out_rel)
+        config = load_config(ROOT / config_rel)
+        site = render.site_for(config, ROOT / out_rel, **bench_job_needs(config))
         site = dataclasses.replace(
             site,
             config=dataclasses.replace(site.config, path=Path(config_rel)),
@@ -262,8 +265,10 @@ def test_isaaclab_example_benches_its_checkout_in_the_resolved_image() -> None:
     config = site.config
     for bucket in config.buckets:
         assert bucket.container is not None, bucket.id
-        # The checkout replaces the image's editable Isaac Lab install.
-        assert bucket.container.checkout_mount == "/workspace/isaaclab"
+        # The checkout replaces the image's editable Isaac Lab install (the driver's profile
+        # says where), and no flag of that profile is copied into the example.
+        assert bucket.container.checkout_mount is None
+        assert not any("EULA" in arg for arg in bucket.container.extra_args)
         assert bucket.container.image is None  # always the one resolve-image chose
     assert config.image is not None
     assert config.image.env_file == "docker/.env.base"
@@ -455,6 +460,40 @@ def test_image_is_resolved_on_the_bench_runner_when_configured() -> None:
     assert len(resolve) == 1 and steps.index(resolve[0]) < steps.index(bench)
     assert resolve[0]["with"]["target-branch"] == "${{ needs.config.outputs.target-branch }}"
     assert bench["with"]["image"] == "${{ steps.image.outputs.image }}"
+
+
+def test_a_warm_buckets_job_restores_its_cache_and_fetches_lfs_content() -> None:
+    """R16: the Isaac Lab example's caches roll from run to run through the actions cache,
+    keyed as upstream's perf-smoke job keys its JIT cache; its checkout has LFS content."""
+    example = _parsed(SITES["isaaclab"])
+    bench = next(s for s in _bench_steps(SITES["isaaclab"]) if s.get("uses") == "$/actions/bench")
+    checkout = _bench_steps(SITES["isaaclab"])[0]
+    assert checkout["with"]["lfs"] is True
+    steps = example["actions/bench/action.yml"]["runs"]["steps"]
+    names = [s["name"] for s in steps]
+    assert names.index("Restore the warm cache") < names.index("Benchmark the bucket")
+    keys = next(s for s in steps if s["name"] == "Warm cache keys")
+    assert "perfgate cache-key" in keys["run"] and keys["id"] == "warm"
+    restore = next(s for s in steps if s["name"] == "Restore the warm cache")
+    assert restore["with"]["restore-keys"].splitlines() == [
+        "${{ steps.warm.outputs.restore-launch }}",
+        "${{ steps.warm.outputs.restore-backend }}",
+        "${{ steps.warm.outputs.restore-task }}",
+    ]
+    assert bench["with"]["bucket"] == "${{ matrix.bucket }}"
+    # The demo's buckets run cold, with nothing in LFS: neither step exists there.
+    demo = _parsed(SITES["demo"])
+    assert "Warm cache keys" not in [
+        s["name"] for s in demo["actions/bench/action.yml"]["runs"]["steps"]
+    ]
+    assert "lfs" not in _bench_steps(SITES["demo"])[0]["with"]
+    # An image per commit replaces the era's image: no resolve-image step then.
+    demo_site = SITES["demo"]
+    per_commit = dataclasses.replace(
+        demo_site.config, image=ImageSpec(per_commit="ci.example/app:sha-{sha}")
+    )
+    steps = _bench_steps(dataclasses.replace(demo_site, config=per_commit))
+    assert not any(s.get("uses") == "$/actions/resolve-image" for s in steps)
 
 
 def test_comment_consumer_never_checks_out_or_runs_the_pr_head(rendered: Any) -> None:

@@ -1,4 +1,5 @@
-"""classify_failure: the phase a failed run died in, from exit code, timing and log (pure)."""
+"""classify_failure: the phase a failed run died in, from exit code, timing and log, and
+whether it is worth another attempt (pure)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,12 @@ import pytest
 
 from perfgate.config import PhaseMarkers
 from perfgate.result import FailurePhase
-from perfgate.run.execution import classify_failure
+from perfgate.run.execution import (
+    ProcessOutcome,
+    classify_failure,
+    environment_fix,
+    not_retried_because,
+)
 
 MARKERS = PhaseMarkers(
     driver_error=("CUDA_ERROR_",),
@@ -109,3 +115,44 @@ def test_the_benchmark_never_inherits_ci_credentials() -> None:
         "GITHUB_SHA": "abc",
     }
     assert benchmark_environment(inherited) == {"PATH": "/usr/bin", "GITHUB_SHA": "abc"}
+
+
+ENV_MARKERS = PhaseMarkers(
+    import_error=("ImportError",),
+    driver_error=("CudaError",),
+    stepping="Step Frametimes",
+    environment={"no python here": "link the interpreter", "EULA?": "accept the EULA"},
+)
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        "no python here\n",
+        # Later symptoms of an environment that could never have run it do not hide it.
+        "EULA?\nTraceback\nImportError: x\n",
+        "EULA?\n" + STEP + "CudaError: illegal address\n",
+    ],
+)
+def test_an_environment_marker_wins_over_every_later_symptom(log: str) -> None:
+    assert phase(log, markers=ENV_MARKERS) is FailurePhase.ENVIRONMENT
+    assert phase(log, markers=ENV_MARKERS, timed_out=True) is FailurePhase.ENVIRONMENT
+    assert phase(log, markers=ENV_MARKERS, exit_code=0) is None
+
+
+def test_the_first_declared_environment_marker_names_the_fix() -> None:
+    assert environment_fix("EULA?\nno python here\n", ENV_MARKERS) == "link the interpreter"
+    assert environment_fix("fine\n", ENV_MARKERS) is None
+
+
+def outcome(phase: FailurePhase | None, fix: str | None = None) -> ProcessOutcome:
+    return ProcessOutcome(exit_code=1, timed_out=False, wall_s=1.0, log_tail="", phase=phase,
+                          fix=fix)  # fmt: skip
+
+
+def test_only_an_environment_failure_is_not_retried_and_it_says_why() -> None:
+    assert not_retried_because(outcome(FailurePhase.ENVIRONMENT, "accept the EULA")) == (
+        "accept the EULA"
+    )
+    for flaky in (FailurePhase.INIT, FailurePhase.RUNTIME, FailurePhase.HANG, FailurePhase.DRIVER):
+        assert not_retried_because(outcome(flaky)) is None

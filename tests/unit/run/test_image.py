@@ -198,7 +198,8 @@ buckets:
             r"image\.tag: unknown key",
         ),
         ("image: {env_keys: [K], tags: {main: x}}", "env_keys needs env_file"),
-        ("image: {env_file: e, env_keys: [K]}", "missing required key 'tags'"),
+        ("image: {env_file: e, env_keys: [K]}", "needs tags .* or per_commit"),
+        ("image: {per_commit: 'ci:sha-{branch}'}", r"placeholder \{branch\} is unknown"),
         ("image: {tags: {main: x}}", "the era key needs inputs"),
     ],
 )

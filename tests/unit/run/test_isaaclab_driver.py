@@ -16,6 +16,7 @@ from perfgate.run.drivers.isaaclab import (
     bundle_files,
     detect_cli,
     echo_mismatches,
+    plan_launch,
     presets,
     resolve_task,
     runtime_paths,
@@ -79,7 +80,11 @@ def test_presets_are_current_isaac_lab_tokens_with_physics_pinned(
         # Before isaacsim_physx existed PhysX was the default, and RTX the default renderer.
         (f"{CAMERA}/physx_rtx_renderer", {"newton_mjwarp"}, ()),
         (f"{CAMERA}/physx_rtx_renderer", {"isaacsim_rtx_renderer"}, ("isaacsim_rtx_renderer",)),
-        (f"{CAMERA}/newton_newton_renderer", set(), ("newton", "newton_renderer", "rgb")),
+        (
+            f"{CAMERA}/newton_newton_renderer",
+            {"newton_renderer"},
+            ("newton", "newton_renderer", "rgb"),
+        ),
         ("Isaac-Cartpole-Direct/physx", {"isaacsim_physx", "newton_mjwarp"}, ("isaacsim_physx",)),
     ],
 )
@@ -87,6 +92,19 @@ def test_an_older_checkout_gets_its_own_spelling_of_the_same_presets(
     tmp_path: Path, bucket_id: str, declared: set[str], expected: tuple[str, ...]
 ) -> None:
     assert presets(buckets(tmp_path)[bucket_id], frozenset(declared)) == expected
+
+
+@pytest.mark.parametrize(
+    "bucket_id", ["Isaac-Cartpole-Direct/physx", f"{CAMERA}/physx_rtx_renderer"]
+)
+def test_a_checkout_whose_scan_finds_no_preset_gets_the_current_names(
+    tmp_path: Path, bucket_id: str
+) -> None:
+    # Presets declared some way the scan cannot see: the oldest spellings would send nothing
+    # for PhysX, which on current develop runs Newton.
+    bucket = buckets(tmp_path)[bucket_id]
+    assert presets(bucket, frozenset()) == presets(bucket)
+    assert presets(bucket, frozenset())[0] == "isaacsim_physx"
 
 
 def test_render_backend_without_known_presets_needs_them_declared(tmp_path: Path) -> None:
@@ -218,13 +236,22 @@ def test_the_task_id_the_checkout_registers_is_run(tmp_path: Path) -> None:
     )
 
 
-def test_a_task_the_checkout_does_not_register_names_every_alias(tmp_path: Path) -> None:
+def test_the_scan_chooses_and_never_vetoes_a_task(tmp_path: Path) -> None:
+    # A checkout that registers its ids another way (a helper, an f-string): the bucket's
+    # task is run, and the benchmark itself answers whether it knows it.
     bucket = buckets(tmp_path)[f"{CAMERA}/physx_rtx_renderer"]
     empty = scan_sources(standin.write_checkout(tmp_path / "c", tasks=()))
-    with pytest.raises(CheckoutUnsupported) as raised:
-        resolve_task(bucket, empty)
-    assert f"{CAMERA}, {OLD_CAMERA}" in str(raised.value)
-    assert "isaaclab.task_aliases" in str(raised.value)
+    assert resolve_task(bucket, empty) == CAMERA
+
+
+def test_launch_planning_reads_the_checkout_alone(tmp_path: Path) -> None:
+    older = standin.write_checkout(tmp_path / "older", flavour="frames")
+    plan = plan_launch(older, buckets(tmp_path)[f"{CAMERA}/physx_rtx_renderer"])
+    assert plan.cli.steps_flag == "--num_frames" and plan.executable == ("./isaaclab.sh",)
+    assert (plan.task, plan.presets) == (OLD_CAMERA, ("isaacsim_rtx_renderer",))
+    assert plan.output_name == f"benchmark_runtime_{OLD_CAMERA}_<timestamp>[_<hex>].json"
+    with pytest.raises(CheckoutUnsupported, match="offers no Isaac Lab runtime benchmark"):
+        plan_launch(tmp_path / "nothing", buckets(tmp_path)["Isaac-Cartpole-Direct/physx"])
 
 
 def dirs(tmp_path: Path) -> AttemptDirs:
@@ -427,6 +454,18 @@ KIT = "[ISAACLAB] KitLauncher initialization complete\n"
         (KIT + "Traceback\n" + STEP_FRAME + "ImportError: lazy\n", FailurePhase.RUNTIME),
         ("Fatal Python error: Segmentation fault\n" + DUMP_FRAME, FailurePhase.RUNTIME),
         ("Traceback\n" + STEP_FRAME + "CUDA_ERROR_ILLEGAL_ADDRESS\n", FailurePhase.DRIVER),
+        # The image cannot run it at all: never retried, whatever else the log shows.
+        (
+            "[ERROR] Unable to find any Python executable at path: '/w/_isaac_sim/python.sh'\n",
+            FailurePhase.ENVIRONMENT,
+        ),
+        ("Do you accept the EULA? (Yes/No): Traceback\nEOFError: EOF\n", FailurePhase.ENVIRONMENT),
+        (
+            "[Error] [rtx.shaderdb] Failed to initialize rtx::shaderdb::ContextManager\n"
+            + KIT
+            + "Traceback\nRuntimeError: CudaError: cudaErrorIllegalAddress\n",
+            FailurePhase.ENVIRONMENT,
+        ),
     ],
 )
 def test_phase_follows_what_the_runtime_benchmark_prints(log: str, phase: FailurePhase) -> None:
