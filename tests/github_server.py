@@ -65,6 +65,9 @@ class FakeGitHub:
     faults: list[Fault] = field(default_factory=list)
     requests: list[Recorded] = field(default_factory=list)
     foreign_next_link: str | None = None
+    # Comment listings answer with a Link whose "next" is the page just served, this many
+    # times: a server (or proxy) whose paging never ends.
+    looping_pages: int = 0
     # Holds the first comment listings until this many arrive: forces two runs to race.
     list_barrier: threading.Barrier | None = None
     held_lists: int = 0
@@ -208,7 +211,12 @@ def _issue_comments(
         barrier.wait(timeout=30)
     chunk = everything[(page - 1) * per_page : page * per_page]
     headers = {}
-    if page * per_page < len(everything):
+    with state.lock:
+        looping = state.looping_pages > 0
+        state.looping_pages -= looping
+    if looping:
+        headers["Link"] = f'<{state.base_url}{handler.path}>; rel="next"'
+    elif page * per_page < len(everything):
         base = state.foreign_next_link or state.base_url
         path = f"/repos/{state.repository}/issues/{issue}/comments"
         headers["Link"] = (

@@ -23,6 +23,9 @@ RETRYABLE_STATUSES = frozenset({500, 502, 503, 504})
 # Read timeouts are generous: the API can be slow under load, and a retry costs more.
 TIMEOUT_S = (10.0, 60.0)
 API_VERSION = "2022-11-28"
+# A listing perfgate reads (a pull request's comments, a workflow's runs) fits in far
+# fewer pages of 100; a server whose paging never ends is given up on, not followed.
+MAX_PAGES = 200
 
 
 class GitHubError(PerfgateError):
@@ -259,7 +262,20 @@ class GitHubClient:
         """Every item of a list endpoint, following the Link header's ``next``."""
         separator = "&" if "?" in path else "?"
         url: str | None = self._url(f"{path}{separator}per_page={per_page}")
+        label = f"GET {urlsplit(url or '').path}"
+        seen: set[str] = set()
         while url is not None:
+            if url in seen:
+                raise GitHubError(
+                    f"{label}: the API's pagination links back to a page already read "
+                    f"({redact(url)}); giving up rather than reading it for ever"
+                )
+            if len(seen) == MAX_PAGES:
+                raise GitHubError(
+                    f"{label}: more than {MAX_PAGES} pages; giving up (a listing perfgate "
+                    "reads is far shorter: check GITHUB_API_URL and the repository)"
+                )
+            seen.add(url)
             response = self._send("GET", url)
             page = self._json(f"GET {urlsplit(url).path}", response)
             if not isinstance(page, list):
