@@ -167,4 +167,4 @@ def test_gate_post_over_endless_paging_exits_3_naming_the_reason(
     assert "Traceback" not in done.stderr
     assert "links back to a page already read" in done.stderr
     assert WRITE_TOKEN not in done.stdout + done.stderr
-    assert len([r for r in github.requests if r.method == "GET"]) == 1
+    assert len([r for r in github.requests if r.path == COMMENTS_PATH]) == 1
