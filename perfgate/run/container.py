@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from perfgate.config import ContainerSpec
+from perfgate.config import ContainerSpec, image_reference_problem
 from perfgate.errors import ConfigError
 from perfgate.run.execution import AttemptDirs, Invocation
 
@@ -39,6 +39,10 @@ def image_for(spec: ContainerSpec, env: Mapping[str, str], where: str) -> str:
             f"{where}: container has no image; set container.image in perfgate.yaml or export "
             f"{IMAGE_ENV} (nox -s resolve-image prints one)"
         )
+    problem = image_reference_problem(image)
+    if problem:
+        source = f"${IMAGE_ENV}" if env.get(IMAGE_ENV) else "container.image"
+        raise ConfigError(f"{where}: {source} {image!r} {problem}")
     return image
 
 

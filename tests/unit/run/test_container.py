@@ -129,9 +129,16 @@ def test_translate_rewrites_paths_alone_or_after_a_key() -> None:
 def test_image_comes_from_the_environment_before_the_config() -> None:
     spec = ContainerSpec(image="configured:tag")
     assert image_for(spec, {}, "bucket b") == "configured:tag"
-    assert image_for(spec, {IMAGE_ENV: "resolved@sha256:ab"}, "bucket b") == "resolved@sha256:ab"
+    resolved = "resolved@sha256:" + "ab" * 32
+    assert image_for(spec, {IMAGE_ENV: resolved}, "bucket b") == resolved
     with pytest.raises(ConfigError, match="bucket b: container has no image"):
         image_for(ContainerSpec(), {}, "bucket b")
+
+
+@pytest.mark.parametrize("image", ["--privileged", "img --rm", "img:ok\nfoo=bar", "-v/:/host"])
+def test_an_image_that_is_no_image_reference_never_reaches_docker(image: str) -> None:
+    with pytest.raises(ConfigError, match=r"bucket b: \$PERFGATE_IMAGE .* is not an image ref"):
+        image_for(ContainerSpec(image="configured:tag"), {IMAGE_ENV: image}, "bucket b")
 
 
 def test_host_user_is_the_invoking_uid_and_gid() -> None:
