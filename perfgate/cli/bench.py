@@ -104,8 +104,10 @@ def register(verbs: Verbs) -> None:
 
 
 def _echo(line: str) -> None:
+    from perfgate.console import inert
+
     # stderr: stdout belongs to the tables, or to the one --json document.
-    print(f"  | {line}", file=sys.stderr, flush=True)
+    print(f"  | {inert(line)}", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
