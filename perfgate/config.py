@@ -136,6 +136,8 @@ class FileRef:
     path: Path
     # ``perfgate.yaml:12: gate.calibration``: file, line and key path of the reference.
     where: str
+    # The directory the file must lie in once links are resolved (None: anywhere).
+    root: Path | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1087,6 +1089,7 @@ def _gate_policy(document: YamlDocument, raw: Mapping[str, Any]) -> GatePolicy:
         else FileRef(
             path=document.path.parent / calibration,
             where=f"{document.where(('gate', 'calibration'))}: gate.calibration",
+            root=document.path.parent,
         ),
     )
 

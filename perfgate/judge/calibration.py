@@ -141,6 +141,11 @@ def read_calibration(ref: FileRef) -> NoiseCalibration:
     )
     if not path.is_file():
         raise ConfigError(f"{ref.where}: {path} not found; {fix}")
+    if ref.root is not None and not path.resolve().is_relative_to(ref.root.resolve()):
+        raise ConfigError(
+            f"{ref.where}: {path} is a link to {path.resolve()}, outside the repository; "
+            "commit the calibration itself at that path"
+        )
     try:
         data = jsonfile.read(path, max_bytes=MAX_BYTES)
     except jsonfile.JsonError as exc:

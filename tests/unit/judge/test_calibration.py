@@ -181,3 +181,25 @@ def test_a_bad_calibration_exits_4_naming_the_file_and_the_key(
     assert says in err
     with pytest.raises(ConfigError, match=r"gate\.calibration"):
         read_calibration(load_config(path).gate.calibration)  # type: ignore[arg-type]
+
+
+def test_a_calibration_linked_from_outside_the_repository_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """gate.calibration names a repository path: a link out of it is not one."""
+    repo, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    repo.mkdir()
+    elsewhere.mkdir()
+    write_calibration(NoiseCalibration(buckets=(entry(),)), elsewhere / "noise.json")
+    (repo / "noise.json").symlink_to(elsewhere / "noise.json")
+    path = config_file(repo, calibration="noise.json")
+    assert cli.main(["validate", "--config", str(path)]) == 4
+    err = capsys.readouterr().err
+    assert f"{path}:3: gate.calibration: {repo / 'noise.json'}" in err
+    assert "outside the repository" in err and str(elsewhere / "noise.json") in err
+    # A link that stays inside the repository is a repository path.
+    (repo / "ci").mkdir()
+    (repo / "noise.json").unlink()
+    write_calibration(NoiseCalibration(buckets=(entry(),)), repo / "ci" / "noise.json")
+    (repo / "noise.json").symlink_to(repo / "ci" / "noise.json")
+    assert cli.main(["validate", "--config", str(path)]) == 0
