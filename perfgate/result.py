@@ -607,6 +607,8 @@ def validate_result(data: Any) -> list[str]:
 
 #: CI uploads each bucket's attempt logs as this artifact (the bench action, the summary).
 LOG_ARTIFACT_PREFIX = "perfgate-log-"
+#: The artifact a failed publish keeps its samples in; the next publish gathers it.
+PENDING_ARTIFACT = "perfgate-pending-samples"
 
 
 def log_artifact_name(bucket_id: str) -> str:

@@ -338,3 +338,38 @@ class GitHubClient:
         """GET one pull request."""
         pull: dict[str, Any] = self.request("GET", self._repo(f"pulls/{number}"))
         return pull
+
+    def workflow_run(self, run_id: str) -> dict[str, Any]:
+        """GET one workflow run (its event, branch, commit, workflow path and repository)."""
+        return self._object(self._repo(f"actions/runs/{run_id}"))
+
+    def failed_push_runs(self, workflow_id: int, per_page: int = 50) -> list[dict[str, Any]]:
+        """The newest failed push runs of a workflow (one page: the newest ``per_page``)."""
+        found = self._object(
+            self._repo(f"actions/workflows/{workflow_id}/runs")
+            + f"?event=push&status=failure&per_page={per_page}"
+        )
+        runs = found.get("workflow_runs")
+        return [run for run in runs if isinstance(run, dict)] if isinstance(runs, list) else []
+
+    def run_artifacts(self, run_id: int, name: str) -> list[dict[str, Any]]:
+        """A workflow run's artifacts called ``name`` (one page: a run has few)."""
+        found = self._object(self._repo(f"actions/runs/{run_id}/artifacts") + f"?name={name}")
+        listed = found.get("artifacts")
+        return [a for a in listed if isinstance(a, dict)] if isinstance(listed, list) else []
+
+    def download_artifact(self, artifact_id: int, max_bytes: int) -> bytes:
+        """An artifact's zip archive (GitHub answers with a redirect to its storage, which
+        gets no token: requests drops the header on a redirect to another host)."""
+        label = f"GET {self._repo(f'actions/artifacts/{artifact_id}/zip')}"
+        response = self._send("GET", self._url(self._repo(f"actions/artifacts/{artifact_id}/zip")))
+        if len(response.content) > max_bytes:
+            raise GitHubError(f"{label}: {len(response.content)} bytes, over {max_bytes}")
+        return response.content
+
+    def _object(self, path: str) -> dict[str, Any]:
+        """One GET whose answer must be a JSON object."""
+        found = self.request("GET", path)
+        if not isinstance(found, dict):
+            raise GitHubError(f"GET {path}: expected an object, got {type(found).__name__}")
+        return found
