@@ -790,7 +790,7 @@ _IMAGE_NAME_MAX = 255
 
 
 def image_reference_problem(value: str) -> str | None:
-    """Why ``value`` is not an image reference (``[host[:port]/]name[:tag][@digest]``); else None."""
+    """Why ``value`` is no image reference (``[host[:port]/]name[:tag][@digest]``); else None."""
     rest, _, digest = value.partition("@")
     # A ':' after the last '/' starts the tag; one before it is a registry's port.
     name, colon, tag = rest.rpartition(":") if ":" in rest.rpartition("/")[2] else (rest, "", "")

@@ -141,5 +141,7 @@ def of_experiment(result: Result, config: Config) -> Result:
         benchmark_hash=stable_hash(benchmark),
     )
     return replace(
-        result, identity=identity, bucket=replace(result.bucket, baseline_epoch=bucket.baseline_epoch)
+        result,
+        identity=identity,
+        bucket=replace(result.bucket, baseline_epoch=bucket.baseline_epoch),
     )

@@ -223,9 +223,7 @@ def _route(state: FakeGitHub, handler: _Handler, method: str) -> None:
         handler.reply(404, {"message": "Not Found"})
 
 
-def _actions(
-    state: FakeGitHub, handler: _Handler, rest: str, query: dict[str, list[str]]
-) -> None:
+def _actions(state: FakeGitHub, handler: _Handler, rest: str, query: dict[str, list[str]]) -> None:
     """Workflow runs and their artifacts (GET only), in GitHub's shapes."""
     with state.lock:
         runs = [dict(run) for run in state.runs.values()]

@@ -101,7 +101,9 @@ def sample_check(config: Config) -> SampleCheck:
                 "or benchmark hash differs)"
             )
         if sample.baseline_epoch != bucket.baseline_epoch:
-            return f"a sample of baseline epoch {sample.baseline_epoch}, not {bucket.baseline_epoch}"
+            return (
+                f"a sample of baseline epoch {sample.baseline_epoch}, not {bucket.baseline_epoch}"
+            )
         if not (math.isfinite(sample.value) and sample.value > 0):
             return f"a sample whose figure {sample.value!r} is not positive and finite"
         try:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from perfgate.cli.common import Verbs, add_config, add_verb
@@ -193,5 +192,7 @@ def _gather(
             into=into,
         )
     except GitHubError as exc:
-        return [], [f"cannot list earlier runs ({exc}); samples they kept wait for the next publish"]
+        return [], [
+            f"cannot list earlier runs ({exc}); samples they kept wait for the next publish"
+        ]
     return list(gathered.files), list(gathered.notes)

@@ -20,6 +20,7 @@ from typing import Any
 from perfgate.baselines.publish import PENDING_FILE
 from perfgate.github.client import GitHubClient, GitHubError
 from perfgate.result import PENDING_ARTIFACT
+
 # A pending file holds a few thousand lines at most; an archive past this is not one.
 MAX_ARCHIVE_BYTES = 16 * 1024 * 1024
 # How many of the newest failed push runs are looked at (each costs two API calls).
@@ -120,4 +121,6 @@ def _pending_text(client: GitHubClient, run_id: int) -> str | None:
                 raise GitHubError(f"{PENDING_FILE} in run {run_id}'s artifact is too large")
             return opened.read(info).decode("utf-8", errors="replace")
     except (zipfile.BadZipFile, KeyError) as exc:
-        raise GitHubError(f"run {run_id}'s {PENDING_ARTIFACT} artifact is unreadable ({exc})")
+        raise GitHubError(
+            f"run {run_id}'s {PENDING_ARTIFACT} artifact is unreadable ({exc})"
+        ) from None

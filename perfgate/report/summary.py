@@ -242,9 +242,7 @@ MAX_SUMMARY_BYTES = 1024 * 1024 - 32 * 1024
 TECHNICAL_DETAILS = "<details><summary>Technical details</summary>"
 
 
-def fit_markdown(
-    markdown: str, limit: int, note: str, size: Callable[[str], int] = len
-) -> str:
+def fit_markdown(markdown: str, limit: int, note: str, size: Callable[[str], int] = len) -> str:
     """``markdown`` whole, or cut at a line so that it and ``note`` fit in ``limit``
     (measured by ``size``), the technical details block closed if the cut fell inside it."""
     if size(markdown) <= limit:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import shutil
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -376,8 +375,7 @@ def _claim(out: Path) -> None:
     """
     if out.is_symlink():
         raise UsageError(
-            f"--out {out}: a symbolic link (to {os.readlink(out)}); give the site's "
-            "directory itself"
+            f"--out {out}: a symbolic link (to {out.readlink()}); give the site's directory itself"
         )
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: not a directory")

@@ -34,7 +34,7 @@ def report_json(report: GateReport) -> dict[str, Any]:
     if _size(document) <= _VERDICT_BUDGET:
         return document
     for limit in _SHORTER:
-        shorter = _shortened(document, limit)
+        shorter: dict[str, Any] = _shortened(document, limit)
         shorter["notes"] = _capped(
             [
                 f"truncated: every text of this report was cut to {limit} characters to keep "

@@ -134,9 +134,8 @@ def test_a_direct_publish_refuses_a_result_of_another_experiment(
 ) -> None:
     origin, _, sha = checkout
     write_result(result(sha, 100.0, "1"), tmp_path / "r")
-    other = make_result("cartpole/python", 1e9, commit=sha, run_id="1")  # another config's
-    write_result(replace(other, bucket=replace(other.bucket, id="cartpole/numpy",
-                                               backend_key="numpy")), tmp_path / "other")  # fmt: skip
+    other = make_result("cartpole/numpy", 1e9, commit=sha, run_id="1")  # another config's
+    write_result(other, tmp_path / "other")
     assert main(["publish", "--results", str(tmp_path / "other")]) == 2  # refused: blocking
     err = capsys.readouterr().err
     assert "refused cartpole/numpy: a sample of another experiment" in err
@@ -168,9 +167,15 @@ def test_every_pending_line_passes_the_checks_of_a_direct_publish(
     assert stored_values(origin) == [99.0, 101.0]
     refused = [line for line in capsys.readouterr().err.splitlines() if "refused" in line]
     assert len(refused) == len(bad), refused
-    for why in ("a bucket not in", "the unprotected branch 'feature'",
-                "measured on the unprotected branch", "another experiment",
-                "baseline epoch 7", "'startup_s', which cartpole/numpy does not declare"):  # fmt: skip
+    reasons = (
+        "a bucket not in",
+        "the unprotected branch 'feature'",
+        "measured on the unprotected branch",
+        "another experiment",
+        "baseline epoch 7",
+        "'startup_s', which cartpole/numpy does not declare",
+    )
+    for why in reasons:
         assert any(why in line for line in refused), (why, refused)
     assert not (report / "pending-samples.ndjson").exists()  # landed or refused: done
 
@@ -219,7 +224,8 @@ def test_gathered_samples_come_only_from_failed_push_runs_of_this_workflow_on_pr
 
     gathered = tmp_path / "gathered"
     argv = ["publish", "--results", str(results(tmp_path / "r", sha, 101.0, "1")),
-            "--report-dir", str(tmp_path / "report"), "--gather-pending", str(gathered)]  # fmt: skip
+            "--report-dir", str(tmp_path / "report"),
+            "--gather-pending", str(gathered)]  # fmt: skip
     assert main(argv) == 0
     assert stored_values(origin) == [98.0, 101.0]
     assert sorted(p.relative_to(gathered).as_posix() for p in gathered.rglob("*.ndjson")) == [

@@ -57,7 +57,9 @@ def test_megabyte_long_artifact_text_keeps_every_surface_under_its_limit(
             dataclasses.replace(result, hardware=hardware, metric=metric), tmp_path / "results"
         )
     artifact = read_result(tmp_path / "results" / "cartpole__python.json")
-    assert len(artifact.health.error or "") < 2000 and "characters clipped" in str(artifact.health.error)
+    assert len(artifact.health.error or "") < 2000 and "characters clipped" in str(
+        artifact.health.error
+    )
     assert len(artifact.hardware.cpu_name or "") < 2000
 
     assert main(["gate", "--results", "results", "--report-dir", "report"]) == 0

@@ -167,15 +167,18 @@ def test_a_passing_qualification_never_measures_more_than_the_ceiling() -> None:
     for trial in range(300):
         # Seven samples below the median of 1000 and seven above, at the limit or inside it.
         spread = [rng.choice((0.04999, rng.uniform(0, 0.05))) for _ in range(14)]
-        values = [1000.0 * (1 - x) for x in spread[:7]] + [1000.0] + [
-            1000.0 * (1 + x) for x in spread[7:]
-        ]
+        values = (
+            [1000.0 * (1 - x) for x in spread[:7]]
+            + [1000.0]
+            + [1000.0 * (1 + x) for x in spread[7:]]
+        )
         rng.shuffle(values)
         assert all(abs(v / statistics.median(values) - 1) <= 0.05 for v in values)
         observations = [
             Observation(
                 bucket="cartpole/numpy", allocation=f"a{i // 3}", runner=f"gpu-{i // 3}",
-                sample_index=i % 3, value=value, direction=Direction.HIGHER, sample_id=f"{trial}-{i}",
+                sample_index=i % 3, value=value, direction=Direction.HIGHER,
+                sample_id=f"{trial}-{i}",
                 fingerprint=FINGERPRINT, source="test",
             )
             for i, value in enumerate(values)

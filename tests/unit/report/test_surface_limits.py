@@ -20,9 +20,7 @@ HUGE = "x" * 1_500_000
 
 def test_verdict_json_is_cut_to_its_limit_and_says_so(tmp_path: Path) -> None:
     config = write_config(tmp_path)
-    results = [
-        make_result(bucket, None, exit_code=1, error=HUGE) for bucket in config.buckets
-    ]
+    results = [make_result(bucket, None, exit_code=1, error=HUGE) for bucket in config.buckets]
     report = build_report(config=config, expected=config.buckets, results=results, windows={},
                           notes=[HUGE])  # fmt: skip
     document = report_json(report)

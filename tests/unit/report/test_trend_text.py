@@ -39,10 +39,11 @@ def test_store_text_is_escaped_for_plotly_in_legends_hovers_and_axis_titles() ->
         unit=sample.unit,
         direction="higher",
         runs=(run,),
-        readiness=BucketReadiness(bucket=bucket.id, status=Readiness.EMPTY, samples=0,
-                                  min_samples=5, fingerprints=0, other_samples=0,
-                                  fingerprint=None),  # fmt: skip
-    )
+        readiness=BucketReadiness(
+            bucket=bucket.id, status=Readiness.EMPTY, samples=0, min_samples=5,
+            fingerprints=0, other_samples=0, fingerprint=None,
+        ),
+    )  # fmt: skip
     judged = JudgedRun(
         run=run, figure=100.0, verdict="BLOCK", reasons=("REGRESSION",), detail=f"x {LINK}",
         window_size=5, window_runs=5, baseline=120.0, warn_line=115.0, block_line=110.0,

@@ -169,8 +169,15 @@ def test_a_forced_record_replaces_the_era_and_keeps_the_reason_and_history() -> 
     once = with_era(manifest, ERA, "reg@sha256:" + "2" * 64, "b" * 40, force="broken CUDA layer")
     twice = with_era(once, ERA, "reg@sha256:" + "3" * 64, "c" * 40, force="again")
     entry = twice["eras"][ERA.key]
-    assert (entry["image"], entry["forced"], entry["commit"]) == ("reg@sha256:" + "3" * 64, "again", "c" * 40)
-    assert [e["image"] for e in entry["replaced"]] == ["reg@sha256:" + "1" * 64, "reg@sha256:" + "2" * 64]
+    assert (entry["image"], entry["forced"], entry["commit"]) == (
+        "reg@sha256:" + "3" * 64,
+        "again",
+        "c" * 40,
+    )
+    assert [e["image"] for e in entry["replaced"]] == [
+        "reg@sha256:" + "1" * 64,
+        "reg@sha256:" + "2" * 64,
+    ]
     assert entry["replaced"][0]["source"] == "roll"
     assert "replaced" not in entry["replaced"][1]
 
