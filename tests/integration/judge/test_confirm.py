@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -120,6 +121,38 @@ def test_paired_without_a_merge_base_confirms_by_repeats(repo: Path) -> None:
     assert "has no parent commit" in row["confirmation"]["note"]
 
 
+def calibrate(
+    repo: Path,
+    artifact: dict[str, Any],
+    *,
+    noise_pct: float,
+    run_noise_pct: float,
+    noise_floor_pct: float,
+) -> None:
+    """gate.calibration names noise.json: one entry for the artifact's experiment."""
+    entry = {
+        "bucket": "sim/cpu",
+        "hardware": artifact["hardware"]["slug"],
+        "launch_hash": artifact["identity"]["launch_hash"],
+        "benchmark_hash": artifact["identity"]["benchmark_hash"],
+        "noise_pct": noise_pct,
+        "df": 20,
+        "run_noise_pct": run_noise_pct,
+        "run_df": 10,
+        "modes": 1,
+        "noise_floor_pct": noise_floor_pct,
+    }
+    document = {"schema_version": 1, "kind": "perfgate-noise-calibration", "buckets": [entry]}
+    (repo / "noise.json").write_text(json.dumps(document), encoding="utf-8")
+    config = repo / "perfgate.yaml"
+    if "calibration:" not in config.read_text():
+        config.write_text(
+            config.read_text().replace(
+                "confirm: repeat}", "confirm: repeat, calibration: noise.json}"
+            )
+        )
+
+
 # gate.calibration: the bench's confirmation and the gate both judge a calibrated bucket
 # with its measured runner-to-runner noise (R15).
 def test_a_calibration_changes_what_the_bench_and_the_gate_call_a_regression(
@@ -133,29 +166,7 @@ def test_a_calibration_changes_what_the_bench_and_the_gate_call_a_regression(
     assert (code, row["verdict"]) == (0, "PASS")
     # The pool's qualification measured 2.5 % runner-to-runner noise for this experiment,
     # over twenty samples: known that well, the noise leaves a 10 % drop no room.
-    noise = {
-        "schema_version": 1,
-        "kind": "perfgate-noise-calibration",
-        "buckets": [
-            {
-                "bucket": "sim/cpu",
-                "hardware": artifact["hardware"]["slug"],
-                "launch_hash": artifact["identity"]["launch_hash"],
-                "benchmark_hash": artifact["identity"]["benchmark_hash"],
-                "noise_pct": 0.5,
-                "df": 20,
-                "run_noise_pct": 2.5,
-                "run_df": 10,
-                "modes": 1,
-                "noise_floor_pct": 1.5,
-            }
-        ],
-    }
-    (repo / "noise.json").write_text(json.dumps(noise), encoding="utf-8")
-    config = repo / "perfgate.yaml"
-    config.write_text(
-        config.read_text().replace("confirm: repeat}", "confirm: repeat, calibration: noise.json}")
-    )
+    calibrate(repo, artifact, noise_pct=0.5, run_noise_pct=2.5, noise_floor_pct=1.5)
     code, artifact, row = bench(repo, 90.0)
     assert (code, row["verdict"]) == (1, "BLOCK")
     assert row["statistics"]["run_noise_pct"] == pytest.approx(2.5)
@@ -168,38 +179,21 @@ def test_a_calibration_changes_what_the_bench_and_the_gate_call_a_regression(
     assert judged["statistics"] == row["statistics"]
 
 
-def test_a_calibration_cannot_hide_a_regression(repo: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_calibration_cannot_hide_a_regression(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """1000 % noise (the schema's maximum) turned a 30 % drop into PASS: no qualification
     that passes can write it; and noise the window cannot have is not applied, by the
     bench's confirmation and by the gate, and the summary says so."""
     for _ in range(5):
         assert bench(repo, 100.0, "--record")[0] == 0
     _, artifact, _ = bench(repo, 100.0)
-    entry = {
-        "bucket": "sim/cpu",
-        "hardware": artifact["hardware"]["slug"],
-        "launch_hash": artifact["identity"]["launch_hash"],
-        "benchmark_hash": artifact["identity"]["benchmark_hash"],
-        "noise_pct": 1000.0,
-        "df": 20,
-        "run_noise_pct": 1000.0,
-        "run_df": 10,
-        "modes": 1,
-        "noise_floor_pct": 1000.0,
-    }
-    noise = repo / "noise.json"
-    document = {"schema_version": 1, "kind": "perfgate-noise-calibration", "buckets": [entry]}
-    noise.write_text(json.dumps(document), encoding="utf-8")
-    config = repo / "perfgate.yaml"
-    config.write_text(
-        config.read_text().replace("confirm: repeat}", "confirm: repeat, calibration: noise.json}")
-    )
+    calibrate(repo, artifact, noise_pct=1000.0, run_noise_pct=1000.0, noise_floor_pct=1000.0)
     capsys.readouterr()
     assert main(["validate"]) == 4
     assert "more noise than a qualification that passes can measure" in capsys.readouterr().err
     # The most a passing qualification can measure is still far above this quiet window.
-    entry.update(noise_pct=15.0, run_noise_pct=15.0, noise_floor_pct=4.0)
-    noise.write_text(json.dumps(document), encoding="utf-8")
+    calibrate(repo, artifact, noise_pct=15.0, run_noise_pct=15.0, noise_floor_pct=4.0)
     code, artifact, row = bench(repo, 70.0)
     assert (code, row["verdict"]) == (1, "BLOCK")
     summary = (repo.parent / "report" / "summary.md").read_text(encoding="utf-8")
