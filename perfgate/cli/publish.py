@@ -174,10 +174,13 @@ def _gather(
     if not (run.on_github and run.repository and run.run_id and token.strip()):
         return [], ["--gather-pending: not a GitHub job with GITHUB_TOKEN; nothing gathered"]
     remote = store.remote or config.gate.baseline.remote
+    tips: dict[str, str | None] = {}
 
     def on_branch(commit: str, branch: str) -> bool:
         try:
-            tip = fetch_tip(store.repo, branch, remote)
+            if branch not in tips:  # fetched once, however many of its runs failed
+                tips[branch] = fetch_tip(store.repo, branch, remote)
+            tip = tips[branch]
             return tip is not None and is_ancestor(store.repo, commit, tip)
         except (GitError, GateMalfunction):
             return False  # an unknown commit, or a branch that cannot be read: not trusted
