@@ -136,6 +136,8 @@ class FileRef:
     path: Path
     # ``perfgate.yaml:12: gate.calibration``: file, line and key path of the reference.
     where: str
+    # The directory the file must lie in once links are resolved (None: anywhere).
+    root: Path | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -799,6 +801,45 @@ def path_problem(value: str, *, what: str) -> str | None:
     return None
 
 
+# An image reference as docker reads one (the distribution project's grammar): a name of
+# lower-case path components, optionally behind a registry host[:port], then an optional
+# :tag and @digest. Nothing else reaches docker as an image, so no value can read as an
+# option or carry a space or a line break.
+_IMAGE_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE_HOST = (
+    r"(?:(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+    r"(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*|\[[a-fA-F0-9:]+\])(?::[0-9]+)?"
+)
+_IMAGE_NAME = re.compile(
+    rf"(?:{_IMAGE_HOST}/)?{_IMAGE_PATH_COMPONENT}(?:/{_IMAGE_PATH_COMPONENT})*", re.ASCII
+)
+_IMAGE_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", re.ASCII)
+_IMAGE_DIGEST = re.compile(
+    r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}", re.ASCII
+)
+_IMAGE_NAME_MAX = 255
+
+
+def image_reference_problem(value: str) -> str | None:
+    """Why ``value`` is no image reference (``[host[:port]/]name[:tag][@digest]``); else None."""
+    rest, _, digest = value.partition("@")
+    # A ':' after the last '/' starts the tag; one before it is a registry's port.
+    name, colon, tag = rest.rpartition(":") if ":" in rest.rpartition("/")[2] else (rest, "", "")
+    if not _IMAGE_NAME.fullmatch(name):
+        return (
+            "is not an image reference: write [registry[:port]/]name[:tag][@sha256:digest], "
+            "the name in lower-case letters, digits and '.', '_', '-' between them (never "
+            "'-' first, no spaces)"
+        )
+    if len(name) > _IMAGE_NAME_MAX:
+        return f"is not an image reference: its name is over {_IMAGE_NAME_MAX} characters"
+    if colon and not _IMAGE_TAG.fullmatch(tag):
+        return "is not an image reference: a tag is 1-128 letters, digits, '_', '.' or '-'"
+    if "@" in value and not _IMAGE_DIGEST.fullmatch(digest):
+        return "is not an image reference: a digest is algorithm:hex, such as sha256:<64 hex>"
+    return None
+
+
 def placeholder_problem(template: str, allowed: Iterable[str]) -> str | None:
     """Why ``template`` cannot be filled with ``allowed`` placeholders; else None."""
     known = sorted(allowed) if isinstance(allowed, frozenset | set) else list(allowed)
@@ -1079,6 +1120,7 @@ def _gate_policy(document: YamlDocument, raw: Mapping[str, Any]) -> GatePolicy:
         else FileRef(
             path=document.path.parent / calibration,
             where=f"{document.where(('gate', 'calibration'))}: gate.calibration",
+            root=document.path.parent,
         ),
     )
 
@@ -1528,14 +1570,14 @@ def _image_spec(document: YamlDocument, raw: Mapping[str, Any]) -> ImageSpec:
         problem = branch_problem(pattern, pattern=True)
         if problem:
             _fail(document, ("image", "tags", pattern), f"{pattern!r} {problem}")
-        _check_placeholders(document, ("image", "tags", pattern), template, IMAGE_PLACEHOLDERS)
+        _check_image_template(document, ("image", "tags", pattern), template, IMAGE_PLACEHOLDERS)
     if "per_commit" in raw:
-        _check_placeholders(document, ("image", "per_commit"), raw["per_commit"],
-                            PER_COMMIT_PLACEHOLDERS)  # fmt: skip
+        _check_image_template(document, ("image", "per_commit"), raw["per_commit"],
+                              PER_COMMIT_PLACEHOLDERS)  # fmt: skip
     build = raw.get("build")
     if build:
-        _check_placeholders(document, ("image", "build", "image"), build["image"],
-                            IMAGE_PLACEHOLDERS)  # fmt: skip
+        _check_image_template(document, ("image", "build", "image"), build["image"],
+                              IMAGE_PLACEHOLDERS)  # fmt: skip
         for index, arg in enumerate(build["argv"]):
             _check_placeholders(document, ("image", "build", "argv", index), arg,
                                 IMAGE_PLACEHOLDERS | {"image"})  # fmt: skip
@@ -1560,13 +1602,15 @@ def _image_spec(document: YamlDocument, raw: Mapping[str, Any]) -> ImageSpec:
 
 def _image_roll(document: YamlDocument, raw: Mapping[str, Any]) -> ImageRoll:
     where: KeyPath = ("image", "roll")
+    images: list[tuple[KeyPath, str]] = [
+        ((*where, "build", "image"), raw["build"]["image"]),
+        *(((*where, "refs", i), ref) for i, ref in enumerate(raw["refs"])),
+    ]
+    for key_path, template in images:
+        _check_image_template(document, key_path, template, ROLL_PLACEHOLDERS)
     templates: list[tuple[KeyPath, str, frozenset[str]]] = [
-        ((*where, "build", "image"), raw["build"]["image"], ROLL_PLACEHOLDERS),
-        *(
-            ((*where, "build", "argv", i), arg, ROLL_PLACEHOLDERS | {"image"})
-            for i, arg in enumerate(raw["build"]["argv"])
-        ),
-        *(((*where, "refs", i), ref, ROLL_PLACEHOLDERS) for i, ref in enumerate(raw["refs"])),
+        ((*where, "build", "argv", i), arg, ROLL_PLACEHOLDERS | {"image"})
+        for i, arg in enumerate(raw["build"]["argv"])
     ]
     for key in ("tag", "push"):
         templates += [
@@ -1600,5 +1644,28 @@ def _check_placeholders(
 ) -> None:
     """A template's ``{name}`` placeholders must all be known ones (R14)."""
     problem = placeholder_problem(template, known)
+    if problem:
+        _fail(document, key_path, f"{_short(template)} {problem}")
+
+
+# What an image template's placeholders stand for when it is checked: a branch and an era
+# key as a run fills them (a real branch may still make a bad tag: the run checks again).
+_IMAGE_EXAMPLE_VALUES = {
+    "branch": "main",
+    "branch_slug": "main",
+    "branch_leaf": "main",
+    "era_key": "0123456789abcdef",
+    "era_short": "0123456789ab",
+    "sha": "0123456789abcdef0123456789abcdef01234567",
+    "sha7": "0123456",
+}
+
+
+def _check_image_template(
+    document: YamlDocument, key_path: KeyPath, template: str, known: Iterable[str]
+) -> None:
+    """An image template names known placeholders and, filled, an image reference (R14)."""
+    _check_placeholders(document, key_path, template, known)
+    problem = image_reference_problem(template.format(**_IMAGE_EXAMPLE_VALUES))
     if problem:
         _fail(document, key_path, f"{_short(template)} {problem}")

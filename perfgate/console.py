@@ -56,6 +56,21 @@ def annotate(level: str, message: str, stream: TextIO | None = None) -> None:
         print(f"{level}: {message}", file=stream or sys.stdout)
 
 
+def inert(line: str) -> str:
+    """One line of a benchmark's output, as a terminal shows it, that no runner reads a
+    workflow command from (R14).
+
+    The Actions runner splits output at a bare carriage return as well as at a newline,
+    reads ``::command::`` at the start of a line (after spaces) and the legacy
+    ``##[command]`` anywhere in one: a benchmark printing ``x\r::add-mask::w`` would
+    otherwise give a command behind perfgate's ``  | `` prefix.
+    """
+    shown = next((part for part in reversed(line.split("\r")) if part), "")
+    if shown.lstrip().startswith("::"):
+        shown = shown.replace("::", ": :", 1)
+    return shown.replace("##[", "## [")
+
+
 def format_figure(value: float | None) -> str:
     """A figure with thousands separators, or an em dash when absent."""
     if value is None:
@@ -120,12 +135,12 @@ def failure_cause(result: Result) -> str:
 def failure_lines(result: Result) -> list[str]:
     """Phase, the log's last lines and where the whole log is, for a failed bucket."""
     health = result.health
-    lines = [f"cause: {failure_cause(result)}"]
+    lines = [f"cause: {inert(failure_cause(result))}"]
     if health.retried:
         lines.append(f"attempts: {health.attempts} (the last one is shown)")
     tail = [line for line in result.log_tail.splitlines() if line.strip()][-FAILURE_TAIL_LINES:]
     if tail:
-        lines += ["last lines of its output:", *(f"  | {line}" for line in tail)]
+        lines += ["last lines of its output:", *(f"  | {inert(line)}" for line in tail)]
     if result.log_path:
         lines.append(f"full log: {result.log_path}")
     return lines

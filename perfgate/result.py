@@ -641,6 +641,8 @@ def validate_result(data: Any) -> list[str]:
 
 #: CI uploads each bucket's attempt logs as this artifact (the bench action, the summary).
 LOG_ARTIFACT_PREFIX = "perfgate-log-"
+#: The artifact a failed publish keeps its samples in; the next publish gathers it.
+PENDING_ARTIFACT = "perfgate-pending-samples"
 
 
 def log_artifact_name(bucket_id: str) -> str:
@@ -693,6 +695,28 @@ def identity_problems(data: Any) -> list[str]:
     return problems
 
 
+# Free text an artifact carries (a CPU name, an error, a runtime version) is shown on every
+# surface: beyond this it says nothing more, and 256 buckets of it would overflow them.
+MAX_TEXT_CHARS = 1000
+# Bounded by the schema already, and shown in part: the log's last lines, where it is.
+_UNCLIPPED = frozenset({"log_tail", "log_path"})
+
+
+def clip_text(value: Any, key: str = "") -> Any:
+    """``value`` (an artifact's document) with every string over MAX_TEXT_CHARS cut, saying so.
+
+    Identity fields are plain names far shorter than that (identity_problems), so only free
+    text is ever cut.
+    """
+    if isinstance(value, str) and len(value) > MAX_TEXT_CHARS and key not in _UNCLIPPED:
+        return f"{value[:MAX_TEXT_CHARS]}… [{len(value) - MAX_TEXT_CHARS} characters clipped]"
+    if isinstance(value, dict):
+        return {name: clip_text(item, name) for name, item in value.items()}
+    if isinstance(value, list):
+        return [clip_text(item, key) for item in value]
+    return value
+
+
 class ArtifactError(GateMalfunction):
     """A result artifact that cannot be used; ``bucket`` is its id when it names one."""
 
@@ -718,7 +742,7 @@ def read_result(path: Path) -> Result:
     problems = identity_problems(data)
     if problems:
         raise ArtifactError(f"{path}: not a valid result artifact: {problems[0]}", named)
-    return Result.from_json(data)
+    return Result.from_json(clip_text(data))
 
 
 def _bucket_id(data: Any) -> str | None:

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from perfgate.config import Direction
+from perfgate.config import Config, Direction
+from perfgate.identity import stable_hash
 from perfgate.result import (
     BucketRef,
     CiInfo,
@@ -22,6 +23,7 @@ from perfgate.result import (
     StaleImage,
     Timings,
 )
+from perfgate.run.bench import benchmark_identity, launch_identity
 
 
 def make_result(
@@ -124,3 +126,22 @@ def with_metric(
         ),
     )
     return replace(result, metrics={**result.metrics, name: reading})
+
+
+def of_experiment(result: Result, config: Config) -> Result:
+    """``result`` as a run of its bucket in ``config`` records it: the launch and benchmark
+    identity (and so the hashes) and the baseline epoch a bench of that config gives."""
+    bucket = next(b for b in config.buckets if b.id == result.bucket.id)
+    launch, benchmark = launch_identity(bucket), benchmark_identity(bucket)
+    identity = replace(
+        result.identity,
+        launch=launch,
+        benchmark=benchmark,
+        launch_hash=stable_hash(launch),
+        benchmark_hash=stable_hash(benchmark),
+    )
+    return replace(
+        result,
+        identity=identity,
+        bucket=replace(result.bucket, baseline_epoch=bucket.baseline_epoch),
+    )

@@ -2,16 +2,20 @@
 
 The real GitHub service cannot be reached from here, so this server implements the
 endpoints perfgate uses, with GitHub's documented shapes: commit statuses, issue
-comments (list with per_page/page and Link headers, create, update, delete) and one
-pull request. It records every request and can inject GitHub's failure modes: a
-read-only token (403), a bad token (401), a 5xx, a secondary rate limit.
+comments (list with per_page/page and Link headers, create, update, delete), one pull
+request, and workflow runs with their artifacts (get a run; list a workflow's runs by
+event and status; list a run's artifacts by name; download one, answered as GitHub does
+with a redirect to its storage). It records every request and can inject GitHub's
+failure modes: a read-only token (403), a bad token (401), a 5xx, a secondary rate limit.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import threading
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -65,6 +69,9 @@ class FakeGitHub:
     faults: list[Fault] = field(default_factory=list)
     requests: list[Recorded] = field(default_factory=list)
     foreign_next_link: str | None = None
+    # Comment listings answer with a Link whose "next" is the page just served, this many
+    # times: a server (or proxy) whose paging never ends.
+    looping_pages: int = 0
     # Holds the first comment listings until this many arrive: forces two runs to race.
     list_barrier: threading.Barrier | None = None
     held_lists: int = 0
@@ -74,6 +81,45 @@ class FakeGitHub:
     poster: dict[str, str] = field(default_factory=lambda: dict(BOT))
     clock: int = 0
     base_url: str = ""
+    # Workflow runs by id, as GET /actions/runs/{id} answers; artifacts by id, with the run
+    # they belong to and their zip archive.
+    runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    artifacts: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def add_run(self, run_id: int, **fields: Any) -> dict[str, Any]:
+        """A workflow run of this repository: a failed push of ``.github/workflows/perfgate.yml``
+        on main unless ``fields`` say otherwise (repository objects as GitHub nests them)."""
+        run = {
+            "id": run_id,
+            "name": "perfgate",
+            "event": "push",
+            "status": "completed",
+            "conclusion": "failure",
+            "head_branch": "main",
+            "head_sha": "0" * 40,
+            "path": ".github/workflows/perfgate.yml",
+            "workflow_id": 161335,
+            "run_attempt": 1,
+            "repository": {"full_name": self.repository},
+            "head_repository": {"full_name": self.repository},
+            **fields,
+        }
+        with self.lock:
+            self.runs[run_id] = run
+        return run
+
+    def add_artifact(self, run_id: int, name: str, files: dict[str, str]) -> int:
+        """Upload an artifact to a run: its files, zipped as GitHub serves them."""
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            for member, text in files.items():
+                archive.writestr(member, text)
+        with self.lock:
+            artifact_id = 9000 + len(self.artifacts)
+            self.artifacts[artifact_id] = {
+                "run_id": run_id, "name": name, "data": buffer.getvalue(), "expired": False
+            }  # fmt: skip
+        return artifact_id
 
     def add_comment(self, issue: int, body: str, user: dict[str, str] = BOT) -> dict[str, Any]:
         """Seed (or create) a comment, as GitHub would store it."""
@@ -113,6 +159,16 @@ def _route(state: FakeGitHub, handler: _Handler, method: str) -> None:
     auth = handler.headers.get("Authorization")
     with state.lock:
         state.requests.append(Recorded(method, url.path, query, body, auth))
+    if match := re.fullmatch(r"/storage/(\d+)\.zip", url.path):
+        # Artifact storage: a signed URL, no token needed (GitHub's redirect target).
+        with state.lock:
+            artifact = state.artifacts.get(int(match.group(1)))
+        if artifact is None:
+            handler.reply(404, {"message": "Not Found"})
+        else:
+            handler.reply_raw(200, artifact["data"], {"Content-Type": "application/zip"})
+        return
+    with state.lock:
         for fault in state.faults:
             if (
                 fault.times > 0
@@ -154,6 +210,8 @@ def _route(state: FakeGitHub, handler: _Handler, method: str) -> None:
         _issue_comments(state, handler, method, int(match.group(1)), query, body)
     elif match := re.fullmatch(r"issues/comments/(\d+)", rest):
         _one_comment(state, handler, method, int(match.group(1)), body)
+    elif method == "GET" and (match := re.fullmatch(r"actions/\w+/(\d+)(/\w+)?(/zip)?", rest)):
+        _actions(state, handler, rest, query)
     elif (match := re.fullmatch(r"pulls/(\d+)", rest)) and method == "GET":
         with state.lock:
             head = state.pulls.get(int(match.group(1)))
@@ -161,6 +219,54 @@ def _route(state: FakeGitHub, handler: _Handler, method: str) -> None:
             handler.reply(404, {"message": "Not Found"})
         else:
             handler.reply(200, {"number": int(match.group(1)), "head": {"sha": head}})
+    else:
+        handler.reply(404, {"message": "Not Found"})
+
+
+def _actions(state: FakeGitHub, handler: _Handler, rest: str, query: dict[str, list[str]]) -> None:
+    """Workflow runs and their artifacts (GET only), in GitHub's shapes."""
+    with state.lock:
+        runs = [dict(run) for run in state.runs.values()]
+        artifacts = {key: dict(value) for key, value in state.artifacts.items()}
+    if match := re.fullmatch(r"actions/runs/(\d+)", rest):
+        found = [run for run in runs if run["id"] == int(match.group(1))]
+        if found:
+            handler.reply(200, found[0])
+        else:
+            handler.reply(404, {"message": "Not Found"})
+    elif match := re.fullmatch(r"actions/workflows/(\d+)/runs", rest):
+        wanted = [
+            run
+            for run in runs
+            if run["workflow_id"] == int(match.group(1))
+            and query.get("event", [run["event"]])[0] == run["event"]
+            and query.get("status", [run["conclusion"]])[0] in (run["conclusion"], run["status"])
+        ]
+        newest = sorted(wanted, key=lambda run: -run["id"])
+        page = newest[: int(query.get("per_page", ["30"])[0])]
+        handler.reply(200, {"total_count": len(wanted), "workflow_runs": page})
+    elif match := re.fullmatch(r"actions/runs/(\d+)/artifacts", rest):
+        run_id = int(match.group(1))
+        listed = [
+            {
+                "id": artifact_id,
+                "name": artifact["name"],
+                "size_in_bytes": len(artifact["data"]),
+                "expired": artifact["expired"],
+                "archive_download_url": f"{state.base_url}/repos/{state.repository}/actions/"
+                f"artifacts/{artifact_id}/zip",
+                "workflow_run": {"id": run_id},
+            }
+            for artifact_id, artifact in sorted(artifacts.items())
+            if artifact["run_id"] == run_id
+            and query.get("name", [artifact["name"]])[0] == artifact["name"]
+        ]
+        handler.reply(200, {"total_count": len(listed), "artifacts": listed})
+    elif (match := re.fullmatch(r"actions/artifacts/(\d+)/zip", rest)) and int(
+        match.group(1)
+    ) in artifacts:
+        location = f"{state.base_url}/storage/{match.group(1)}.zip"
+        handler.reply_raw(302, b"", {"Location": location})
     else:
         handler.reply(404, {"message": "Not Found"})
 
@@ -208,7 +314,12 @@ def _issue_comments(
         barrier.wait(timeout=30)
     chunk = everything[(page - 1) * per_page : page * per_page]
     headers = {}
-    if page * per_page < len(everything):
+    with state.lock:
+        looping = state.looping_pages > 0
+        state.looping_pages -= looping
+    if looping:
+        headers["Link"] = f'<{state.base_url}{handler.path}>; rel="next"'
+    elif page * per_page < len(everything):
         base = state.foreign_next_link or state.base_url
         path = f"/repos/{state.repository}/issues/{issue}/comments"
         headers["Link"] = (

@@ -37,6 +37,7 @@ from perfgate.run.image import (
     Era,
     branch_values,
     digest_of,
+    fill_reference,
     fill_template,
     manifest_editor,
     pinned,
@@ -127,9 +128,9 @@ def roll_commands(
     roll: ImageRoll, values: Mapping[str, str]
 ) -> tuple[tuple[str, ...], tuple[Command, ...]]:
     """The refs to push and the commands: login, build, one tag and one push per ref."""
-    image = fill_template(roll.build.image, values, "image.roll.build.image")
+    image = fill_reference(roll.build.image, values, "image.roll.build.image")
     refs = tuple(
-        fill_template(ref, values, f"image.roll.refs[{i}]") for i, ref in enumerate(roll.refs)
+        fill_reference(ref, values, f"image.roll.refs[{i}]") for i, ref in enumerate(roll.refs)
     )
     commands: list[Command] = []
     if roll.login:

@@ -1,27 +1,25 @@
 """Landing samples on the remote baseline branch when many publishers push at once (R9).
 
-Every publisher first tries to land its samples directly: fetch the tip, build a commit,
-push. One that loses the race parks its samples on the origin as a batch: a small commit
-holding ``batch.ndjson``, under ``refs/perfgate/incoming/<branch>/<blob id>`` (content
-addressed, so parking twice is a no-op). Whoever lands next lands every parked batch it
-saw, in one atomic push that also deletes those batch refs; a publisher whose batch is
-gone finds its samples on the tip and is done. A merge burst of N publishers costs a few
-landings instead of N rounds of races, and samples that cannot land before the deadline
-stay parked on the origin, where the next publish picks them up.
+Every publisher fetches the tip, builds its commit on it and pushes; one that loses the
+race to another publisher (or meets a passing network failure) builds again on the new
+tip after a full-jitter backoff, until the deadline. Samples that cannot land before it
+are kept by the caller (``pending-samples.ndjson``, uploaded as the run's artifact).
 
-A batch is landed twice at worst (a landing whose deletion did not happen), which the
-sample-id dedup of the store absorbs: nothing is lost, nothing is duplicated.
+Nothing else lands with a publisher's samples. Earlier perfgates parked a losing
+publisher's samples on the origin under ``refs/perfgate/incoming/<branch>/`` for the next
+one to land; anyone with push access can write such a ref (branch protection does not
+cover it) and no GitHub API ties a ref to the workflow run that pushed it, so a batch
+naming a real run could carry any figure. Batches left there are named, never landed.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.baselines.pushing import (
-    AUTHOR,
     PushDeadline,
     PushFailure,
     PushRefused,
@@ -32,32 +30,26 @@ from perfgate.baselines.pushing import (
     reason,
     remote_says,
 )
-from perfgate.baselines.reading import resolve, stream_blobs
+from perfgate.baselines.reading import resolve
 from perfgate.baselines.samples import Sample
-from perfgate.baselines.segments import decode, ids_path
 from perfgate.errors import GateMalfunction, GitError
-from perfgate.git import git
+from perfgate.git import git, try_git
 
+# Where earlier perfgates parked batches of samples; read only to say they are not landed.
 INCOMING = "refs/perfgate/incoming"
-BATCH_FILE = "batch.ndjson"
-# Batch commits carry no clock, so the same samples always make the same commit.
-_FIXED_DATES = {
-    "GIT_AUTHOR_DATE": "1970-01-01T00:00:00Z",
-    "GIT_COMMITTER_DATE": "1970-01-01T00:00:00Z",
-}
 
 
 @dataclass(frozen=True, kw_only=True)
 class Built:
-    """A commit of samples on a base: None when nothing was new; counts for ``mine`` only."""
+    """A commit of samples on a base: None when nothing was new."""
 
     commit: str | None
     added: int
     present: int
 
 
-# Builds the commit that adds ``samples`` to ``base``, counting the first ``mine`` of them.
-Builder = Callable[[str | None, Sequence[Sample], int], Built]
+# Builds the commit that adds ``samples`` to ``base``.
+Builder = Callable[[str | None, Sequence[Sample]], Built]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,14 +59,7 @@ class Landing:
     commit: str | None
     added: int
     present: int
-    # Another publisher's landing carried them (this one had parked them).
-    by_other: bool = False
     warnings: tuple[str, ...] = ()
-
-
-def queue_prefix(branch: str) -> str:
-    """Where batches waiting for ``branch`` are parked on the origin."""
-    return f"{INCOMING}/{branch}/"
 
 
 def land(
@@ -85,66 +70,34 @@ def land(
     retry: RetryPolicy,
     build: Builder,
 ) -> Landing:
-    """Land ``mine`` (and every batch parked for the branch) before the deadline.
+    """Land ``mine`` on the remote branch before the deadline.
 
     Raises PushRefused when the server declines the branch update, PushDeadline when the
-    deadline passes first; either way the message says where the samples wait.
+    deadline passes first.
     """
     deadline = time.monotonic() + retry.deadline_s
-    parked: str | None = None
-    parking_refused = False
-    first: Built | None = None
-    warnings: list[str] = []
+    warnings = _parked_batches(repo, branch, remote)
     attempt = 0
     while True:
         attempt += 1
         began = time.monotonic()
         try:
-            tip, queued = _fetch_queue(repo, branch, remote)
-            if parked is not None and parked not in queued:
-                if _all_stored(repo, tip, mine):
-                    counts = first or Built(commit=None, added=len(mine), present=0)
-                    return Landing(
-                        commit=tip,
-                        added=counts.added,
-                        present=counts.present,
-                        by_other=True,
-                        warnings=tuple(warnings),
-                    )
-                parked = None  # dropped without being landed: park again if this loses
-            carried = _read_batches(repo, queued, warnings)
-            built = build(tip, [*mine, *carried], len(mine))
-            first = first or built
-            if built.commit is None and not queued:
-                return Landing(
-                    commit=None, added=0, present=built.present, warnings=tuple(warnings)
-                )
-            _push_landing(repo, remote, branch, built.commit, queued)
+            tip = _fetch_tip(repo, branch, remote)
+            built = build(tip, mine)
+            if built.commit is not None:
+                _push(repo, remote, branch, built.commit)
             return Landing(
                 commit=built.commit, added=built.added, present=built.present,
                 warnings=tuple(warnings),
             )  # fmt: skip
         except Retryable as failure:
-            if parked is None and not parking_refused:
-                try:
-                    parked = _park(repo, branch, remote, mine)
-                except PushRefused:
-                    parking_refused = True  # this server keeps no queue: plain retries
-                except Retryable:
-                    pass
             # The last attempt happens at the deadline, never after it.
             wait = min(retry.delay(attempt, time.monotonic() - began), deadline - time.monotonic())
             if wait <= 0:
-                where = (
-                    f"; the samples wait on {remote!r} at {parked}, and the next publish lands them"
-                    if parked
-                    else ""
-                )
                 raise PushDeadline(
                     f"gave up landing samples on the baseline branch {branch!r} after "
                     f"{attempt} attempt(s) in {retry.deadline_s:g} s ({failure.kind.value}: "
-                    f"{failure.detail}){where}",
-                    parked=parked,
+                    f"{failure.detail})"
                 ) from None
             time.sleep(wait)
 
@@ -159,7 +112,7 @@ def land_local(
         attempt += 1
         began = time.monotonic()
         tip = resolve(repo, f"refs/heads/{branch}")
-        built = build(tip, mine, len(mine))
+        built = build(tip, mine)
         if built.commit is None:
             return Landing(commit=None, added=0, present=built.present)
         try:
@@ -175,37 +128,21 @@ def land_local(
             time.sleep(wait)
 
 
-def _fetch_queue(repo: Path, branch: str, remote: str) -> tuple[str | None, dict[str, str]]:
-    """The branch tip on the remote and its parked batches (ref -> commit), fetched."""
+def _fetch_tip(repo: Path, branch: str, remote: str) -> str | None:
+    """The branch tip on the remote, fetched; None before the first publish creates it."""
     tracking = f"refs/remotes/{remote}/{branch}"
-    local_queue = f"refs/perfgate/queued/{remote}/{branch}/"
-    specs = [f"+{queue_prefix(branch)}*:{local_queue}*", f"+refs/heads/{branch}:{tracking}"]
     try:
-        _fetch(repo, remote, specs)
-        tip = resolve(repo, tracking)
+        git("fetch", "--quiet", "--no-tags", "--prune", remote, f"+refs/heads/{branch}:{tracking}",
+            cwd=repo)  # fmt: skip
     except GitError as exc:
         if "couldn't find remote ref" not in exc.stderr:
             raise _failure(exc) from None
-        try:
-            _fetch(repo, remote, specs[:1])  # no branch yet: the first publish creates it
-        except GitError as again:
-            raise _failure(again) from None
-        tip = None
-    listing = git("for-each-ref", "--format=%(refname) %(objectname)", local_queue, cwd=repo)
-    queued = {}
-    for line in listing.splitlines():
-        name, sha = line.split()
-        queued[queue_prefix(branch) + name.removeprefix(local_queue)] = sha
-    return tip, queued
-
-
-def _fetch(repo: Path, remote: str, specs: Sequence[str]) -> None:
-    git("fetch", "--quiet", "--no-tags", "--prune", remote, *specs,
-        cwd=repo)  # fmt: skip
+        return None
+    return resolve(repo, tracking)
 
 
 def _failure(exc: GitError) -> Exception:
-    """A failed fetch or push as the loop sees it: retry, refusal, or malfunction."""
+    """A failed fetch as the loop sees it: retry, refusal, or malfunction."""
     kind = classify(exc.stderr)
     if kind in (PushFailure.RACE, PushFailure.TRANSIENT):
         return Retryable(kind, reason(exc.stderr))
@@ -214,59 +151,24 @@ def _failure(exc: GitError) -> Exception:
     return GateMalfunction(remote_says(exc.stderr))
 
 
-def _read_batches(repo: Path, queued: Mapping[str, str], warnings: list[str]) -> list[Sample]:
-    """Every sample of the parked batches; a line that is not a sample is skipped and named."""
-    samples: list[Sample] = []
-    specs = [f"{sha}:{BATCH_FILE}" for sha in queued.values()]
-    for ref, blob in zip(queued, stream_blobs(repo, specs), strict=True):
-        for number, line in enumerate(decode(blob.data or b"").splitlines(), 1):
-            try:
-                sample = Sample.from_line(line)
-            except ValueError as exc:
-                warnings.append(f"{ref}:{BATCH_FILE}:{number}: not a sample, skipped ({exc})")
-                continue
-            samples.append(sample)
-    return samples
-
-
-def _push_landing(
-    repo: Path, remote: str, branch: str, commit: str | None, queued: Mapping[str, str]
-) -> None:
-    """Move the branch to ``commit`` and delete the landed batches, all or nothing."""
-    leases = [f"--force-with-lease={ref}:{sha}" for ref, sha in queued.items()]
-    updates = [f":{ref}" for ref in queued]
-    if commit is not None:
-        updates.insert(0, f"{commit}:refs/heads/{branch}")
+def _push(repo: Path, remote: str, branch: str, commit: str) -> None:
+    """Move the remote branch to ``commit`` (a fast-forward of the tip it was built on)."""
     try:
-        git("push", "--atomic", "--quiet", *leases, remote, *updates, cwd=repo)
+        git("push", "--quiet", remote, f"{commit}:refs/heads/{branch}", cwd=repo)
     except GitError as exc:
         raise push_error(exc.stderr, branch, remote) from None
-    if commit is not None:
-        git("update-ref", f"refs/remotes/{remote}/{branch}", commit, cwd=repo)
+    git("update-ref", f"refs/remotes/{remote}/{branch}", commit, cwd=repo)
 
 
-def _park(repo: Path, branch: str, remote: str, samples: Sequence[Sample]) -> str:
-    """Push ``samples`` as a batch for the next landing; its ref on the origin."""
-    text = "".join(f"{line}\n" for line in sorted(s.to_line() for s in samples))
-    blob = git("hash-object", "-w", "--stdin", cwd=repo, input_text=text).strip()
-    tree = git("mktree", cwd=repo, input_text=f"100644 blob {blob}\t{BATCH_FILE}\n").strip()
-    message = f"perfgate: {len(samples)} sample(s) waiting for {branch}"
-    env = {**AUTHOR, **_FIXED_DATES}
-    commit = git("commit-tree", tree, "-m", message, cwd=repo, env=env).strip()
-    ref = queue_prefix(branch) + blob
-    try:
-        git("push", "--quiet", remote, f"{commit}:{ref}", cwd=repo)
-    except GitError as exc:
-        raise _failure(exc) from None
-    return ref
-
-
-def _all_stored(repo: Path, tip: str | None, samples: Sequence[Sample]) -> bool:
-    """True when every sample's id is in its bucket's id list at ``tip``."""
-    if tip is None:
-        return False
-    paths = sorted({ids_path(s.path) for s in samples})
-    stored: set[str] = set()
-    for blob in stream_blobs(repo, [f"{tip}:{path}" for path in paths]):
-        stored.update(decode(blob.data or b"").split())
-    return all(s.sample_id in stored for s in samples)
+def _parked_batches(repo: Path, branch: str, remote: str) -> list[str]:
+    """A warning naming the batches an earlier perfgate parked for ``branch``, if any."""
+    listing = try_git("ls-remote", remote, f"{INCOMING}/{branch}/*", cwd=repo) or ""
+    refs = [line.split()[1] for line in listing.splitlines() if len(line.split()) == 2]
+    if not refs:
+        return []
+    shown = ", ".join(refs[:3]) + (f" and {len(refs) - 3} more" if len(refs) > 3 else "")
+    return [
+        f"{len(refs)} batch(es) of samples parked on {remote!r} by an earlier perfgate "
+        f"({shown}) are not landed: nothing shows which run wrote them, so their figures "
+        f"cannot be trusted. Delete them with `git push {remote} --delete REF`"
+    ]

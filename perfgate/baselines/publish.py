@@ -5,6 +5,11 @@ deadline (or the server refuses the push), it writes them to ``pending-samples.n
 in the report directory and fails with exit 3 saying so. The workflow uploads that file;
 a later publish given it with ``--pending`` lands it, skipping by sample id whatever is
 stored already, so ingesting a file twice never duplicates a sample.
+
+Every line that can land passes one set of checks, :func:`sample_check`: a publish's own
+samples, a pending file's (an earlier run's artifact, or one left in the report
+directory) alike. A file says nothing about who wrote it; the checks hold each line to
+what a protected push of this perfgate.yaml could have measured.
 """
 
 from __future__ import annotations
@@ -14,12 +19,16 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from perfgate.baselines.pushing import PushDeadline
-from perfgate.baselines.store import BaselineStore, Sample, samples_from_result
-from perfgate.config import PRIMARY
+from perfgate.baselines.store import BaselineStore, Sample, sample_path, samples_from_result
+from perfgate.config import PRIMARY, Config
 from perfgate.console import say
 from perfgate.errors import GateMalfunction, PerfgateError
+from perfgate.identity import stable_hash
 from perfgate.result import Result
+from perfgate.run.bench import benchmark_identity, launch_identity
+
+# Why a sample may not be published (None when it may).
+SampleCheck = Callable[[Sample], str | None]
 
 PENDING_FILE = "pending-samples.ndjson"
 
@@ -56,6 +65,56 @@ def publishable(results: Sequence[Result]) -> tuple[list[Result], list[str]]:
     return keep, skipped
 
 
+def sample_check(config: Config) -> SampleCheck:
+    """The checks every sample passes before it is published under ``config`` (R9, R14).
+
+    Its bucket is one perfgate.yaml declares, its branch and target branch are protected,
+    its launch and benchmark hashes and baseline epoch are those of the bucket's (and its
+    metric's) current experiment, its figure is positive and finite, and its hardware,
+    task and backend are plain names a store path can hold.
+    """
+    buckets = {bucket.id: bucket for bucket in config.buckets}
+    experiments = {
+        (bucket.id, metric.name): (
+            stable_hash(launch_identity(bucket)),
+            stable_hash(benchmark_identity(bucket, metric)),
+        )
+        for bucket in config.buckets
+        for metric in bucket.all_metrics
+    }
+    protected = config.gate.is_protected
+
+    def problem(sample: Sample) -> str | None:
+        bucket = buckets.get(f"{sample.task}/{sample.backend_key}")
+        if bucket is None:
+            return f"a sample for a bucket not in {config.path}"
+        if not protected(sample.target_branch):
+            return f"a sample for the unprotected branch {sample.target_branch!r}"
+        if sample.branch is not None and not protected(sample.branch):
+            return f"a sample measured on the unprotected branch {sample.branch!r}"
+        experiment = experiments.get((bucket.id, sample.metric))
+        if experiment is None:
+            return f"a sample of the metric {sample.metric!r}, which {bucket.id} does not declare"
+        if (sample.launch_hash, sample.benchmark_hash) != experiment:
+            return (
+                f"a sample of another experiment than {bucket.id} in {config.path} (its launch "
+                "or benchmark hash differs)"
+            )
+        if sample.baseline_epoch != bucket.baseline_epoch:
+            return (
+                f"a sample of baseline epoch {sample.baseline_epoch}, not {bucket.baseline_epoch}"
+            )
+        if not (math.isfinite(sample.value) and sample.value > 0):
+            return f"a sample whose figure {sample.value!r} is not positive and finite"
+        try:
+            sample_path(sample.hardware, sample.task, sample.backend_key)
+        except GateMalfunction:
+            return "a sample whose hardware, task or backend is not a plain name"
+        return None
+
+    return problem
+
+
 def pending_files(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
     """The pending-sample files named (directories searched), and a note per missing path.
 
@@ -75,12 +134,10 @@ def pending_files(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
 
 
 def read_pending(
-    files: Iterable[Path], accept: Callable[[Sample], str | None]
+    files: Iterable[Path], check: SampleCheck | None
 ) -> tuple[list[Sample], list[str]]:
-    """Samples of pending files, and a note per line skipped (unreadable, or refused).
-
-    ``accept`` says why a sample may not be published here (None when it may).
-    """
+    """Samples of pending files, and a note per line skipped (unreadable, or refused by
+    ``check``; every readable line is kept without one)."""
     samples, notes = [], []
     for file in files:
         text = file.read_text(encoding="utf-8", errors="replace")
@@ -92,23 +149,18 @@ def read_pending(
             except ValueError as exc:
                 notes.append(f"{file}:{number}: not a sample, skipped ({exc})")
                 continue
-            refusal = accept(sample)
+            refusal = check(sample) if check is not None else None
             if refusal:
-                notes.append(f"{file}:{number}: {refusal}, skipped")
+                notes.append(f"{file}:{number}: {refusal}, refused")
             else:
                 samples.append(sample)
     return samples, notes
 
 
 def write_pending(path: Path, samples: Sequence[Sample]) -> None:
-    """Keep ``samples`` in ``path`` (with what it held already), once each, atomically."""
+    """Keep ``samples`` in ``path``, once each, atomically (what it held, record_samples read
+    and checked first: a line it refused is not kept again)."""
     kept: dict[str, str] = {}
-    if path.exists():
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                kept.setdefault(Sample.from_line(line).sample_id, line)
-            except ValueError:
-                continue
     for sample in samples:
         kept.setdefault(sample.sample_id, sample.to_line())
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -128,23 +180,34 @@ def record_samples(
     *,
     carried: Sequence[Sample] = (),
     pending: Path | None = None,
+    check: SampleCheck | None = None,
 ) -> int:
     """Append the publishable results (and ``carried`` samples) to the store; say each refusal.
 
-    Returns how many results were refused. With ``pending``, samples that cannot land are
-    kept there and PublishIncomplete (exit 3) says where; once they land, the file goes.
+    Returns how many results were refused. With ``check``, a result any of whose samples
+    it refuses is refused whole, and so is each line of a pending file it refuses. With
+    ``pending``, samples that cannot land are kept there and PublishIncomplete (exit 3)
+    says where; once they land, the file goes.
     """
     keep, refused = publishable(results)
+    # Every sample of every run, one line each (the window groups them by run).
+    fresh = []
+    for result in keep:
+        own = samples_from_result(result, trusted_source=trusted_source)
+        problem = next((p for p in map(check, own) if p), None) if check else None
+        if problem:
+            refused.append(f"{result.bucket.id}: {problem}, not a baseline")
+        else:
+            fresh += own
     for line in refused:
         say(f"refused {line}")
     if pending is not None and pending.exists():
-        # What an earlier attempt of this publish kept: it goes with this append.
-        kept, notes = read_pending([pending], lambda _: None)
+        # What an earlier attempt of this publish kept (or a file someone left there): it
+        # goes with this append, each line checked as any other.
+        kept, notes = read_pending([pending], check)
         carried = [*carried, *kept]
         for note in notes:
             say(note)
-    # Every sample of every run, one line each (the window groups them by run).
-    fresh = [s for r in keep for s in samples_from_result(r, trusted_source=trusted_source)]
     samples = list({s.sample_id: s for s in [*fresh, *carried]}.values())
     if not samples:
         say("nothing to record")
@@ -159,9 +222,8 @@ def record_samples(
         write_pending(pending, samples)
         raise PublishIncomplete(
             f"{len(samples)} sample(s) did not land on {store.branch}: {exc}. They are kept in "
-            f"{pending}{' too' if isinstance(exc, PushDeadline) and exc.parked else ''}; upload "
-            "that file, and a later publish given it with --pending lands them (samples stored "
-            "already are skipped by id)"
+            f"{pending}; upload that file, and a later publish given it with --pending lands "
+            "them (samples stored already are skipped by id)"
         ) from None
     for warning in store.warnings:
         say(warning)

@@ -42,11 +42,6 @@ class PushRefused(GateMalfunction):
 class PushDeadline(GateMalfunction):
     """The branch could not be written before the deadline (lost races, network failures)."""
 
-    def __init__(self, message: str, *, parked: str | None = None) -> None:
-        super().__init__(message)
-        # The ref on the remote where the samples wait for the next publish, if any.
-        self.parked = parked
-
 
 class PushFailure(StrEnum):
     """Why a push (or the fetch before it) failed, as far as git's output tells."""

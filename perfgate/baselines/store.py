@@ -206,7 +206,7 @@ class BaselineStore:
     def append(self, samples: Sequence[Sample], message: str) -> AppendOutcome:
         """Append samples not already present (by sample_id) before the retry deadline.
 
-        With a remote, samples land through the origin's queue of parked batches
+        With a remote they land by fetch, rebuild and push until the deadline
         (:mod:`~perfgate.baselines.landing`); locally the branch ref moves directly.
         """
         for sample in samples:
@@ -217,11 +217,11 @@ class BaselineStore:
                     "only positive finite figures are baselines"
                 )
 
-        def build(base: str | None, batch: Sequence[Sample], mine: int) -> Built:
+        def build(base: str | None, batch: Sequence[Sample]) -> Built:
             edited: list[_Edited] = []
 
             def edit(tree: Path) -> bool:
-                edited[:] = [self._edit(tree, base, batch, mine)]
+                edited[:] = [self._edit(tree, base, batch)]
                 return edited[0].changed
 
             commit = build_commit(self.repo, base, edit, message, self._touched(batch))
@@ -233,9 +233,7 @@ class BaselineStore:
             landing = land(self.repo, self.branch, self.remote, samples, self.retry, build)
         self.warnings.extend(landing.warnings)
         return AppendOutcome(
-            added=landing.added,
-            already_present=landing.present,
-            commit=None if landing.by_other else landing.commit,
+            added=landing.added, already_present=landing.present, commit=landing.commit
         )
 
     @staticmethod
@@ -244,13 +242,12 @@ class BaselineStore:
         paths = {s.path for s in samples}
         return sorted(name for path in paths for name in (path, ids_path(path), index_path(path)))
 
-    def _edit(self, tree: Path, base: str | None, samples: Sequence[Sample], mine: int) -> _Edited:
-        """Append ``samples`` in the work tree; counts for the first ``mine`` of them."""
+    def _edit(self, tree: Path, base: str | None, samples: Sequence[Sample]) -> _Edited:
+        """Append ``samples`` in the work tree, counting what was new and what was stored."""
         by_path: dict[str, list[Sample]] = {}
         for sample in samples:
             by_path.setdefault(sample.path, []).append(sample)
         archives = self._archive_names(base, list(by_path)) if base else {}
-        own = {s.sample_id for s in samples[:mine]}
         added = present = 0
         changed = False
         for path, new in by_path.items():
@@ -261,7 +258,7 @@ class BaselineStore:
                 archives=tuple(archives.get(archive_dir(path), ())),
             )
             before = stored_ids(stored)
-            for sample_id in dict.fromkeys(s.sample_id for s in new if s.sample_id in own):
+            for sample_id in dict.fromkeys(s.sample_id for s in new):
                 present += sample_id in before
                 added += sample_id not in before
             update = append_to_bucket(
@@ -274,7 +271,7 @@ class BaselineStore:
             changed = changed or update.added > 0
             for name, text in update.files.items():
                 _write(tree / name, text)
-        present += mine - len(own)  # repeats within the input count as present
+        present += len(samples) - len({s.sample_id for s in samples})  # repeats in the input
         return _Edited(added=added, present=present, changed=changed)
 
     def _archive_names(self, base: str, live_paths: Sequence[str]) -> dict[str, list[str]]:

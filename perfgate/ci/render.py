@@ -33,7 +33,7 @@ from perfgate.config import (
     branch_problem,
 )
 from perfgate.errors import ConfigError, UsageError
-from perfgate.result import log_artifact_name
+from perfgate.result import PENDING_ARTIFACT, log_artifact_name
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 RENDER_TASK = "invoke render-workflows"
@@ -46,7 +46,6 @@ RESULT_ARTIFACT_PREFIX = "perfgate-result-"
 REPORT_ARTIFACT = "perfgate-report"
 TREND_ARTIFACT = "perfgate-trend"
 BISECT_ARTIFACT = "perfgate-bisect"
-PENDING_ARTIFACT = "perfgate-pending-samples"
 #: The qualification workflow's artifacts: results and logs per allocation, one report.
 QUALIFY_RESULT_PREFIX = "perfgate-qualify-result-"
 QUALIFY_LOG_PREFIX = "perfgate-qualify-log-"

@@ -162,8 +162,10 @@ def run_cache_key(args: argparse.Namespace) -> int:
 
 
 def _echo(line: str) -> None:
+    from perfgate.console import inert
+
     # stderr: stdout belongs to the tables, or to the one --json document.
-    print(f"  | {line}", file=sys.stderr, flush=True)
+    print(f"  | {inert(line)}", file=sys.stderr, flush=True)
 
 
 def launch_json(planned: PlannedLaunch) -> dict[str, object]:

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from perfgate.baselines.store import BaselineStore
     from perfgate.judge.compare import Comparison
 
-MARKERS = {"better": "+ better", "worse": "- worse", "same": "= same", "unclear": "? unclear"}
+MARKERS = {"better": "+ better", "worse": "- worse", "same": "= same", "unclear": "? unclear",
+           "not comparable": "! not comparable"}  # fmt: skip
 
 
 def register(verbs: Verbs) -> None:
@@ -170,7 +171,8 @@ def run(args: argparse.Namespace) -> int:
         machines = {a.hardware[bucket_id], b.hardware[bucket_id]}
         table.append([
             bucket_id, format_figure(found.a), format_figure(found.b), bucket.metric.unit,
-            f"{found.ratio:.3f}", effect_text(found.change_pct, found.interval_pct),
+            "—" if found.ratio is None else f"{found.ratio:.3f}",
+            effect_text(found.change_pct, found.interval_pct),
             MARKERS[found.change.value], " vs ".join(sorted(machines)),
         ])  # fmt: skip
     only = sorted((set(a.samples) ^ set(b.samples)) & set(buckets))

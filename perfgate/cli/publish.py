@@ -2,10 +2,13 @@
 
 Unhealthy results are refused by name and the exit code says so as the gate's would;
 the healthy ones are still written. Concurrent publishers lose nothing: a publish that
-loses a race parks its samples on the origin for the next one, and retries until
-gate.baseline.publish_deadline_minutes. Samples that still cannot land are kept in
-REPORT_DIR/pending-samples.ndjson and the exit code is 3; a later publish given that
-file with --pending lands them (samples stored already are skipped by id).
+loses a race builds again on the new tip, until gate.baseline.publish_deadline_minutes.
+Samples that still cannot land are kept in REPORT_DIR/pending-samples.ndjson and the exit
+code is 3; a later publish given that file with --pending (or, on GitHub, gathering the
+failed push runs' files with --gather-pending) lands them (samples stored already are
+skipped by id). Every sample, a pending file's too, must be one a protected push of this
+perfgate.yaml could have measured: its bucket, protected branches, and the current
+experiment's hashes.
 """
 
 from __future__ import annotations
@@ -13,10 +16,15 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from perfgate.cli.common import Verbs, add_config, add_verb
-from perfgate.config import load_config
+from perfgate.config import Config, load_config
 from perfgate.errors import ExitCode, GateMalfunction, UsageError
+
+if TYPE_CHECKING:
+    from perfgate.baselines.store import BaselineStore
+    from perfgate.context import RunContext
 
 
 def register(verbs: Verbs) -> None:
@@ -56,6 +64,14 @@ def register(verbs: Verbs) -> None:
         help="pending-samples file of an earlier publish to land too, or a directory searched "
         "for them (repeatable)",
     )
+    publish.add_argument(
+        "--gather-pending",
+        type=Path,
+        metavar="DIR",
+        help="on GitHub: download into DIR the pending samples this workflow's failed push "
+        "runs on protected branches kept (each run checked through the API; needs "
+        "actions: read), and land them too",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,8 +82,9 @@ def run(args: argparse.Namespace) -> int:
         pending_files,
         read_pending,
         record_samples,
+        sample_check,
     )
-    from perfgate.baselines.store import Sample, open_store
+    from perfgate.baselines.store import open_store
     from perfgate.console import say
     from perfgate.judge.gate import exit_code_for, load_results
     from perfgate.judge.verdicts import Verdict
@@ -114,17 +131,15 @@ def run(args: argparse.Namespace) -> int:
     if store is None:
         raise UsageError("publish must run inside the repository's git checkout")
 
-    def accept(sample: Sample) -> str | None:
-        # Only what a protected push of this config could have published rides along (R9, R14).
-        if f"{sample.task}/{sample.backend_key}" not in known:
-            return f"sample for a bucket not in {config.path}"
-        if not config.gate.is_protected(sample.target_branch):
-            return f"sample for the unprotected branch {sample.target_branch!r}"
-        return None
-
-    files, missing = pending_files(args.pending)
-    carried, notes = read_pending(files, accept)
-    for note in [*missing, *notes]:
+    # One set of checks for every line that can land (R9, R14): this run's samples, and
+    # each pending file's, wherever it came from.
+    check = sample_check(config)
+    files, notes = pending_files(args.pending)
+    if args.gather_pending is not None:
+        gathered, gather_notes = _gather(args.gather_pending, run, config, store)
+        files, notes = [*files, *gathered], [*notes, *gather_notes]
+    carried, refusals = read_pending(files, check)
+    for note in [*notes, *refusals]:
         say(note)
     message = f"Append baseline samples from {run.commit}"
     refused = record_samples(
@@ -134,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
         message,
         carried=carried,
         pending=args.report_dir / PENDING_FILE,
+        check=check,
     )
     refused += len(artifacts.unreadable)
     if refused:
@@ -141,3 +157,45 @@ def run(args: argparse.Namespace) -> int:
         say(f"{refused} unhealthy or unreadable result(s) were not published")
         return exit_code_for(Verdict.HARD_FAILURE, config.gate.mode)
     return ExitCode.OK
+
+
+def _gather(
+    into: Path, run: RunContext, config: Config, store: BaselineStore
+) -> tuple[list[Path], list[str]]:
+    """The pending files of this workflow's trusted failed push runs, and notes; a failing
+    API only delays them (this publish's own samples still land)."""
+    from perfgate.baselines.seed.plan import is_ancestor
+    from perfgate.baselines.store import fetch_tip
+    from perfgate.errors import GitError
+    from perfgate.github.client import GitHubClient, GitHubError
+    from perfgate.github.pending import gather_pending
+
+    token = os.environ.get("GITHUB_TOKEN", "")
+    if not (run.on_github and run.repository and run.run_id and token.strip()):
+        return [], ["--gather-pending: not a GitHub job with GITHUB_TOKEN; nothing gathered"]
+    remote = store.remote or config.gate.baseline.remote
+    tips: dict[str, str | None] = {}
+
+    def on_branch(commit: str, branch: str) -> bool:
+        try:
+            if branch not in tips:  # fetched once, however many of its runs failed
+                tips[branch] = fetch_tip(store.repo, branch, remote)
+            tip = tips[branch]
+            return tip is not None and is_ancestor(store.repo, commit, tip)
+        except (GitError, GateMalfunction):
+            return False  # an unknown commit, or a branch that cannot be read: not trusted
+
+    client = GitHubClient(api_url=run.api_url, repository=run.repository, token=token)
+    try:
+        gathered = gather_pending(
+            client,
+            run_id=run.run_id,
+            protected=config.gate.is_protected,
+            on_branch=on_branch,
+            into=into,
+        )
+    except GitHubError as exc:
+        return [], [
+            f"cannot list earlier runs ({exc}); samples they kept wait for the next publish"
+        ]
+    return list(gathered.files), list(gathered.notes)

@@ -237,11 +237,11 @@ def _write_calibration(report: QualificationReport, path: Path) -> None:
         )
         return
     current = (
-        read_calibration(FileRef(path=path, where="--write-calibration"))
+        read_calibration(FileRef(path=path, where="--write-calibration"), report.policy)
         if path.exists()
         else NoiseCalibration(buckets=(), path=path)
     )
-    write_calibration(current.merged(entries), path)
+    write_calibration(current.merged(entries), path, report.policy)
     say(
         f"noise calibration of {len(entries)} bucket(s) written to {path}"
         + (f"; not calibrated (not STABLE): {', '.join(skipped)}" if skipped else "")

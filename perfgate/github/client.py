@@ -23,6 +23,9 @@ RETRYABLE_STATUSES = frozenset({500, 502, 503, 504})
 # Read timeouts are generous: the API can be slow under load, and a retry costs more.
 TIMEOUT_S = (10.0, 60.0)
 API_VERSION = "2022-11-28"
+# A listing perfgate reads (a pull request's comments, a workflow's runs) fits in far
+# fewer pages of 100; a server whose paging never ends is given up on, not followed.
+MAX_PAGES = 200
 
 
 class GitHubError(PerfgateError):
@@ -259,7 +262,20 @@ class GitHubClient:
         """Every item of a list endpoint, following the Link header's ``next``."""
         separator = "&" if "?" in path else "?"
         url: str | None = self._url(f"{path}{separator}per_page={per_page}")
+        label = f"GET {urlsplit(url or '').path}"
+        seen: set[str] = set()
         while url is not None:
+            if url in seen:
+                raise GitHubError(
+                    f"{label}: the API's pagination links back to a page already read "
+                    f"({redact(url)}); giving up rather than reading it for ever"
+                )
+            if len(seen) == MAX_PAGES:
+                raise GitHubError(
+                    f"{label}: more than {MAX_PAGES} pages; giving up (a listing perfgate "
+                    "reads is far shorter: check GITHUB_API_URL and the repository)"
+                )
+            seen.add(url)
             response = self._send("GET", url)
             page = self._json(f"GET {urlsplit(url).path}", response)
             if not isinstance(page, list):
@@ -322,3 +338,38 @@ class GitHubClient:
         """GET one pull request."""
         pull: dict[str, Any] = self.request("GET", self._repo(f"pulls/{number}"))
         return pull
+
+    def workflow_run(self, run_id: str) -> dict[str, Any]:
+        """GET one workflow run (its event, branch, commit, workflow path and repository)."""
+        return self._object(self._repo(f"actions/runs/{run_id}"))
+
+    def failed_push_runs(self, workflow_id: int, per_page: int = 50) -> list[dict[str, Any]]:
+        """The newest failed push runs of a workflow (one page: the newest ``per_page``)."""
+        found = self._object(
+            self._repo(f"actions/workflows/{workflow_id}/runs")
+            + f"?event=push&status=failure&per_page={per_page}"
+        )
+        runs = found.get("workflow_runs")
+        return [run for run in runs if isinstance(run, dict)] if isinstance(runs, list) else []
+
+    def run_artifacts(self, run_id: int, name: str) -> list[dict[str, Any]]:
+        """A workflow run's artifacts called ``name`` (one page: a run has few)."""
+        found = self._object(self._repo(f"actions/runs/{run_id}/artifacts") + f"?name={name}")
+        listed = found.get("artifacts")
+        return [a for a in listed if isinstance(a, dict)] if isinstance(listed, list) else []
+
+    def download_artifact(self, artifact_id: int, max_bytes: int) -> bytes:
+        """An artifact's zip archive (GitHub answers with a redirect to its storage, which
+        gets no token: requests drops the header on a redirect to another host)."""
+        label = f"GET {self._repo(f'actions/artifacts/{artifact_id}/zip')}"
+        response = self._send("GET", self._url(self._repo(f"actions/artifacts/{artifact_id}/zip")))
+        if len(response.content) > max_bytes:
+            raise GitHubError(f"{label}: {len(response.content)} bytes, over {max_bytes}")
+        return response.content
+
+    def _object(self, path: str) -> dict[str, Any]:
+        """One GET whose answer must be a JSON object."""
+        found = self.request("GET", path)
+        if not isinstance(found, dict):
+            raise GitHubError(f"GET {path}: expected an object, got {type(found).__name__}")
+        return found

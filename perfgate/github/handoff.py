@@ -27,10 +27,10 @@ from perfgate.git import try_git
 from perfgate.github.client import GitHubClient
 from perfgate.github.post import AGGREGATE_CONTEXT, fit_description
 from perfgate.judge.verdicts import Verdict
+from perfgate.report.verdict import MAX_VERDICT_BYTES
 
 CONTEXT_FILE = "context.json"
 VERDICT_FILE = "verdict.json"
-MAX_VERDICT_BYTES = 2 * 1024 * 1024
 MAX_CONTEXT_BYTES = 16 * 1024
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 

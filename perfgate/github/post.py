@@ -18,7 +18,7 @@ from perfgate.console import annotate, say
 from perfgate.context import RunContext
 from perfgate.github.client import GitHubClient, GitHubPermissionError
 from perfgate.judge.verdicts import Verdict
-from perfgate.report.summary import deciding_change, md_text, summary_from_verdict
+from perfgate.report.summary import deciding_change, fit_markdown, md_text, summary_from_verdict
 
 MARKER = "<!-- perfgate-verdict -->"
 AGGREGATE_CONTEXT = "perfgate"
@@ -142,19 +142,11 @@ def comment_body(
     verdict: Mapping[str, Any], *, head_sha: str, run_url: str | None, trend_url: str | None = None
 ) -> str:
     """Marker + summary re-rendered from verdict.json + footer, within GitHub's size limit."""
-    summary = summary_from_verdict(verdict, trend_url=trend_url)
-    if len(summary) > COMMENT_LIMIT:
-        kept: list[str] = []
-        size = 0
-        for line in summary.splitlines():
-            if size + len(line) + 1 > COMMENT_LIMIT:
-                break
-            kept.append(line)
-            size += len(line) + 1
-        if kept.count("<details><summary>Technical details</summary>") > kept.count("</details>"):
-            kept += ["", "</details>"]
-        kept += ["", "_Truncated: the full report is in the job summary and its artifact._"]
-        summary = "\n".join(kept)
+    summary = fit_markdown(
+        summary_from_verdict(verdict, trend_url=trend_url),
+        COMMENT_LIMIT,
+        "_Truncated: the full report is in the job summary and its artifact._",
+    )
     return f"{MARKER}\n{summary}\n{footer(head_sha, run_url)}\n"
 
 

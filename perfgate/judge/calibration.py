@@ -9,13 +9,15 @@ benchmark hashes): noise measured for another experiment says nothing about this
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+import statistics
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from perfgate import jsonfile
-from perfgate.config import Config, FileRef
+from perfgate.config import Config, FileRef, QualifyPolicy
 from perfgate.errors import ConfigError
 from perfgate.judge import stats
 from perfgate.result import Result
@@ -24,6 +26,9 @@ SCHEMA_VERSION = 1
 KIND = "perfgate-noise-calibration"
 # A calibration holds one short entry per bucket and hardware.
 MAX_BYTES = 4 * 1024 * 1024
+# How sure the gate must be that an entry's noise is more than the window can have before
+# it judges the window by its own noise instead (the gate's own false-alarm rate).
+WINDOW_CHECK_RATE = 0.001
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,6 +80,39 @@ class BucketNoise:
         """(bucket, hardware, launch hash, benchmark hash): what this entry measured."""
         return (self.bucket, self.hardware, self.launch_hash, self.benchmark_hash)
 
+    @property
+    def sample_sigma(self) -> float:
+        """The spread of one sample this entry claims, in log units: per-sample and
+        runner-to-runner noise together (or, if larger, its noise floor made sigma)."""
+        per_run = math.hypot(math.log1p(self.noise_pct / 100), math.log1p(self.run_noise_pct / 100))
+        return max(per_run, math.log1p(stats.MAD_TO_SIGMA * self.noise_floor_pct / 100))
+
+    def beyond(self, runs: Sequence[Sequence[float]], policy: stats.Policy) -> str | None:
+        """Why this entry's noise is far above what the window ``runs`` (nearest first, as
+        ``policy`` reads it) shows, else None.
+
+        The window's samples, spread over runs and runners as the pool's were, show the
+        same noise; an entry claiming more than the window's noise can be (its upper
+        confidence bound at ``WINDOW_CHECK_RATE``) would only widen the lines, so a
+        regression could pass as noise.
+        """
+        if isinstance(policy, stats.CalibratedPolicy):
+            runs = runs[: policy.max_runs]  # the runs the rule reads
+        logs = [math.log(v) for run in runs for v in run if math.isfinite(v) and v > 0]
+        if len(logs) < 3:
+            return None  # the rule cannot judge such a window anyway
+        centre = statistics.median(logs)
+        sigma, df = stats.robust_scale([x - centre for x in logs], groups=1)
+        bound = stats.scale_upper(sigma, df, WINDOW_CHECK_RATE)
+        if self.sample_sigma <= bound:
+            return None
+        return (
+            f"its noise ({math.expm1(self.sample_sigma) * 100:.3g} % a sample, runner to "
+            f"runner included) is far above the window's ({math.expm1(sigma) * 100:.2g} % over "
+            f"{len(logs)} samples, at most {math.expm1(bound) * 100:.2g} % at "
+            f"{1 - WINDOW_CHECK_RATE:.1%} confidence)"
+        )
+
 
 @dataclass(frozen=True, kw_only=True)
 class NoiseCalibration:
@@ -115,7 +153,21 @@ class NoiseCalibration:
         }
 
 
-def _problems(data: Any) -> list[str]:
+def noise_ceiling_pct(qualify: QualifyPolicy) -> float:
+    """The most noise (%) a qualification that passes ``qualify``'s limits can measure.
+
+    A STABLE pool has every sample within ``max_sample_deviation_pct`` of the pooled
+    median, so in log units every sample lies in a band of width ln((1+d)/(1-d)); no
+    residual from an allocation's mean (nor any allocation mean from theirs) is wider, and
+    the robust scale of such residuals is at most :func:`stats.scale_ceiling` of it.
+    """
+    d = qualify.max_sample_deviation_pct / 100.0
+    if d >= 1.0:
+        return math.inf
+    return math.expm1(stats.scale_ceiling(math.log((1.0 + d) / (1.0 - d)))) * 100.0
+
+
+def _problems(data: Any, qualify: QualifyPolicy) -> list[str]:
     errors = jsonfile.validator("calibration").iter_errors(data)
     problems = [
         jsonfile.problem(error) for error in sorted(errors, key=lambda e: list(e.absolute_path))
@@ -123,17 +175,26 @@ def _problems(data: Any) -> list[str]:
     if problems:
         return problems
     seen: set[tuple[str, str]] = set()
+    ceiling = noise_ceiling_pct(qualify)
     for index, entry in enumerate(data["buckets"]):
         key = (entry["bucket"], entry["hardware"])
         if key in seen:
             problems.append(f"buckets.{index}: a second entry for {key[0]} on {key[1]}")
         seen.add(key)
+        for name in ("noise_pct", "run_noise_pct", "noise_floor_pct"):
+            if entry[name] > ceiling:
+                problems.append(
+                    f"buckets.{index}.{name}: {entry[name]:g} % ({key[0]} on {key[1]}) is more "
+                    f"noise than a qualification that passes can measure ({ceiling:.1f} %, "
+                    f"from qualify.max_sample_deviation_pct {qualify.max_sample_deviation_pct:g})"
+                )
     return problems
 
 
-def read_calibration(ref: FileRef) -> NoiseCalibration:
+def read_calibration(ref: FileRef, qualify: QualifyPolicy) -> NoiseCalibration:
     """Load and check the calibration perfgate.yaml names; any problem is a ConfigError
-    naming the file and the key that asked for it (exit 4)."""
+    naming the file and the key that asked for it (exit 4). No entry may claim more noise
+    than a qualification passing ``qualify``'s limits could have written."""
     path = ref.path
     fix = (
         f"write it with `perfgate qualify --write-calibration {path}` and commit it, "
@@ -141,11 +202,16 @@ def read_calibration(ref: FileRef) -> NoiseCalibration:
     )
     if not path.is_file():
         raise ConfigError(f"{ref.where}: {path} not found; {fix}")
+    if ref.root is not None and not path.resolve().is_relative_to(ref.root.resolve()):
+        raise ConfigError(
+            f"{ref.where}: {path} is a link to {path.resolve()}, outside the repository; "
+            "commit the calibration itself at that path"
+        )
     try:
         data = jsonfile.read(path, max_bytes=MAX_BYTES)
     except jsonfile.JsonError as exc:
         raise ConfigError(f"{ref.where}: {path} is not a readable calibration: {exc}") from None
-    problems = _problems(data)
+    problems = _problems(data, qualify)
     if problems:
         raise ConfigError(f"{ref.where}: {path}: {problems[0]}; {fix}")
     return NoiseCalibration(
@@ -156,13 +222,15 @@ def read_calibration(ref: FileRef) -> NoiseCalibration:
 def configured_calibration(config: Config) -> NoiseCalibration | None:
     """The calibration ``gate.calibration`` names, read and checked; None when it names none."""
     ref = config.gate.calibration
-    return read_calibration(ref) if ref is not None else None
+    return read_calibration(ref, config.qualify) if ref is not None else None
 
 
-def write_calibration(calibration: NoiseCalibration, path: Path) -> Path:
-    """Write the file (checked against its schema first) atomically."""
+def write_calibration(
+    calibration: NoiseCalibration, path: Path, qualify: QualifyPolicy | None = None
+) -> Path:
+    """Write the file (checked against its schema and ``qualify``'s ceiling first) atomically."""
     data = calibration.to_json()
-    problems = _problems(data)
+    problems = _problems(data, qualify or QualifyPolicy())
     if problems:
         raise ConfigError(f"internal error: calibration for {path} is invalid: {problems[0]}")
     return jsonfile.write(path, data)

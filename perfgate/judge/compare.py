@@ -43,16 +43,19 @@ class Change(StrEnum):
     WORSE = "worse"
     SAME = "same"  # significant neither way, and the interval rules out the minimum drop
     UNCLEAR = "unclear"  # not enough evidence either way
+    # Figures so far apart that their ratio or change is past what a float holds.
+    NOT_COMPARABLE = "not comparable"
 
 
 @dataclass(frozen=True, kw_only=True)
 class Comparison:
     """B against A: the figures, the ratio, the change with its interval, and the call."""
 
-    a: float
-    b: float
-    ratio: float  # b / a
-    change_pct: float  # of the metric, as measured (sign as the ratio)
+    # Every figure is finite, or None (the call is then NOT_COMPARABLE).
+    a: float | None
+    b: float | None
+    ratio: float | None  # b / a
+    change_pct: float | None  # of the metric, as measured (sign as the ratio)
     interval_pct: tuple[float, float] | None
     change: Change
     samples: tuple[int, int]
@@ -62,7 +65,27 @@ class Comparison:
 def compare(
     a: Sequence[float], b: Sequence[float], *, direction: Direction, policy: CalibratedPolicy
 ) -> Comparison:
-    """B's samples against A's: significantly better, worse, the same, or unclear."""
+    """B's samples against A's: significantly better, worse, the same, or unclear; or not
+    comparable when a figure of the comparison is past what a float holds."""
+    found = _compare(a, b, direction=direction, policy=policy)
+    figures = (found.a, found.b, found.ratio, found.change_pct, *(found.interval_pct or ()))
+    if all(f is not None and math.isfinite(f) for f in figures):
+        return found
+    return Comparison(
+        a=_finite(found.a), b=_finite(found.b), ratio=None, change_pct=None, interval_pct=None,
+        change=Change.NOT_COMPARABLE, samples=found.samples,
+        detail="not comparable: the two sides' figures are too far apart for their ratio to "
+        "be a number",
+    )  # fmt: skip
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _compare(
+    a: Sequence[float], b: Sequence[float], *, direction: Direction, policy: CalibratedPolicy
+) -> Comparison:
     if not a or not b or any(not (math.isfinite(v) and v > 0) for v in (*a, *b)):
         raise ValueError("both sides need finite, positive samples")
     ga, gb = [to_g(v, direction) for v in a], [to_g(v, direction) for v in b]

@@ -222,6 +222,8 @@ class WindowConfirmer:
         if key not in self._models:
             runs = self._window(bucket, metric, result)
             measured = self.calibration.for_result(result) if self.calibration else None
+            if measured is not None and runs is not None and measured.beyond(runs, policy):
+                measured = None  # as the gate judges it: by the window's own noise
             self._models[key] = (
                 None
                 if runs is None

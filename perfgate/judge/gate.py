@@ -344,6 +344,7 @@ def build_report(
     placed: set[Path] = set()
     calibrated: list[str] = []
     stale: list[str] = []
+    beyond: list[str] = []
     for bucket in expected:
         result = by_bucket.get(bucket.id)
         bad = next((u for u in unreadable if u.belongs_to(bucket)), None)
@@ -362,6 +363,12 @@ def build_report(
         hardware = result.hardware.slug
         rule = policy_for(bucket, policy, hardware)
         measured = calibration.for_result(result) if calibration else None
+        window = windows.get(bucket.id, ())
+        why = measured.beyond(window, rule) if measured is not None else None
+        if why is not None:
+            # Noise the window cannot have would only widen the lines (R5, R14).
+            beyond.append(f"{bucket.id}: {why}")
+            measured = None
         if measured is not None:
             calibrated.append(bucket.id)
             if isinstance(rule, ReferencePolicy):
@@ -370,7 +377,7 @@ def build_report(
             stale.append(bucket.id)
         judgement = judge(
             result,
-            windows.get(bucket.id, ()),
+            window,
             floors=bucket.floors_for(hardware),
             policy=rule,
             calibration=measured.for_rule() if measured is not None else None,
@@ -413,6 +420,12 @@ def build_report(
         all_notes.append(
             f"noise from the calibration {calibration.path} (measured runner-to-runner "
             f"noise) for: {', '.join(calibrated)}"
+        )
+    if beyond:
+        all_notes.append(
+            "calibration entries not applied, the window's own noise judged instead: "
+            + "; ".join(beyond)
+            + "; qualify the pool again with --write-calibration if it changed"
         )
     if stale:
         all_notes.append(

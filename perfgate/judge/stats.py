@@ -332,6 +332,27 @@ def robust_scale(residuals: Sequence[float], groups: int = 1) -> tuple[float, fl
     return raw / bias, nu
 
 
+def scale_ceiling(spread: float) -> float:
+    """The largest scale ``robust_scale`` can return for residuals none of which is larger
+    than ``spread``: their winsorised mean square is at most ``spread**2``, and the
+    small-sample bias it divides by is never below the table's least."""
+    least_bias = min(bias for _, bias, _ in _SCALE_TABLE)
+    return spread / math.sqrt(_KAPPA) / least_bias
+
+
+def scale_upper(scale: float, df: float, rate: float) -> float:
+    """An upper confidence bound of a noise scale estimated with ``df`` degrees of freedom:
+    exceeded by the true scale with probability ``rate`` (inf when ``df`` is too small to
+    bound it). The chi-square quantile is Wilson and Hilferty's approximation."""
+    z = _NORMAL.inv_cdf(rate)
+    if df <= 0.0:
+        return math.inf
+    cube = 1.0 - 2.0 / (9.0 * df) + z * math.sqrt(2.0 / (9.0 * df))
+    if cube <= 0.0:
+        return math.inf
+    return scale * math.sqrt(1.0 / cube**3)
+
+
 def huber_location(values: Sequence[float], scale: float, start: float | None = None) -> float:
     """Huber M-estimate of location with a known scale (k=1.5): mean-like, outlier-proof."""
     if not values:

@@ -44,19 +44,19 @@ class TrendRule:
         )
 
     def run_policy(
-        self, series: Series, run: Run, policy: Policy
+        self, series: Series, run: Run, policy: Policy, window: Sequence[Sequence[float]]
     ) -> tuple[Policy, Calibration | None]:
         """The rule one run of ``series`` is judged with, as the gate's ``evaluate`` sets it:
         the series' ``policy`` (its metric's own), told the noise the calibration measured
         for the run's experiment (bucket, hardware, launch and benchmark hash), which
-        applies to the primary alone."""
+        applies to the primary alone, unless it is far above what ``window`` shows."""
         if series.metric != PRIMARY or self.calibration is None:
             return policy, None
         first = run.samples[0]
         measured = self.calibration.for_experiment(
             (series.bucket.id, series.hardware, first.launch_hash, first.benchmark_hash)
         )
-        if measured is None:
+        if measured is None or measured.beyond(window, policy):
             return policy, None
         if isinstance(policy, ReferencePolicy):
             return replace(policy, noise_floor_pct=measured.noise_floor_pct), None
@@ -115,7 +115,7 @@ def judge_series(series: Series, rule: TrendRule) -> list[JudgedRun]:
         series.runs, windows_before(series.runs, rule.window_limit, rule.window_runs), strict=True
     ):
         runs = window.runs()
-        policy, calibration = rule.run_policy(series, run, metric_policy)
+        policy, calibration = rule.run_policy(series, run, metric_policy, runs)
         judgement = judge_run(
             run.values,
             runs,

@@ -236,9 +236,39 @@ def bucket_cell(bucket: object, trend_url: str | None) -> str:
     return f"[{text}]({trend_url.rstrip('/')}/buckets/{bucket.replace('/', '__')}.html)"
 
 
+#: GitHub's limit for one step's summary ($GITHUB_STEP_SUMMARY), less room for the rest
+#: of the step's own summary.
+MAX_SUMMARY_BYTES = 1024 * 1024 - 32 * 1024
+TECHNICAL_DETAILS = "<details><summary>Technical details</summary>"
+
+
+def fit_markdown(markdown: str, limit: int, note: str, size: Callable[[str], int] = len) -> str:
+    """``markdown`` whole, or cut at a line so that it and ``note`` fit in ``limit``
+    (measured by ``size``), the technical details block closed if the cut fell inside it."""
+    if size(markdown) <= limit:
+        return markdown
+    room = limit - size(note) - size("\n\n</details>\n\n") - 1
+    kept: list[str] = []
+    used = 0
+    for line in markdown.splitlines():
+        used += size(line) + 1
+        if used > room:
+            break
+        kept.append(line)
+    if kept.count(TECHNICAL_DETAILS) > kept.count("</details>"):
+        kept += ["", "</details>"]
+    return "\n".join([*kept, "", note])
+
+
 def summary_markdown(report: GateReport) -> str:
-    """The job summary and PR comment body."""
-    return summary_from_verdict(report_json(report), trend_url=report.trend_url)
+    """The job summary and PR comment body, within GitHub's step-summary limit."""
+    return fit_markdown(
+        summary_from_verdict(report_json(report), trend_url=report.trend_url),
+        MAX_SUMMARY_BYTES,
+        "_Truncated: this summary was cut to stay under GitHub's 1 MiB step-summary limit; "
+        "verdict.json in the report artifact has every bucket._",
+        size=lambda text: len(text.encode("utf-8")),
+    )
 
 
 def summary_from_verdict(data: Mapping[str, Any], trend_url: str | None = None) -> str:
@@ -350,7 +380,7 @@ def summary_from_verdict(data: Mapping[str, Any], trend_url: str | None = None) 
             technical.append(_technical_line(name, judged, metric, ["—"] * 5))
     lines += [
         "",
-        "<details><summary>Technical details</summary>",
+        TECHNICAL_DETAILS,
         "",
         "| Bucket | Verdict | Reasons | Noise | Warn line | Block line | t (block at) "
         "| Resolves | Phase | Attempts | Hardware | Bisect | Admission (per sample) |",

@@ -127,9 +127,18 @@ def _when(date: str) -> str:
     return date[:16].replace("T", " ")
 
 
+def plotly_text(text: str) -> str:
+    """``text`` as plotly shows it, never read as its HTML subset (``<a href>``, ``<br>``).
+
+    plotly draws names, hovers and titles from tags and decodes entities, so the page's
+    own escaping is not enough: a runner named ``<a href=...>`` would be a link.
+    """
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def chart_figure(series: Series, judged: Sequence[JudgedRun]) -> dict[str, Any]:
     """Samples by runner, the run figures, the judged lines as bands and the level shifts."""
-    unit = series.unit
+    unit = plotly_text(series.unit)
     data: list[dict[str, Any]] = []
     banded = [j for j in judged if j.baseline is not None]
     if banded:
@@ -160,11 +169,12 @@ def chart_figure(series: Series, judged: Sequence[JudgedRun]) -> dict[str, Any]:
     runners = sorted({j.run.runner for j in judged})
     for colour, runner in zip(_colours(len(runners)), runners, strict=True):
         points = [(j, s) for j in judged if j.run.runner == runner for s in j.run.samples]
+        shown = plotly_text(runner)
         data.append(
             {
                 "type": "scatter",
                 "mode": "markers",
-                "name": runner,
+                "name": shown,
                 "meta": "samples",
                 "x": [j.run.commit.position for j, _ in points],
                 "y": [_round(s.value) for _, s in points],
@@ -174,7 +184,7 @@ def chart_figure(series: Series, judged: Sequence[JudgedRun]) -> dict[str, Any]:
                 ],
                 "marker": {"color": colour, "size": 6, "opacity": 0.8},
                 "hovertemplate": "%{customdata[0]} · %{customdata[1]}<br>"
-                f"%{{y:.4s}} {unit} (sample %{{customdata[2]}})<br>{runner}<extra></extra>",
+                f"%{{y:.4s}} {unit} (sample %{{customdata[2]}})<br>{shown}<extra></extra>",
             }
         )
     flagged = [j for j in judged if j.verdict != "PASS" and j.baseline is not None]
@@ -187,7 +197,10 @@ def chart_figure(series: Series, judged: Sequence[JudgedRun]) -> dict[str, Any]:
                 "name": f"judged {verdict}",
                 "x": [j.run.commit.position for j in chosen],
                 "y": [_round(j.figure) for j in chosen],
-                "customdata": [[j.run.commit.short, j.change_text, j.detail] for j in chosen],
+                "customdata": [
+                    [j.run.commit.short, plotly_text(j.change_text), plotly_text(j.detail)]
+                    for j in chosen
+                ],
                 "marker": {
                     "symbol": "circle-open",
                     "size": 14,
@@ -355,11 +368,20 @@ def judged_series(
 
 
 def _claim(out: Path) -> None:
-    """Make ``out`` an empty trend site: new, empty, or an earlier build of one (R14)."""
+    """Make ``out`` an empty trend site: new, empty, or an earlier build of one (R14).
+
+    Links are never followed: a linked ``--out`` or marker could point anywhere, and the
+    rebuild deletes what it replaces.
+    """
+    if out.is_symlink():
+        raise UsageError(
+            f"--out {out}: a symbolic link (to {out.readlink()}); give the site's directory itself"
+        )
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: not a directory")
     if out.is_dir() and any(out.iterdir()):
-        if not (out / MARKER).is_file():
+        marker = out / MARKER
+        if marker.is_symlink() or not marker.is_file():
             raise UsageError(
                 f"--out {out}: the directory holds other files; give an empty or new "
                 "directory (an earlier trend site there is replaced)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -14,10 +15,61 @@ from perfgate.result import PairedRecord, Result, log_artifact_name
 
 #: Per-sample admission records a row carries (a run has a few; this bounds a hostile one).
 MAX_ADMISSION_RECORDS = 100
+#: The most verdict.json may hold: post-report (the fork hand-off) refuses a larger one.
+MAX_VERDICT_BYTES = 2 * 1024 * 1024
+# Room left under it for what wraps the document (indentation is counted already).
+_VERDICT_BUDGET = MAX_VERDICT_BYTES - 64 * 1024
+# The schema's lengths of fields that carry an artifact's own text.
+_UNIT_CHARS, _MACHINE_CHARS = 64, 500
+# Free text (details, notes, machines, notes on confirmation and admission) is cut to these
+# lengths in turn, until the document fits.
+_SHORTER = (2000, 300, 60)
+_FREE_TEXT = frozenset({"details", "notes", "machines", "note", "reasons"})
 
 
 def report_json(report: GateReport) -> dict[str, Any]:
-    """verdict.json: the machine-readable report (DESIGN.md "Interfaces")."""
+    """verdict.json: the machine-readable report (DESIGN.md "Interfaces"), at most
+    MAX_VERDICT_BYTES once written: free text is cut until it fits, and a note says so."""
+    document = _report_json(report)
+    if _size(document) <= _VERDICT_BUDGET:
+        return document
+    for limit in _SHORTER:
+        shorter: dict[str, Any] = _shortened(document, limit)
+        shorter["notes"] = _capped(
+            [
+                f"truncated: every text of this report was cut to {limit} characters to keep "
+                f"verdict.json under {MAX_VERDICT_BYTES // (1024 * 1024)} MiB (post-report's "
+                "limit); the job's log and the result artifacts have them whole",
+                *shorter["notes"],
+            ],
+            50,
+        )
+        if _size(shorter) <= _VERDICT_BUDGET or limit == _SHORTER[-1]:
+            return shorter
+    raise AssertionError("unreachable")
+
+
+def _size(document: dict[str, Any]) -> int:
+    return len(json.dumps(document, indent=2, allow_nan=False).encode("utf-8"))
+
+
+def clipped(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters, ending in '…' when it was cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _shortened(value: Any, limit: int, free: bool = False) -> Any:
+    """``value`` with every string under a free-text key cut to ``limit`` characters."""
+    if isinstance(value, str):
+        return clipped(value, limit) if free else value
+    if isinstance(value, dict):
+        return {k: _shortened(v, limit, free or k in _FREE_TEXT) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shortened(item, limit, free) for item in value]
+    return value
+
+
+def _report_json(report: GateReport) -> dict[str, Any]:
     return {
         "schema_version": 1,
         "overall_verdict": report.overall.label,
@@ -42,7 +94,7 @@ def report_json(report: GateReport) -> dict[str, Any]:
         "baseline_source": report.baseline_source,
         "run_url": report.run_url,
         "hardware": list(report.hardware),
-        "machines": _capped(report.machines, 100),
+        "machines": _capped([clipped(m, _MACHINE_CHARS) for m in report.machines], 100),
         "coverage": {
             "expected": list(report.coverage.expected),
             "reported": list(report.coverage.reported),
@@ -82,7 +134,7 @@ def _row_json(row: Row) -> dict[str, Any]:
         "excused": row.excused,
         "bisect": judgement.bisect.value if judgement else None,
         "value": _finite(judgement.value) if judgement and result else None,
-        "unit": result.metric.unit if result else None,
+        "unit": clipped(result.metric.unit, _UNIT_CHARS) if result else None,
         "direction": result.metric.direction.value if result else None,
         "hardware": result.hardware.slug if result else None,
         "phase": result.health.phase.value if result and result.health.phase else None,
@@ -113,7 +165,7 @@ def _metric_json(metric: MetricJudgement, result: Result | None) -> dict[str, An
         "reasons": _capped([reason.value for reason in metric.reasons], 20),
         "details": _capped([signal.detail for signal in metric.signals], 20),
         "value": _finite(metric.value),
-        "unit": metric.unit,
+        "unit": clipped(metric.unit, _UNIT_CHARS),
         "direction": metric.direction.value,
         "baseline": _baseline_json(metric.decision),
         "statistics": _statistics_json(metric.decision),

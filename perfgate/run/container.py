@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from perfgate.config import ContainerSpec, ImageSpec
+from perfgate.config import ContainerSpec, ImageSpec, image_reference_problem
 from perfgate.errors import ConfigError
 from perfgate.git import try_git
 from perfgate.run.execution import AttemptDirs, EnvironmentProblem, Invocation
@@ -179,6 +179,10 @@ def image_for(
             f"{where}: container has no image; set container.image in perfgate.yaml or export "
             f"{IMAGE_ENV} (nox -s resolve-image prints one)"
         )
+    problem = image_reference_problem(chosen)
+    if problem:
+        source = f"${IMAGE_ENV}" if env.get(IMAGE_ENV) else "container.image"
+        raise ConfigError(f"{where}: {source} {chosen!r} {problem}")
     return chosen
 
 

@@ -23,8 +23,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from perfgate.config import ImageSpec
-from perfgate.errors import ConfigError, EraConflict, GateMalfunction, GitError
+from perfgate.config import ImageSpec, image_reference_problem
+from perfgate.errors import ConfigError, EraConflict, GateMalfunction, GitError, UsageError
 from perfgate.git import git
 from perfgate.identity import stable_hash
 from perfgate.run.staleness import required_pin
@@ -188,10 +188,22 @@ def tag_for(spec: ImageSpec, target_branch: str | None, era: Era) -> str | None:
         return None
     for pattern, template in spec.tags.items():
         if fnmatch.fnmatchcase(target_branch, pattern):
-            return fill_template(
+            return fill_reference(
                 template, branch_values(target_branch, era), f"image.tags[{pattern!r}]"
             )
     return None
+
+
+def fill_reference(template: str, values: Mapping[str, str], where: str) -> str:
+    """An image template filled; ConfigError unless the result is an image reference."""
+    image = fill_template(template, values, where)
+    problem = image_reference_problem(image)
+    if problem:
+        raise ConfigError(
+            f"perfgate.yaml: {where}: {template!r} gives {image!r}, which {problem}; "
+            "{branch_slug} makes a branch name safe in a tag"
+        )
+    return image
 
 
 def choose(
@@ -206,6 +218,12 @@ def choose(
     """Manifest hit, else the target branch's tag (when ``usable``), else ``build``."""
     entry = (manifest or {}).get("eras", {}).get(era.key)
     if entry is not None:
+        problem = image_reference_problem(entry["image"])
+        if problem:
+            raise GateMalfunction(
+                f"the image manifest records era {era.key} as {entry['image']!r}, which "
+                f"{problem}; record a good one with `resolve-image --record IMAGE --force REASON`"
+            )
         return ImageChoice(
             image=entry["image"],
             matched=True,
@@ -260,7 +278,7 @@ def build_with(spec: ImageSpec, target_branch: str | None, cwd: Path) -> Callabl
 
     def run(era: Era) -> str:
         values = branch_values(target_branch or "", era)
-        image = fill_template(build.image, values, "image.build.image")
+        image = fill_reference(build.image, values, "image.build.image")
         argv = [
             fill_template(arg, {**values, "image": image}, "image.build.argv") for arg in build.argv
         ]
@@ -290,6 +308,11 @@ def with_era(
     concurrent roll won: converge on its record) or ``force`` (the reason to replace it,
     kept in the new entry beside the entries it replaced).
     """
+    problem = image_reference_problem(image)
+    if problem:
+        # A step output is one line, and docker must read it as an image: nothing else is
+        # ever recorded (every resolve-image after it would fail).
+        raise UsageError(f"refusing to record {image!r} for era {era.key}: it {problem}")
     document: dict[str, Any] = dict(manifest or {})
     document["schema_version"] = MANIFEST_SCHEMA_VERSION
     eras = dict(document.get("eras", {}))

@@ -22,10 +22,11 @@ from pathlib import Path
 import pytest
 
 from perfgate.cli import main
+from perfgate.config import load_config
 from perfgate.git import git
 from perfgate.result import write_result
 from perfgate.yamlfile import MAX_BYTES
-from tests.factories import make_result
+from tests.factories import make_result, of_experiment
 from tests.paths import CORPUS
 
 pytestmark = pytest.mark.integration
@@ -136,8 +137,9 @@ def results_with(broken: Path, directory: Path, sha: str) -> Path:
     upload = directory / "perfgate-result-cartpole__numpy"
     upload.mkdir(parents=True)
     shutil.copyfile(broken, upload / "cartpole__numpy.json")
+    good = make_result("cartpole/python", 100.0, commit=sha, run_id="7")
     write_result(
-        make_result("cartpole/python", 100.0, commit=sha, run_id="7"),
+        of_experiment(good, load_config(Path("perfgate.yaml"))),
         directory / "perfgate-result-cartpole__python",
     )
     return upload / "cartpole__numpy.json"

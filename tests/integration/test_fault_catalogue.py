@@ -24,9 +24,10 @@ from pathlib import Path
 
 import pytest
 
+from perfgate.config import load_config
 from perfgate.git import git
 from perfgate.result import write_result
-from tests.factories import make_result
+from tests.factories import make_result, of_experiment
 from tests.paths import FIXTURES, ROOT
 
 pytestmark = [
@@ -105,7 +106,8 @@ def arguments(repo: Repo, tmp_path: Path, verb: str) -> list[str]:
         return ["seed", "--commit-branch", f"{repo.commit}:main", "--bucket", "linger/cpu",
                 "--samples", "1", "--execute", "--push"]  # fmt: skip
     results = tmp_path / "results"
-    write_result(make_result("linger/cpu", 100.0, commit=repo.commit, run_id="5"), results)
+    made = make_result("linger/cpu", 100.0, commit=repo.commit, run_id="5")
+    write_result(of_experiment(made, load_config(repo.path / "perfgate.yaml")), results)
     return ["publish", "--results", str(results)]
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.console import write_step_outputs, write_step_summary
+from perfgate.console import inert, write_step_outputs, write_step_summary
 
 
 def test_step_outputs_append_one_line_each_and_refuse_a_value_spanning_lines(
@@ -31,3 +31,19 @@ def test_without_the_files_nothing_is_written(tmp_path: Path) -> None:
     write_step_summary("more", {"GITHUB_STEP_SUMMARY": str(summary)})
     assert summary.read_text(encoding="utf-8") == "# summary\nmore\n"
     assert list(tmp_path.iterdir()) == [summary]
+
+
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [
+        ("step 3 of 10", "step 3 of 10"),  # ordinary output is untouched
+        ("done\r", "done"),  # a CRLF line ending
+        ("10%\r20%\r30%", "30%"),  # a progress bar: what the terminal shows last
+        ("x\r::add-mask::w", ": :add-mask::w"),
+        ("  ::error::x", "  : :error::x"),
+        ("a ##[set-output name=x;]y", "a ## [set-output name=x;]y"),
+        ("a::b", "a::b"),  # '::' inside a line is no command
+    ],
+)
+def test_benchmark_text_is_inert_for_the_runner(line: str, shown: str) -> None:
+    assert inert(line) == shown

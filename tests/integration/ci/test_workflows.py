@@ -512,7 +512,7 @@ def test_bench_and_publish_actions_call_their_sessions_as_designed(tmp_path: Pat
     assert published.returncode == 0
     assert _perfgate_args(tmp_path) == [
         *("publish", "--results", "results dir", "--report-dir", "report dir"),
-        *("--pending", "pending dir", "--config", "perfgate.yaml"),
+        *("--gather-pending", "pending dir", "--config", "perfgate.yaml"),
     ]
     # The token reaches git for this step only, as an HTTP header for this server,
     # and is masked in the log; nothing is written to any git config file.
@@ -557,46 +557,12 @@ def test_affected_without_a_readable_file_is_a_usage_error(tmp_path: Path) -> No
     assert "cannot read the changed-files list" in result.stderr
 
 
-def test_publish_gathers_what_failed_push_runs_of_this_workflow_kept(tmp_path: Path) -> None:
-    """Earlier failed push runs' pending-samples artifacts land in the pending dir.
-
-    `gh` stands in for GitHub's API here (the service cannot run locally): it lists
-    two failed runs, and only one of them kept an artifact.
-    """
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    gh = bin_dir / "gh"
-    gh.write_text(f"""#!/usr/bin/env bash
-printf '%s\\0' "$@" >> "{tmp_path}/gh-calls"; echo >> "{tmp_path}/gh-calls"
-if [ "$1 $2" = "run list" ]; then printf '101\\n102\\n'; exit 0; fi
-if [ "$1 $2 $3" = "run download 101" ]; then
-  mkdir -p "$9"; echo '{{}}' > "$9/pending-samples.ndjson"; exit 0
-fi
-echo "no artifact matches" >&2; exit 1
-""")
-    gh.chmod(0o755)
-    env = {
-        "GH_TOKEN": "tok",
-        "GITHUB_REPOSITORY": "org/repo",
-        "GITHUB_WORKFLOW_REF": "org/repo/.github/workflows/perfgate.yml@refs/heads/main",
-        "PENDING_DIR": "pending",
-        "PENDING_ARTIFACT": "perfgate-pending-samples",
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-    }
-    script = _action_script(
-        "publish-baseline", "Gather the samples earlier publishes could not land"
-    )
-    gathered = _bash(script, tmp_path, env)
-    assert gathered.returncode == 0, gathered.stderr
-    calls = [line.split("\0")[:-1] for line in (tmp_path / "gh-calls").read_text().splitlines()]
-    assert calls[0] == [
-        *("run", "list", "--repo", "org/repo", "--workflow", "perfgate.yml", "--event", "push"),
-        *("--status", "failure", "--limit", "50", "--json", "databaseId", "--jq"),
-        ".[].databaseId",
-    ]
-    assert [call[:3] for call in calls[1:]] == [
-        ["run", "download", "101"],
-        ["run", "download", "102"],
-    ]
-    assert (tmp_path / "pending" / "101" / "pending-samples.ndjson").exists()
-    assert not (tmp_path / "pending" / "102").exists()
+def test_publish_gathers_earlier_samples_itself_never_by_an_unfiltered_listing() -> None:
+    """Which earlier runs' samples ride along is publish's decision (each run checked
+    through the API: a failed push of this workflow on a protected branch), never a listing
+    in the action's shell (`gh run list` without a branch took any branch's runs)."""
+    action = yaml.safe_load((ROOT / "actions/publish-baseline/action.yml").read_text())
+    scripts = [step.get("run", "") for step in action["runs"]["steps"]]
+    assert not any("gh run" in script for script in scripts)
+    (publish,) = [script for script in scripts if "publish -- --results" in script]
+    assert '--gather-pending "$PERFGATE_PENDING"' in publish

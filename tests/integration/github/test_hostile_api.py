@@ -11,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.github.client import GitHubClient, GitHubError, GitHubPermissionError, RetryPolicy
+from perfgate.github.client import (
+    MAX_PAGES,
+    GitHubClient,
+    GitHubError,
+    GitHubPermissionError,
+    RetryPolicy,
+)
 from tests.github_server import WRITE_TOKEN, FakeGitHub, Fault, serve
 from tests.github_support import HEAD_SHA
 from tests.integration.github.test_github import gate, gh_env, write_inputs
@@ -127,3 +133,38 @@ def test_userinfo_in_a_pagination_link_is_never_printed(github: FakeGitHub) -> N
         client(github, Clock()).issue_comments(7)
     assert "refusing to send the token to 127.0.0.2:9" in str(caught.value)
     assert "hunter2" not in str(caught.value) and "admin" not in str(caught.value)
+
+
+def test_a_pagination_link_back_to_the_same_page_is_refused_after_one_request(
+    github: FakeGitHub,
+) -> None:
+    """A Link whose "next" is the page just read would be followed for ever."""
+    github.add_comment(7, "one")
+    github.looping_pages = 300  # finite, so the client that follows it ends too
+    with pytest.raises(GitHubError) as caught:
+        client(github, Clock()).issue_comments(7)
+    assert "links back to a page already read" in str(caught.value)
+    assert len(github.requests) == 1  # the page; its link back to itself is never followed
+    assert WRITE_TOKEN not in str(caught.value)
+
+
+def test_paging_gives_up_after_a_bounded_number_of_pages(github: FakeGitHub) -> None:
+    github.max_per_page = 1
+    for index in range(MAX_PAGES + 5):
+        github.add_comment(7, f"comment {index}")
+    with pytest.raises(GitHubError, match=rf"more than {MAX_PAGES} pages"):
+        client(github, Clock()).issue_comments(7)
+    assert len(github.requests) == MAX_PAGES
+
+
+def test_gate_post_over_endless_paging_exits_3_naming_the_reason(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
+    write_inputs(tmp_path)
+    github.looping_pages = 300
+    done = gate(tmp_path, gh_env(tmp_path, github, token=WRITE_TOKEN))
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "links back to a page already read" in done.stderr
+    assert WRITE_TOKEN not in done.stdout + done.stderr
+    assert len([r for r in github.requests if r.path == COMMENTS_PATH]) == 1

@@ -87,3 +87,21 @@ def test_nothing_in_common_is_a_usage_error(repo: Path, tmp_path: Path) -> None:
     b = _results(tmp_path / "b", {"cartpole/python": 100.0}, 2)
     assert main(["compare", str(a), str(b)]) == 4
     assert main(["compare", str(a), "no-such-ref"]) == 4
+
+
+@pytest.mark.parametrize("samples", [1, 7], ids=["one-a-side", "seven-a-side"])
+def test_extreme_but_valid_figures_print_only_finite_figures_or_not_comparable(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], samples: int
+) -> None:
+    """5e-324 against 1e308: a ratio past what a float holds is said, never printed."""
+    tiny = [5e-324 * (1 + i) for i in range(samples)]
+    huge = [1e308 * (1 - i / 100) for i in range(samples)]
+    write_result(make_result("cartpole/numpy", samples=tiny), tmp_path / "a")
+    write_result(make_result("cartpole/numpy", samples=huge), tmp_path / "b")
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    (row,) = json.loads(captured.out, parse_constant=lambda c: pytest.fail(f"{c} printed"))["rows"]
+    assert row["change"] == "not comparable" and "not comparable" in captured.err
+    assert row["ratio"] is None and row["change_pct"] is None and row["interval_pct"] is None
+    assert "inf" not in captured.err.lower() and "nan" not in captured.err.lower()

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from perfgate.cli import main
+from perfgate.config import load_config
 from perfgate.git import git
 from perfgate.result import write_result
-from tests.factories import make_result, with_metric
+from tests.factories import make_result, of_experiment, with_metric
 
 pytestmark = pytest.mark.integration
 
@@ -70,10 +71,9 @@ def artifacts(
     event: str = "push",
     samples: tuple[float, ...] = (),
 ) -> Path:
-    write_result(
-        make_result("cartpole/numpy", value, samples=samples, commit=sha, run_id=run, event=event),
-        directory,
-    )
+    made = make_result("cartpole/numpy", value, samples=samples, commit=sha, run_id=run,
+                       event=event)  # fmt: skip
+    write_result(of_experiment(made, load_config(Path("perfgate.yaml"))), directory)
     return directory
 
 
@@ -203,8 +203,9 @@ def test_a_store_and_artifacts_from_before_metrics_still_gate_when_metrics_are_a
         "direction: lower, unit: s}]\n"
     )
     fine = with_metric(
-        make_result("cartpole/numpy", samples=(100.2, 99.9), commit=sha, run_id="10",
-                    event="pull_request"),
+        of_experiment(make_result("cartpole/numpy", samples=(100.2, 99.9), commit=sha,
+                                  run_id="10", event="pull_request"),
+                      load_config(Path("perfgate.yaml"))),
         "startup_s", (4.0, 4.1), path="runtime.startup_s",
     )  # fmt: skip
     write_result(fine, tmp_path / "fine")

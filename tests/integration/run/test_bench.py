@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -409,6 +410,43 @@ def test_a_failed_bucket_explains_itself_through_the_cli(
     quiet = capsys.readouterr().err
     assert "  | fake-bench: stepping" not in quiet.split("last lines of its output:")[0]
     assert "cause: RuntimeError" in quiet
+
+
+HOSTILE_OUTPUT = (
+    "x\r::add-mask::w\n"  # a bare carriage return starts a new line for the runner
+    "::set-output name=verdict::PASS\n"
+    "progress 10%\rprogress ##[add-mask]v\n"  # the legacy form is read anywhere in a line
+    "done\r\n"
+)
+
+
+def test_benchmark_output_never_reaches_the_runner_as_a_workflow_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Streamed live and quoted when it fails: every line as the runner splits it is inert."""
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    script = f"import sys; sys.stdout.write({HOSTILE_OUTPUT!r}); sys.exit(1)"
+    document = {
+        "version": 1,
+        "defaults": {"driver": "command", "retries": 0, "timeout_minutes": 1, "repeats": 1,
+                     "metric": {"path": "fps", "direction": "higher", "unit": "it/s"}},
+        "buckets": [{"task": "fake", "backends": [{"physics": "cpu"}],
+                     "command": {"argv": [sys.executable, "-c", script],
+                                 "output": "{output_dir}/r.json"}}],
+    }  # fmt: skip
+    (tmp_path / "perfgate.yaml").write_text(yaml.safe_dump(document), encoding="utf-8")
+    args = ["bench", "--config", str(tmp_path / "perfgate.yaml"), "--no-judge",
+            "--out", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work")]  # fmt: skip
+    assert cli.main(args) == 0
+    err = capsys.readouterr().err
+    # The runner reads its output line by line, a line ending at \r, \n or \r\n.
+    lines = re.split(r"\r\n|\r|\n", err)
+    assert not [line for line in lines if line.lstrip().startswith("::")], err
+    assert "##[" not in err
+    assert "  | : :add-mask::w" in lines  # shown, as a terminal would, but never a command
+    assert "  | progress ## [add-mask]v" in lines
+    assert "last lines of its output:" in err  # the failure quotes the output too
 
 
 # -- repeats and confirmation ----------------------------------------------------------

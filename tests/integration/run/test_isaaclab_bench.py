@@ -507,14 +507,15 @@ def test_container_bucket_runs_through_docker_with_the_resolved_image(
         "checkout_mount": "/workspace/isaaclab",
     }
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
-    monkeypatch.setenv("PERFGATE_IMAGE", "registry.example/isaac-lab@sha256:abc")
+    image = "registry.example/isaac-lab@sha256:" + "abc" * 21 + "d"
+    monkeypatch.setenv("PERFGATE_IMAGE", image)
     monkeypatch.setenv("HF_TOKEN", "do-not-print")
     checkout = standin.write_checkout(tmp_path / "checkout")
     result = run_bucket(load_config(path).buckets[0], settings(tmp_path, checkout))
     recorded = json.loads(record.read_text())
     argv = recorded["argv"]
     assert argv[:3] == ["run", "--rm", "--init"]
-    image_at = argv.index("registry.example/isaac-lab@sha256:abc")
+    image_at = argv.index(image)
     assert argv[image_at + 1 : image_at + 4] == ["./isaaclab.sh", "benchmark", "runtime"]
     assert argv[argv.index("--output_path") + 1] == "/perfgate/output"
     assert "PYTHONFAULTHANDLER" in argv  # the name only; the value travels in the env

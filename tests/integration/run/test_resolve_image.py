@@ -203,6 +203,60 @@ def test_pull_requests_may_not_record_an_era(
     assert git("ls-remote", "origin", "perf-baselines").strip() == ""
 
 
+@pytest.mark.parametrize(
+    "image", [f"{REGISTRY}:ok\nfoo=bar", "--privileged", f"{REGISTRY}:ok --rm", f"{REGISTRY}\r"]
+)
+def test_recording_anything_but_an_image_reference_is_refused_and_writes_nothing(
+    checkout: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    image: str,
+) -> None:
+    """A recorded line break would make every later resolve-image's step output fail."""
+    push(monkeypatch, tmp_path, "develop")
+    assert main(["resolve-image", f"--record={image}"]) == 4
+    err = capsys.readouterr().err
+    assert "is not an image reference" in err and err.count("\n") == 1, err
+    assert git("ls-remote", "origin", "perf-baselines").strip() == ""
+    assert resolve()["image"] == f"{REGISTRY}:latest-develop"
+
+
+def test_a_bad_image_already_in_the_manifest_is_a_clean_malfunction(
+    checkout: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """What an older perfgate let through: named, with the way to replace it."""
+    push(monkeypatch, tmp_path, "develop")
+    era = resolve()["era_key"]
+    manifest = {"schema_version": 1, "eras": {era: {"image": f"{REGISTRY}:ok\nfoo=bar"}}}
+    blob = git("hash-object", "-w", "--stdin", input_text=json.dumps(manifest)).strip()
+    tree = git("mktree", input_text=f"100644 blob {blob}\timage_era_manifest.json\n").strip()
+    commit = git("commit-tree", tree, "-m", "old", env=IDENTITY).strip()
+    git("push", "-q", "origin", f"{commit}:refs/heads/perf-baselines")
+    assert main(["resolve-image"]) == 3
+    err = capsys.readouterr().err
+    assert "is not an image reference" in err and "--force" in err
+    assert "foo=bar" not in Path(os.environ["GITHUB_OUTPUT"]).read_text(encoding="utf-8")
+
+
+def test_a_branch_that_makes_a_bad_tag_is_refused_naming_the_template(
+    checkout: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = checkout / "perfgate.yaml"
+    config.write_text(config.read_text().replace("latest-release-{branch_leaf}", "{branch}"))
+    github(monkeypatch, tmp_path, "workflow_dispatch", {}, GITHUB_REF="refs/heads/develop")
+    assert main(["resolve-image", "--target-branch", "release/3.0"]) == 4
+    err = capsys.readouterr().err
+    assert "image.tags['release/*']" in err and "is not an image reference" in err
+    assert "{branch_slug}" in err
+
+
 def test_unusable_tag_falls_back_to_the_build(
     checkout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

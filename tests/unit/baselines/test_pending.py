@@ -19,7 +19,7 @@ def test_a_pending_line_naming_no_plain_hardware_is_skipped_not_published(
     deep = "[" * 100_000 + "]" * 100_000  # json.loads gives up (RecursionError)
     pending = tmp_path / "pending-samples.ndjson"
     pending.write_text(f"{good.to_line()}\n{json.dumps(bad)}\n{deep}\n", encoding="utf-8")
-    samples, notes = read_pending([pending], accept=lambda sample: None)
+    samples, notes = read_pending([pending], None)
     assert samples == [good]
     assert len(notes) == 2
     assert "pending-samples.ndjson:2: not a sample, skipped" in notes[0]

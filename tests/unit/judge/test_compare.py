@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -68,3 +69,24 @@ def test_the_minimum_drop_holds_as_in_the_gate() -> None:
 def test_bad_figures_are_refused() -> None:
     with pytest.raises(ValueError):
         compare([1.0, float("nan")], [1.0], direction=Direction.HIGHER, policy=POLICY)
+
+
+@pytest.mark.parametrize("direction", list(Direction))
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ([5e-324], [1e308]),
+        ([5e-324] * 7, [1e308] * 7),
+        ([1e308] * 8, [1e308] * 8),  # the median of an even count adds two figures
+        ([1e-300] * 6, [1e300] * 6),
+    ],
+    ids=["one-a-side", "seven-a-side", "even-count-overflow", "six-a-side"],
+)
+def test_every_figure_is_finite_or_the_sides_are_not_comparable(
+    a: list[float], b: list[float], direction: Direction
+) -> None:
+    found = compare(a, b, direction=direction, policy=POLICY)
+    figures = [found.a, found.b, found.ratio, found.change_pct, *(found.interval_pct or ())]
+    assert all(f is None or math.isfinite(f) for f in figures), found
+    if None in figures[:4]:
+        assert found.change is Change.NOT_COMPARABLE and "not comparable" in found.detail

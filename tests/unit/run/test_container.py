@@ -217,8 +217,8 @@ def test_translate_rewrites_paths_alone_or_after_a_key() -> None:
 def test_image_comes_from_the_environment_before_the_config() -> None:
     container = plain(image="configured:tag")
     assert image_for(container, {}, "bucket b") == "configured:tag"
-    resolved = image_for(container, {IMAGE_ENV: "resolved@sha256:ab"}, "bucket b")
-    assert resolved == "resolved@sha256:ab"
+    resolved = "resolved@sha256:" + "ab" * 32
+    assert image_for(container, {IMAGE_ENV: resolved}, "bucket b") == resolved
     with pytest.raises(ConfigError, match="bucket b: container has no image"):
         image_for(plain(), {}, "bucket b")
 
@@ -238,6 +238,12 @@ def test_users_and_their_uids() -> None:
     assert user_arg("host") == f"{os.getuid()}:{os.getgid()}"
     assert user_arg("root") == "root" and container_uid("root") is None
     assert container_uid("1000:1000") == 1000 and container_uid("image") is None
+
+
+@pytest.mark.parametrize("image", ["--privileged", "img --rm", "img:ok\nfoo=bar", "-v/:/host"])
+def test_an_image_that_is_no_image_reference_never_reaches_docker(image: str) -> None:
+    with pytest.raises(ConfigError, match=r"bucket b: \$PERFGATE_IMAGE .* is not an image ref"):
+        image_for(plain(image="configured:tag"), {IMAGE_ENV: image}, "bucket b")
 
 
 def test_container_names_are_docker_legal() -> None:

@@ -106,12 +106,12 @@ def test_unknown_tag_placeholder_is_a_config_error() -> None:
 
 
 def test_manifest_hit_wins_over_the_tag() -> None:
-    manifest = {"eras": {ERA.key: {"image": "reg/lab@sha256:aa"}}}
+    manifest = {"eras": {ERA.key: {"image": "reg/lab@sha256:" + "a" * 64}}}
     choice = choose(
         SPEC, era=ERA, manifest=manifest, target_branch="main", usable=lambda _: True, build=None
     )
     assert (choice.image, choice.matched, choice.source) == (
-        "reg/lab@sha256:aa",
+        "reg/lab@sha256:" + "a" * 64,
         True,
         ImageSource.MANIFEST,
     )
@@ -154,29 +154,36 @@ def test_malformed_manifest_is_a_malfunction_naming_where() -> None:
 
 
 def test_recorded_eras_are_immutable() -> None:
-    manifest = with_era(None, ERA, "reg@sha256:1", "c" * 40)
-    assert manifest["eras"][ERA.key]["image"] == "reg@sha256:1"
-    assert with_era(manifest, ERA, "reg@sha256:1", None) == manifest
+    manifest = with_era(None, ERA, "reg@sha256:" + "1" * 64, "c" * 40)
+    assert manifest["eras"][ERA.key]["image"] == "reg@sha256:" + "1" * 64
+    assert with_era(manifest, ERA, "reg@sha256:" + "1" * 64, None) == manifest
     with pytest.raises(EraConflict, match="is immutable") as refused:
-        with_era(manifest, ERA, "reg@sha256:2", None)
+        with_era(manifest, ERA, "reg@sha256:" + "2" * 64, None)
     assert refused.value.exit_code == 4
     # A concurrent roll that lost the race converges on the recorded image.
-    assert with_era(manifest, ERA, "reg@sha256:2", None, keep_recorded=True) == manifest
+    assert with_era(manifest, ERA, "reg@sha256:" + "2" * 64, None, keep_recorded=True) == manifest
 
 
 def test_a_forced_record_replaces_the_era_and_keeps_the_reason_and_history() -> None:
-    manifest = with_era(None, ERA, "reg@sha256:1", "a" * 40, details={"source": "roll"})
-    once = with_era(manifest, ERA, "reg@sha256:2", "b" * 40, force="broken CUDA layer")
-    twice = with_era(once, ERA, "reg@sha256:3", "c" * 40, force="again")
+    manifest = with_era(None, ERA, "reg@sha256:" + "1" * 64, "a" * 40, details={"source": "roll"})
+    once = with_era(manifest, ERA, "reg@sha256:" + "2" * 64, "b" * 40, force="broken CUDA layer")
+    twice = with_era(once, ERA, "reg@sha256:" + "3" * 64, "c" * 40, force="again")
     entry = twice["eras"][ERA.key]
-    assert (entry["image"], entry["forced"], entry["commit"]) == ("reg@sha256:3", "again", "c" * 40)
-    assert [e["image"] for e in entry["replaced"]] == ["reg@sha256:1", "reg@sha256:2"]
+    assert (entry["image"], entry["forced"], entry["commit"]) == (
+        "reg@sha256:" + "3" * 64,
+        "again",
+        "c" * 40,
+    )
+    assert [e["image"] for e in entry["replaced"]] == [
+        "reg@sha256:" + "1" * 64,
+        "reg@sha256:" + "2" * 64,
+    ]
     assert entry["replaced"][0]["source"] == "roll"
     assert "replaced" not in entry["replaced"][1]
 
 
 def test_manifest_editor_reports_whether_it_changed_anything(tmp_path: Path) -> None:
-    apply = manifest_editor("image_era_manifest.json", ERA, "reg@sha256:1", None)
+    apply = manifest_editor("image_era_manifest.json", ERA, "reg@sha256:" + "1" * 64, None)
     assert apply(tmp_path) is True
     assert apply(tmp_path) is False
     assert parse_manifest((tmp_path / "image_era_manifest.json").read_text(), "m")["eras"]

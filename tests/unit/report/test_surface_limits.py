@@ -1,0 +1,44 @@
+"""verdict.json and summary.md stay under their platforms' limits whatever text reaches them.
+
+Artifacts are clipped where they are read (tests/integration/report/test_surface_limits.py);
+this holds the writers to their limits on their own, for text from anywhere else.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from perfgate.github.handoff import validate_verdict
+from perfgate.judge.gate import build_report
+from perfgate.report.summary import MAX_SUMMARY_BYTES, fit_markdown, summary_markdown
+from perfgate.report.verdict import MAX_VERDICT_BYTES, report_json
+from tests.github_support import make_result, write_config
+
+HUGE = "x" * 1_500_000
+
+
+def test_verdict_json_is_cut_to_its_limit_and_says_so(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    results = [make_result(bucket, None, exit_code=1, error=HUGE) for bucket in config.buckets]
+    report = build_report(config=config, expected=config.buckets, results=results, windows={},
+                          notes=[HUGE])  # fmt: skip
+    document = report_json(report)
+    size = len(json.dumps(document, indent=2).encode("utf-8"))
+    assert size < MAX_VERDICT_BYTES
+    assert document["notes"][0].startswith("truncated: every text of this report was cut")
+    assert validate_verdict(document, [b.id for b in config.buckets]) == []
+    assert [row["verdict"] for row in document["rows"]] == ["HARD_FAILURE"] * 4
+    assert len(summary_markdown(report).encode("utf-8")) < MAX_SUMMARY_BYTES
+
+
+def test_markdown_is_cut_at_a_line_with_its_details_block_closed() -> None:
+    lines = ["## perfgate results", "<details><summary>Technical details</summary>"]
+    lines += [f"| row {i} | {'y' * 100} |" for i in range(20_000)]
+    cut = fit_markdown("\n".join(lines), 100_000, "_Truncated._",
+                       size=lambda text: len(text.encode("utf-8")))  # fmt: skip
+    assert len(cut.encode("utf-8")) <= 100_000
+    assert cut.endswith("</details>\n\n_Truncated._")
+    assert all(line in lines or line in ("", "</details>", "_Truncated._")
+               for line in cut.splitlines())  # fmt: skip
+    assert fit_markdown("short", 100, "_Truncated._") == "short"
