@@ -467,9 +467,11 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
         "confirm": gate.confirm is not ConfirmMode.OFF,
         "gate_jobs": gate_jobs(),
         "report": {
+            # After every publish that ran: one that exits 2 because a bucket failed (R8)
+            # still landed the healthy samples the site draws.
             "condition": _quoted(
                 "!cancelled() && needs.config.outputs.run == 'true' && "
-                "needs.publish.result == 'success'"
+                "(needs.publish.result == 'success' || needs.publish.result == 'failure')"
             ),
             # Rendered as the action input's string, and decides whether a deploy job exists.
             "pages": "true" if site.config.report.pages else "false",
@@ -616,8 +618,8 @@ def qualify_workflow_context(site: Site) -> dict[str, Any]:
     }
 
 
-#: Conclusions of a perfgate run whose report is worth posting: it finished (blocking
-#: mode fails the run on BLOCK). A cancelled run was superseded; a skipped one judged nothing.
+#: Conclusions of a perfgate run whose report is worth posting: it finished (a BLOCK or a
+#: HARD_FAILURE fails the run, R8). A cancelled run was superseded; a skipped one judged nothing.
 REPORTED_CONCLUSIONS = ("success", "failure")
 
 

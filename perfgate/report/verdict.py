@@ -25,6 +25,7 @@ def report_json(report: GateReport) -> dict[str, Any]:
         "description": report.description,
         "exit_code": report.exit_code,
         "mode": report.mode.value,
+        "always_pass": report.always_pass,
         "min_samples": report.min_samples,
         "max_samples": report.max_samples,
         "policy": {
