@@ -6,6 +6,7 @@ import contextlib
 import fnmatch
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -101,6 +102,81 @@ def classify_failure(
     if markers.init_done is not None:
         return FailurePhase.RUNTIME if initialised else FailurePhase.INIT
     return FailurePhase.RUNTIME
+
+
+#: Python exceptions the same code and inputs raise again at the same place: a mistake in
+#: the program or its arguments, not a state of the machine (CUDA, network, a full disk).
+REPEATING_EXCEPTIONS = frozenset(
+    {
+        "AssertionError",
+        "AttributeError",
+        "ImportError",
+        "IndentationError",
+        "IndexError",
+        "KeyError",
+        "ModuleNotFoundError",
+        "NameError",
+        "NotImplementedError",
+        "SyntaxError",
+        "TypeError",
+        "UnboundLocalError",
+        "ValueError",
+        "ZeroDivisionError",
+    }
+)
+#: Phases that end before the benchmark's measurement starts (no step was timed).
+BEFORE_MEASUREMENT = frozenset({FailurePhase.IMPORT, FailurePhase.INIT})
+_TRACEBACK = "Traceback (most recent call last):"
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
+_RAISED = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PythonCrash:
+    """The exception a Python traceback in a log ended with, and where it was raised."""
+
+    exception: str  # its class name, without the module: KeyError
+    message: str
+    where: str  # the innermost frame: bench.py:12 in main ('' when the log lost it)
+
+
+def python_crash(log_tail: str) -> PythonCrash | None:
+    """The last Python traceback of a log: its exception and innermost frame (None: none)."""
+    lines = [line.rstrip() for line in log_tail.splitlines()]
+    starts = [i for i, line in enumerate(lines) if line.strip() == _TRACEBACK]
+    if not starts:
+        return None
+    where = ""
+    for line in lines[starts[-1] + 1 :]:
+        frame = _FRAME.match(line)
+        if frame:
+            where = f"{Path(frame['file']).name}:{frame['line']} in {frame['func']}"
+            continue
+        raised = _RAISED.match(line)
+        if raised and not line.startswith(" "):
+            name = raised["name"].rsplit(".", 1)[-1]
+            return PythonCrash(exception=name, message=raised["message"] or "", where=where)
+    return None
+
+
+def why_not_retry(outcome: ProcessOutcome) -> str | None:
+    """Why a failed attempt is not worth another one, in one line; None: retry it.
+
+    The one place that decides what is retried (R10). A retry is kept for what can be
+    flaky (launch, driver, out of memory, hangs, a crash while stepping); a crash that will
+    repeat identically is not retried: a Python exception of a kind the same code and
+    inputs raise again at the same place, raised before any measurement started.
+    """
+    if outcome.phase not in BEFORE_MEASUREMENT:
+        return None
+    crash = python_crash(outcome.log_tail)
+    if crash is None or crash.exception not in REPEATING_EXCEPTIONS:
+        return None
+    at = f" at {crash.where}" if crash.where else ""
+    return (
+        f"not retried: {crash.exception}{at} before any measurement repeats with the same "
+        "code and inputs"
+    )
 
 
 def marker_strings(markers: PhaseMarkers) -> tuple[str, ...]:
@@ -396,6 +472,8 @@ class AttemptRecord(Generic[T]):
     number: int
     outcome: ProcessOutcome
     reading: T
+    # Why no further attempt followed this failed one although retries were left.
+    not_retried: str | None = None
 
 
 def with_cache_env(invocation: Invocation, cache_dir: Path) -> Invocation:
@@ -429,7 +507,8 @@ def run_with_retry(
     is set. Outputs live inside the attempt's output directory (validation sees to it), so
     removing that directory removes everything a failed attempt wrote (R10), and nothing
     outside it is ever deleted (R14). ``on_line`` sees the benchmark's output live;
-    ``on_retry`` hears of each failed attempt that another one follows.
+    ``on_retry`` hears of each failed attempt that another one follows. A failure
+    :func:`why_not_retry` says would repeat ends the attempts; its record says why.
     """
     records: list[AttemptRecord[T]] = []
     previous: AttemptDirs | None = None
@@ -454,10 +533,15 @@ def run_with_retry(
             on_line=on_line,
         )
         reading = read(dirs, outcome)
-        records.append(AttemptRecord(number=number, outcome=outcome, reading=reading))
-        if succeeded(outcome, reading):
+        record = AttemptRecord(number=number, outcome=outcome, reading=reading)
+        if succeeded(outcome, reading) or number > retries:
+            records.append(record)
             break
-        if on_retry is not None and number <= retries:
+        refusal = why_not_retry(outcome)
+        records.append(replace(record, not_retried=refusal))
+        if refusal is not None:
+            break
+        if on_retry is not None:
             on_retry(records[-1])
         previous = dirs
     return records
