@@ -208,7 +208,10 @@ def exit_lines(report: GateReport) -> list[str]:
             "perfgate.yaml (without it BLOCK exits 1 and HARD_FAILURE 2)"
         ]
     if level is Verdict.WARN:
-        return [f"exit 0: {report.overall.label} is WARN-level, which never fails the run"]
+        return [
+            f"exit 0: the verdict is {report.overall.label}, which never fails the run (only "
+            "BLOCK and HARD_FAILURE do)"
+        ]
     what = (
         "a confirmed regression"
         if level is Verdict.BLOCK

@@ -123,8 +123,8 @@ def _round(value: float | None) -> float | None:
 
 
 def _when(date: str) -> str:
-    """``2024-05-01 14:03`` from an ISO date (what the hover shows)."""
-    return date[:16].replace("T", " ")
+    """``2024-05-01 14:03:07`` from an ISO date: seconds, for runs recorded minutes apart."""
+    return date[:19].replace("T", " ")
 
 
 def chart_figure(series: Series, judged: Sequence[JudgedRun]) -> dict[str, Any]:

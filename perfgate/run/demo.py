@@ -260,12 +260,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def sample_line(task: str, physics: str, bundle: dict[str, Any]) -> str:
-    """The sample's figures, named: the median step's (the demo matrix's metric, what the
-    bench's table aggregates) first, the mean (work over wall time) beside it."""
+    """The sample's figures, each named by its path: a bucket's metric is one of them (the
+    demo matrix's is the median step's), and the bench's line names the one it reads."""
     fps = bundle["runtime"]["total_fps"]
     return (
-        f"{task}/{physics} median step {fps['median']:,.0f} env-steps/s "
-        f"(runtime.total_fps.median; mean {fps['mean']:,.0f})"
+        f"{task}/{physics} runtime.total_fps.median {fps['median']:,.0f} env-steps/s, "
+        f"runtime.total_fps.mean {fps['mean']:,.0f}"
     )
 
 

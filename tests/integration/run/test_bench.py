@@ -156,7 +156,6 @@ def test_success_reports_the_figure_its_spread_and_a_healthy_run(tmp_path: Path)
 @pytest.mark.parametrize(
     ("mode", "phase", "exit_code"),
     [
-        ("import_crash", FailurePhase.IMPORT, 1),
         ("init_crash", FailurePhase.INIT, 1),
         ("runtime_crash", FailurePhase.RUNTIME, 1),
         ("oom", FailurePhase.OOM, 137),
@@ -170,9 +169,35 @@ def test_a_crash_is_classified_by_how_far_the_run_got(
     assert result.health.phase is phase
     assert result.health.exit_code == exit_code
     assert result.metric.value is None
-    # Failed runs are retried once, and both attempts are on record.
+    # What can be flaky is retried once, and both attempts are on record.
     assert (result.health.attempts, result.health.retried) == (2, True)
+    assert result.health.not_retried is None
     assert [a["phase"] for a in data["timings"]["attempts"]] == [phase.value, phase.value]
+
+
+@pytest.mark.parametrize(
+    ("mode", "phase", "raised"),
+    [
+        ("import_crash", FailurePhase.IMPORT, "ModuleNotFoundError at fake_benchmark.py:"),
+        ("key_error", FailurePhase.INIT, "KeyError at fake_benchmark.py:"),
+    ],
+)
+def test_a_crash_that_repeats_identically_is_not_retried_and_says_why(
+    tmp_path: Path, mode: str, phase: FailurePhase, raised: str
+) -> None:
+    """The same exception at the same place before any measurement: a retry repeats it."""
+    messages: list[str] = []
+    result = run(tmp_path, fake_bucket(tmp_path, mode, retries=2), messages=messages)
+    data = artifact(result, tmp_path / "results")
+    assert result.health.phase is phase
+    assert (result.health.attempts, result.health.retried) == (1, False)
+    assert (tmp_path / "state" / "attempts").read_text() == "1"  # it ran once
+    reason = result.health.not_retried or ""
+    assert reason.startswith(f"not retried: {raised}") and "before any measurement" in reason
+    assert data["health"]["not_retried"] == reason
+    (notice,) = messages
+    assert notice.startswith("fake/cpu: attempt 1 of 3 failed (") and notice.endswith(reason)
+    assert "\n" not in notice  # one line
 
 
 def test_import_crash_keeps_the_traceback_in_the_log_tail(tmp_path: Path) -> None:
