@@ -184,6 +184,8 @@ def _call(
 #: by before the machine is said to have moved: half a CPU busy with other work is enough
 #: to move a CPU benchmark's figure by far more than a gate's minimum drop.
 LOAD_MOVED_PER_CPU = 0.5
+#: Admission statuses of a sample taken on an unfit machine (set aside, or only flagged).
+UNFIT = frozenset({AdmissionStatus.CONTAMINATED, AdmissionStatus.FLAGGED})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -216,9 +218,6 @@ class SetState:
             load_per_cpu=statistics.median(loads) if loads else None,
             unfit=sum(1 for record in records if record.status in UNFIT),
         )
-
-
-UNFIT = frozenset({AdmissionStatus.CONTAMINATED, AdmissionStatus.FLAGGED})
 
 
 def time_apart(a: SetState, b: SetState) -> str | None:
