@@ -1,4 +1,4 @@
-"""Parse and validate ``perfgate.yaml`` into frozen dataclasses (DESIGN.md R1)."""
+"""Parse and validate ``perfgate.yaml`` into frozen dataclasses (docs/design.md R1)."""
 
 from __future__ import annotations
 

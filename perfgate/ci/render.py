@@ -1,4 +1,4 @@
-"""Render GitHub workflows and composite actions from ``templates/`` (DESIGN.md R12, R13).
+"""Render GitHub workflows and composite actions from ``templates/`` (docs/design.md R12, R13).
 
 Every decision (which jobs, which branches, the bench matrix, the expressions
 GitHub evaluates) is made here, in Python context builders; the Jinja templates

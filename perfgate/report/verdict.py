@@ -1,4 +1,7 @@
-"""verdict.json: the machine-readable GateReport (DESIGN.md "Interfaces")."""
+"""verdict.json: the machine-readable GateReport.
+
+Its fields are an interface: docs/design.md "Interfaces other tools rely on".
+"""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ MAX_ADMISSION_RECORDS = 100
 
 
 def report_json(report: GateReport) -> dict[str, Any]:
-    """verdict.json: the machine-readable report (DESIGN.md "Interfaces")."""
+    """verdict.json: the machine-readable report (an interface other tools rely on)."""
     return {
         "schema_version": 1,
         "overall_verdict": report.overall.label,

@@ -1,4 +1,4 @@
-"""Run a benchmark invocation inside ``docker run`` (DESIGN.md: execution, R10, R12).
+"""Run a benchmark invocation inside ``docker run`` (docs/design.md: execution, R10, R12).
 
 The wrapped command keeps the host's view for everything perfgate itself touches (working
 directory, outputs to clean), while the program inside sees the checkout, its attempt's

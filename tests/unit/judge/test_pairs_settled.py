@@ -1,4 +1,4 @@
-"""A paired comparison stops 'settled' only when the paired test decided (R5, R17)."""
+"""A paired comparison stops 'settled' only when the paired test decided (R5)."""
 
 from __future__ import annotations
 

@@ -10,30 +10,30 @@ from perfgate.run.execution import ProcessOutcome, python_crash, why_not_retry
 KEY_ERROR = """\
 perfgate-demo: environments ready
 Traceback (most recent call last):
-  File "/work/bench/run.py", line 40, in <module>
+  File "/opt/bench/run.py", line 40, in <module>
     main()
-  File "/work/bench/run.py", line 12, in main
+  File "/opt/bench/run.py", line 12, in main
     task = settings["task"]
            ~~~~~~~~^^^^^^^^
 KeyError: 'task'
 """
 CUDA = """\
 Traceback (most recent call last):
-  File "/work/bench/run.py", line 20, in main
+  File "/opt/bench/run.py", line 20, in main
     env = make_env()
 RuntimeError: CUDA error: an illegal memory access was encountered
 """
 # A chained exception: the last traceback is the one that ended the run.
 CHAINED = """\
 Traceback (most recent call last):
-  File "/work/bench/config.py", line 3, in load
+  File "/opt/bench/config.py", line 3, in load
     return json.loads(text)
 json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)
 
 During handling of the above exception, another exception occurred:
 
 Traceback (most recent call last):
-  File "/work/bench/run.py", line 8, in main
+  File "/opt/bench/run.py", line 8, in main
     raise ValueError("no config")
 ValueError: no config
 """
