@@ -408,8 +408,9 @@ def test_a_failed_bucket_explains_itself_through_the_cli(
     fake_bucket(tmp_path, "runtime_crash", retries=1)
     args = ["bench", "--config", str(tmp_path / "perfgate.yaml"), "--no-judge",
             "--out", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work")]  # fmt: skip
-    assert cli.main(args) == 0
+    assert cli.main(args) == 2  # unjudged, a failed benchmark is still a HARD_FAILURE (R8)
     err = capsys.readouterr().err
+    assert "perfgate: exit 2: 1 bucket(s) failed (fake/cpu)" in err
     assert "  | fake-bench: stepping" in err  # streamed live
     assert (
         "fake/cpu: attempt 1 of 2 failed (runtime, exit 1: "
@@ -424,10 +425,17 @@ def test_a_failed_bucket_explains_itself_through_the_cli(
     artifact = json.loads((tmp_path / "out" / "fake__cpu.json").read_text())
     assert artifact["log_path"] == str(log)
 
-    assert cli.main([*args, "--quiet"]) == 0
+    assert cli.main([*args, "--quiet"]) == 2
     quiet = capsys.readouterr().err
     assert "  | fake-bench: stepping" not in quiet.split("last lines of its output:")[0]
     assert "cause: RuntimeError" in quiet
+    # gate.always_pass is the explicit opt-in to a green run whatever happened.
+    config = tmp_path / "perfgate.yaml"
+    config.write_text(
+        config.read_text().replace("version: 1", "version: 1\ngate:\n  always_pass: true")
+    )
+    assert cli.main([*args, "--quiet"]) == 0
+    assert "gate.always_pass keeps the run green" in capsys.readouterr().err
 
 
 # -- repeats and confirmation ----------------------------------------------------------
