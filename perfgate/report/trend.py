@@ -136,7 +136,6 @@ def chart_figure(series: Series, judged: Sequence[JudgedRun]) -> dict[str, Any]:
     """
     unit = series.unit
     data: list[dict[str, Any]] = []
-    place = {id(j): x for x, j in enumerate(judged)}
     banded = [j for j in judged if j.baseline is not None]
     if banded:
         xs = list(range(len(judged)))
@@ -165,35 +164,38 @@ def chart_figure(series: Series, judged: Sequence[JudgedRun]) -> dict[str, Any]:
              fill="tonexty", fillcolor="rgba(44,160,44,0.12)")  # fmt: skip
     runners = sorted({j.run.runner for j in judged})
     for colour, runner in zip(_colours(len(runners)), runners, strict=True):
-        points = [(j, s) for j in judged if j.run.runner == runner for s in j.run.samples]
+        points = [(x, j, s) for x, j in enumerate(judged) if j.run.runner == runner
+                  for s in j.run.samples]  # fmt: skip
         data.append(
             {
                 "type": "scatter",
                 "mode": "markers",
                 "name": runner,
                 "meta": "samples",
-                "x": [place[id(j)] for j, _ in points],
-                "y": [_round(s.value) for _, s in points],
+                "x": [x for x, _, _ in points],
+                "y": [_round(s.value) for _, _, s in points],
                 "customdata": [
                     [j.run.commit.short, _when(j.run.recorded), s.sample_index or 0]
-                    for j, s in points
+                    for _, j, s in points
                 ],
                 "marker": {"color": colour, "size": 6, "opacity": 0.8},
                 "hovertemplate": "%{customdata[0]} · recorded %{customdata[1]}<br>"
                 f"%{{y:.4s}} {unit} (sample %{{customdata[2]}})<br>{runner}<extra></extra>",
             }
         )
-    flagged = [j for j in judged if j.verdict != "PASS" and j.baseline is not None]
-    for verdict in sorted({j.verdict for j in flagged}):
-        chosen = [j for j in flagged if j.verdict == verdict]
+    flagged = [
+        (x, j) for x, j in enumerate(judged) if j.verdict != "PASS" and j.baseline is not None
+    ]
+    for verdict in sorted({j.verdict for _, j in flagged}):
+        chosen = [(x, j) for x, j in flagged if j.verdict == verdict]
         data.append(
             {
                 "type": "scatter",
                 "mode": "markers",
                 "name": f"judged {verdict}",
-                "x": [place[id(j)] for j in chosen],
-                "y": [_round(j.figure) for j in chosen],
-                "customdata": [[j.run.commit.short, j.change_text, j.detail] for j in chosen],
+                "x": [x for x, _ in chosen],
+                "y": [_round(j.figure) for _, j in chosen],
+                "customdata": [[j.run.commit.short, j.change_text, j.detail] for _, j in chosen],
                 "marker": {
                     "symbol": "circle-open",
                     "size": 14,
@@ -271,7 +273,7 @@ def _ticks(judged: Sequence[JudgedRun], most: int = 8) -> list[tuple[int, str]]:
         (
             x,
             j.run.commit.short
-            + (f" {_when(j.run.recorded)[5:]}" if shared[j.run.commit.sha] > 1 else ""),
+            + (f" {_when(j.run.recorded)[5:16]}" if shared[j.run.commit.sha] > 1 else ""),
         )
         for x, j in enumerate(judged)
     ]
