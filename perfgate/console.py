@@ -154,9 +154,9 @@ class Progress:
         """Report a finished bucket."""
         self.done += 1
         metric = result.metric
-        taken = len(metric.samples)
+        kept = len(metric.sample_values(result.set_aside))
         # Which figure of the benchmark's output this is, and how the samples made it.
-        how = f"{metric.path}, median of {taken} samples" if taken > 1 else metric.path
+        how = f"{metric.path}, median of {kept} samples" if kept > 1 else metric.path
         text = (
             f"[{self.done}/{self.total}] {result.bucket.id}: "
             f"{format_figure(metric.value)} {metric.unit} ({how}), {health_text(result)}"

@@ -48,7 +48,6 @@ if TYPE_CHECKING:
     from perfgate.baselines.store import BaselineStore
     from perfgate.judge.compare import Comparison, SetState
     from perfgate.judge.stats import CalibratedPolicy
-    from perfgate.result import PairedRecord
 
 MARKERS = {"better": "+ better", "worse": "- worse", "same": "= same", "unclear": "? unclear"}
 #: Pairs --measure takes of each bucket by default: enough for the paired test to call a
@@ -386,7 +385,8 @@ def _measure(args: argparse.Namespace, config: Config, buckets: dict[str, Bucket
                 wants_more=lambda record: True,
             )
             taken = record.pairs(PRIMARY)
-            say(f"{bucket_id}: {len(taken)} pair(s) measured ({_stopped(record)})")
+            ended = f" ({record.reason})" if record.reason else ""
+            say(f"{bucket_id}: {len(taken)} usable pair(s) of {args.pairs}{ended}")
             if taken:
                 pairs[bucket_id] = tuple(taken)
             else:
@@ -395,10 +395,6 @@ def _measure(args: argparse.Namespace, config: Config, buckets: dict[str, Bucket
         a=label[PairedSide.BASE], b=label[PairedSide.HEAD], pairs=pairs, hardware=machine.slug,
         notes=notes,
     )  # fmt: skip
-
-
-def _stopped(record: PairedRecord) -> str:
-    return record.reason or (record.stopped.value if record.stopped else "?")
 
 
 @dataclass(frozen=True, kw_only=True)

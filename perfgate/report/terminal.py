@@ -90,7 +90,8 @@ def terminal_table(report: GateReport, width: int | None = None) -> str:
                 break_on_hyphens=False,
             )
         lines.append("")
-    lines += [*report.headlines, f"{report.overall.label}: {report.description}"]
+    for closing in (*report.headlines, f"{report.overall.label}: {report.description}"):
+        lines += textwrap.wrap(closing, width=width, subsequent_indent="  ") or [""]
     return "\n".join(lines)
 
 
