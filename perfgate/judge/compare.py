@@ -7,6 +7,11 @@ calibrated rule of ``judge.stats`` uses: a robust, sigma-consistent scale pooled
 sides, Huber locations, a Student-t threshold at the configured false-alarm rate, a
 Mann-Whitney rank test that must agree, the minimum drop, and the noise a whole run shares
 (each side is a run of its own, on its own machine state). Too few samples say so.
+
+Two sides measured alternately on one machine (``compare --measure``) are pairs instead,
+judged by the paired test on their ratios (``compare_pairs``). Two result sets measured
+apart carry what their machine was like (``SetState``): ``time_apart`` says when they do
+not overlap, ``machine_moved`` what their admission records and hardware show changed.
 """
 
 from __future__ import annotations
@@ -168,8 +173,9 @@ def _call(
     worse_ranks: bool = True,
     better_ranks: bool = True,
 ) -> tuple[Change, str]:
-    """Better, worse, the same or unclear: significant past ``t_crit`` with the rank test
-    agreeing and at least the minimum change, or an interval inside the minimum."""
+    """Better, worse, the same or unclear: significant past ``t_crit``, with the rank test
+    agreeing where there is one, and at least the minimum change; or an interval inside
+    the minimum."""
     drop = math.log1p(policy.min_drop_pct / 100.0)
     if t <= -t_crit and worse_ranks and -delta >= drop:
         return Change.WORSE, f"worse beyond noise (t {t:.1f} past -{t_crit:.1f})"
