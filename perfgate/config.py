@@ -1,4 +1,4 @@
-"""Parse and validate ``perfgate.yaml`` into frozen dataclasses (DESIGN.md R1)."""
+"""Parse and validate ``perfgate.yaml`` into frozen dataclasses (docs/design.md R1)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,11 @@ DEFAULT_KEEP_ENV = ("TOKENIZERS_PARALLELISM",)
 
 
 class Mode(StrEnum):
-    """Whether regressions fail the gate's exit code (blocking) or are only reported."""
+    """The rollout stage the reports name (R8); the exit code tells the verdict in both.
+
+    Advisory: the check is not yet required in branch protection, so a red job informs and
+    does not stop a merge. Blocking: branch protection requires it.
+    """
 
     ADVISORY = "advisory"
     BLOCKING = "blocking"
@@ -145,6 +149,8 @@ class GatePolicy:
     """The gate block of perfgate.yaml."""
 
     mode: Mode = Mode.ADVISORY
+    # The explicit opt-in to green jobs: exit 0 whatever the verdict (R8).
+    always_pass: bool = False
     target_branches: tuple[str, ...] = ("main",)
     protected_branches: tuple[str, ...] = ("main",)
     policy: PolicyName = PolicyName.CALIBRATED
@@ -156,10 +162,20 @@ class GatePolicy:
     # gate.calibration: the noise calibration file (None: every bucket uncalibrated).
     calibration: FileRef | None = None
 
+    def runs_to_fill(self, repeats: int) -> int:
+        """Recorded runs of ``repeats`` samples each that fill a window the rule can judge
+        with (R4): enough samples, and for the calibrated rule enough runs."""
+        window = self.baseline
+        runs = math.ceil(window.min_samples / max(1, repeats))
+        return runs if self.policy is PolicyName.REFERENCE else max(runs, window.min_runs)
+
     @property
-    def blocking(self) -> bool:
-        """True when BLOCK and HARD_FAILURE fail the exit code."""
-        return self.mode is Mode.BLOCKING
+    def window_needs(self) -> str:
+        """What a window must hold before the rule judges with it (R4), in words."""
+        window = self.baseline
+        if self.policy is PolicyName.REFERENCE:
+            return f"{window.min_samples} samples"
+        return f"{window.min_samples} samples in {window.min_runs} runs"
 
     def is_protected(self, branch: str | None) -> bool:
         """True when pushes to ``branch`` may write baselines."""
@@ -1107,6 +1123,7 @@ def _gate_policy(document: YamlDocument, raw: Mapping[str, Any]) -> GatePolicy:
             _fail(document, ("gate", "calibration"), problem)
     return GatePolicy(
         mode=Mode(raw.get("mode", Mode.ADVISORY)),
+        always_pass=bool(raw.get("always_pass", False)),
         target_branches=tuple(raw.get("target_branches", GatePolicy.target_branches)),
         protected_branches=tuple(raw.get("protected_branches", GatePolicy.protected_branches)),
         policy=PolicyName(raw.get("policy", PolicyName.CALIBRATED)),

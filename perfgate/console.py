@@ -168,9 +168,13 @@ class Progress:
     def finish(self, result: Result) -> None:
         """Report a finished bucket."""
         self.done += 1
+        metric = result.metric
+        kept = len(metric.sample_values(result.set_aside))
+        # Which figure of the benchmark's output this is, and how the samples made it.
+        how = f"{metric.path}, median of {kept} samples" if kept > 1 else metric.path
         text = (
             f"[{self.done}/{self.total}] {result.bucket.id}: "
-            f"{format_figure(result.metric.value)} {result.metric.unit}, {health_text(result)}"
+            f"{format_figure(metric.value)} {metric.unit} ({how}), {health_text(result)}"
         )
         self.stream.write((f"\r\033[K{text}" if self.live else text) + "\n")
         self.stream.flush()

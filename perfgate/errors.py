@@ -1,4 +1,4 @@
-"""One exception hierarchy; each class carries the exit code it maps to (DESIGN.md R8)."""
+"""One exception hierarchy; each class carries the exit code it maps to (docs/design.md R8)."""
 
 from __future__ import annotations
 

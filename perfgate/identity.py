@@ -1,4 +1,4 @@
-"""Identity hashes (DESIGN.md R2): what makes two measurements comparable."""
+"""Identity hashes (docs/design.md R2): what makes two measurements comparable."""
 
 from __future__ import annotations
 

@@ -459,6 +459,8 @@ class Health:
     retried: bool
     config_mismatch: str | None = None
     error: str | None = None
+    # Why the failed attempt was not retried although retries were left (it would repeat).
+    not_retried: str | None = None
     # Set only with evidence: installed version of the package differs from the source pin.
     stale_image: StaleImage | None = None
 

@@ -25,7 +25,7 @@ from typing import Any
 from perfgate import jsonfile
 from perfgate.baselines.seed import replay_checkout
 from perfgate.baselines.seed.plan import config_at
-from perfgate.config import Bucket, Config, ConfirmMode, GatePolicy, ImageSpec, PolicyName
+from perfgate.config import Bucket, Config, ConfirmMode, GatePolicy, ImageSpec
 from perfgate.context import RunContext
 from perfgate.errors import ConfigError, GitError, UsageError
 from perfgate.git import git
@@ -209,9 +209,7 @@ def plan_bisect(repo: Path, options: BisectOptions, current: Config, hardware: s
 
 def good_runs(gate: GatePolicy, repeats: int) -> int:
     """Runs of ``repeats`` samples that fill a window the rule in force can judge with (R4)."""
-    window = gate.baseline
-    runs = math.ceil(window.min_samples / repeats)
-    return runs if gate.policy is PolicyName.REFERENCE else max(runs, window.min_runs)
+    return gate.runs_to_fill(repeats)
 
 
 def _commit(repo: Path, ref: str, flag: str) -> str:

@@ -1,4 +1,4 @@
-"""Roll the CI image era (DESIGN.md R11): build and record a new era's image, then reseed.
+"""Roll the CI image era (docs/design.md R11): build and record a new era's image, then reseed.
 
 On a protected push the checkout's era key is looked up in the manifest on the baseline
 branch:

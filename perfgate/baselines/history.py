@@ -55,6 +55,11 @@ class Run:
         return tuple(s.value for s in self.samples)
 
     @property
+    def recorded(self) -> str:
+        """When the run was recorded (UTC ISO): its samples share one timestamp."""
+        return self.samples[0].timestamp
+
+    @property
     def key(self) -> WindowKey:
         """What a window for this run must match (R4)."""
         first = self.samples[0]

@@ -1,4 +1,4 @@
-"""Render GitHub workflows and composite actions from ``templates/`` (DESIGN.md R12, R13).
+"""Render GitHub workflows and composite actions from ``templates/`` (docs/design.md R12, R13).
 
 Every decision (which jobs, which branches, the bench matrix, the expressions
 GitHub evaluates) is made here, in Python context builders; the Jinja templates
@@ -478,9 +478,11 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
         "confirm": gate.confirm is not ConfirmMode.OFF,
         "gate_jobs": gate_jobs(),
         "report": {
+            # After every publish that ran: one that exits 2 because a bucket failed (R8)
+            # still landed the healthy samples the site draws.
             "condition": _quoted(
                 "!cancelled() && needs.config.outputs.run == 'true' && "
-                "needs.publish.result == 'success'"
+                "(needs.publish.result == 'success' || needs.publish.result == 'failure')"
             ),
             # Rendered as the action input's string, and decides whether a deploy job exists.
             "pages": "true" if site.config.report.pages else "false",
@@ -627,8 +629,8 @@ def qualify_workflow_context(site: Site) -> dict[str, Any]:
     }
 
 
-#: Conclusions of a perfgate run whose report is worth posting: it finished (blocking
-#: mode fails the run on BLOCK). A cancelled run was superseded; a skipped one judged nothing.
+#: Conclusions of a perfgate run whose report is worth posting: it finished (a BLOCK or a
+#: HARD_FAILURE fails the run, R8). A cancelled run was superseded; a skipped one judged nothing.
 REPORTED_CONCLUSIONS = ("success", "failure")
 
 

@@ -96,7 +96,7 @@ def terminate_as_interrupt() -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse, dispatch, and map every PerfgateError to its exit code (DESIGN.md R8)."""
+    """Parse, dispatch, and map every PerfgateError to its exit code (docs/design.md R8)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Handler = args.handler

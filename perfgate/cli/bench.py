@@ -12,6 +12,7 @@ import dataclasses
 import os
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,7 @@ from perfgate.config import Bucket, Config, ConfirmMode, load_config
 from perfgate.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
+    from perfgate.result import Result
     from perfgate.run.bench import BenchSettings, PlannedLaunch
 
 
@@ -52,8 +54,8 @@ def register(verbs: Verbs) -> None:
             "perfgate bench --dry-run --config examples/isaaclab/perfgate.yaml   # docker run",
         ),
         exits={
-            ExitCode.BLOCK: "judged locally, blocking mode: a regression",
-            ExitCode.HARD_FAILURE: "judged locally, blocking mode: a benchmark failed",
+            ExitCode.BLOCK: "judged locally: a regression (BLOCK)",
+            ExitCode.HARD_FAILURE: "a benchmark failed (HARD_FAILURE), judged or not",
             ExitCode.MALFUNCTION: EXIT_MEANINGS[ExitCode.MALFUNCTION],
         },
     )
@@ -286,7 +288,7 @@ def run(args: argparse.Namespace) -> int:
         print(bench_table(results), file=out)
         if args.json:
             print_json({"results": [r.to_json() for r in results], "verdict": None})
-        return ExitCode.OK
+        return _health_exit(results, config)
     from perfgate.baselines.publish import record_samples
     from perfgate.judge.gate import evaluate
     from perfgate.report.surfaces import write_report
@@ -300,9 +302,25 @@ def run(args: argparse.Namespace) -> int:
         if store is None:
             raise UsageError("--record needs a git repository to hold the baseline branch")
         record_samples(store, results, "local", "Record local baseline samples")
-    min_samples = config.gate.baseline.min_samples
-    for line in closing_lines(report, local_bench=not args.record, min_samples=min_samples):
+    for line in closing_lines(report, local_bench=not args.record, gate=config.gate):
         say(line)
     if args.json:
         print_json({"results": [r.to_json() for r in results], "verdict": report_json(report)})
     return report.exit_code
+
+
+def _health_exit(results: Sequence[Result], config: Config) -> int:
+    """Unjudged, a failed benchmark is still a HARD_FAILURE (R3): exit 2 unless always_pass."""
+    from perfgate.console import say
+    from perfgate.judge.gate import exit_code_for
+    from perfgate.judge.verdicts import Verdict
+
+    failed = [r.bucket.id for r in results if not r.health.healthy]
+    if not failed:
+        return ExitCode.OK
+    code = exit_code_for(Verdict.HARD_FAILURE, always_pass=config.gate.always_pass)
+    say(
+        f"exit {code}: {len(failed)} bucket(s) failed ({', '.join(failed)})"
+        + ("; gate.always_pass keeps the run green" if code == ExitCode.OK else "")
+    )
+    return code

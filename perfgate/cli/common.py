@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO, TypeAlias
 
-from perfgate.config import DEFAULT_CONFIG, Bucket, Config
+from perfgate.config import DEFAULT_CONFIG, Bucket, Config, GatePolicy
 from perfgate.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
@@ -33,11 +33,12 @@ class Parser(argparse.ArgumentParser):
         self.exit(ExitCode.USAGE, f"{self.prog}: error: {message}\n")
 
 
-# What each exit code means (DESIGN.md R8), for the verbs' --help.
+# What each exit code means (docs/design.md R8), for the verbs' --help. The exit code
+# tells the verdict in every gate.mode; gate.always_pass is the opt-in to exit 0.
 EXIT_MEANINGS = {
-    ExitCode.OK: "success (in advisory mode, whatever the verdict)",
-    ExitCode.BLOCK: "blocking mode: a regression (BLOCK)",
-    ExitCode.HARD_FAILURE: "blocking mode: a benchmark failed (HARD_FAILURE)",
+    ExitCode.OK: "success: PASS- or WARN-level (any verdict with gate.always_pass)",
+    ExitCode.BLOCK: "a regression (BLOCK)",
+    ExitCode.HARD_FAILURE: "a benchmark failed (HARD_FAILURE)",
     ExitCode.MALFUNCTION: "perfgate itself could not run (no artifacts, unreadable baseline, "
     "failed push)",
     ExitCode.USAGE: "bad perfgate.yaml or command line (the message names file, key and fix)",
@@ -177,22 +178,50 @@ def print_json(document: object) -> None:
     print(json.dumps(document, indent=2, allow_nan=False))
 
 
-def closing_lines(report: GateReport, *, local_bench: bool, min_samples: int) -> list[str]:
+def closing_lines(report: GateReport, *, local_bench: bool, gate: GatePolicy) -> list[str]:
     """What a person needs to read last: why the exit code is what it is, what to do next."""
     from perfgate.judge.gate import awaits_baseline
-    from perfgate.judge.verdicts import Verdict
 
     lines = []
-    waiting = [row.bucket.id for row in report.rows if awaits_baseline(row)]
+    waiting = [row.bucket for row in report.rows if awaits_baseline(row)]
     if waiting and local_bench:
+        runs = max(gate.runs_to_fill(bucket.repeats) for bucket in waiting)
         lines.append(
             f"no baseline yet for {len(waiting)} bucket(s) on this machine: record one with "
-            f"`nox -s bench -- --record` ({min_samples} recorded runs fill a window)"
+            f"`nox -s bench -- --record` ({runs} recorded runs fill a window: "
+            f"{gate.window_needs})"
         )
-    if report.mode.value == "advisory" and report.overall.level is not Verdict.PASS:
+    lines += exit_lines(report)
+    return lines
+
+
+def exit_lines(report: GateReport) -> list[str]:
+    """Why the exit code is what it is (R8), and what gate.mode does and does not change."""
+    from perfgate.judge.verdicts import Verdict
+
+    level = report.overall.level
+    if level is Verdict.PASS:
+        return []
+    if report.always_pass:
+        return [
+            f"exit 0 although the verdict is {report.overall.label}: gate.always_pass is set in "
+            "perfgate.yaml (without it BLOCK exits 1 and HARD_FAILURE 2)"
+        ]
+    if level is Verdict.WARN:
+        return [
+            f"exit 0: the verdict is {report.overall.label}, which never fails the run (only "
+            "BLOCK and HARD_FAILURE do)"
+        ]
+    what = (
+        "a confirmed regression"
+        if level is Verdict.BLOCK
+        else "a benchmark failed or did not report"
+    )
+    lines = [f"exit {report.exit_code}: {report.overall.label}, {what}"]
+    if report.mode.value == "advisory":
         lines.append(
-            f"advisory mode: exit 0; the verdict is {report.overall.label} "
-            "(gate.mode: blocking in perfgate.yaml makes a regression exit 1)"
+            "gate.mode is advisory: in CI this check fails too, but it stops no merge until "
+            "branch protection requires it (README: rolling out the gate)"
         )
     return lines
 

@@ -1,4 +1,5 @@
-"""Compare two runs bucket by bucket: two results directories, or two commits' baselines.
+"""Compare two runs bucket by bucket: two results directories, two commits' baselines, or
+two commits measured here, alternately (--measure).
 
 For each bucket both sides measured, it shows both figures, the ratio B/A, the change with
 its interval and whether B is significantly better, worse, the same, or unclear, judged
@@ -6,17 +7,28 @@ with the gate's own statistics (the calibrated rule's estimators, false-alarm ra
 minimum drop from perfgate.yaml). A side is a results directory (as `bench --out` writes)
 or, when no such directory exists, a commit whose samples are on the baseline branch
 (every sample of that commit on this hardware, of its most-sampled experiment).
+
+Two sets measured at different times also measured the machine in between: compare says
+when they do not overlap in time, and when their artifacts (admission control's records,
+the hardware) show that the machine moved, it makes no call and refuses
+--fail-on-regression. --measure takes A and B as commits ("." is the working tree) and
+measures them alternately on this machine (A B, B A, ...), as the bench's paired A/B does,
+so the machine's state is in both sides and the pairs' ratios carry the change alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfgate.cli.common import (
+    DEFAULT_WORK,
     Verbs,
     add_baseline_source,
     add_config,
@@ -26,6 +38,7 @@ from perfgate.cli.common import (
     baseline_is_local,
     human,
     print_json,
+    repo_top,
     selected,
 )
 from perfgate.config import PRIMARY, Bucket, Config, Direction, load_config
@@ -33,10 +46,16 @@ from perfgate.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from perfgate.baselines.store import BaselineStore
-    from perfgate.judge.compare import Comparison
+    from perfgate.judge.compare import Comparison, SetState
+    from perfgate.judge.stats import CalibratedPolicy
 
 MARKERS = {"better": "+ better", "worse": "- worse", "same": "= same", "unclear": "? unclear",
            "not comparable": "! not comparable"}  # fmt: skip
+#: Pairs --measure takes of each bucket by default: enough for the paired test to call a
+#: change of a few percent on a quiet machine (5 is the least that can make a call).
+DEFAULT_PAIRS = 6
+#: What --measure takes for the working tree, uncommitted changes included.
+WORKING_TREE = "."
 
 
 def register(verbs: Verbs) -> None:
@@ -44,22 +63,51 @@ def register(verbs: Verbs) -> None:
     compare = add_verb(
         verbs,
         "compare",
-        help="compare two runs bucket by bucket (results directories or baseline commits)",
+        help="compare two runs bucket by bucket (results directories, baseline commits, or "
+        "two commits measured alternately)",
         description=__doc__,
         handler=run,
         examples=(
-            "perfgate compare before/ after/",
+            "perfgate compare --measure main .                 # main against the working tree",
+            "perfgate compare .perfgate/before .perfgate/after",
             "perfgate compare 1a2b3c4 5d6e7f8 --fail-on-regression",
-            "perfgate compare .perfgate/results-main .perfgate/results --json",
         ),
-        exits={ExitCode.BLOCK: "with --fail-on-regression: some bucket is worse"},
+        exits={
+            ExitCode.BLOCK: "with --fail-on-regression: some bucket is worse",
+            ExitCode.USAGE: "bad arguments, or --fail-on-regression on sets between which "
+            "the machine moved",
+        },
     )
     compare.add_argument("a", metavar="A", help="the reference: a results directory or a commit")
-    compare.add_argument("b", metavar="B", help="the candidate: a results directory or a commit")
+    compare.add_argument(
+        "b",
+        metavar="B",
+        help="the candidate: a results directory or a commit ('.' with --measure: "
+        "the working tree)",
+    )
     add_config(compare)
     add_selection(compare, "compare")
     compare.add_argument("--hardware", metavar="SLUG", help="for commits (default: this machine's)")
     add_baseline_source(compare)
+    compare.add_argument(
+        "--measure",
+        action="store_true",
+        help="measure commits A and B here, alternately (A B, B A, ...), instead of reading "
+        "results",
+    )
+    compare.add_argument(
+        "--pairs",
+        type=int,
+        default=DEFAULT_PAIRS,
+        metavar="N",
+        help="with --measure: A/B pairs per bucket (default: %(default)s)",
+    )
+    compare.add_argument(
+        "--work-dir",
+        type=Path,
+        default=DEFAULT_WORK / "compare",
+        help="with --measure: worktrees, logs and caches (default: %(default)s)",
+    )
     compare.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 when any bucket is worse"
     )
@@ -73,19 +121,35 @@ class Side:
     label: str
     samples: dict[str, tuple[float, ...]]
     hardware: dict[str, str]
+    # What the side's artifacts say about the machine (None: no artifacts, e.g. a commit).
+    state: SetState | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Measured:
+    """Both sides measured alternately: per bucket id, its (A, B) pairs."""
+
+    a: str
+    b: str
+    pairs: dict[str, tuple[tuple[float, float], ...]]
+    hardware: str
+    notes: list[str] = field(default_factory=list)
 
 
 def _from_results(directory: Path, buckets: dict[str, Bucket]) -> Side:
+    from perfgate.judge.compare import SetState
     from perfgate.judge.gate import latest_per_bucket, load_results
 
     results = latest_per_bucket(load_results(directory).results)
-    samples, hardware = {}, {}
+    samples, hardware, used = {}, {}, []
     for bucket_id, result in results.items():
-        values = result.metric.sample_values()
+        # Samples admission control set aside are no measurement of the code (R5).
+        values = result.metric.sample_values(result.set_aside)
         if bucket_id in buckets and result.health.healthy and values:
             samples[bucket_id] = values
             hardware[bucket_id] = result.hardware.slug
-    return Side(label=str(directory), samples=samples, hardware=hardware)
+            used.append(result)
+    return Side(label=str(directory), samples=samples, hardware=hardware, state=SetState.of(used))
 
 
 def _from_commit(ref: str, store: BaselineStore, buckets: dict[str, Bucket], slug: str) -> Side:
@@ -127,7 +191,21 @@ def _side(text: str, args: argparse.Namespace, config: Config, buckets: dict[str
     return _from_commit(text, store, buckets, args.hardware or hardware.detect().slug)
 
 
-def _row(bucket: Bucket, a: Side, b: Side, found: Comparison) -> dict[str, Any]:
+def _policy(bucket: Bucket, config: Config, hardware: str) -> CalibratedPolicy:
+    """The calibrated rule's settings for the bucket (gate.policy: reference lends its minimum
+    drop and noise floor to it: compare always judges with the calibrated estimators)."""
+    from perfgate.judge.oracle import policy_for
+    from perfgate.judge.stats import CalibratedPolicy
+
+    policy = policy_for(bucket, config.gate, hardware)
+    if isinstance(policy, CalibratedPolicy):
+        return policy
+    return CalibratedPolicy(
+        min_drop_pct=policy.min_block_regression_pct, noise_floor_pct=policy.noise_floor_pct
+    )
+
+
+def _row(bucket: Bucket, found: Comparison, machines: Sequence[str]) -> dict[str, Any]:
     return {
         "bucket": bucket.id,
         "a": found.a,
@@ -139,57 +217,226 @@ def _row(bucket: Bucket, a: Side, b: Side, found: Comparison) -> dict[str, Any]:
         "interval_pct": list(found.interval_pct) if found.interval_pct else None,
         "change": found.change.value,
         "samples": list(found.samples),
-        "hardware": [a.hardware[bucket.id], b.hardware[bucket.id]],
+        "hardware": list(machines),
         "detail": found.detail,
     }
 
 
 def run(args: argparse.Namespace) -> int:
     """Compare two runs bucket by bucket; exit 1 on a regression with --fail-on-regression."""
-    from perfgate.console import format_figure, render_table, say
-    from perfgate.judge.compare import compare
-    from perfgate.judge.oracle import policy_for
-    from perfgate.judge.stats import CalibratedPolicy, effect_text
+    from perfgate.judge.compare import Change, compare, compare_pairs, machine_moved, time_apart
 
     config = load_config(args.config)
     buckets = {b.id: b for b in selected(config, args)}
-    a, b = _side(args.a, args, config, buckets), _side(args.b, args, config, buckets)
-    rows, table = [], []
-    for bucket_id, bucket in buckets.items():
-        if bucket_id not in a.samples or bucket_id not in b.samples:
-            continue
-        policy = policy_for(bucket, config.gate, b.hardware[bucket_id])
-        if not isinstance(policy, CalibratedPolicy):  # gate.policy: reference
-            policy = CalibratedPolicy(
-                min_drop_pct=policy.min_block_regression_pct, noise_floor_pct=policy.noise_floor_pct
+    found: list[tuple[Bucket, Comparison, tuple[str, str]]] = []
+    warnings: list[str] = []
+    moved: list[str] = []
+    if args.measure:
+        measured = _measure(args, config, buckets)
+        labels, only = (measured.a, measured.b), sorted(set(buckets) - set(measured.pairs))
+        warnings += measured.notes
+        for bucket_id, pairs in measured.pairs.items():
+            bucket = buckets[bucket_id]
+            direction, policy = (
+                Direction(bucket.metric.direction),
+                _policy(bucket, config, measured.hardware),
             )
-        found = compare(
-            a.samples[bucket_id], b.samples[bucket_id],
-            direction=Direction(bucket.metric.direction), policy=policy,
-        )  # fmt: skip
-        rows.append(_row(bucket, a, b, found))
-        machines = {a.hardware[bucket_id], b.hardware[bucket_id]}
-        table.append([
-            bucket_id, format_figure(found.a), format_figure(found.b), bucket.metric.unit,
-            "—" if found.ratio is None else f"{found.ratio:.3f}",
-            effect_text(found.change_pct, found.interval_pct),
-            MARKERS[found.change.value], " vs ".join(sorted(machines)),
-        ])  # fmt: skip
-    only = sorted((set(a.samples) ^ set(b.samples)) & set(buckets))
+            comparison = compare_pairs(pairs, direction=direction, policy=policy)
+            found.append((bucket, comparison, (measured.hardware, measured.hardware)))
+    else:
+        a, b = _side(args.a, args, config, buckets), _side(args.b, args, config, buckets)
+        labels = (a.label, b.label)
+        only = sorted((set(a.samples) ^ set(b.samples)) & set(buckets))
+        if a.state is not None and b.state is not None:
+            apart = time_apart(a.state, b.state)
+            warnings += [apart] if apart else []
+            moved = machine_moved(a.state, b.state)
+        for bucket_id, bucket in buckets.items():
+            if bucket_id not in a.samples or bucket_id not in b.samples:
+                continue
+            comparison = compare(
+                a.samples[bucket_id], b.samples[bucket_id],
+                direction=Direction(bucket.metric.direction),
+                policy=_policy(bucket, config, b.hardware[bucket_id]),
+            )  # fmt: skip
+            if moved and comparison.change in (Change.WORSE, Change.BETTER):
+                # The machine moved: the difference is the machine's as much as the code's.
+                comparison = replace(
+                    comparison,
+                    change=Change.UNCLEAR,
+                    detail=f"{comparison.detail}, but the machine moved between A and B",
+                )
+            found.append((bucket, comparison, (a.hardware[bucket_id], b.hardware[bucket_id])))
+    return _report(args, labels, found, only, warnings, moved)
+
+
+def _report(
+    args: argparse.Namespace,
+    labels: tuple[str, str],
+    found: Sequence[tuple[Bucket, Comparison, tuple[str, str]]],
+    only: Sequence[str],
+    warnings: Sequence[str],
+    moved: Sequence[str],
+) -> int:
+    """The table, what the reader must know about it, and the exit code."""
+    from perfgate.console import annotate, format_figure, render_table, say
+    from perfgate.judge.stats import effect_text
+
     out = human(args)
+    table = [
+        [
+            bucket.id, format_figure(c.a), format_figure(c.b), bucket.metric.unit,
+            "—" if c.ratio is None else f"{c.ratio:.3f}",
+            effect_text(c.change_pct, c.interval_pct),
+            MARKERS[c.change.value], " vs ".join(sorted(set(machines))),
+        ]
+        for bucket, c, machines in found
+    ]  # fmt: skip
+    how = "measured alternately here" if args.measure else "as recorded"
     headers = ["bucket", "A", "B", "unit", "B/A", "change", "", "hardware"]
-    print(f"A: {a.label}\nB: {b.label}\n\n{render_table(headers, table)}", file=out)
+    print(f"A: {labels[0]}\nB: {labels[1]}\n({how})\n\n{render_table(headers, table)}", file=out)
     for bucket_id in only:
         say(f"{bucket_id}: measured on one side only, not compared")
-    if not rows:
+    for warning in warnings:
+        annotate("warning", warning, stream=out)
+    if moved:
+        annotate(
+            "warning",
+            "the machine moved between A and B (" + "; ".join(moved) + "): no bucket is "
+            "called better or worse; measure both here, alternately: perfgate compare "
+            "--measure A_COMMIT B_COMMIT",
+            stream=out,
+        )
+    if not found:
         raise UsageError(
-            f"no bucket has healthy samples on both sides ({a.label}, {b.label}); check the "
-            "directories, the commits, or --bucket/--tag/--hardware"
+            f"no bucket has healthy samples on both sides ({labels[0]}, {labels[1]}); check "
+            "the directories, the commits, or --bucket/--tag/--hardware"
+        )
+    rows = [_row(bucket, c, machines) for bucket, c, machines in found]
+    if args.json:
+        print_json(
+            {"a": labels[0], "b": labels[1], "measured": bool(args.measure), "rows": rows,
+             "only_one_side": list(only), "warnings": list(warnings), "machine_moved": list(moved)}
+        )  # fmt: skip
+    if args.fail_on_regression and moved:
+        raise UsageError(
+            "refusing --fail-on-regression: the machine moved between A and B ("
+            + "; ".join(moved)
+            + "); measure both on one machine, alternately: perfgate compare --measure A B"
         )
     worse = [row["bucket"] for row in rows if row["change"] == "worse"]
-    if args.json:
-        print_json({"a": a.label, "b": b.label, "rows": rows, "only_one_side": only})
     if worse and args.fail_on_regression:
         say(f"worse: {', '.join(worse)}")
         return ExitCode.BLOCK
     return ExitCode.OK
+
+
+def _measure(args: argparse.Namespace, config: Config, buckets: dict[str, Bucket]) -> Measured:
+    """Commits A and B, checked out side by side, measured alternately bucket by bucket."""
+    from perfgate import context
+    from perfgate.console import say
+    from perfgate.result import PairedSide
+    from perfgate.run import hardware
+    from perfgate.run.admission import AdmissionControl
+    from perfgate.run.bench import BenchSettings, measure_alternately
+
+    if not 1 <= args.pairs <= 100:
+        raise UsageError(f"--pairs {args.pairs}: take between 1 and 100 pairs")
+    top = repo_top()
+    work = args.work_dir.resolve()
+    machine = hardware.detect()
+    base = BenchSettings(
+        checkout=Path.cwd(),
+        work_root=work,
+        out_dir=work / "results",
+        hardware=machine,
+        context=context.detect(os.environ, default_target=config.gate.target_branches[0]),
+        say=say,
+        admission=config.admission,
+    )
+    notes: list[str] = []
+    pairs: dict[str, tuple[tuple[float, float], ...]] = {}
+    with ExitStack() as stack:
+        sides = {
+            side: stack.enter_context(_checkout(top, ref, config, work / side.value))
+            for side, ref in ((PairedSide.BASE, args.a), (PairedSide.HEAD, args.b))
+        }
+        label = {side: found.label for side, found in sides.items()}
+        say(
+            f"{len(buckets)} bucket(s) on {machine.slug}: {args.pairs} pair(s) each, "
+            f"A ({label[PairedSide.BASE]}) and B ({label[PairedSide.HEAD]}) alternately"
+        )
+        for bucket_id, bucket in buckets.items():
+            own = {side: found.bucket(bucket_id) for side, found in sides.items()}
+            missing = [label[side] for side, b in own.items() if b is None]
+            if missing:
+                notes.append(f"{bucket_id}: not declared at {', '.join(missing)}; not compared")
+                continue
+            record = measure_alternately(
+                bucket,
+                {
+                    side: (b, replace(base, checkout=sides[side].checkout))
+                    for side, b in own.items()
+                    if b is not None
+                },
+                base_commit=sides[PairedSide.BASE].commit,
+                run_key=f"compare-{os.getpid()}",
+                control=AdmissionControl(config.admission, machine),
+                max_pairs=args.pairs,
+                budget_s=None,
+                wants_more=lambda record: True,
+            )
+            taken = record.pairs(PRIMARY)
+            ended = f" ({record.reason})" if record.reason else ""
+            say(f"{bucket_id}: {len(taken)} usable pair(s) of {args.pairs}{ended}")
+            if taken:
+                pairs[bucket_id] = tuple(taken)
+            else:
+                notes.append(f"{bucket_id}: no usable pair ({record.reason or 'see the logs'})")
+    return Measured(
+        a=label[PairedSide.BASE], b=label[PairedSide.HEAD], pairs=pairs, hardware=machine.slug,
+        notes=notes,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Checkout:
+    """One --measure side: where its tree is, which commit it is, and its own buckets."""
+
+    label: str
+    commit: str
+    checkout: Path
+    config: Config
+
+    def bucket(self, bucket_id: str) -> Bucket | None:
+        """The bucket as this side's perfgate.yaml declares it (its own benchmark)."""
+        return next((b for b in self.config.buckets if b.id == bucket_id), None)
+
+
+@contextmanager
+def _checkout(top: Path, ref: str, config: Config, root: Path) -> Iterator[_Checkout]:
+    """``ref`` in a throwaway worktree (removed on exit), or the working tree for '.'."""
+    from perfgate.baselines.reading import resolve
+    from perfgate.baselines.seed.replay import replay_checkout
+
+    if ref == WORKING_TREE:
+        head = resolve(top, "HEAD") or "working tree"
+        yield _Checkout(label="working tree", commit=head, checkout=Path.cwd(), config=config)
+        return
+    commit = resolve(top, ref)
+    if commit is None:
+        raise UsageError(f"--measure {ref!r}: no such commit here; fetch it or check the name")
+    try:
+        relative = config.path.resolve().relative_to(top)
+    except ValueError:
+        relative = None  # a config outside the repository: both sides use it
+    with replay_checkout(top, commit, root) as tree:
+        own = tree / relative if relative is not None else None
+        side_config = load_config(own) if own is not None and own.is_file() else config
+        where = Path.cwd().resolve().relative_to(top)
+        yield _Checkout(
+            label=f"{ref} ({commit[:12]})" if ref != commit else commit[:12],
+            commit=commit,
+            checkout=tree / where,
+            config=side_config,
+        )

@@ -110,8 +110,7 @@ def run(args: argparse.Namespace) -> int:
         )
         if published is not None:
             say_published(published, run.head_sha or "", run.pr_number)
-    min_samples = config.gate.baseline.min_samples
-    for line in closing_lines(report, local_bench=False, min_samples=min_samples):
+    for line in closing_lines(report, local_bench=False, gate=config.gate):
         say(line)
     if args.json:
         print_json(report_json(report))

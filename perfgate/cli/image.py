@@ -1,4 +1,4 @@
-"""Choose the CI image for this run, or record an image era (DESIGN.md R11).
+"""Choose the CI image for this run, or record an image era (docs/design.md R11).
 
 The era key hashes the declared container inputs of the checkout. A manifest on the
 baseline branch maps eras to immutable images; a miss falls back to the target branch's

@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     if refused:
         # A failed run is never a baseline; the exit code says so as the gate's would (R8).
         say(f"{refused} unhealthy or unreadable result(s) were not published")
-        return exit_code_for(Verdict.HARD_FAILURE, config.gate.mode)
+        return exit_code_for(Verdict.HARD_FAILURE, always_pass=config.gate.always_pass)
     return ExitCode.OK
 
 

@@ -167,22 +167,32 @@ def plan_table(plan: SeedPlan) -> str:
             e.bucket.id,
             str(len(e.indices)),
             str(len(e.present)),
+            str(e.stored),
             str(len(e.missing)),
             f"{e.bucket.timeout_minutes:g}m",
         ]
         for e in plan.entries
     ]
     table = render_table(
-        ["commit", "target", "bucket", "samples", "present", "to run", "timeout"], rows
+        ["commit", "target", "bucket", "samples", "present", "stored", "to run", "timeout"], rows
     )
     plain, retried = runner_minutes(plan.entries)
     commits = len({(e.target.commit, e.target.target_branch) for e in plan.entries})
-    return (
-        f"{table}\n\n{commits} commit(s), {len(plan.entries)} bucket run(s), {plan.runs} sample "
-        f"run(s) on {plan.hardware} ({plan.present} already present).\n"
+    lines = [
+        f"{table}\n",
+        f"{commits} commit(s), {len(plan.entries)} bucket run(s), {plan.runs} sample "
+        f"run(s) on {plan.hardware} ({plan.present} already present).",
         f"Runner time: at most {format_minutes(plain)} by the buckets' timeouts "
-        f"({format_minutes(retried)} if every run needed its retries)."
-    )
+        f"({format_minutes(retried)} if every run needed its retries).",
+    ]
+    if plan.stored > plan.present:
+        lines.append(
+            f"present: this seed's own samples (seed key {plan.seed_key}), which a replay "
+            f"skips; stored: every sample of the experiment at that commit ({plan.stored}, "
+            "e.g. from `bench --record` or a push), which windows read but a seed does not "
+            "count as its own"
+        )
+    return "\n".join(lines)
 
 
 def records_table(records: Sequence[SeedRecord]) -> str:

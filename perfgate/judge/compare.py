@@ -7,6 +7,11 @@ calibrated rule of ``judge.stats`` uses: a robust, sigma-consistent scale pooled
 sides, Huber locations, a Student-t threshold at the configured false-alarm rate, a
 Mann-Whitney rank test that must agree, the minimum drop, and the noise a whole run shares
 (each side is a run of its own, on its own machine state). Too few samples say so.
+
+Two sides measured alternately on one machine (``compare --measure``) are pairs instead,
+judged by the paired test on their ratios (``compare_pairs``). Two result sets measured
+apart carry what their machine was like (``SetState``): ``time_apart`` says when they do
+not overlap, ``machine_moved`` what their admission records and hardware show changed.
 """
 
 from __future__ import annotations
@@ -29,11 +34,15 @@ from perfgate.judge.stats import (
     t_isf,
     to_g,
 )
+from perfgate.result import AdmissionStatus, Result
 
 #: Fewer samples a side cannot make a call: the rank test the gate requires cannot reach
 #: its rate (C(10, 5) = 252 orderings is the least that can) and the noise estimate has
 #: almost no degrees of freedom, so an interval would only say "anything".
 MIN_SIDE_SAMPLES = 5
+#: Fewer interleaved pairs cannot make a call: the paired test's degrees of freedom are
+#: pairs - 1, and its threshold at the false-alarm rate is out of reach below this.
+MIN_PAIRS = 5
 
 
 class Change(StrEnum):
@@ -123,16 +132,165 @@ def _compare(
     u_crit = mwu_critical(len(gb), len(ga), policy.rank_rate)
     u_up = mann_whitney_u(sorted(ga), gb)
     u_down = len(ga) * len(gb) - u_up
-    drop = math.log1p(policy.min_drop_pct / 100.0)
-    if t <= -t_crit and u_up <= u_crit and -delta >= drop:
-        call, why = Change.WORSE, f"worse beyond noise (t {t:.1f} past -{t_crit:.1f})"
-    elif t >= t_crit and u_down <= u_crit and delta >= drop:
-        call, why = Change.BETTER, f"better beyond noise (t {t:.1f} past {t_crit:.1f})"
-    elif abs(delta) + half < drop:
-        call, why = Change.SAME, f"any change is under the {policy.min_drop_pct:g}% minimum"
-    else:
-        call, why = Change.UNCLEAR, f"cannot tell at this noise (t {t:.1f}, needs {t_crit:.1f})"
+    call, why = _call(
+        t, t_crit, delta, half, policy, worse_ranks=u_up <= u_crit, better_ranks=u_down <= u_crit
+    )
     return Comparison(
         a=a_mid, b=b_mid, ratio=ratio, change_pct=change_pct, interval_pct=(low, high),
         change=call, samples=samples, detail=why,
     )  # fmt: skip
+
+
+def compare_pairs(
+    pairs: Sequence[tuple[float, float]], *, direction: Direction, policy: CalibratedPolicy
+) -> Comparison:
+    """B against A measured alternately on one machine (``compare --measure``).
+
+    Each pair ran A and B back to back, so the machine's state that day is in both and its
+    ratio carries the change alone: the paired test of ``judge.paired`` on the log ratios,
+    two-sided at the configured false-alarm rate, with the same minimum drop and noise floor.
+    """
+    if any(not (math.isfinite(v) and v > 0) for pair in pairs for v in pair):
+        raise ValueError("both sides need finite, positive samples")
+    a = [x for x, _ in pairs]
+    b = [y for _, y in pairs]
+    n = len(pairs)
+    a_mid, b_mid = statistics.median(a), statistics.median(b)
+    ratio = b_mid / a_mid
+    if n < MIN_PAIRS:
+        return Comparison(
+            a=a_mid, b=b_mid, ratio=ratio, change_pct=(ratio - 1.0) * 100.0, interval_pct=None,
+            change=Change.UNCLEAR, samples=(n, n),
+            detail=f"{n} pair(s); at least {MIN_PAIRS} are needed to tell (--pairs)",
+        )  # fmt: skip
+    diffs = [to_g(y, direction) - to_g(x, direction) for x, y in pairs]
+    delta = math.fsum(diffs) / n
+    # One pair's ratio has the noise of two samples: the per-sample floor, sqrt(2) times.
+    floor = math.sqrt(2.0) * math.log1p(policy.noise_floor_pct / 100.0)
+    se = max(statistics.stdev(diffs), floor) / math.sqrt(n)
+    change_pct = pct_of_g(delta, direction)
+    if se <= 0.0:
+        return Comparison(
+            a=a_mid, b=b_mid, ratio=ratio, change_pct=change_pct, interval_pct=None,
+            change=Change.UNCLEAR, samples=(n, n), detail="no spread to judge against",
+        )  # fmt: skip
+    nu = float(n - 1)
+    half = t_isf((1.0 - policy.confidence) / 2.0, nu) * se
+    low, high = sorted((pct_of_g(delta - half, direction), pct_of_g(delta + half, direction)))
+    t_crit = t_isf(policy.false_alarm_rate / 2.0, nu)
+    t = delta / se
+    call, why = _call(t, t_crit, delta, half, policy)
+    return Comparison(
+        a=a_mid, b=b_mid, ratio=ratio, change_pct=change_pct, interval_pct=(low, high),
+        change=call, samples=(n, n), detail=f"{n} interleaved pairs; {why}",
+    )  # fmt: skip
+
+
+def _call(
+    t: float,
+    t_crit: float,
+    delta: float,
+    half: float,
+    policy: CalibratedPolicy,
+    *,
+    worse_ranks: bool = True,
+    better_ranks: bool = True,
+) -> tuple[Change, str]:
+    """Better, worse, the same or unclear: significant past ``t_crit``, with the rank test
+    agreeing where there is one, and at least the minimum change; or an interval inside
+    the minimum."""
+    drop = math.log1p(policy.min_drop_pct / 100.0)
+    if t <= -t_crit and worse_ranks and -delta >= drop:
+        return Change.WORSE, f"worse beyond noise (t {t:.1f} past -{t_crit:.1f})"
+    if t >= t_crit and better_ranks and delta >= drop:
+        return Change.BETTER, f"better beyond noise (t {t:.1f} past {t_crit:.1f})"
+    if abs(delta) + half < drop:
+        return Change.SAME, f"any change is under the {policy.min_drop_pct:g}% minimum"
+    return Change.UNCLEAR, f"cannot tell at this noise (t {t:.1f}, needs {t_crit:.1f})"
+
+
+#: The CPU load (1-minute average per CPU, before each sample) two result sets may differ
+#: by before the machine is said to have moved: half a CPU busy with other work is enough
+#: to move a CPU benchmark's figure by far more than a gate's minimum drop.
+LOAD_MOVED_PER_CPU = 0.5
+#: Admission statuses of a sample taken on an unfit machine (set aside, or only flagged).
+UNFIT = frozenset({AdmissionStatus.CONTAMINATED, AdmissionStatus.FLAGGED})
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetState:
+    """What one result set's artifacts say about when and on what machine it ran."""
+
+    started: str | None  # UTC ISO times of its first start and last finish
+    finished: str | None
+    machines: frozenset[str]  # hardware fingerprints (Hardware.describe)
+    governors: frozenset[str]  # CPU frequency governors admission control read
+    load_per_cpu: float | None  # median 1-minute load per CPU before its samples
+    unfit: int  # samples admission control found taken on an unfit machine
+
+    @classmethod
+    def of(cls, results: Sequence[Result]) -> SetState:
+        """The state of a set from its artifacts (admission records, timings, hardware)."""
+        records = [record for result in results for record in result.admission]
+        loads = [
+            state.load_1m / state.cpus
+            for record in records
+            if (state := record.before) is not None and state.load_1m is not None and state.cpus
+        ]
+        return cls(
+            started=min((r.timings.started_at for r in results), default=None),
+            finished=max((r.timings.finished_at for r in results), default=None),
+            machines=frozenset(r.hardware.describe() for r in results),
+            governors=frozenset(
+                g for record in records if record.before for g in record.before.governors or ()
+            ),
+            load_per_cpu=statistics.median(loads) if loads else None,
+            unfit=sum(1 for record in records if record.status in UNFIT),
+        )
+
+
+def time_apart(a: SetState, b: SetState) -> str | None:
+    """'A and B were measured at different times …' when their runs do not overlap."""
+    if None in (a.started, a.finished, b.started, b.finished):
+        return None
+    assert a.started and a.finished and b.started and b.finished
+    if a.started <= b.finished and b.started <= a.finished:
+        return None
+    return (
+        f"A ({_clock(a.started)} to {_clock(a.finished)}) and B ({_clock(b.started)} to "
+        f"{_clock(b.finished)}) were measured at different times: whatever changed on the "
+        "machine between them reads as a change of the code"
+    )
+
+
+def machine_moved(a: SetState, b: SetState) -> list[str]:
+    """What the artifacts show changed on the machine between A and B (empty: nothing)."""
+    moved = []
+    if a.machines and b.machines and a.machines != b.machines:
+        moved.append(
+            f"different machines: {', '.join(sorted(a.machines))} vs "
+            f"{', '.join(sorted(b.machines))}"
+        )
+    if a.governors and b.governors and a.governors != b.governors:
+        moved.append(
+            f"CPU governor {'/'.join(sorted(a.governors))} vs {'/'.join(sorted(b.governors))}"
+        )
+    if (
+        a.load_per_cpu is not None
+        and b.load_per_cpu is not None
+        and abs(a.load_per_cpu - b.load_per_cpu) >= LOAD_MOVED_PER_CPU
+    ):
+        moved.append(
+            f"CPU load {a.load_per_cpu:.2f} vs {b.load_per_cpu:.2f} per CPU before the samples"
+        )
+    if a.unfit or b.unfit:
+        moved.append(
+            f"admission control found {a.unfit} (A) and {b.unfit} (B) sample(s) taken on an "
+            "unfit machine"
+        )
+    return moved
+
+
+def _clock(iso: str) -> str:
+    """``2026-12-01 16:25`` from a UTC ISO time."""
+    return iso[:16].replace("T", " ")

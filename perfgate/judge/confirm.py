@@ -160,14 +160,19 @@ class WindowConfirmer:
                 yield BaseCheckout(commit=commit, checkout=worktree / where, bucket=found)
 
     def wants_more(self, bucket: Bucket, result: Result, paired: PairedRecord) -> bool:
-        """After each pair: does the paired test of any gating metric need another one?"""
+        """After each pair: is the paired test of any gating metric still undecided?
+
+        Undecided, not "may take another": at the last pair allowed the test is still
+        undecided, and the bench then reports the limit, never a settled comparison.
+        """
         hardware = result.hardware.slug
         return any(
             paired_decide(
                 paired.pairs(metric.name),
                 direction=result.all_metrics[metric.name].direction,
                 policy=paired_policy_for(bucket, self.config.gate, hardware, metric),
-            ).need_more
+            ).reason
+            is Reason.PAIRED_UNRESOLVED
             for metric in bucket.all_metrics
             if metric.gates and metric.name in result.all_metrics
         )

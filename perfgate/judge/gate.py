@@ -91,6 +91,7 @@ class Coverage:
 class GateReport:
     """The whole verdict of one gate run."""
 
+    # The rollout stage (advisory: not yet a required check); the exit code ignores it.
     mode: Mode
     rows: tuple[Row, ...]
     coverage: Coverage
@@ -99,6 +100,8 @@ class GateReport:
     description: str
     exit_code: int
     min_samples: int
+    # gate.always_pass: the exit code is 0 whatever the verdict (R8's explicit opt-in).
+    always_pass: bool = False
     max_samples: int = 20
     # The rule every bucket was judged with (gate.policy) and the settings a reader needs
     # to read its verdicts: the false-alarm rate, the minimum drop, the window's runs.
@@ -274,9 +277,9 @@ def _headlines(rows: Sequence[Row], coverage: Coverage) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def exit_code_for(overall: Verdict, mode: Mode) -> int:
-    """R8: advisory exits 0; blocking exits 1 on BLOCK and 2 on HARD_FAILURE."""
-    if mode is Mode.ADVISORY:
+def exit_code_for(overall: Verdict, *, always_pass: bool) -> int:
+    """R8: BLOCK exits 1 and HARD_FAILURE 2 in every mode, unless ``gate.always_pass``."""
+    if always_pass:
         return ExitCode.OK
     if overall is Verdict.HARD_FAILURE:
         return ExitCode.HARD_FAILURE
@@ -448,7 +451,8 @@ def build_report(
         overall=overall,
         headlines=_headlines(rows, coverage),
         description=_description(rows, coverage),
-        exit_code=exit_code_for(overall, policy.mode),
+        exit_code=exit_code_for(overall, always_pass=policy.always_pass),
+        always_pass=policy.always_pass,
         min_samples=policy.baseline.min_samples,
         max_samples=policy.baseline.max_samples,
         policy=policy.policy,

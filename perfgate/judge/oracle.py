@@ -25,6 +25,7 @@ from perfgate.config import (
     Metric,
     PolicyName,
 )
+from perfgate.console import failure_cause
 from perfgate.judge.paired import PairedDecision, PairedPolicy, paired_decide
 from perfgate.judge.stats import (
     CalibratedPolicy,
@@ -258,8 +259,9 @@ def _health_signals(result: Result) -> list[Signal]:
             Signal(
                 reason=Reason.UNHEALTHY_RUN,
                 verdict=Verdict.HARD_FAILURE,
-                detail=f"unhealthy run (exit={health.exit_code}, phase={phase})"
-                + (f": {health.error}" if health.error else ""),
+                # The cause: a crash's own last words before what it left missing.
+                detail=f"unhealthy run (exit={health.exit_code}, phase={phase}): "
+                f"{failure_cause(result)}",
             )
         )
     elif health.error:

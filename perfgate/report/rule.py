@@ -75,10 +75,7 @@ class TrendRule:
     @property
     def window_needs(self) -> str:
         """What a window must hold before the rule judges with it (R4), in words."""
-        window = self.gate.baseline
-        if self.gate.policy is PolicyName.REFERENCE:
-            return f"{window.min_samples} samples"
-        return f"{window.min_samples} samples in {window.min_runs} runs"
+        return self.gate.window_needs
 
 
 @dataclass(frozen=True, kw_only=True)

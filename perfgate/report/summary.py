@@ -299,12 +299,20 @@ def summary_from_verdict(data: Mapping[str, Any], trend_url: str | None = None) 
     counts = " · ".join(t for t in tallies if t)
     if missing:
         counts += f" · ❔ {len(missing)} did not report ({', '.join(md_text(b) for b in missing)})"
-    if data.get("mode") == Mode.BLOCKING.value:
-        mode = "**Blocking mode:** a regression exits 1 and a failed benchmark exits 2."
+    if data.get("always_pass") is True:
+        mode = (
+            "**Always green (`gate.always_pass`):** the job exits 0 whatever the verdict; the "
+            "commit status and this report carry it."
+        )
+    elif data.get("mode") == Mode.BLOCKING.value:
+        mode = (
+            "**Required check:** a regression exits 1 and a failed benchmark exits 2, and "
+            "branch protection requires this check."
+        )
     else:
         mode = (
-            "**Advisory mode:** the job's exit code does not fail on a regression or a failed "
-            "benchmark; the commit status and this report carry the verdict."
+            "**Advisory rollout:** a regression exits 1 and a failed benchmark exits 2, but "
+            "this check is not yet required in branch protection, so it stops no merge."
         )
     lines = ["## perfgate results", "", "### Overall result", ""]
     lines += [f"**{md_text(headline)}**  " for headline in _texts(data.get("headlines"))]

@@ -1,17 +1,36 @@
-"""The verdict table for a terminal."""
+"""The verdict table for a terminal: one short line per bucket, the reasons in full below it."""
 
 from __future__ import annotations
 
+import shutil
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from perfgate.console import format_figure, render_table
-from perfgate.judge.gate import GateReport
+from perfgate.judge.gate import GateReport, Row
+from perfgate.judge.oracle import Signal
 from perfgate.judge.verdicts import Verdict
 from perfgate.report.summary import change_cell, confirmation_text, paired_text
 from perfgate.report.verdict import report_json
 
+HEADERS = ("bucket", "verdict", "figure", "baseline", "change (95 % interval)", "samples",
+           "confirmed by", "why")  # fmt: skip
+#: Columns a narrow terminal cuts, in this order, each as far as its minimum: the reason
+#: codes after the first, the change's interval, the confirmation's count, the bucket id.
+#: The explanation under the table carries what was cut; figures and verdicts never are.
+SHRINKABLE = ((7, 19), (4, 8), (6, 7), (0, 12))
+#: A terminal narrower than this gets lines this wide (nothing readable fits in less).
+MIN_WIDTH = 60
 
-def terminal_table(report: GateReport) -> str:
-    """The verdict table for a terminal: figure, baseline, change with its interval, samples."""
-    rows = []
+
+def terminal_table(report: GateReport, width: int | None = None) -> str:
+    """The verdict table within ``width`` columns (the terminal's by default): figure,
+    baseline, change with its interval, samples, how it was confirmed and the reason codes;
+    then the full reasons of every bucket that is not a plain PASS, then the verdict."""
+    width = max(MIN_WIDTH, width or shutil.get_terminal_size(fallback=(100, 24)).columns)
+    rows: list[list[str]] = []
+    explained: dict[str, list[str]] = {}
     data = report_json(report)["rows"]
     for row, row_data in zip(report.rows, data, strict=True):
         judgement = row.judgement
@@ -24,10 +43,14 @@ def terminal_table(report: GateReport) -> str:
                 format_figure(decision.baseline if decision else None),
                 change_cell(row),
                 f"{decision.samples} / {decision.window_samples}" if decision else "0",
-                confirmation_text(row_data, escape=str) or "-",
-                "; ".join(row.details),
+                _method(row_data.get("confirmation")),
+                _codes(judgement.signals if judgement else None, row.reasons),
             ]
         )
+        _explain(
+            explained, row.bucket.id, row.verdict, change_cell(row), _why(row),
+            confirmation_text(row_data),
+        )  # fmt: skip
         # A line of its own for each further metric that is not a plain pass (as the summary).
         metrics = {m["name"]: m for m in row_data["metrics"]}
         for metric in judgement.metrics[1:] if judgement else ():
@@ -35,22 +58,122 @@ def terminal_table(report: GateReport) -> str:
                 continue
             judged = metric.decision
             entry = metrics[metric.name]
+            label = f"{row.bucket.id} · {metric.name}"
             rows.append(
                 [
-                    f"{row.bucket.id} · {metric.name}",
+                    f"  · {metric.name}",  # under its bucket's line
                     metric.verdict.label + ("" if metric.gates else " (report only)"),
                     format_figure(metric.value),
                     format_figure(judged.baseline if judged else None),
                     (judged.effect_text() if judged else "") or "—",
                     f"{judged.samples} / {judged.window_samples}" if judged else "0",
-                    paired_text(entry.get("paired"), entry) or "-",
-                    "; ".join(signal.detail for signal in metric.signals),
+                    "paired" if entry.get("paired") else "-",
+                    _codes(metric.signals, ()),
                 ]
             )
-    table = render_table(
-        ["bucket", "verdict", "figure", "baseline", "change (95 % interval)", "samples",
-         "confirmed by", "why"],
-        rows,
-    )  # fmt: skip
-    headline = "\n".join(report.headlines)
-    return f"{table}\n\n{headline}\n{report.overall.label}: {report.description}"
+            why = "; ".join(signal.detail for signal in metric.signals)
+            _explain(
+                explained, label, metric.verdict, (judged.effect_text() if judged else "") or "—",
+                why, paired_text(entry.get("paired"), entry),
+            )  # fmt: skip
+    header, *cells = fit(rows, HEADERS, width)
+    table = render_table(header, cells)
+    lines = [table, ""]
+    if explained:
+        lines.append("why:")
+        for text, names in explained.items():
+            lines += textwrap.wrap(
+                f"{', '.join(names)}: {text}",
+                width=width,
+                initial_indent="  ",
+                subsequent_indent="      ",
+                break_on_hyphens=False,
+            )
+        lines.append("")
+    for closing in (*report.headlines, f"{report.overall.label}: {report.description}"):
+        lines += textwrap.wrap(closing, width=width, subsequent_indent="  ") or [""]
+    return "\n".join(lines)
+
+
+def _method(confirmation: object) -> str:
+    """How the verdict was reached, in a word or two: window, repeats (6), paired (16)."""
+    if not isinstance(confirmation, Mapping):
+        return "-"
+    method = confirmation.get("method")
+    if method == "paired":
+        pairs = _mapping(confirmation.get("paired")).get("pairs")
+        return f"paired ({pairs})" if isinstance(pairs, int) else "paired"
+    if method == "repeats":
+        return f"repeats ({confirmation.get('samples')})"
+    return str(method or "-")
+
+
+def _codes(signals: Sequence[Signal] | None, fallback: Sequence[str]) -> str:
+    """Reason codes, the ones that set the verdict first: INSUFFICIENT_WINDOW, MULTIMODAL."""
+    if not signals:
+        return ", ".join(fallback)
+    ranked = sorted(signals, key=lambda signal: -signal.verdict.severity)
+    return ", ".join(dict.fromkeys(signal.reason.value for signal in ranked))
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _why(row: Row) -> str:
+    """A row's reasons in full; a failed run also says why it was not retried."""
+    text = "; ".join(row.details)
+    retry = row.result.health.not_retried if row.result else None
+    return f"{text}; {retry}" if retry else text
+
+
+def _explain(
+    explained: dict[str, list[str]],
+    name: str,
+    verdict: Verdict,
+    change: str,
+    why: str,
+    how: str,
+) -> None:
+    """Keep ``name``'s explanation (its change with the interval a narrow table cuts, its
+    reasons, how it was confirmed) unless it is a plain PASS; identical ones share a line."""
+    if verdict is Verdict.PASS and not how.startswith("paired"):
+        return
+    text = verdict.label + (f" {change}" if change != "—" else "") + f": {why}"
+    if how and how != "window only":
+        text += f" [confirmed by {how}]"
+    explained.setdefault(text, []).append(name)
+
+
+def fit(rows: Sequence[Sequence[str]], headers: Sequence[str], width: int) -> list[list[str]]:
+    """The header and cells cut so each line of the table fits in ``width`` (header first)."""
+    full = [list(headers), *(list(row) for row in rows)]
+    table = [list(row) for row in full]
+
+    def excess() -> int:
+        widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
+        return sum(widths) + 2 * (len(widths) - 1) - width
+
+    def cut(column: int, target: int) -> None:
+        for row, whole in zip(table, full, strict=True):
+            row[column] = _cut(whole[column], target)
+
+    for column, low in SHRINKABLE:
+        if (over := excess()) > 0:
+            cut(column, max(low, max(len(row[column]) for row in table) - over))
+    # A later cut may have freed more than it had to: the earlier columns take it back.
+    for column, _ in SHRINKABLE:
+        if (spare := -excess()) > 0:
+            cut(column, max(len(row[column]) for row in table) + spare)
+    return table
+
+
+def _cut(cell: str, width: int) -> str:
+    """``cell`` in ``width`` characters: without its bracketed tail (an interval, a count) or
+    its later list items when that is enough, else cut with an ellipsis."""
+    if len(cell) <= width:
+        return cell
+    for shorter in (cell.split(" (", 1)[0], cell.split(", ", 1)[0] + ", …"):
+        if len(shorter) <= width:
+            return shorter
+    return cell[: width - 1].rstrip() + "…"

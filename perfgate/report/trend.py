@@ -123,8 +123,8 @@ def _round(value: float | None) -> float | None:
 
 
 def _when(date: str) -> str:
-    """``2024-05-01 14:03`` from an ISO date (what the hover shows)."""
-    return date[:16].replace("T", " ")
+    """``2024-05-01 14:03:07`` from an ISO date: seconds, for runs recorded minutes apart."""
+    return date[:19].replace("T", " ")
 
 
 def plotly_text(text: str) -> str:
@@ -137,12 +137,17 @@ def plotly_text(text: str) -> str:
 
 
 def chart_figure(series: Series, judged: Sequence[JudgedRun]) -> dict[str, Any]:
-    """Samples by runner, the run figures, the judged lines as bands and the level shifts."""
+    """Samples by runner, the run figures, the judged lines as bands and the level shifts.
+
+    Runs are placed one after the other, oldest first (by commit on the target branch,
+    then by when they were recorded), so runs that share a commit (local baselines, a
+    rerun) stand side by side instead of on one vertical stripe.
+    """
     unit = plotly_text(series.unit)
     data: list[dict[str, Any]] = []
     banded = [j for j in judged if j.baseline is not None]
     if banded:
-        xs = [j.run.commit.position for j in judged]
+        xs = list(range(len(judged)))
 
         def line(values: list[float | None], name: str, colour: str, **style: Any) -> None:
             data.append(
@@ -168,7 +173,8 @@ def chart_figure(series: Series, judged: Sequence[JudgedRun]) -> dict[str, Any]:
              fill="tonexty", fillcolor="rgba(44,160,44,0.12)")  # fmt: skip
     runners = sorted({j.run.runner for j in judged})
     for colour, runner in zip(_colours(len(runners)), runners, strict=True):
-        points = [(j, s) for j in judged if j.run.runner == runner for s in j.run.samples]
+        points = [(x, j, s) for x, j in enumerate(judged) if j.run.runner == runner
+                  for s in j.run.samples]  # fmt: skip
         shown = plotly_text(runner)
         data.append(
             {
@@ -176,30 +182,32 @@ def chart_figure(series: Series, judged: Sequence[JudgedRun]) -> dict[str, Any]:
                 "mode": "markers",
                 "name": shown,
                 "meta": "samples",
-                "x": [j.run.commit.position for j, _ in points],
-                "y": [_round(s.value) for _, s in points],
+                "x": [x for x, _, _ in points],
+                "y": [_round(s.value) for _, _, s in points],
                 "customdata": [
-                    [j.run.commit.short, _when(j.run.commit.date), s.sample_index or 0]
-                    for j, s in points
+                    [j.run.commit.short, _when(j.run.recorded), s.sample_index or 0]
+                    for _, j, s in points
                 ],
                 "marker": {"color": colour, "size": 6, "opacity": 0.8},
-                "hovertemplate": "%{customdata[0]} · %{customdata[1]}<br>"
+                "hovertemplate": "%{customdata[0]} · recorded %{customdata[1]}<br>"
                 f"%{{y:.4s}} {unit} (sample %{{customdata[2]}})<br>{shown}<extra></extra>",
             }
         )
-    flagged = [j for j in judged if j.verdict != "PASS" and j.baseline is not None]
-    for verdict in sorted({j.verdict for j in flagged}):
-        chosen = [j for j in flagged if j.verdict == verdict]
+    flagged = [
+        (x, j) for x, j in enumerate(judged) if j.verdict != "PASS" and j.baseline is not None
+    ]
+    for verdict in sorted({j.verdict for _, j in flagged}):
+        chosen = [(x, j) for x, j in flagged if j.verdict == verdict]
         data.append(
             {
                 "type": "scatter",
                 "mode": "markers",
                 "name": f"judged {verdict}",
-                "x": [j.run.commit.position for j in chosen],
-                "y": [_round(j.figure) for j in chosen],
+                "x": [x for x, _ in chosen],
+                "y": [_round(j.figure) for _, j in chosen],
                 "customdata": [
                     [j.run.commit.short, plotly_text(j.change_text), plotly_text(j.detail)]
-                    for j in chosen
+                    for _, j in chosen
                 ],
                 "marker": {
                     "symbol": "circle-open",
@@ -212,7 +220,9 @@ def chart_figure(series: Series, judged: Sequence[JudgedRun]) -> dict[str, Any]:
             }
         )
     shifts = sorted({j.shift_commit for j in judged if j.shift_commit})
-    where = {j.run.commit.sha: j.run.commit.position for j in judged}
+    where: dict[str, int] = {}
+    for x, j in enumerate(judged):
+        where.setdefault(j.run.commit.sha, x)  # a shift lands at its commit's first run
     ticks = _ticks(judged)
     return {
         "data": data,
@@ -222,7 +232,10 @@ def chart_figure(series: Series, judged: Sequence[JudgedRun]) -> dict[str, Any]:
             "hovermode": "closest",
             "legend": {"orientation": "h", "y": -0.2},
             "xaxis": {
-                "title": {"text": "commit (target branch, oldest first)"},
+                "title": {
+                    "text": "run (oldest first: by commit on the target branch, "
+                    "then by when it was recorded)"
+                },
                 "tickvals": [t[0] for t in ticks],
                 "ticktext": [t[1] for t in ticks],
                 "zeroline": False,
@@ -266,12 +279,21 @@ def _colours(count: int) -> list[str]:
 
 
 def _ticks(judged: Sequence[JudgedRun], most: int = 8) -> list[tuple[int, str]]:
-    """At most ``most`` evenly spread commits, labelled with their short SHA."""
-    commits = sorted({j.run.commit.position: j.run.commit.short for j in judged}.items())
-    if len(commits) <= most:
-        return commits
-    step = (len(commits) - 1) / (most - 1)
-    return [commits[round(i * step)] for i in range(most)]
+    """At most ``most`` evenly spread runs, labelled with their commit's short SHA, and
+    with when they were recorded where several runs share a commit."""
+    shared = Counter(j.run.commit.sha for j in judged)
+    runs = [
+        (
+            x,
+            j.run.commit.short
+            + (f" {_when(j.run.recorded)[5:16]}" if shared[j.run.commit.sha] > 1 else ""),
+        )
+        for x, j in enumerate(judged)
+    ]
+    if len(runs) <= most:
+        return runs
+    step = (len(runs) - 1) / (most - 1)
+    return [runs[round(i * step)] for i in range(most)]
 
 
 def sparkline(values: Sequence[float], *, width: int = 120, height: int = 28) -> Markup:

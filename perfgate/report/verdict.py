@@ -1,4 +1,7 @@
-"""verdict.json: the machine-readable GateReport (DESIGN.md "Interfaces")."""
+"""verdict.json: the machine-readable GateReport.
+
+Its fields are an interface: docs/design.md "Interfaces other tools rely on".
+"""
 
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ _FREE_TEXT = frozenset({"details", "notes", "machines", "note", "reasons"})
 
 
 def report_json(report: GateReport) -> dict[str, Any]:
-    """verdict.json: the machine-readable report (DESIGN.md "Interfaces"), at most
+    """verdict.json: the machine-readable report (an interface other tools rely on), at most
     MAX_VERDICT_BYTES once written: free text is cut until it fits, and a note says so."""
     document = _report_json(report)
     if _size(document) <= _VERDICT_BUDGET:
@@ -77,6 +80,7 @@ def _report_json(report: GateReport) -> dict[str, Any]:
         "description": report.description,
         "exit_code": report.exit_code,
         "mode": report.mode.value,
+        "always_pass": report.always_pass,
         "min_samples": report.min_samples,
         "max_samples": report.max_samples,
         "policy": {

@@ -1,1 +1,1 @@
-"""Run: one bucket -> driver -> execution -> one Result artifact (DESIGN.md R3, R10, R11)."""
+"""Run: one bucket -> driver -> execution -> one Result artifact (docs/design.md R3, R10, R11)."""

@@ -337,11 +337,7 @@ def run_bucket(
                        control, paired)  # fmt: skip
 
     def remeasure(what: str, wall_s: float, admission: SampleAdmission | None) -> bool:
-        granted = control.may_remeasure(wall_s)
-        why = "; ".join(admission.reasons) if admission else "unfit machine"
-        then = "measuring again" if granted else "set aside (the re-measure budget is spent)"
-        settings.say(f"{bucket.id}: {what} was taken on an unfit machine ({why}); {then}")
-        return granted
+        return _remeasure(bucket, settings, control, what, wall_s, admission)
 
     sampler = Sampler(
         lambda index: _measure(bucket, settings, run_key, index, control),
@@ -362,7 +358,7 @@ def run_bucket(
         stopped = sampler.run(replace(plan, confirm=ConfirmMode.OFF), None)
         so_far = assemble(sampler.taken, stopped)
         if stopped is SamplingStop.PLANNED and pairing.suspicious(bucket, so_far):
-            paired = _pair(bucket, settings, run_key, remeasure, control, pairing, so_far)
+            paired = _pair(bucket, settings, run_key, control, pairing, so_far)
             settings.say(_paired_notice(bucket, paired))
             if paired.status is not PairedStatus.MEASURED and paired.head_failure is None:
                 # No merge base to measure: confirm against the window by repeats instead.
@@ -373,6 +369,22 @@ def run_bucket(
     if counted > plan.repeats:
         settings.say(f"{bucket.id}: took {counted} samples to confirm ({stopped.value})")
     return assemble(sampler.taken, stopped)
+
+
+def _remeasure(
+    bucket: Bucket,
+    settings: BenchSettings,
+    control: AdmissionControl,
+    what: str,
+    wall_s: float,
+    admission: SampleAdmission | None,
+) -> bool:
+    """Whether a sample taken on an unfit machine is measured again; says which."""
+    granted = control.may_remeasure(wall_s)
+    why = "; ".join(admission.reasons) if admission else "unfit machine"
+    then = "measuring again" if granted else "set aside (the re-measure budget is spent)"
+    settings.say(f"{bucket.id}: {what} was taken on an unfit machine ({why}); {then}")
+    return granted
 
 
 def _paired_notice(bucket: Bucket, paired: PairedRecord) -> str:
@@ -390,7 +402,6 @@ def _pair(
     bucket: Bucket,
     settings: BenchSettings,
     run_key: str,
-    remeasure: Callable[[str, float, SampleAdmission | None], bool],
     control: AdmissionControl,
     pairing: Pairing,
     head: Result,
@@ -405,63 +416,104 @@ def _pair(
                 max_pairs=bucket.max_pairs,
                 wall_s=round(time.monotonic() - started, 3),
             )
-        # Both sides run the same way (R16): the change's container profile and cache state
-        # for the base's own benchmark; each side warms a cache of its own, so no launch of
-        # one side compiles the other's kernels.
-        base_bucket = replace(base.bucket, container=bucket.container, cache=bucket.cache)
-        sides = {
-            PairedSide.BASE: (
-                base_bucket,
-                replace(settings, checkout=base.checkout),
-                f"{bucket.file_stem}.base-{base.commit[:12]}",
-            ),
-            PairedSide.HEAD: (bucket, settings, bucket.file_stem),
-        }
-
-        def measure(side: PairedSide, pair: int, index: int) -> PairedSample:
-            which, where, warm_name = sides[side]
-            run = _measure(
-                which, where, run_key, index, control, label=f"paired-{index}-{side}",
-                warm_name=warm_name,
-            )  # fmt: skip
-            others = {m.name: _figure(run, m) for m in bucket.metrics} if run.healthy else {}
-            return PairedSample(
-                sample_index=index,
-                pair=pair,
-                side=side,
-                value=run.value if run.healthy else None,
-                metrics={name: value for name, value in others.items() if value is not None},
-                wall_s=round(run.wall_s, 3),
-                phase=_phase(run),
-                admission=run.admission,
-            )
-
-        def record(samples: Sequence[PairedSample], stop: PairedStop | None) -> PairedRecord:
-            failed = next((s for s in samples if s.failed), None)
-            reason = ""
-            if failed is not None:
-                phase = failed.phase.value if failed.phase else "no figure"
-                reason = f"the {failed.side.value} sample {failed.sample_index} failed ({phase})"
-            return PairedRecord(
-                status=PairedStatus.FAILED if failed else PairedStatus.MEASURED,
-                reason=reason,
-                base_commit=base.commit,
-                max_pairs=bucket.max_pairs,
-                samples=tuple(samples),
-                stopped=stop,
-                wall_s=round(time.monotonic() - started, 3),
-            )
-
         budget = bucket.pair_budget_minutes
-        samples, stop = measure_pairs(
+        return measure_alternately(
+            bucket,
+            {
+                PairedSide.BASE: (base.bucket, replace(settings, checkout=base.checkout)),
+                PairedSide.HEAD: (bucket, settings),
+            },
+            base_commit=base.commit,
+            run_key=run_key,
+            control=control,
             max_pairs=bucket.max_pairs,
             budget_s=None if budget is None else budget * 60.0,
-            measure=measure,
-            remeasure=lambda s: remeasure(
-                f"paired {s.side.value} sample {s.sample_index}", s.wall_s, s.admission
-            ),
-            wants_more=lambda taken: pairing.wants_more(bucket, head, record(taken, None)),
+            wants_more=lambda record: pairing.wants_more(bucket, head, record),
+            started=started,
         )
+
+
+def measure_alternately(
+    bucket: Bucket,
+    sides: Mapping[PairedSide, tuple[Bucket, BenchSettings]],
+    *,
+    base_commit: str,
+    run_key: str,
+    control: AdmissionControl,
+    max_pairs: int,
+    budget_s: float | None,
+    wants_more: Callable[[PairedRecord], bool],
+    started: float | None = None,
+) -> PairedRecord:
+    """The base side and the head side, alternately on this machine, pair by pair (A B,
+    B A, ...), until ``wants_more`` is satisfied, ``max_pairs`` are in or the budget is spent.
+
+    ``sides`` maps each side to the bucket as its checkout declares it and the settings
+    that run it there; ``bucket`` names the metrics every pair records. Both sides run the
+    same way (R16): the base's own benchmark with the head's container profile and cache
+    state, each side warming a cache of its own, so no launch of one side compiles the
+    other's kernels.
+    """
+    started = time.monotonic() if started is None else started
+    head_bucket, head_settings = sides[PairedSide.HEAD]
+    base_bucket, base_settings = sides[PairedSide.BASE]
+    runs = {
+        PairedSide.BASE: (
+            replace(base_bucket, container=head_bucket.container, cache=head_bucket.cache),
+            base_settings,
+            f"{bucket.file_stem}.base-{base_commit[:12]}",
+        ),
+        PairedSide.HEAD: (head_bucket, head_settings, bucket.file_stem),
+    }
+
+    def measure(side: PairedSide, pair: int, index: int) -> PairedSample:
+        which, where, warm_name = runs[side]
+        run = _measure(
+            which, where, run_key, index, control, label=f"paired-{index}-{side}",
+            warm_name=warm_name,
+        )  # fmt: skip
+        others = {m.name: _figure(run, m) for m in bucket.metrics} if run.healthy else {}
+        return PairedSample(
+            sample_index=index,
+            pair=pair,
+            side=side,
+            value=run.value if run.healthy else None,
+            metrics={name: value for name, value in others.items() if value is not None},
+            wall_s=round(run.wall_s, 3),
+            phase=_phase(run),
+            admission=run.admission,
+        )
+
+    def record(samples: Sequence[PairedSample], stop: PairedStop | None) -> PairedRecord:
+        failed = next((s for s in samples if s.failed), None)
+        reason = ""
+        if failed is not None:
+            phase = failed.phase.value if failed.phase else "no figure"
+            reason = f"the {failed.side.value} sample {failed.sample_index} failed ({phase})"
+        return PairedRecord(
+            status=PairedStatus.FAILED if failed else PairedStatus.MEASURED,
+            reason=reason,
+            base_commit=base_commit,
+            max_pairs=max_pairs,
+            samples=tuple(samples),
+            stopped=stop,
+            wall_s=round(time.monotonic() - started, 3),
+        )
+
+    samples, stop = measure_pairs(
+        max_pairs=max_pairs,
+        budget_s=budget_s,
+        measure=measure,
+        remeasure=lambda s: _remeasure(
+            head_bucket,
+            head_settings,
+            control,
+            f"paired {s.side.value} sample {s.sample_index}",
+            s.wall_s,
+            s.admission,
+        ),
+        wants_more=lambda taken: wants_more(record(taken, None)),
+    )
     return record(samples, stop)
 
 
@@ -506,7 +558,7 @@ def _measure(
 
     def attempts() -> list[AttemptRecord[Measurement]]:
         try:
-            return run_with_retry(
+            records = run_with_retry(
                 plan=plan,
                 read=read,
                 succeeded=lambda outcome, m: outcome.phase is None and m.error is None,
@@ -521,13 +573,15 @@ def _measure(
                 keep_env=(*bucket.keep_env, *(bucket.container.env if bucket.container else ())),
                 on_line=settings.echo,
                 on_retry=lambda record: settings.say(_retry_notice(bucket, record)),
-                on_give_up=lambda record, why: settings.say(_give_up_notice(bucket, record, why)),
             )
         except CheckoutUnsupported as exc:
             return [_not_launched(str(exc), FailurePhase.IMPORT)]
         except EnvironmentProblem as exc:
             settings.say(f"{bucket.id}: cannot launch ({exc})")
             return [_not_launched(str(exc), FailurePhase.ENVIRONMENT)]
+        if records[-1].not_retried:
+            settings.say(_retry_notice(bucket, records[-1]))
+        return records
 
     records, admission = control.measure(index, attempts)
     return SampleRun(index=index, records=records, work_dir=work_dir, admission=admission)
@@ -664,6 +718,7 @@ def _result(
             config_mismatch=measurement.config_mismatch,
             # An environment failure says what to do about it; else what the output lacked.
             error=outcome.fix or measurement.error,
+            not_retried=final.not_retried,
             stale_image=stale_image,
         ),
         timings=Timings(
@@ -758,7 +813,8 @@ def _figure(sample: SampleRun, metric: Metric) -> float | None:
 
 
 def _retry_notice(bucket: Bucket, record: AttemptRecord[Measurement]) -> str:
-    """``cartpole/numpy: attempt 1 of 2 failed (runtime, exit 1: ValueError: boom); retrying``."""
+    """``cartpole/numpy: attempt 1 of 2 failed (runtime, exit 1: RuntimeError: boom); retrying``,
+    or the one line that says why it was not retried."""
     outcome, measurement = record.outcome, record.reading
     what = outcome.phase.value if outcome.phase else "output"
     exit_text = f", exit {outcome.exit_code}" if outcome.exit_code not in (0, None) else ""
@@ -768,23 +824,14 @@ def _retry_notice(bucket: Bucket, record: AttemptRecord[Measurement]) -> str:
         if outcome.phase is not None and last
         else (measurement.config_mismatch or measurement.error or "see its log")
     )
-    return (
-        f"{bucket.id}: attempt {record.number} of {bucket.retries + 1} failed "
-        f"({what}{exit_text}: {cause}); retrying with fresh outputs and caches"
-    )
+    then = record.not_retried or "retrying with fresh outputs and caches"
+    attempt = f"attempt {record.number} of {bucket.retries + 1}"
+    return f"{bucket.id}: {attempt} failed ({what}{exit_text}: {cause}); {then}"
 
 
 def last_lines(text: str, count: int) -> list[str]:
     """The last ``count`` non-empty lines of a log tail."""
     return [line for line in text.splitlines() if line.strip()][-count:]
-
-
-def _give_up_notice(bucket: Bucket, record: AttemptRecord[Measurement], why: str) -> str:
-    """``G1/physx: attempt 1 failed (environment, exit 1); not retried: <the fix>``."""
-    outcome = record.outcome
-    what = outcome.phase.value if outcome.phase else "output"
-    exit_text = f", exit {outcome.exit_code}" if outcome.exit_code not in (0, None) else ""
-    return f"{bucket.id}: attempt {record.number} failed ({what}{exit_text}); not retried: {why}"
 
 
 def _not_launched(message: str, phase: FailurePhase) -> AttemptRecord[Measurement]:

@@ -1,4 +1,4 @@
-"""Run a benchmark invocation inside ``docker run`` (DESIGN.md: execution, R10, R12, R16).
+"""Run a benchmark invocation inside ``docker run`` (docs/design.md: execution, R10, R12, R16).
 
 A driver owns the profile its benchmark needs in the image (:class:`ContainerProfile`):
 where the checkout is mounted, which user runs it, the links the checkout must carry,

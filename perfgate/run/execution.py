@@ -6,6 +6,7 @@ import contextlib
 import fnmatch
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -122,15 +123,82 @@ def environment_fix(log: Container[str], markers: PhaseMarkers) -> str | None:
     return next((fix for marker, fix in markers.environment.items() if marker in log), None)
 
 
-def not_retried_because(outcome: ProcessOutcome) -> str | None:
-    """Why a failed attempt is not worth another one, in one line; None to retry it.
+#: Python exceptions the same code and inputs raise again at the same place: a mistake in
+#: the program or its arguments, not a state of the machine (CUDA, network, a full disk).
+REPEATING_EXCEPTIONS = frozenset(
+    {
+        "AssertionError",
+        "AttributeError",
+        "ImportError",
+        "IndentationError",
+        "IndexError",
+        "KeyError",
+        "ModuleNotFoundError",
+        "NameError",
+        "NotImplementedError",
+        "SyntaxError",
+        "TypeError",
+        "UnboundLocalError",
+        "ValueError",
+        "ZeroDivisionError",
+    }
+)
+#: Phases that end before the benchmark's measurement starts (no step was timed).
+BEFORE_MEASUREMENT = frozenset({FailurePhase.IMPORT, FailurePhase.INIT})
+_TRACEBACK = "Traceback (most recent call last):"
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
+_RAISED = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
 
-    The one place that decides: the seed's retry exists for flaky launches, not for a
-    failure that would repeat identically.
+
+@dataclass(frozen=True, kw_only=True)
+class PythonCrash:
+    """The exception a Python traceback in a log ended with, and where it was raised."""
+
+    exception: str  # its class name, without the module: KeyError
+    message: str
+    where: str  # the innermost frame: bench.py:12 in main ('' when the log lost it)
+
+
+def python_crash(log_tail: str) -> PythonCrash | None:
+    """The last Python traceback of a log: its exception and innermost frame (None: none)."""
+    lines = [line.rstrip() for line in log_tail.splitlines()]
+    starts = [i for i, line in enumerate(lines) if line.strip() == _TRACEBACK]
+    if not starts:
+        return None
+    where = ""
+    for line in lines[starts[-1] + 1 :]:
+        frame = _FRAME.match(line)
+        if frame:
+            where = f"{Path(frame['file']).name}:{frame['line']} in {frame['func']}"
+            continue
+        raised = _RAISED.match(line)
+        if raised and not line.startswith(" "):
+            name = raised["name"].rsplit(".", 1)[-1]
+            return PythonCrash(exception=name, message=raised["message"] or "", where=where)
+    return None
+
+
+def why_not_retry(outcome: ProcessOutcome) -> str | None:
+    """Why a failed attempt is not worth another one, in one line; None: retry it.
+
+    The one place that decides what is retried (R10). A retry is kept for what can be
+    flaky (launch, driver, out of memory, hangs, a crash while stepping). Not retried: an
+    environment that cannot run the benchmark (its fix is named), and a crash that will
+    repeat identically, a Python exception of a kind the same code and inputs raise again
+    at the same place, raised before any measurement started.
     """
     if outcome.phase is FailurePhase.ENVIRONMENT:
-        return outcome.fix or "the environment cannot run the benchmark"
-    return None
+        return f"not retried: {outcome.fix or 'the environment cannot run the benchmark'}"
+    if outcome.phase not in BEFORE_MEASUREMENT:
+        return None
+    crash = python_crash(outcome.log_tail)
+    if crash is None or crash.exception not in REPEATING_EXCEPTIONS:
+        return None
+    at = f" at {crash.where}" if crash.where else ""
+    return (
+        f"not retried: {crash.exception}{at} before any measurement repeats with the same "
+        "code and inputs"
+    )
 
 
 def marker_strings(markers: PhaseMarkers) -> tuple[str, ...]:
@@ -437,6 +505,8 @@ class AttemptRecord(Generic[T]):
     reading: T
     cache: CacheState = CacheState.COLD
     warmup: bool = False
+    # Why no further attempt followed this failed one although retries were left.
+    not_retried: str | None = None
 
 
 #: Written into a warm cache once a launch completed in it: the next launch starts warm.
@@ -495,7 +565,6 @@ def run_with_retry(
     keep_env: Iterable[str] = DEFAULT_KEEP_ENV,
     on_line: Callable[[str], None] | None = None,
     on_retry: Callable[[AttemptRecord[T]], None] | None = None,
-    on_give_up: Callable[[AttemptRecord[T], str], None] | None = None,
 ) -> list[AttemptRecord[T]]:
     """Run up to ``1 + retries`` attempts, each with fresh outputs and a fresh cache.
 
@@ -505,8 +574,8 @@ def run_with_retry(
     after its cache environment is set. Outputs live inside the attempt's output directory
     (validation sees to it), so removing that directory removes everything a failed attempt
     wrote (R10), and nothing outside it is ever deleted (R14). ``on_line`` sees the
-    benchmark's output live; ``on_retry`` hears of each failed attempt another one follows,
-    ``on_give_up`` of a failed one that is not retried, and why (:func:`not_retried_because`).
+    benchmark's output live; ``on_retry`` hears of each failed attempt another one follows.
+    A failure :func:`why_not_retry` says would repeat ends the attempts; its record says why.
     """
     records: list[AttemptRecord[T]] = []
 
@@ -554,12 +623,13 @@ def run_with_retry(
             if warm is not None:
                 warm.mark_warm()
             break
-        why = not_retried_because(record.outcome)
-        if why is not None:
-            if on_give_up is not None:
-                on_give_up(record, why)
+        if number > retries:
             break
-        if on_retry is not None and number <= retries:
+        refusal = why_not_retry(record.outcome)
+        if refusal is not None:
+            records[-1] = replace(record, not_retried=refusal)
+            break
+        if on_retry is not None:
             on_retry(record)
     return records
 

@@ -1,4 +1,4 @@
-"""Which CI image a run uses (DESIGN.md R11).
+"""Which CI image a run uses (docs/design.md R11).
 
 The era key hashes the declared container inputs of the checkout: selected ``KEY=VALUE``
 entries of an env file (such as ``docker/.env.base``), hashes of named files, and package

@@ -55,6 +55,7 @@ def measure_pairs(
     ``measure(side, pair, index)`` takes one sample; a failed one (either side) ends the
     comparison. A sample admission control set aside is measured again while
     ``remeasure`` grants it (then its pair uses the new one), else its pair is left out.
+    ``wants_more`` says whether the judge is still undecided: SETTLED only when it is not.
     """
     started = clock()
     samples: list[PairedSample] = []

@@ -1,4 +1,4 @@
-"""Stale-image evidence (DESIGN.md R7) and pinned versions read from a checkout.
+"""Stale-image evidence (docs/design.md R7) and pinned versions read from a checkout.
 
 A crash is excused as a stale CI image only when all three are known and disagree:
 

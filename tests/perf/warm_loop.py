@@ -38,9 +38,11 @@ def main() -> int:
         return 0
     nox = [found, "-s", "bench", "--", "--no-judge"]
     _timed(nox)  # warm: the virtualenv exists and the install marker is current
-    python = ROOT / ".nox" / "bench" / "bin" / "python"
+    # The virtualenv `nox -s bench` shares with the other verbs' sessions (noxfile.RUN).
+    shared = ROOT / ".nox" / "perfgate-run"
+    python = shared / "bin" / "python"
     direct = [str(python), "-m", "perfgate", "bench", "--no-judge"]
-    marker = ROOT / ".nox" / "bench" / ".perfgate-installed"
+    marker = shared / ".perfgate-installed"
     through_nox, plain, reinstalling = [], [], []
     for _ in range(args.runs):
         through_nox.append(_timed(nox))

@@ -94,8 +94,14 @@ def test_readme_quick_start_runs_in_a_fresh_virtualenv(tmp_path: Path) -> None:
             continue
         done = sh(command)
         assert done.returncode == 0, f"`{command}` failed:\n{done.stdout}\n{done.stderr}"
+        # nox's search for uv is no news to a new user (issue 28).
+        assert "uv binary not found" not in done.stdout + done.stderr
         if command == "nox -s bench":
             assert "cartpole/numpy" in done.stdout
+    # bench and render (under invoke check-workflows) installed perfgate once, together.
+    assert sorted(p.name for p in (repo / ".nox").iterdir() if (p / "bin").is_dir()) == [
+        "perfgate-run"
+    ]
 
     # The maintainer loop: drift is caught with a diff, and a render restores a clean tree.
     action = repo / "actions" / "bench" / "action.yml"

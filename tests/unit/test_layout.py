@@ -1,4 +1,4 @@
-"""The package tree reads as the flow (DESIGN.md layout): no import runs back up it.
+"""The package tree reads as the flow (docs/design.md "Layout"): no import runs back up it.
 
 run -> judge -> report -> github, with baselines beside judge; ci reads only the config;
 the shared vocabulary at the top imports no stage; cli may import anything. Every import

@@ -23,7 +23,7 @@ from perfgate.baselines.store import (
     sample_path,
     seed_sample_id,
 )
-from perfgate.config import DEFAULT_CONFIG, Bucket, Config, load_config
+from perfgate.config import DEFAULT_CONFIG, PRIMARY, Bucket, Config, load_config
 from perfgate.errors import ConfigError, GitError, UsageError
 from perfgate.git import git
 from perfgate.identity import stable_hash
@@ -59,6 +59,10 @@ class PlanEntry:
     bucket: Bucket
     indices: tuple[int, ...]
     present: Mapping[int, Sample] = field(default_factory=dict)
+    # Samples of the same experiment already stored at the commit by any writer (a local
+    # `bench --record`, a push's publish, another seed key): they fill windows too, but a
+    # seed replays its own sample ids, so only ``present`` is skipped.
+    stored: int = 0
 
     @property
     def missing(self) -> tuple[int, ...]:
@@ -84,6 +88,11 @@ class SeedPlan:
     def present(self) -> int:
         """Planned samples already on the baseline branch."""
         return sum(len(e.present) for e in self.entries)
+
+    @property
+    def stored(self) -> int:
+        """Samples of the planned experiments the commits already hold, by any writer."""
+        return sum(e.stored for e in self.entries)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,6 +168,21 @@ def default_samples(min_samples: int, commits: int) -> int:
 def bucket_hashes(bucket: Bucket) -> tuple[str, str]:
     """The launch and benchmark hashes a run of ``bucket`` will carry (known before running)."""
     return stable_hash(launch_identity(bucket)), stable_hash(benchmark_identity(bucket))
+
+
+def stored_samples(stored: Sequence[Sample], *, bucket: Bucket, target: SeedTarget) -> int:
+    """Primary samples of ``bucket``'s experiment (launch and benchmark hash, epoch) stored
+    at the target commit for its target branch, whoever wrote them."""
+    launch_hash, benchmark_hash = bucket_hashes(bucket)
+    return sum(
+        1
+        for s in stored
+        if s.commit == target.commit
+        and s.target_branch == target.target_branch
+        and s.metric == PRIMARY
+        and (s.launch_hash, s.benchmark_hash) == (launch_hash, benchmark_hash)
+        and s.baseline_epoch == bucket.baseline_epoch
+    )
 
 
 def present_samples(
@@ -369,7 +393,15 @@ def build_plan(repo: Path, request: PlanRequest, store: BaselineStore | None) ->
             seed_key=request.seed_key,
             indices=indices,
         )
-        entries.append(PlanEntry(target=target, bucket=bucket, indices=indices, present=present))
+        entries.append(
+            PlanEntry(
+                target=target,
+                bucket=bucket,
+                indices=indices,
+                present=present,
+                stored=stored_samples(stored.get(path, []), bucket=bucket, target=target),
+            )
+        )
     return SeedPlan(
         entries=tuple(entries),
         hardware=request.hardware,

@@ -390,7 +390,7 @@ def test_gate_post_sets_statuses_on_the_head_commit_and_the_comment(
 def test_gate_writes_junit_and_the_hand_off_context(tmp_path: Path, github: FakeGitHub) -> None:
     write_inputs(tmp_path, error="Traceback: boom")
     done = gate(tmp_path, gh_env(tmp_path, github, token=None))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 2, done.stderr  # a HARD_FAILURE, in advisory mode too (R8)
     report = tmp_path / "report"
     assert sorted(p.name for p in report.iterdir()) == [
         "context.json",
@@ -413,7 +413,10 @@ def test_gate_writes_junit_and_the_hand_off_context(tmp_path: Path, github: Fake
     assert github.requests == []
 
 
-@pytest.mark.parametrize(("mode", "exit_code"), [("advisory", 0), ("blocking", 2)])
+@pytest.mark.parametrize(
+    ("mode", "exit_code"),
+    [("advisory", 2), ("blocking", 2), ("advisory\n  always_pass: true", 0)],
+)
 def test_a_read_only_token_prints_one_notice_and_keeps_the_verdicts_exit_code(
     tmp_path: Path, github: FakeGitHub, mode: str, exit_code: int
 ) -> None:
@@ -509,7 +512,7 @@ def consumer_env(
 def fork_report(tmp_path: Path, github: FakeGitHub, error: str | None = None) -> Path:
     write_inputs(tmp_path, error=error)
     done = gate(tmp_path, gh_env(tmp_path, github, token=READ_TOKEN, fork=True))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == (2 if error else 0), done.stderr  # a failed bucket exits 2
     return tmp_path / "report"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,9 @@ from perfgate.baselines.samples import samples_from_result
 from perfgate.baselines.store import BaselineStore
 from perfgate.cli import main
 from perfgate.git import git
-from perfgate.result import write_result
+from perfgate.result import AdmissionStatus, MachineState, SampleAdmission, Timings, write_result
 from tests.factories import make_result, with_metric
+from tests.paths import FIXTURES
 
 pytestmark = pytest.mark.integration
 
@@ -105,3 +107,115 @@ def test_extreme_but_valid_figures_print_only_finite_figures_or_not_comparable(
     assert row["change"] == "not comparable" and "not comparable" in captured.err
     assert row["ratio"] is None and row["change_pct"] is None and row["interval_pct"] is None
     assert "inf" not in captured.err.lower() and "nan" not in captured.err.lower()
+
+
+def _recipe_set(directory: Path, level: float, load: float, minute: int, seed: int) -> Path:
+    """The README's recipe, one side: six samples of the unchanged bucket, with admission
+    control's record of the CPU load before each, over five minutes from ``minute``."""
+    samples = _samples(level, seed, n=6)
+    admission = tuple(
+        SampleAdmission(
+            sample_index=index,
+            status=AdmissionStatus.NOT_CHECKED,
+            before=MachineState(load_1m=load, cpus=2),
+            after=MachineState(load_1m=load, cpus=2),
+        )
+        for index in range(len(samples))
+    )
+    timings = Timings(
+        started_at=f"2026-12-01T10:{minute:02d}:00+00:00",
+        finished_at=f"2026-12-01T10:{minute + 5:02d}:00+00:00",
+        wall_s=300.0,
+    )
+    result = make_result("cartpole/python", samples=samples, admission=admission, timings=timings)
+    write_result(result, directory)
+    return directory
+
+
+def test_the_recipe_on_a_machine_that_moved_calls_nothing_worse(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 28: unchanged code read -45 % 'worse' because the machine got busy between the
+    two sets. The artifacts show it: the load went from 0.2 to 1.5 per CPU."""
+    before = _recipe_set(tmp_path / "before", 1_350_000.0, load=0.4, minute=0, seed=1)
+    after = _recipe_set(tmp_path / "after", 740_000.0, load=3.0, minute=10, seed=2)
+    assert main(["compare", str(before), str(after), "--json"]) == 0
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
+    (row,) = document["rows"]
+    assert row["change"] == "unclear" and "the machine moved" in row["detail"]
+    assert row["change_pct"] == pytest.approx(-45.2, abs=1.0)  # the figure is still shown
+    assert "- worse" not in captured.err
+    assert "were measured at different times" in captured.err
+    assert "the machine moved between A and B (CPU load 0.20 vs 1.50 per CPU" in captured.err
+    assert document["machine_moved"] == ["CPU load 0.20 vs 1.50 per CPU before the samples"]
+    # --fail-on-regression is refused, not answered.
+    assert main(["compare", str(before), str(after), "--fail-on-regression"]) == 4
+    assert "refusing --fail-on-regression: the machine moved" in capsys.readouterr().err
+
+
+def test_the_recipe_on_a_steady_machine_still_calls_a_drop_worse(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same two sets on a machine whose load stayed put: the drop is the code's."""
+    before = _recipe_set(tmp_path / "before", 1_350_000.0, load=0.4, minute=0, seed=1)
+    after = _recipe_set(tmp_path / "after", 740_000.0, load=0.6, minute=10, seed=2)
+    assert main(["compare", str(before), str(after), "--fail-on-regression"]) == 1
+    captured = capsys.readouterr()
+    assert "- worse" in captured.out and "were measured at different times" in captured.out
+    assert "the machine moved" not in captured.out + captured.err
+
+
+def _measure_repo(tmp_path: Path, slow_after: int, speeds: tuple[float, float]) -> list[str]:
+    """Two commits whose benchmark runs at ``speeds``, on a machine that loses 45 % of its
+    speed after ``slow_after`` runs (fake_benchmark.py drifting_speed)."""
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "slow_after").write_text(str(slow_after))
+    argv = [sys.executable, str(FIXTURES / "fake_benchmark.py"), "drifting_speed",
+            "{output_dir}/r.json", str(state)]  # fmt: skip
+    config = (
+        "version: 1\nadmission: {mode: off}\n"
+        "defaults:\n  driver: command\n  retries: 0\n"
+        f"  command: {{argv: {json.dumps(argv)}, output: '{{output_dir}}/r.json'}}\n"
+        "  metric: {path: results.throughput.mean}\n"
+        "buckets:\n  - task: sim\n    backends: [{physics: cpu}]\n"
+    )
+    repo = Path.cwd()
+    (repo / "perfgate.yaml").write_text(config, encoding="utf-8")
+    shas = []
+    for speed in speeds:
+        (repo / "speed.txt").write_text(f"{speed}\n", encoding="utf-8")
+        git("add", "-A", cwd=repo)
+        git("commit", "-q", "--allow-empty", "-m", f"speed {speed}", cwd=repo, env=IDENTITY)
+        shas.append(git("rev-parse", "HEAD", cwd=repo).strip())
+    return shas
+
+
+def test_measure_interleaves_so_a_machine_that_slows_down_moves_neither_side(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Unchanged code, a machine 45 % slower from the 7th run on: pairs A B, B A, ... see the
+    slowdown on both sides, so nothing is called worse (measured one after the other, the
+    second set would be 45 % down)."""
+    a, b = _measure_repo(tmp_path, slow_after=6, speeds=(100.0, 100.0))
+    code = main(["compare", "--measure", a, b, "--pairs", "6", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    (row,) = json.loads(captured.out)["rows"]
+    assert row["samples"] == [6, 6] and row["change"] == "same", row
+    assert abs(row["change_pct"]) < 1.0
+    assert (tmp_path / "state" / "finished").read_text() == "12"  # both sides, alternately
+    assert "measured alternately here" in captured.err
+
+
+def test_measure_calls_a_real_slowdown_worse(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """B really is 30 % slower: the pairs say so, and --fail-on-regression exits 1."""
+    a, b = _measure_repo(tmp_path, slow_after=1000, speeds=(100.0, 70.0))
+    assert main(["compare", "--measure", a, b, "--fail-on-regression"]) == 1
+    captured = capsys.readouterr()
+    assert "- worse" in captured.out and "\u221230.0 %" in captured.out
+    # The worktrees are gone; the working tree is what the user left.
+    assert not list((repo / ".perfgate" / "work" / "compare").glob("*/*/speed.txt"))

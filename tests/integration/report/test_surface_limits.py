@@ -62,7 +62,8 @@ def test_megabyte_long_artifact_text_keeps_every_surface_under_its_limit(
     )
     assert len(artifact.hardware.cpu_name or "") < 2000
 
-    assert main(["gate", "--results", "results", "--report-dir", "report"]) == 0
+    # Two HARD_FAILUREs: exit 2 in every mode (R8).
+    assert main(["gate", "--results", "results", "--report-dir", "report"]) == 2
     summary = (tmp_path / "report" / "summary.md").read_bytes()
     step = (tmp_path / "step-summary.md").read_bytes()
     verdict_bytes = (tmp_path / "report" / "verdict.json").read_bytes()

@@ -163,7 +163,6 @@ def test_success_reports_the_figure_its_spread_and_a_healthy_run(tmp_path: Path)
 @pytest.mark.parametrize(
     ("mode", "phase", "exit_code"),
     [
-        ("import_crash", FailurePhase.IMPORT, 1),
         ("init_crash", FailurePhase.INIT, 1),
         ("runtime_crash", FailurePhase.RUNTIME, 1),
         ("oom", FailurePhase.OOM, 137),
@@ -177,9 +176,35 @@ def test_a_crash_is_classified_by_how_far_the_run_got(
     assert result.health.phase is phase
     assert result.health.exit_code == exit_code
     assert result.metric.value is None
-    # Failed runs are retried once, and both attempts are on record.
+    # What can be flaky is retried once, and both attempts are on record.
     assert (result.health.attempts, result.health.retried) == (2, True)
+    assert result.health.not_retried is None
     assert [a["phase"] for a in data["timings"]["attempts"]] == [phase.value, phase.value]
+
+
+@pytest.mark.parametrize(
+    ("mode", "phase", "raised"),
+    [
+        ("import_crash", FailurePhase.IMPORT, "ModuleNotFoundError at fake_benchmark.py:"),
+        ("key_error", FailurePhase.INIT, "KeyError at fake_benchmark.py:"),
+    ],
+)
+def test_a_crash_that_repeats_identically_is_not_retried_and_says_why(
+    tmp_path: Path, mode: str, phase: FailurePhase, raised: str
+) -> None:
+    """The same exception at the same place before any measurement: a retry repeats it."""
+    messages: list[str] = []
+    result = run(tmp_path, fake_bucket(tmp_path, mode, retries=2), messages=messages)
+    data = artifact(result, tmp_path / "results")
+    assert result.health.phase is phase
+    assert (result.health.attempts, result.health.retried) == (1, False)
+    assert (tmp_path / "state" / "attempts").read_text() == "1"  # it ran once
+    reason = result.health.not_retried or ""
+    assert reason.startswith(f"not retried: {raised}") and "before any measurement" in reason
+    assert data["health"]["not_retried"] == reason
+    (notice,) = messages
+    assert notice.startswith("fake/cpu: attempt 1 of 3 failed (") and notice.endswith(reason)
+    assert "\n" not in notice  # one line
 
 
 def test_import_crash_keeps_the_traceback_in_the_log_tail(tmp_path: Path) -> None:
@@ -390,8 +415,9 @@ def test_a_failed_bucket_explains_itself_through_the_cli(
     fake_bucket(tmp_path, "runtime_crash", retries=1)
     args = ["bench", "--config", str(tmp_path / "perfgate.yaml"), "--no-judge",
             "--out", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work")]  # fmt: skip
-    assert cli.main(args) == 0
+    assert cli.main(args) == 2  # unjudged, a failed benchmark is still a HARD_FAILURE (R8)
     err = capsys.readouterr().err
+    assert "perfgate: exit 2: 1 bucket(s) failed (fake/cpu)" in err
     assert "  | fake-bench: stepping" in err  # streamed live
     assert (
         "fake/cpu: attempt 1 of 2 failed (runtime, exit 1: "
@@ -406,10 +432,17 @@ def test_a_failed_bucket_explains_itself_through_the_cli(
     artifact = json.loads((tmp_path / "out" / "fake__cpu.json").read_text())
     assert artifact["log_path"] == str(log)
 
-    assert cli.main([*args, "--quiet"]) == 0
+    assert cli.main([*args, "--quiet"]) == 2
     quiet = capsys.readouterr().err
     assert "  | fake-bench: stepping" not in quiet.split("last lines of its output:")[0]
     assert "cause: RuntimeError" in quiet
+    # gate.always_pass is the explicit opt-in to a green run whatever happened.
+    config = tmp_path / "perfgate.yaml"
+    config.write_text(
+        config.read_text().replace("version: 1", "version: 1\ngate:\n  always_pass: true")
+    )
+    assert cli.main([*args, "--quiet"]) == 0
+    assert "gate.always_pass keeps the run green" in capsys.readouterr().err
 
 
 HOSTILE_OUTPUT = (
@@ -438,7 +471,7 @@ def test_benchmark_output_never_reaches_the_runner_as_a_workflow_command(
     (tmp_path / "perfgate.yaml").write_text(yaml.safe_dump(document), encoding="utf-8")
     args = ["bench", "--config", str(tmp_path / "perfgate.yaml"), "--no-judge",
             "--out", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work")]  # fmt: skip
-    assert cli.main(args) == 0
+    assert cli.main(args) == 2  # the benchmark failed: a HARD_FAILURE, judged or not
     err = capsys.readouterr().err
     # The runner reads its output line by line, a line ending at \r, \n or \r\n.
     lines = re.split(r"\r\n|\r|\n", err)

@@ -369,7 +369,7 @@ def test_an_id_registered_through_an_f_string_runs(tmp_path: Path) -> None:
     assert result.health.healthy, result.log_tail
 
 
-def run_matrix(tmp_path: Path, config: Path, flavour: str, *extra: str) -> Path:
+def run_matrix(tmp_path: Path, config: Path, flavour: str, *extra: str, exit_code: int = 0) -> Path:
     """``perfgate bench`` of ``config`` from a stand-in checkout of ``flavour`` (its cwd)."""
     checkout = standin.write_checkout(tmp_path / f"checkout-{flavour}", flavour=flavour)
     out = tmp_path / f"results-{flavour}"
@@ -380,7 +380,7 @@ def run_matrix(tmp_path: Path, config: Path, flavour: str, *extra: str) -> Path:
         code = main([*argv, "--work-dir", str(tmp_path / f"work-{flavour}"), *extra])
     finally:
         os.chdir(cwd)
-    assert code == 0
+    assert code == exit_code
     return out
 
 
@@ -441,7 +441,8 @@ def test_matrix_with_failing_buckets_still_writes_every_artifact(
         "ISAACLAB_STANDIN_MODES",
         json.dumps({"Isaac-Velocity-Flat-G1": "crash_env", "Isaac-Cartpole-Direct": "fail_first"}),
     )
-    out = run_matrix(tmp_path, NINE_BUCKETS, "current", "--tag", "always")
+    # A bucket failed: exit 2 (R8), with every other bucket's artifact written.
+    out = run_matrix(tmp_path, NINE_BUCKETS, "current", "--tag", "always", exit_code=2)
     g1 = read_result(out / "Isaac-Velocity-Flat-G1__physx.json")
     assert g1.health.phase is FailurePhase.INIT and g1.health.attempts == 2
     # The stand-in fails the first call per task: the first Cartpole bucket absorbs it.
@@ -628,7 +629,7 @@ def test_a_slower_startup_blocks_on_its_own_metric_while_fps_holds(
         assert main([*args, "--record"]) == 0
     monkeypatch.setenv(f"ISAACLAB_STANDIN_{phase}_S", "15.0")  # +5 s, FPS unchanged
     capsys.readouterr()
-    assert main([*args, "--json"]) == 0  # the example is advisory
+    assert main([*args, "--json"]) == 1  # a BLOCK exits 1, advisory as the example is
     out = json.loads(capsys.readouterr().out)
     row = out["verdict"]["rows"][0]
     verdicts = {m["name"]: m["verdict"] for m in row["metrics"]}

@@ -44,10 +44,9 @@ MARKERS = PhaseMarkers(environment={"no interpreter": "link it"})
 
 def run(
     tmp_path: Path, warm: WarmCache, *, fail: str = "", retries: int = 1, sample: int = 0
-) -> tuple[list[AttemptRecord[dict[str, bool] | None]], list[str]]:
+) -> list[AttemptRecord[dict[str, bool] | None]]:
     script = tmp_path / "bench.py"
     script.write_text(BENCHMARK, encoding="utf-8")
-    given_up: list[str] = []
 
     def plan(dirs: AttemptDirs) -> Invocation:
         return Invocation(
@@ -70,16 +69,15 @@ def run(
         work_dir=tmp_path / "runs" / f"sample-{sample}",
         cache_root=tmp_path / "per-attempt",
         warm=warm,
-        on_give_up=lambda record, why: given_up.append(why),
     )
-    return records, given_up
+    return records
 
 
 def test_a_cold_cache_gets_one_unmeasured_warm_up_and_later_samples_start_warm(
     tmp_path: Path,
 ) -> None:
     warm = WarmCache(path=tmp_path / "warm")
-    first, _ = run(tmp_path, warm)
+    first = run(tmp_path, warm)
     assert [(r.warmup, r.cache) for r in first] == [
         (True, CacheState.COLD),
         (False, CacheState.WARM),
@@ -87,7 +85,7 @@ def test_a_cold_cache_gets_one_unmeasured_warm_up_and_later_samples_start_warm(
     # The measured launch found what the warm-up compiled.
     assert first[-1].reading == {"found": True}
     assert not list((tmp_path / "runs").rglob("warmup/output/out.json"))  # never measured
-    second, _ = run(tmp_path, warm, sample=1)
+    second = run(tmp_path, warm, sample=1)
     assert [(r.warmup, r.cache) for r in second] == [(False, CacheState.WARM)]
     assert second[0].reading == {"found": True}
 
@@ -96,7 +94,7 @@ def test_a_retry_starts_from_an_emptied_cache(tmp_path: Path) -> None:
     warm = WarmCache(path=tmp_path / "warm")
     run(tmp_path, warm)
     assert (warm.path / WARM_MARK).is_file()
-    records, _ = run(tmp_path, warm, fail="flaky launch", sample=1)
+    records = run(tmp_path, warm, fail="flaky launch", sample=1)
     assert [(r.number, r.warmup, r.cache, r.outcome.phase) for r in records] == [
         (1, False, CacheState.WARM, FailurePhase.RUNTIME),
         # The failed attempt may have poisoned the cache: the retry warms up an empty one.
@@ -107,6 +105,7 @@ def test_a_retry_starts_from_an_emptied_cache(tmp_path: Path) -> None:
 
 
 def test_an_environment_failure_is_not_retried_and_says_why(tmp_path: Path) -> None:
-    records, given_up = run(tmp_path, WarmCache(path=tmp_path / "warm"), fail="no interpreter")
+    records = run(tmp_path, WarmCache(path=tmp_path / "warm"), fail="no interpreter")
     assert [r.outcome.phase for r in records] == [FailurePhase.ENVIRONMENT]
-    assert records[0].outcome.fix == "link it" and given_up == ["link it"]
+    assert records[0].outcome.fix == "link it"
+    assert records[0].not_retried == "not retried: link it"

@@ -1,4 +1,4 @@
-"""Wiring tests over the rendered workflows and composite actions (DESIGN.md R12, R13).
+"""Wiring tests over the rendered workflows and composite actions (docs/design.md R12, R13).
 
 They parse the YAML that ``python -m perfgate render`` produces for this
 repository's demo matrix and for the Isaac Lab example, and assert each security

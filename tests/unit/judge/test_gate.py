@@ -133,12 +133,18 @@ def test_a_crash_beside_a_block_and_a_missing_bucket_names_all_three(tmp_path: P
 @pytest.mark.parametrize(
     ("mode", "values", "expected_exit"),
     [
-        ("advisory", [80.0, 100.0, 100.0], 0),
-        ("advisory", [None, 100.0, 100.0], 0),
+        # R8: the exit code tells the verdict in every mode; advisory only means the check
+        # is not yet required in branch protection.
+        ("advisory", [80.0, 100.0, 100.0], 1),
+        ("advisory", [None, 100.0, 100.0], 2),
         ("blocking", [80.0, 100.0, 100.0], 1),
         ("blocking", [None, 80.0, 100.0], 2),
         ("blocking", [100.0, 100.0, 100.0], 0),
         ("blocking", [100.0, 97.0, 100.0], 0),  # a WARN never fails the exit code
+        ("advisory, always_pass: false", [None, 80.0, 100.0], 2),
+        # The explicit opt-in to green runs: exit 0 whatever the verdict.
+        ("advisory, always_pass: true", [80.0, 100.0, 100.0], 0),
+        ("blocking, always_pass: true", [None, 80.0, 100.0], 0),
     ],
 )
 def test_exit_code_answers_did_the_gate_run(tmp_path, mode, values, expected_exit) -> None:  # type: ignore[no-untyped-def]

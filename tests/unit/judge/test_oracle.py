@@ -1,4 +1,4 @@
-"""Every rule and boundary of the oracle (DESIGN.md R3, R5): health, floors, the window."""
+"""Every rule and boundary of the oracle (docs/design.md R3, R5): health, floors, the window."""
 
 from __future__ import annotations
 

@@ -119,7 +119,7 @@ def test_the_summary_shows_the_paired_figures_and_each_samples_admission(tmp_pat
     assert "Runner time spent confirming verdicts (repeats and paired A/B): 5.0 min." in summary
     assert "the merge base and the change are measured alternately" in summary
     # The terminal and the commit statuses: the change the verdict rests on.
-    table = terminal_table(report(tmp_path))
+    table = terminal_table(report(tmp_path), width=200)
     assert "paired A/B, 5 pairs" in table
     statuses = plan_statuses(report_json(report(tmp_path)), target_url=None)
     caught = next(s for s in statuses if s.context.endswith("(cartpole/numpy)"))

@@ -83,10 +83,26 @@ def test_statuses_are_green_for_improved_and_inconclusive_and_show_the_interval(
 
 
 def test_terminal_table_shows_the_interval_and_samples(tmp_path: Path) -> None:
-    table = terminal_table(new_verdicts_report(tmp_path))
+    table = terminal_table(new_verdicts_report(tmp_path), width=160)
     line = next(row for row in table.splitlines() if row.startswith("pendulum/python"))
     assert "BLOCK" in line and "3 / 20" in line and "\u2026" in line
     assert "IMPROVED" in table and "INCONCLUSIVE" in table
+
+
+def test_the_terminal_table_fits_100_columns_and_explains_below(tmp_path: Path) -> None:
+    """Short reason codes in the table, the full reasons (and the cut interval) below it."""
+    report = new_verdicts_report(tmp_path)
+    table = terminal_table(report, width=100)
+    lines = table.splitlines()
+    assert max(len(line) for line in lines) <= 100, table
+    line = next(row for row in lines if row.startswith("pendulum/python"))
+    assert line.split()[1] == "BLOCK" and line.rstrip().endswith("REGRESSION")
+    assert "pendulum/python: BLOCK \u22127.0 % (\u22128.2 \u2026 \u22125.8): regression" in table
+    # The same report on a wide terminal keeps the interval in the table.
+    wide = terminal_table(report, width=200).splitlines()
+    assert "\u22127.0 % (\u22128.2 \u2026 \u22125.8)" in next(
+        row for row in wide if row.startswith("pendulum/python")
+    )
 
 
 def test_an_older_verdict_json_still_renders(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from perfgate.run.execution import (
     ProcessOutcome,
     classify_failure,
     environment_fix,
-    not_retried_because,
+    why_not_retry,
 )
 
 MARKERS = PhaseMarkers(
@@ -150,9 +150,9 @@ def outcome(phase: FailurePhase | None, fix: str | None = None) -> ProcessOutcom
                           fix=fix)  # fmt: skip
 
 
-def test_only_an_environment_failure_is_not_retried_and_it_says_why() -> None:
-    assert not_retried_because(outcome(FailurePhase.ENVIRONMENT, "accept the EULA")) == (
-        "accept the EULA"
+def test_an_environment_failure_is_not_retried_and_it_names_the_fix() -> None:
+    assert why_not_retry(outcome(FailurePhase.ENVIRONMENT, "accept the EULA")) == (
+        "not retried: accept the EULA"
     )
     for flaky in (FailurePhase.INIT, FailurePhase.RUNTIME, FailurePhase.HANG, FailurePhase.DRIVER):
-        assert not_retried_because(outcome(flaky)) is None
+        assert why_not_retry(outcome(flaky)) is None

@@ -1,0 +1,136 @@
+"""Every reference in the README, docs/ and the code points inside the repository.
+
+The README, docs/*.md, the package's and the templates' text, the task files and every
+test module's docstring cite files, sections and the design's rules (R1..R18). Each must
+resolve here: a relative link to a file that exists (and a heading of it, when it names
+one), a file name such as ``docs/design.md`` that exists, a rule docs/design.md states, a
+quoted section it has. Nothing may point at a file outside the repository. (Tests are
+read by their module docstrings alone: their bodies hold paths as data.)
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.paths import ROOT
+
+DESIGN = ROOT / "docs" / "design.md"
+MARKDOWN = sorted([ROOT / "README.md", ROOT / "templates" / "README.md", *ROOT.glob("docs/*.md")])
+TESTS = sorted(ROOT.glob("tests/**/*.py"))
+SOURCES = sorted(
+    [
+        *ROOT.glob("perfgate/**/*.py"),
+        *ROOT.glob("perfgate/**/*.j2"),
+        *ROOT.glob("templates/**/*.j2"),
+        *ROOT.glob("templates/**/*.yml"),
+        *(ROOT / name for name in ("noxfile.py", "tasks.py", "pyproject.toml", "perfgate.yaml")),
+        ROOT / "examples" / "isaaclab" / "perfgate.yaml",
+    ]
+)
+TEXTS = [*MARKDOWN, *SOURCES, *TESTS]
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+MARKDOWN_FILE = re.compile(r"(?<![\w/.:-])((?:[\w.-]+/)*[\w.-]+\.md)\b")
+RULE = re.compile(r"\bR(\d{1,2})\b")
+SECTION = re.compile(r'design\.md "([^"]+)"')
+# Places outside this repository a text once pointed to (the design kept beside it).
+OUTSIDE = re.compile(
+    "|".join((r"(?<![\w.])/" + "work/", r"\bseeds/", r"\bshared/", "DESIGN" + r"\.md"))
+)
+#: Reports perfgate writes (named in help and docstrings), not files of this tree.
+WRITTEN = frozenset({"summary.md", "qualification.md"})
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    """Every heading anchor of a markdown file (a repeated heading gets -1, -2, ...)."""
+    seen: Counter[str] = Counter()
+    found = set()
+    in_code = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+        if in_code or not line.startswith("#"):
+            continue
+        base = slug(line.lstrip("#"))
+        found.add(base if not seen[base] else f"{base}-{seen[base]}")
+        seen[base] += 1
+    return found
+
+
+def rules() -> set[str]:
+    """The rules docs/design.md states: its ``### Rn`` headings."""
+    return set(re.findall(r"^### (R\d+)\b", DESIGN.read_text(encoding="utf-8"), flags=re.M))
+
+
+def where(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def readable(path: Path) -> str:
+    """What of a file is read for references: a test module's docstring, else all of it."""
+    text = path.read_text(encoding="utf-8")
+    if path not in TESTS:
+        return text
+    return ast.get_docstring(ast.parse(text)) or ""
+
+
+def test_the_design_states_every_rule_from_r1_to_r18() -> None:
+    assert rules() == {f"R{n}" for n in range(1, 19)}
+
+
+@pytest.mark.parametrize("path", MARKDOWN, ids=where)
+def test_every_relative_link_resolves(path: Path) -> None:
+    broken = []
+    for target in LINK.findall(path.read_text(encoding="utf-8")):
+        if re.match(r"[a-z]+:", target):
+            continue  # http(s), mailto: outside by nature, not a file of this tree
+        file, _, anchor = target.partition("#")
+        linked = (path.parent / file).resolve() if file else path
+        if not linked.exists() or not linked.is_relative_to(ROOT):
+            broken.append(f"{target}: no such file in the repository")
+        elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
+            broken.append(f"{target}: {where(linked)} has no heading #{anchor}")
+    assert not broken, f"{where(path)}: {broken}"
+
+
+@pytest.mark.parametrize("path", TEXTS, ids=where)
+def test_every_cited_file_rule_and_section_exists(path: Path) -> None:
+    text = readable(path)
+    problems = [f"points outside the repository: {m.group(0)!r}" for m in OUTSIDE.finditer(text)]
+    for name in set(MARKDOWN_FILE.findall(text)) - WRITTEN:
+        candidates = (path.parent / name, ROOT / name, ROOT / "docs" / name)
+        if not any(c.is_file() for c in candidates):
+            problems.append(f"cites {name}, which is not in the repository")
+    stated = rules()
+    cited = sorted(set(RULE.findall(text)), key=int)
+    problems += [f"cites R{n}, which docs/design.md does not state" for n in cited
+                 if f"R{n}" not in stated]  # fmt: skip
+    headings = {line.lstrip("#").strip() for line in DESIGN.read_text().splitlines()
+                if line.startswith("#")}  # fmt: skip
+    problems += [f'cites docs/design.md "{s}", which has no such section'
+                 for s in SECTION.findall(text) if s not in headings]  # fmt: skip
+    assert not problems, f"{where(path)}: {problems}"
+
+
+def test_the_check_finds_what_it_looks_for(tmp_path: Path) -> None:
+    """The patterns catch a dangling file, rule and anchor (the test can fail)."""
+    assert MARKDOWN_FILE.findall("see DESIGN-NOTES.md and docs/design.md.") == [
+        "DESIGN-NOTES.md",
+        "docs/design.md",
+    ]
+    assert RULE.findall("(R8) and R19, not R2D2") == ["8", "19"]
+    assert OUTSIDE.search("read " + "DESIGN" + ".md first")
+    page = tmp_path / "page.md"
+    page.write_text("# Title\n## How good: `nox -s quality`\n## Title\n", encoding="utf-8")
+    assert anchors(page) == {"title", "how-good-nox--s-quality", "title-1"}
