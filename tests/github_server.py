@@ -218,7 +218,9 @@ def _route(state: FakeGitHub, handler: _Handler, method: str) -> None:
         with state.lock:
             pulls = [dict(p) for p in state.commit_pulls.get(match.group(1), [])]
         handler.reply(200, pulls)
-    elif (match := re.fullmatch(r"actions/workflows/([^/]+)/dispatches", rest)) and method == "POST":
+    elif (
+        match := re.fullmatch(r"actions/workflows/([^/]+)/dispatches", rest)
+    ) and method == "POST":
         _dispatch(state, handler, unquote(match.group(1)), body)
     elif (match := re.fullmatch(r"pulls/(\d+)", rest)) and method == "GET":
         with state.lock:

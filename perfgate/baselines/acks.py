@@ -89,7 +89,9 @@ def acknowledgement(
         raise ValueError(f"unknown source {source!r}")
     plain = " ".join("".join(c if c.isprintable() else " " for c in reason).split())
     if not plain:
-        raise UsageError("an accepted change needs a reason (--reason \"...\"): say why it is intended")
+        raise UsageError(
+            'an accepted change needs a reason (--reason "..."): say why it is intended'
+        )
     if len(plain) > REASON_LIMIT:
         plain = plain[: REASON_LIMIT - 1].rstrip() + "…"
     return Acknowledgement(

@@ -230,8 +230,13 @@ def survey(config: Config, history: History, accepted: Sequence[AcceptedLevel] =
             primary = series.metric == PRIMARY
             findings.append(
                 Finding(
-                    key=AlertKey(bucket=series.bucket.id, hardware=series.hardware,
-                                 metric=series.metric, good=good, bad=bad),  # fmt: skip
+                    key=AlertKey(
+                        bucket=series.bucket.id,
+                        hardware=series.hardware,
+                        metric=series.metric,
+                        good=good,
+                        bad=bad,
+                    ),
                     bucket=series.bucket,
                     metric_path=series.metric_path,
                     unit=series.unit,

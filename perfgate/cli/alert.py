@@ -50,9 +50,9 @@ def register(verbs: Verbs) -> None:
         description=__doc__,
         handler=run,
         examples=(
-            "perfgate alert                         # what the rule says, from the local branch",
-            "perfgate alert --post                  # CI: the push workflow's alert job",
-            "perfgate alert --dispatch              # CI: dispatch the bisects alerts.json asks for",
+            "perfgate alert              # what the rule says, from the local baseline branch",
+            "perfgate alert --post       # CI: the push workflow's alert job",
+            "perfgate alert --dispatch   # CI: dispatch the bisects alerts.json asks for",
         ),
         exits={ExitCode.MALFUNCTION: EXIT_MEANINGS[ExitCode.MALFUNCTION]},
     )
@@ -238,8 +238,14 @@ def alerts_json(
             for f in found.findings
         ],
         "improvements": [
-            {"bucket": i.bucket, "hardware": i.hardware, "metric": i.metric, "good": i.good,
-             "bad": i.bad, **change(i.change)}  # fmt: skip
+            {
+                "bucket": i.bucket,
+                "hardware": i.hardware,
+                "metric": i.metric,
+                "good": i.good,
+                "bad": i.bad,
+                **change(i.change),
+            }
             for i in found.improvements
         ],
         "posted": [

@@ -65,7 +65,9 @@ def read_state(body: object) -> IssueState | None:
         bisect = data.get("bisect")
         return IssueState(
             key=AlertKey.from_json(data["key"]),
-            bisect={str(k): str(v) for k, v in bisect.items()} if isinstance(bisect, dict) else None,
+            bisect={str(k): str(v) for k, v in bisect.items()}
+            if isinstance(bisect, dict)
+            else None,
         )
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -104,7 +106,9 @@ class BisectRequest:
                           minutes=float(data["minutes"]))  # fmt: skip
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a bisect request: {exc}") from None
-        if not all(re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", s) for s in (request.good, request.bad)):
+        if not all(
+            re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", s) for s in (request.good, request.bad)
+        ):
             raise ValueError("a bisect request names its commits by full SHA")
         return request
 
@@ -168,10 +172,11 @@ def _series(finding: Finding) -> str:
 
 
 def title(finding: Finding) -> str:
-    """``perfgate: cartpole/numpy −6.1 % on main since abc1234``."""
+    """``perfgate: cartpole/numpy -6.1 % since abc1234 (cpu-x)``, with a true minus sign."""
     metric = "" if finding.key.metric == PRIMARY else f" {finding.key.metric}"
+    change = signed_pct(finding.episode.alert.change_pct)
     text = (
-        f"perfgate: {finding.key.bucket}{metric} {signed_pct(finding.episode.alert.change_pct)} % "
+        f"perfgate: {finding.key.bucket}{metric} {change} % "
         f"since {finding.key.bad[:7]} ({finding.key.hardware})"
     )
     return text[:TITLE_LIMIT]
@@ -187,16 +192,19 @@ def bisect_decision(finding: Finding, max_minutes: float) -> tuple[bool, str]:
             f"A bisect judges a bucket's primary metric only; this range of "
             f"{finding.suspect_count} commits is not bisected automatically."
         )
-    cost = f"a bisect of these {finding.suspect_count} commits costs at most {minutes:,.0f} runner-minutes"
+    cost = (
+        f"A bisect of these {finding.suspect_count} commits costs at most {minutes:,.0f} "
+        "runner-minutes"
+    )
     if max_minutes <= 0:
-        return False, f"{cost[0].upper()}{cost[1:]}; automatic bisects are off (alerts.bisect_max_minutes: 0)."
+        return False, f"{cost}; automatic bisects are off (alerts.bisect_max_minutes: 0)."
     if minutes > max_minutes:
         return False, (
-            f"{cost[0].upper()}{cost[1:]}, over alerts.bisect_max_minutes ({max_minutes:g}): not "
-            f"dispatched. Run {BISECT_WORKFLOW} by hand with good {finding.key.good[:12]} and "
-            f"bad {finding.key.bad[:12]}."
+            f"{cost}, over alerts.bisect_max_minutes ({max_minutes:g}): not dispatched. Run "
+            f"{BISECT_WORKFLOW} by hand with good {finding.key.good[:12]} and bad "
+            f"{finding.key.bad[:12]}."
         )
-    return True, f"{cost[0].upper()}{cost[1:]}: dispatched ({BISECT_WORKFLOW}); its result is posted here."
+    return True, f"{cost}: dispatched ({BISECT_WORKFLOW}); its result is posted here."
 
 
 def body(finding: Finding, survey: Survey, config: Config, bisect_note: str) -> str:
@@ -290,9 +298,8 @@ def perfgate_issues(
     author = client.viewer_login() or ACTIONS_BOT
     found: dict[AlertKey, tuple[dict[str, Any], IssueState]] = {}
     for issue in client.issues(LABEL, state=state):
-        user = issue.get("user") if isinstance(issue.get("user"), dict) else {}
         marker = read_state(issue.get("body"))
-        if marker is not None and user.get("login") == author and marker.key not in found:
+        if marker is not None and _login(issue) == author and marker.key not in found:
             found[marker.key] = (issue, marker)
     return found
 
@@ -348,8 +355,13 @@ def reconcile(
                 client.update_issue(number, body=_with_state(str(issue.get("body") or ""), asked))
         if wanted and finding.bisect_minutes is not None:
             requests.append(
-                BisectRequest(issue=number, bucket=finding.key.bucket, good=finding.key.good,
-                              bad=finding.key.bad, minutes=finding.bisect_minutes)  # fmt: skip
+                BisectRequest(
+                    issue=number,
+                    bucket=finding.key.bucket,
+                    good=finding.key.good,
+                    bad=finding.key.bad,
+                    minutes=finding.bisect_minutes,
+                )
             )
             posted.append(Posted(action="bisect-requested", issue=number, key=finding.key))
     # An acceptance at the change itself means the rule never sees the regression again:
@@ -364,6 +376,12 @@ def reconcile(
         client.update_issue(number, state="closed", state_reason="not_planned")
         posted.append(Posted(action="closed", issue=number, key=key, detail="accepted"))
     return posted, requests
+
+
+def _login(issue: Mapping[str, Any]) -> object:
+    """Who opened an issue (None when GitHub did not say)."""
+    user = issue.get("user")
+    return user.get("login") if isinstance(user, dict) else None
 
 
 def _commented(client: GitHubClient, number: int, sha: str) -> bool:
@@ -402,10 +420,10 @@ def accepted_in_pulls(
     notes: list[str] = []
     known = set(config.bucket_ids())
     for pull in client.commit_pulls(sha):
-        base = pull.get("base") if isinstance(pull.get("base"), dict) else {}
+        base = pull.get("base")
         if pull.get("merge_commit_sha") != sha or not pull.get("merged_at"):
             continue
-        if base.get("ref") != target_branch:
+        if not isinstance(base, dict) or base.get("ref") != target_branch:
             continue
         number, heading = pull.get("number"), str(pull.get("title") or "")
         names = {label.get("name") for label in pull.get("labels", []) if isinstance(label, dict)}
@@ -481,8 +499,7 @@ def post_bisect(
     issue = client.issue(number)
     state = read_state(issue.get("body"))
     names = {label.get("name") for label in issue.get("labels", []) if isinstance(label, dict)}
-    user = issue.get("user") if isinstance(issue.get("user"), dict) else {}
-    ours = user.get("login") == (client.viewer_login() or ACTIONS_BOT)
+    ours = _login(issue) == (client.viewer_login() or ACTIONS_BOT)
     if state is None or not ours or LABEL not in names or state.key.bucket != result.get("bucket"):
         raise ValueError(
             f"issue #{number} is not a perfgate alert for {result.get('bucket')!r}: "

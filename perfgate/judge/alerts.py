@@ -20,8 +20,8 @@ is judged against the level before it:
   warn line (``persist_z`` of its noise): one slow run among good ones is not a change.
 * **An improvement** is the mirror image: recorded, never alerted; the level starts again
   at it.
-* **A recovery** closes a regression: the latest ``confirm_runs`` runs are each back at the
-  level from before it (none below its warn line) and together within
+* **A recovery** closes a regression: the latest ``confirm_runs`` runs are each nearer the
+  level from before it than the regression's level, and together within
   ``recovered_share`` of the minimum drop of it.
 * **An accepted change** (``known_shifts``: the first run at or after an acknowledged
   commit) starts a new level there: an open regression ends as accepted, and no change at
@@ -55,7 +55,6 @@ from perfgate.judge.stats import (
     t_isf,
     to_g,
 )
-
 
 #: Runs before a change searched for the last one clearly at the old level: a small change
 #: confirmed late may have started several pushes before the runs that confirmed it.
@@ -230,10 +229,8 @@ class _Level:
         """The run's distance from this level (its runner's offset removed) and its variance."""
         offset = self.offsets.get(run.runner, 0.0)
         count = self.counts.get(run.runner, 0)
-        if self.tau2 <= 0.0:
-            offset_var = 0.0
-        else:
-            offset_var = 1.0 / (1.0 / self.tau2 + count / self.scale2)
+        # The offset's posterior variance: what its runs left unknown of it.
+        offset_var = 0.0 if self.tau2 <= 0.0 else 1.0 / (1.0 / self.tau2 + count / self.scale2)
         var = self.between2 + self.within2 * location_var(run.samples) + offset_var
         return run.location - self.level - offset, max(var, 1e-12)
 
@@ -280,7 +277,9 @@ def _fit(runs: Sequence[_Run], segments: Sequence[int]) -> _Level | None:
             for name, mean in raw.items()
         }
         for s in ids:
-            members = [y[j] - offsets.get(runs[j].runner, 0.0) for j in range(n) if segments[j] == s]
+            members = [
+                y[j] - offsets.get(runs[j].runner, 0.0) for j in range(n) if segments[j] == s
+            ]
             levels[s] = huber_location(members, scale, start=levels[s])
     u = [y[j] - levels[segments[j]] - offsets.get(runs[j].runner, 0.0) for j in range(n)]
     scale, df = robust_scale(u, groups=len(ids))
@@ -342,7 +341,9 @@ def _test(level: _Level, after: Sequence[_Run]) -> _Test:
 class Watcher:
     """The replay, one run at a time: add each run (oldest first), read the watch at any point."""
 
-    def __init__(self, *, direction: Direction = Direction.HIGHER, policy: AlertPolicy | None = None):
+    def __init__(
+        self, *, direction: Direction = Direction.HIGHER, policy: AlertPolicy | None = None
+    ):
         self.policy = policy or AlertPolicy()
         if self.policy.confirm_runs < 1:
             raise ValueError("confirm_runs must be at least 1")
@@ -495,9 +496,7 @@ class Watcher:
             and min(test.z) >= policy.persist_z
         ):
             bounds = self._bounds(first, now, test.delta, level)
-            self.improvements.append(
-                self._change(ChangeKind.IMPROVEMENT, first, now, test, bounds)
-            )
+            self.improvements.append(self._change(ChangeKind.IMPROVEMENT, first, now, test, bounds))
             self._new_level(first)
 
     def _follow(self, now: int) -> None:
@@ -514,7 +513,11 @@ class Watcher:
         if first <= alert.first or self.runs[first].commit == self.runs[first - 1].commit:
             return
         test = _test(good, self.runs[first : now + 1])
-        if test.delta < -back or min(test.z) < -policy.persist_z:
+        # Back: within the share of the minimum drop of the old level, and every run
+        # nearer to it than to the regression's level.
+        regressed = _test(good, self.runs[alert.first : first]).delta
+        distances = [good.residual(run)[0] for run in self.runs[first : now + 1]]
+        if test.delta < -back or min(distances) < regressed / 2.0:
             return
         recovery = Recovery(
             first=first,

@@ -372,23 +372,14 @@ def _window_signals(decision: Decision) -> list[Signal]:
                 "judged against the mode it matches",
             )
         )
-    if decision.shift is not None and decision.shift.accepted:
+    if decision.shift is not None:
         shift = decision.shift
+        what = "an accepted change of" if shift.accepted else "a level shift of"
         signals.append(
             Signal(
                 reason=Reason.LEVEL_SHIFT,
                 verdict=Verdict.PASS,
-                detail=f"an accepted change ({shift.change_pct:+.1f}%) landed {shift.kept_runs} "
-                "run(s) ago; the window starts at it",
-            )
-        )
-    elif decision.shift is not None:
-        shift = decision.shift
-        signals.append(
-            Signal(
-                reason=Reason.LEVEL_SHIFT,
-                verdict=Verdict.PASS,
-                detail=f"a level shift of {shift.change_pct:+.1f}% landed {shift.kept_runs} "
+                detail=f"{what} {shift.change_pct:+.1f}% landed {shift.kept_runs} "
                 "run(s) ago; the window starts after it",
             )
         )

@@ -48,7 +48,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from perfgate.judge.alerts import AlertPolicy, ChangeKind, PushRun, Watcher  # noqa: E402
+from perfgate.judge.alerts import AlertPolicy, PushRun, Watcher  # noqa: E402
 from perfgate.judge.stats import CalibratedPolicy, analyse_window, judge  # noqa: E402
 from perfgate.judge.verdicts import Verdict  # noqa: E402
 from tests.perf import runner_offsets  # noqa: E402
@@ -101,8 +101,9 @@ class Tally:
         for name in ("unchanged", "false_alerts", "range_right", "range_pushes", "recovered",
                      "recovery_delay", "reverts"):  # fmt: skip
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        for mine, theirs in ((self.drops, other.drops), (self.within, other.within),
-                             (self.delays, other.delays), (self.alerted, other.alerted)):  # fmt: skip
+        pairs = ((self.drops, other.drops), (self.within, other.within),
+                 (self.delays, other.delays), (self.alerted, other.alerted))  # fmt: skip
+        for mine, theirs in pairs:
             for key, value in theirs.items():
                 mine[key] = mine.get(key, 0) + value
 
@@ -156,9 +157,7 @@ class _Rule:
         return fresh, bounds, sum(1 for e in episodes if e.recovery is not None)
 
 
-def _run(
-    rng: np.random.Generator, level: float, offset: float, cv: float
-) -> list[float]:
+def _run(rng: np.random.Generator, level: float, offset: float, cv: float) -> list[float]:
     """One push's stored samples: REPEATS admitted ones (a throttled one re-measured)."""
     runner = runner_offsets.Runner(rng, offset, cv, admit=True)
     kept: list[float] = []
@@ -293,10 +292,11 @@ def targets(results: dict[str, dict[str, Tally]]) -> list[dict[str, Any]]:
 
 def render(results: dict[str, dict[str, Tally]], series: int, elapsed: float) -> list[str]:
     """The table, side by side per pool, then the targets."""
+    sizes = "/".join(f"{d:.0%}" for d in sorted(set(DROPS)))
     lines = [
         f"post-merge alerts: {series} series/pool ({BURN_IN} pushes of history, {POINTS} "
-        f"watched); half unchanged, half one drop of {'/'.join(f'{d:.0%}' for d in sorted(set(DROPS)))}"
-        f" fixed {REVERT} pushes later; {REPEATS} samples a push; states: "
+        f"watched); half unchanged, half one drop of {sizes} fixed {REVERT} pushes later; "
+        f"{REPEATS} samples a push; states: "
         f"{STATE_SHARE:.0%} of runs {STATE_DEPTH[0]:.0%}-{STATE_DEPTH[1]:.0%} slower; "
         f"{elapsed:.0f} s",
     ]

@@ -172,7 +172,7 @@ def test_a_step_opens_one_issue_the_next_push_comments_and_recovery_closes_it(
     assert (state.key.good, state.key.bad) == (good, step)
     assert issue["state"] == "open" and issue["user"]["login"] == BOT["login"]
     body = issue["body"]
-    assert "−6." in body and "…" in body  # the change with its interval
+    assert "\u22126." in body and "\u2026" in body  # the change (true minus) with its interval
     assert step[:12] in body and "slower solver" in body  # the suspect commit and its title
     assert "https://acme.github.io/sim/buckets/cartpole__numpy.html" in body
     assert "one commit: it is the change" in body  # nothing to bisect
@@ -217,8 +217,13 @@ def test_a_batched_push_dispatches_one_bisect_of_its_range(
     assert dispatched == {
         "workflow": "perfgate-bisect.yml",
         "ref": "main",
-        "inputs": {"bucket": "cartpole/numpy", "good": good, "bad": step, "dry-run": "false",
-                   "issue": str(issue["number"])},  # fmt: skip
+        "inputs": {
+            "bucket": "cartpole/numpy",
+            "good": good,
+            "bad": step,
+            "dry-run": "false",
+            "issue": str(issue["number"]),
+        },
     }
     # A range already bisected is never dispatched again.
     pushes.push(94.0)
@@ -271,15 +276,28 @@ def test_unchanged_history_opens_no_issue(pushes: Pushes, monkeypatch: pytest.Mo
 @pytest.mark.parametrize(
     ("event", "extra"),
     [
-        ("pull_request", {"GITHUB_REF": "refs/pull/9/merge", "GITHUB_BASE_REF": "main",
-                          "GITHUB_HEAD_REF": "feature"}),
-        ("pull_request", {"GITHUB_REF": "refs/pull/9/merge", "GITHUB_BASE_REF": "main",
-                          "GITHUB_HEAD_REF": "feature", "GITHUB_TOKEN": READ_TOKEN}),
+        (
+            "pull_request",
+            {
+                "GITHUB_REF": "refs/pull/9/merge",
+                "GITHUB_BASE_REF": "main",
+                "GITHUB_HEAD_REF": "feature",
+            },
+        ),
+        (
+            "pull_request",
+            {
+                "GITHUB_REF": "refs/pull/9/merge",
+                "GITHUB_BASE_REF": "main",
+                "GITHUB_HEAD_REF": "feature",
+                "GITHUB_TOKEN": READ_TOKEN,
+            },
+        ),
         ("workflow_dispatch", {}),
         ("push", {"GITHUB_REF": "refs/heads/feature"}),
     ],
     ids=["pull-request", "fork-read-only-token", "dispatch", "unprotected-branch"],
-)  # fmt: skip
+)
 def test_only_a_protected_push_posts(
     pushes: Pushes,
     monkeypatch: pytest.MonkeyPatch,
