@@ -63,6 +63,7 @@ CHANGE_RANGE = (5, POINTS - 20)
 REVERT = 12  # pushes after the drop at which it is fixed
 DROPS = (0.05, 0.05, 0.03, 0.10)  # a drop series' size, by seed (5 % the target)
 WITHIN = 3  # pushes an alert may take, the drop's own included
+DEFAULT_SERIES = 160
 RULES = ("block", "alerts")
 CHOSEN = "alerts"
 
@@ -290,6 +291,11 @@ def targets(results: dict[str, dict[str, Tally]]) -> list[dict[str, Any]]:
     return found
 
 
+def measured_targets(series: int = DEFAULT_SERIES, jobs: int = 1) -> list[dict[str, Any]]:
+    """Score the pools and return the targets entries (for ``nox -s quality -- --json``)."""
+    return targets(score(series, jobs))
+
+
 def render(results: dict[str, dict[str, Tally]], series: int, elapsed: float) -> list[str]:
     """The table, side by side per pool, then the targets."""
     sizes = "/".join(f"{d:.0%}" for d in sorted(set(DROPS)))
@@ -327,7 +333,9 @@ def render(results: dict[str, dict[str, Tally]], series: int, elapsed: float) ->
 def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> int:
     """Score every pool and rule; exit 1 when a target is missed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--series", type=int, default=160, help="series per pool")
+    parser.add_argument(
+        "--series", type=int, default=DEFAULT_SERIES, help="series per pool (%(default)s)"
+    )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument(
         "--set", action="append", default=[], metavar="FIELD=VALUE",
