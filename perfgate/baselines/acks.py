@@ -25,7 +25,6 @@ from pathlib import Path
 from perfgate.baselines.pushing import commit_to_branch
 from perfgate.baselines.reading import stream_blobs
 from perfgate.baselines.store import BaselineStore
-from perfgate.config import PRIMARY
 from perfgate.errors import GitError, UsageError
 from perfgate.git import git
 from perfgate.identity import stable_hash
@@ -204,8 +203,3 @@ def kept_runs(
         # The newest acceptance cuts the window shortest.
         kept = count if kept is None else min(kept, count)
     return kept
-
-
-def primary_or(metric: str | None) -> str:
-    """The metric an acceptance names, as a series names it."""
-    return metric or PRIMARY

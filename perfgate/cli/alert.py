@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,15 +118,16 @@ def run(args: argparse.Namespace) -> int:
     store = open_store(config, local=baseline_is_local(args))
     assert store is not None  # repo_top found the repository
     client = _client(here, config) if args.post else None
-    if client is not None:
-        _record_acceptances(client, config, store, here, target)
-    found = _survey(config, store, target)
     posted: list[Posted] = []
     requests: list[BisectRequest] = []
-    if client is not None:
-        from perfgate.github.alerts import reconcile
+    with _permissions("issues: write, and contents: write to record accepted changes"):
+        if client is not None:
+            _record_acceptances(client, config, store, here, target)
+        found = _survey(config, store, target)
+        if client is not None:
+            from perfgate.github.alerts import reconcile
 
-        posted, requests = reconcile(client, found, config, push_sha=here.commit or "")
+            posted, requests = reconcile(client, found, config, push_sha=here.commit or "")
     document = alerts_json(found, posted, requests)
     jsonfile.write(report, document)
     out = human(args)
@@ -137,6 +140,21 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(document)
     return ExitCode.OK
+
+
+@contextmanager
+def _permissions(needed: str) -> Iterator[None]:
+    """A refused write names the scopes this job needs (the client's 403 names the gate's)."""
+    from perfgate.github.client import GitHubError, GitHubPermissionError
+
+    try:
+        yield
+    except GitHubPermissionError as exc:
+        raise GitHubError(
+            f"GitHub refused a write ({exc.status}); give this job `permissions: {needed}` "
+            "(the rendered workflows do)",
+            status=exc.status,
+        ) from None
 
 
 def _client(here: Any, config: Any) -> Any:
@@ -206,7 +224,8 @@ def _dispatch(report: Path, config: Any, here: Any) -> int:
     client = _client(here, config)
     if client is None:
         return ExitCode.OK
-    count = dispatch(client, requests, here.branch or config.gate.target_branches[0])
+    with _permissions("actions: write"):
+        count = dispatch(client, requests, here.branch or config.gate.target_branches[0])
     say(f"dispatched {count} bisect(s) of perfgate-bisect.yml")
     return ExitCode.OK
 
@@ -321,7 +340,8 @@ def run_post_bisect(args: argparse.Namespace) -> int:
     assert token is not None and here.repository is not None
     client = GitHubClient(api_url=here.api_url, repository=here.repository, token=token)
     try:
-        post_bisect(client, args.issue, result, titles_of((listing or "").splitlines()), unit)
+        with _permissions("issues: write"):
+            post_bisect(client, args.issue, result, titles_of((listing or "").splitlines()), unit)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     say(f"posted the bisect result on issue #{args.issue}")

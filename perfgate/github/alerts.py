@@ -418,7 +418,7 @@ def accepted_in_pulls(
     counts; a bucket the config does not declare is named in a note, never recorded."""
     found: list[Acknowledgement] = []
     notes: list[str] = []
-    known = set(config.bucket_ids())
+    known = {b.id: {m.name for m in b.all_metrics} for b in config.buckets}
     for pull in client.commit_pulls(sha):
         base = pull.get("base")
         if pull.get("merge_commit_sha") != sha or not pull.get("merged_at"):
@@ -433,9 +433,11 @@ def accepted_in_pulls(
                 by=f"the {ACCEPTED_LABEL} label on pull request #{number}", source="pull-request",
             ))  # fmt: skip
         for bucket, metric, why in _ACCEPT_LINE.findall(str(pull.get("body") or "")):
-            if bucket not in known:
+            declared = known.get(bucket)
+            if declared is None or (metric and metric not in declared):
+                what = f"{bucket!r} metric {metric!r}" if declared else repr(bucket)
                 notes.append(
-                    f"pull request #{number}: perfgate-accept names {bucket!r}, which "
+                    f"pull request #{number}: perfgate-accept names {what}, which "
                     f"{config.path} does not declare; not recorded"
                 )
                 continue

@@ -13,11 +13,11 @@ is judged against the level before it:
   Everything is in log space (``judge.stats.to_g``), so changes are relative.
 * **A regression** is alerted when the runs since a candidate change, at least
   ``confirm_runs`` of them and each on a new commit after the last run before it, all say
-  so: their weighted mean is a drop of at least ``min_drop_pct``, past a t line and a rank
-  line (Mann-Whitney against the level's own runs, which caps the false-alert rate for any
-  distribution of whole-run noise: slow machine states, noisy neighbours) set from
-  ``false_alert_rate`` per bucket-push, and every one of them lies below the level's
-  warn line (``persist_z`` of its noise): one slow run among good ones is not a change.
+  so: their weighted mean is a drop of at least ``min_drop_pct``, past a t line set from
+  ``false_alert_rate`` per bucket-push and a rank line (Mann-Whitney against the level's
+  own runs at ``rank_rate``, which caps false alerts for any distribution of whole-run
+  noise: slow machine states, noisy neighbours), and every one of them lies at least
+  ``persist_z`` of its noise below the level: one slow run among good ones is no change.
 * **An improvement** is the mirror image: recorded, never alerted; the level starts again
   at it.
 * **A recovery** closes a regression: the latest ``confirm_runs`` runs are each nearer the
@@ -27,8 +27,10 @@ is judged against the level before it:
   commit) starts a new level there: an open regression ends as accepted, and no change at
   that run is ever alerted.
 
-The suspect range of a change is the commits after its last good run up to its first bad
-one: the rule only splits where the commit changes, so the range is never empty.
+The suspect range of a change runs from the nearest run clearly at the old level to the
+first of the unbroken run of pushes clearly at the new one, so a run that could be either
+widens it rather than leaving its commit out; the rule only splits where the commit
+changes, so the range is never empty.
 ``nox -s quality`` (tests/perf/alert_quality.py) scores this rule: delay and false alerts
 per 1,000 bucket-pushes on runner pools with offsets, throttling and run-level states.
 """
@@ -109,9 +111,8 @@ class Change:
 
     Indices are run indices (oldest first). ``first`` is where the runs behind the figures
     start, ``confirmed`` the run whose push confirmed the change. ``last_good`` and
-    ``first_bad`` bound the suspect range: the nearest run clearly at the old level and the
-    first after it clearly at the new one (a run in between could be either, so its commit
-    is a suspect too). The levels are the pool's, in metric units.
+    ``first_bad`` bound the suspect range (see the module's docstring): the commits after
+    the one and up to the other. The levels are the pool's, in metric units.
     """
 
     kind: ChangeKind
@@ -172,11 +173,6 @@ class Watch:
     episodes: tuple[Episode, ...]
     improvements: tuple[Change, ...]
 
-    @property
-    def open(self) -> Episode | None:
-        """The regression still open at the newest run, if any."""
-        return next((e for e in reversed(self.episodes) if e.is_open), None)
-
 
 # ----------------------------------------------------------------------------------------
 # The level before a change
@@ -235,7 +231,7 @@ class _Level:
         return run.location - self.level - offset, max(var, 1e-12)
 
 
-def _fit(runs: Sequence[_Run], segments: Sequence[int]) -> _Level | None:
+def _fit(runs: Sequence[_Run], segments: Sequence[int]) -> _Level:
     """A level per segment, shared runner offsets (shrunk), and the noise left."""
     n = len(runs)
     last = segments[-1]

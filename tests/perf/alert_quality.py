@@ -52,6 +52,7 @@ from perfgate.judge.alerts import AlertPolicy, PushRun, Watcher  # noqa: E402
 from perfgate.judge.stats import CalibratedPolicy, analyse_window, judge  # noqa: E402
 from perfgate.judge.verdicts import Verdict  # noqa: E402
 from tests.perf import runner_offsets  # noqa: E402
+from tests.perf.verdict_quality import _upper95  # noqa: E402
 
 CVS = (0.01, 0.02)
 STATE_SHARE = 0.05  # runs in a slower machine state ("states" pools)
@@ -263,17 +264,6 @@ def score(
     return results
 
 
-def upper95(events: int, trials: int) -> float:
-    """One-sided 95 % Wilson upper bound of a rate."""
-    if trials == 0:
-        return float("nan")
-    z = 1.6448536269514722
-    p = events / trials
-    centre = p + z * z / (2 * trials)
-    spread = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
-    return (centre + spread) / (1 + z * z / trials)
-
-
 def targets(results: dict[str, dict[str, Tally]]) -> list[dict[str, Any]]:
     """The issue's targets for the rule in force, one ``{name, value, target, met}`` each."""
     found: list[dict[str, Any]] = []
@@ -317,7 +307,7 @@ def render(results: dict[str, dict[str, Tally]], series: int, elapsed: float) ->
             lines.append(
                 f"{pool:<24}{rule:<11}{t.detection(0.05) * 100:>7.1f}{t.delay(0.05):>7.2f}"
                 f"{t.detection(0.03) * 100:>7.1f}{t.detection(0.10) * 100:>7.1f}"
-                f"{t.per_1000:>8.2f}{1000 * upper95(t.false_alerts, t.unchanged):>7.2f}"
+                f"{t.per_1000:>8.2f}{1000 * _upper95(t.false_alerts, t.unchanged):>7.2f}"
                 f"{100 * t.range_right / alerted:>7.1f}{t.range_pushes / alerted:>6.2f}"
                 f"{100 * t.recovered / max(t.reverts, 1):>7.1f}"
                 f"{t.recovery_delay / max(t.recovered, 1):>7.2f}{t.unchanged:>8}"

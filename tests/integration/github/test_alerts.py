@@ -29,9 +29,8 @@ from perfgate.github.alerts import ACCEPTED_LABEL, LABEL, read_state
 from perfgate.judge.gate import evaluate
 from tests.factories import make_result
 from tests.github_server import BOT, READ_TOKEN, WRITE_TOKEN, FakeGitHub, serve
+from tests.trend_stores import IDENTITY
 
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 CONFIG = """\
 version: 1
 gate:
@@ -150,6 +149,17 @@ def step_history(pushes: Pushes, *, batch: int = 1) -> str:
     return pushes.push(94.0, commits=batch, title="slower solver")
 
 
+def alerted(
+    pushes: Pushes, monkeypatch: pytest.MonkeyPatch, *, batch: int = 1
+) -> tuple[str, str, dict[str, object]]:
+    """The step and two more pushes at its level, then the alert job: (good, bad, alerts.json)."""
+    step = step_history(pushes, batch=batch)
+    good = pushes.shas[-2]
+    for _ in range(2):
+        pushes.push(94.0)
+    return good, step, alert(pushes, monkeypatch, "--post")
+
+
 def writes(server: FakeGitHub) -> list[tuple[str, str]]:
     """Every request that would change something on GitHub."""
     return [call for call in server.calls() if call[0] in ("POST", "PATCH", "PUT", "DELETE")]
@@ -159,7 +169,6 @@ def test_a_step_opens_one_issue_the_next_push_comments_and_recovery_closes_it(
     pushes: Pushes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = pushes.server
-    good = None
     step = step_history(pushes)
     good = pushes.shas[-2]
     pushes.push(94.0)
@@ -201,11 +210,7 @@ def test_a_batched_push_dispatches_one_bisect_of_its_range(
     pushes: Pushes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = pushes.server
-    step = step_history(pushes, batch=3)
-    good = pushes.shas[-2]
-    for _ in range(2):
-        pushes.push(94.0)
-    document = alert(pushes, monkeypatch, "--post")
+    good, step, document = alerted(pushes, monkeypatch, batch=3)
     (request,) = document["bisects"]  # type: ignore[misc]
     (issue,) = server.issues_labelled(LABEL)
     assert "3 commits costs at most" in issue["body"]
@@ -234,11 +239,7 @@ def test_the_bisect_result_is_posted_on_the_alerts_issue(
     pushes: Pushes, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     server = pushes.server
-    step = step_history(pushes, batch=3)
-    good = pushes.shas[-2]
-    for _ in range(2):
-        pushes.push(94.0)
-    alert(pushes, monkeypatch, "--post")
+    good, step, _ = alerted(pushes, monkeypatch, batch=3)
     (issue,) = server.issues_labelled(LABEL)
     culprit = git("rev-parse", f"{step}~1", cwd=pushes.clone).strip()
     result = tmp_path / "bisect.json"
@@ -322,10 +323,7 @@ def test_an_accepted_label_stops_the_alert_and_moves_the_window(
     pushes: Pushes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = pushes.server
-    step = step_history(pushes)
-    for _ in range(2):
-        pushes.push(94.0)
-    alert(pushes, monkeypatch, "--post")
+    _, step, _ = alerted(pushes, monkeypatch)
     (issue,) = server.issues_labelled(LABEL)
     server.add_label(issue["number"], ACCEPTED_LABEL)
     pushes.push(94.0)
@@ -385,7 +383,47 @@ def _window_starts_at_the_accepted_change(pushes: Pushes, step: str) -> None:
     assert row.judgement is not None and row.judgement.decision is not None
     shift = row.judgement.decision.shift
     assert shift is not None and shift.accepted
+    # The window's level is the runs since the accepted commit, every one of them.
+    assert shift.kept_runs == len(pushes.shas) - pushes.shas.index(step)
     assert row.verdict.label in ("PASS", "WARN", "INCONCLUSIVE")
     assert "accepted change" in " ".join(row.details)
     git("checkout", "-q", "main", cwd=pushes.clone)
-    del step
+
+
+def test_a_token_that_may_not_write_issues_names_the_permission(
+    pushes: Pushes, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    step_history(pushes)
+    for _ in range(2):
+        pushes.push(94.0)
+    with monkeypatch.context() as patch:
+        for name, value in pushes.env(GITHUB_TOKEN=READ_TOKEN).items():
+            patch.setenv(name, value)
+        assert cli.main(["alert", "--post"]) == 3
+    err = capsys.readouterr().err
+    assert "issues: write" in err and READ_TOKEN not in err
+
+
+def test_accept_records_once_and_refuses_what_it_cannot_apply(
+    pushes: Pushes, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    step = step_history(pushes)
+    args = ["accept", "--bucket", "cartpole/numpy", "--reason", "exact solver", "--remote"]
+    assert cli.main([*args, "--commit", step[:10]]) == 0
+    assert cli.main([*args, "--commit", step]) == 0  # the same acceptance: recorded once
+    recorded = git("show", "origin/perf-baselines:acknowledgements.ndjson", cwd=pushes.clone)
+    (line,) = recorded.splitlines()
+    assert json.loads(line)["commit"] == step and json.loads(line)["source"] == "accept"
+    assert "accepted already" in capsys.readouterr().err
+    # A commit off the target branch, an unknown bucket or metric, a pull request's run.
+    git("checkout", "-q", "-b", "side", cwd=pushes.clone)
+    git("commit", "--allow-empty", "-q", "-m", "side", cwd=pushes.clone, env=IDENTITY)
+    assert cli.main([*args, "--commit", "HEAD"]) == 4
+    assert "is not on main" in capsys.readouterr().err
+    assert cli.main([*args, "--commit", step, "--metric", "nosuch"]) == 4
+    assert cli.main(["accept", "--bucket", "nosuch/x", "--commit", step, "--reason", "r"]) == 4
+    with monkeypatch.context() as patch:
+        for name, value in pushes.env(event="pull_request").items():
+            patch.setenv(name, value)
+        assert cli.main([*args, "--commit", step]) == 4
+    assert "refusing to accept" in capsys.readouterr().err
