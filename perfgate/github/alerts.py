@@ -35,6 +35,9 @@ LABELS = {
     ACCEPTED_LABEL: ("0e8a16", "perfgate: the change is intended; the next push records it"),
 }
 BISECT_WORKFLOW = "perfgate-bisect.yml"
+#: Authors whose pull request description may carry an acceptance (GitHub's
+#: ``author_association``).
+MEMBERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 TITLE_LIMIT = 200
 _MARKER = re.compile(r"<!-- perfgate-alert (\{[^<>]*\}) -->")
 _PUSHED = "<!-- perfgate-alert-push {sha} -->"
@@ -413,9 +416,11 @@ def accepted_in_pulls(
     client: GitHubClient, config: Config, sha: str, target_branch: str
 ) -> tuple[list[Acknowledgement], list[str]]:
     """Acceptances a pull request merged as ``sha`` carries: the ``perfgate-accepted``
-    label (every bucket) or ``perfgate-accept: BUCKET [metric=NAME] why`` lines in its
-    description. Only a pull request merged into ``target_branch`` as exactly this commit
-    counts; a bucket the config does not declare is named in a note, never recorded."""
+    label (every bucket; only people with triage access label) or, from an author who is
+    an owner, member or collaborator, ``perfgate-accept: BUCKET [metric=NAME] why`` lines
+    in its description. Only a pull request merged into ``target_branch`` as exactly this
+    commit counts; a bucket or metric the config does not declare is named in a note,
+    never recorded."""
     found: list[Acknowledgement] = []
     notes: list[str] = []
     known = {b.id: {m.name for m in b.all_metrics} for b in config.buckets}
@@ -432,7 +437,17 @@ def accepted_in_pulls(
                 bucket=EVERY_BUCKET, commit=sha, reason=f"pull request #{number}: {heading}",
                 by=f"the {ACCEPTED_LABEL} label on pull request #{number}", source="pull-request",
             ))  # fmt: skip
-        for bucket, metric, why in _ACCEPT_LINE.findall(str(pull.get("body") or "")):
+        lines = _ACCEPT_LINE.findall(str(pull.get("body") or ""))
+        if lines and pull.get("author_association") not in MEMBERS:
+            # Its author can still edit the description after the merge: their word is
+            # not enough. A maintainer labels the alert's issue instead.
+            notes.append(
+                f"pull request #{number}: perfgate-accept lines by an author outside the "
+                "repository's members are not recorded; put the perfgate-accepted label on "
+                "the alert's issue instead"
+            )
+            lines = []
+        for bucket, metric, why in lines:
             declared = known.get(bucket)
             if declared is None or (metric and metric not in declared):
                 what = f"{bucket!r} metric {metric!r}" if declared else repr(bucket)

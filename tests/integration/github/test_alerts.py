@@ -351,12 +351,21 @@ def test_a_pull_request_carries_its_acceptance_ahead_of_the_merge(
     for _ in range(12):
         pushes.push(100.0)
     step = pushes.push(94.0, title="exact solver")
-    server.commit_pulls[step] = [{
-        "number": 31, "title": "Exact solver", "merged_at": "2026-03-02T12:00:00Z",
-        "merge_commit_sha": step, "base": {"ref": "main"}, "labels": [],
-        "body": "A more accurate contact solver.\n\nperfgate-accept: cartpole/numpy 6 % slower, "
-                "intended\nperfgate-accept: nosuch/bucket never recorded",
-    }]  # fmt: skip
+    merged = {
+        "title": "Exact solver",
+        "merged_at": "2026-03-02T12:00:00Z",
+        "merge_commit_sha": step,
+        "base": {"ref": "main"},
+        "labels": [],
+    }
+    server.commit_pulls[step] = [
+        {**merged, "number": 31, "author_association": "MEMBER",
+         "body": "A more accurate contact solver.\n\nperfgate-accept: cartpole/numpy 6 % "
+                 "slower, intended\nperfgate-accept: nosuch/bucket never recorded"},
+        # An outside author could still edit the description after the merge.
+        {**merged, "number": 32, "author_association": "CONTRIBUTOR",
+         "body": "perfgate-accept: cartpole/numpy metric=primary by a contributor"},
+    ]  # fmt: skip
     # Only the push of the merged commit applies it.
     alert(pushes, monkeypatch, "--post")
     for _ in range(4):
