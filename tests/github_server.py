@@ -84,6 +84,9 @@ class FakeGitHub:
     workflows: set[str] = field(default_factory=lambda: {"perfgate-bisect.yml"})
     dispatches: list[dict[str, Any]] = field(default_factory=list)
     next_issue: int = 1
+    # Opened (as the poster) just before the next issue a client creates: another run
+    # that raced it and won.
+    racing_issues: list[dict[str, Any]] = field(default_factory=list)
 
     def add_comment(self, issue: int, body: str, user: dict[str, str] = BOT) -> dict[str, Any]:
         """Seed (or create) a comment, as GitHub would store it."""
@@ -319,6 +322,9 @@ def _issues(
             handler.reply(422, {"message": "Validation Failed: body is too long"})
             return
         with state.lock:
+            for race in state.racing_issues:
+                state._open_issue(race["title"], race["body"], race["labels"], state.poster)
+            state.racing_issues.clear()
             created = state._open_issue(title, text, list(body.get("labels", [])), state.poster)
         handler.reply(201, created)
         return

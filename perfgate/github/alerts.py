@@ -341,6 +341,11 @@ def reconcile(
                 [LABEL],
             )
             number = int(created["number"])
+            oldest = _kept(client, finding.key, number)
+            if oldest != number:
+                posted.append(Posted(action="closed", issue=number, key=finding.key,
+                                     detail=f"duplicate of #{oldest}"))  # fmt: skip
+                continue
             posted.append(Posted(action="opened", issue=number, key=finding.key))
         elif entry[0].get("state") != "open":
             continue  # closed by a person: left alone (the accepted label accepts the change)
@@ -379,6 +384,18 @@ def reconcile(
         client.update_issue(number, state="closed", state_reason="not_planned")
         posted.append(Posted(action="closed", issue=number, key=key, detail="accepted"))
     return posted, requests
+
+
+def _kept(client: GitHubClient, key: AlertKey, created: int) -> int:
+    """The issue kept for ``key`` after creating ``created``: two alert jobs can race, both
+    finding none and both opening one; every run keeps the oldest and closes its own
+    newer copy, so one issue remains whichever finishes last."""
+    entry = perfgate_issues(client).get(key)
+    oldest = int(entry[0]["number"]) if entry is not None else created
+    if oldest != created:
+        client.create_comment(created, f"Opened twice by racing pushes: see #{oldest}.")
+        client.update_issue(created, state="closed", state_reason="not_planned")
+    return oldest
 
 
 def _login(issue: Mapping[str, Any]) -> object:

@@ -436,3 +436,28 @@ def test_accept_records_once_and_refuses_what_it_cannot_apply(
             patch.setenv(name, value)
         assert cli.main([*args, "--commit", step]) == 4
     assert "refusing to accept" in capsys.readouterr().err
+
+
+def test_two_racing_alert_jobs_leave_one_issue(
+    pushes: Pushes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = pushes.server
+    step_history(pushes)
+    for _ in range(2):
+        pushes.push(94.0)
+    # A second alert job (the next push's) saw no issue either, and opened its own first.
+    alert(pushes, monkeypatch)  # no --post: what that job would write
+    document = json.loads((pushes.clone / ".perfgate/alerts/alerts.json").read_text())
+    (regression,) = document["regressions"]
+    key = {k: regression[k] for k in ("bucket", "hardware", "metric", "good", "bad")}
+    marker = json.dumps({"bisect": None, "key": key}, sort_keys=True, separators=(",", ":"))
+    server.racing_issues.append(
+        {"title": "raced", "body": f"<!-- perfgate-alert {marker} -->\nraced", "labels": [LABEL]}
+    )
+    alert(pushes, monkeypatch, "--post")
+    first, second = server.issues_labelled(LABEL)
+    assert first["state"] == "open" and first["title"] == "raced"
+    assert (
+        second["state"] == "closed"
+        and f"#{first['number']}" in (server.comments[second["number"]][0]["body"])
+    )
