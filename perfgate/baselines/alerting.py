@@ -11,7 +11,6 @@ titles, and the runner minutes a bisection of them would cost at most.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,10 +50,6 @@ class AlertKey:
         if not all(isinstance(data.get(name), str) for name in fields):
             raise ValueError("not an alert key")
         return cls(**{name: str(data[name]) for name in fields})
-
-    def text(self) -> str:
-        """Canonical JSON of the key."""
-        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -55,7 +55,8 @@ class IssueState:
     def marker(self) -> str:
         """The first line of the issue's body."""
         data = {"key": self.key.to_json(), "bisect": dict(self.bisect) if self.bisect else None}
-        return f"<!-- perfgate-alert {json.dumps(data, sort_keys=True, separators=(',', ':'))} -->"
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return f"<!-- perfgate-alert {text} -->"
 
 
 def read_state(body: object) -> IssueState | None:
