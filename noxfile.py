@@ -146,6 +146,24 @@ def publish(session: nox.Session) -> None:
 
 
 @nox.session(tags=["run"])
+def alert(session: nox.Session) -> None:
+    """After a protected push: alert regressions on the target branch (issues, bisects)."""
+    _perfgate(session, "alert")
+
+
+@nox.session(tags=["run"])
+def accept(session: nox.Session) -> None:
+    """Accept an intended change: the bucket's window starts at the commit."""
+    _perfgate(session, "accept")
+
+
+@nox.session(name="post-bisect", tags=["run"])
+def post_bisect(session: nox.Session) -> None:
+    """Post a bisect's result (bisect.json) on its alert's issue."""
+    _perfgate(session, "post-bisect")
+
+
+@nox.session(tags=["run"])
 def seed(session: nox.Session) -> None:
     """Backfill baselines by replaying historical commits (dry run unless --execute)."""
     _perfgate(session, "seed")
@@ -208,11 +226,14 @@ def quality(session: nox.Session) -> None:
 
     ``--quick`` (the default) runs the 12 suites of issue 11 and the runner-offset suites
     (confirmation off, by repeats, paired); ``-- --series 640`` is the full run, with two
-    more suites (about ten minutes). Exits 1 when a target is missed.
+    more suites (about ten minutes). Then the post-merge alert rule's pools (about two
+    minutes). Exits 1 when a target is missed.
     """
     bindir = _install(session, RUN)
     _tool(session, bindir, "python", "tests/perf/verdict_quality.py",
           *(session.posargs or ["--quick"]))  # fmt: skip
+    # The post-merge alert rule: delay and false alerts per 1,000 bucket-pushes.
+    _tool(session, bindir, "python", "tests/perf/alert_quality.py")
 
 
 @nox.session(tags=["check"])

@@ -570,6 +570,19 @@ class ReportSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class AlertsSpec:
+    """The ``alerts`` block: post-merge regression alerts on protected branches (R18)."""
+
+    # The chance that unchanged code is alerted as a regression, per bucket-push.
+    false_alert_rate: float = 0.001
+    # Pushes at the new level, the change's own included, before a regression is alerted.
+    confirm_runs: int = 3
+    # A suspect range is bisected only when the bisection's runner-minute bound is within
+    # this (0: never).
+    bisect_max_minutes: float = 600.0
+
+
+@dataclass(frozen=True, kw_only=True)
 class Config:
     """A validated perfgate.yaml."""
 
@@ -586,6 +599,7 @@ class Config:
     action_ref: ActionRef = ActionRef.SELF
     report: ReportSpec = field(default_factory=ReportSpec)
     admission: AdmissionPolicy = field(default_factory=AdmissionPolicy)
+    alerts: AlertsSpec = field(default_factory=AlertsSpec)
 
     def bucket_ids(self) -> tuple[str, ...]:
         """Every bucket id, in declaration order."""
@@ -741,6 +755,7 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
         report=ReportSpec(**data.get("report", {})),
         notices=_deprecations(document, gate),
         admission=_admission_policy(data.get("admission", {})),
+        alerts=AlertsSpec(**data.get("alerts", {})),
     )
 
 

@@ -3,10 +3,12 @@
 The real GitHub service cannot be reached from here, so this server implements the
 endpoints perfgate uses, with GitHub's documented shapes: commit statuses, issue
 comments (list with per_page/page and Link headers, create, update, delete), one pull
-request, and workflow runs with their artifacts (get a run; list a workflow's runs by
+request, workflow runs with their artifacts (get a run; list a workflow's runs by
 event and status; list a run's artifacts by name; download one, answered as GitHub does
-with a redirect to its storage). It records every request and can inject GitHub's
-failure modes: a read-only token (403), a bad token (401), a 5xx, a secondary rate limit.
+with a redirect to its storage), issues (list by label and state, create, get, update),
+labels (get, create), the pull requests of a commit, and workflow dispatch. It records
+every request and can inject GitHub's failure modes: a read-only token (403), a bad token
+(401), a 5xx, a secondary rate limit.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 WRITE_TOKEN = "ghs_writeTOKEN0123456789abcdef"
 READ_TOKEN = "ghs_readonlyTOKEN0123456789abcdef"
@@ -85,6 +87,17 @@ class FakeGitHub:
     # they belong to and their zip archive.
     runs: dict[int, dict[str, Any]] = field(default_factory=dict)
     artifacts: dict[int, dict[str, Any]] = field(default_factory=dict)
+    issues: dict[int, dict[str, Any]] = field(default_factory=dict)
+    labels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The pull requests GitHub associates with a commit (GET commits/{sha}/pulls).
+    commit_pulls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # Workflows that exist (by file name), and every workflow_dispatch accepted.
+    workflows: set[str] = field(default_factory=lambda: {"perfgate-bisect.yml"})
+    dispatches: list[dict[str, Any]] = field(default_factory=list)
+    next_issue: int = 1
+    # Opened (as the poster) just before the next issue a client creates: another run
+    # that raced it and won.
+    racing_issues: list[dict[str, Any]] = field(default_factory=list)
 
     def add_run(self, run_id: int, **fields: Any) -> dict[str, Any]:
         """A workflow run of this repository: a failed push of ``.github/workflows/perfgate.yml``
@@ -138,6 +151,50 @@ class FakeGitHub:
         }
         self.comments.setdefault(issue, []).append(comment)
         return comment
+
+    def open_issue(
+        self, title: str, body: str, labels: list[str], user: dict[str, str] = HUMAN
+    ) -> dict[str, Any]:
+        """Seed an issue, as someone opened it."""
+        with self.lock:
+            return self._open_issue(title, body, labels, user)
+
+    def _open_issue(
+        self, title: str, body: str, labels: list[str], user: dict[str, str]
+    ) -> dict[str, Any]:
+        number = self.next_issue
+        self.next_issue += 1
+        self.clock += 1
+        for name in labels:
+            self.labels.setdefault(name, {"name": name, "color": "ededed", "description": ""})
+        issue = {
+            "number": number,
+            "title": title,
+            "body": body,
+            "state": "open",
+            "state_reason": None,
+            "labels": [{"name": name} for name in labels],
+            "user": dict(user),
+            "created_at": f"2026-11-30T09:{self.clock // 60:02d}:{self.clock % 60:02d}Z",
+        }
+        self.issues[number] = issue
+        return issue
+
+    def add_label(self, number: int, name: str) -> None:
+        """A maintainer puts ``name`` on issue ``number``."""
+        with self.lock:
+            labels = self.issues[number]["labels"]
+            if all(label["name"] != name for label in labels):
+                labels.append({"name": name})
+
+    def issues_labelled(self, name: str) -> list[dict[str, Any]]:
+        """Every issue carrying label ``name``, oldest first (copies)."""
+        with self.lock:
+            return [
+                json.loads(json.dumps(issue))
+                for issue in self.issues.values()
+                if any(label["name"] == name for label in issue["labels"])
+            ]
 
     def marker_comments(self, issue: int, marker: str) -> list[dict[str, Any]]:
         """Comments on ``issue`` whose body starts with ``marker``."""
@@ -212,6 +269,20 @@ def _route(state: FakeGitHub, handler: _Handler, method: str) -> None:
         _one_comment(state, handler, method, int(match.group(1)), body)
     elif method == "GET" and (match := re.fullmatch(r"actions/\w+/(\d+)(/\w+)?(/zip)?", rest)):
         _actions(state, handler, rest, query)
+    elif rest == "issues":
+        _issues(state, handler, method, query, body)
+    elif match := re.fullmatch(r"issues/(\d+)", rest):
+        _one_issue(state, handler, method, int(match.group(1)), body)
+    elif rest == "labels" or re.fullmatch(r"labels/[^/]+", rest):
+        _labels(state, handler, method, unquote(rest.removeprefix("labels").lstrip("/")), body)
+    elif (match := re.fullmatch(r"commits/([0-9a-f]{40})/pulls", rest)) and method == "GET":
+        with state.lock:
+            pulls = [dict(p) for p in state.commit_pulls.get(match.group(1), [])]
+        handler.reply(200, pulls)
+    elif (
+        match := re.fullmatch(r"actions/workflows/([^/]+)/dispatches", rest)
+    ) and method == "POST":
+        _dispatch(state, handler, unquote(match.group(1)), body)
     elif (match := re.fullmatch(r"pulls/(\d+)", rest)) and method == "GET":
         with state.lock:
             head = state.pulls.get(int(match.group(1)))
@@ -328,6 +399,113 @@ def _issue_comments(
             'rel="last"'
         )
     handler.reply(200, chunk, headers)
+
+
+def _page(
+    state: FakeGitHub, items: list[dict[str, Any]], path: str, query: dict[str, list[str]]
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """One page of ``items`` and its Link header, as GitHub paginates lists."""
+    per_page = min(int(query.get("per_page", ["30"])[0]), state.max_per_page)
+    page = int(query.get("page", ["1"])[0])
+    chunk = items[(page - 1) * per_page : page * per_page]
+    headers = {}
+    if page * per_page < len(items):
+        kept = "&".join(f"{k}={v[0]}" for k, v in query.items() if k not in ("page", "per_page"))
+        headers["Link"] = (
+            f'<{state.base_url}{path}?{kept}&per_page={per_page}&page={page + 1}>; rel="next"'
+        )
+    return chunk, headers
+
+
+def _issues(
+    state: FakeGitHub,
+    handler: _Handler,
+    method: str,
+    query: dict[str, list[str]],
+    body: Any,
+) -> None:
+    if method == "POST":
+        title, text = body.get("title"), body.get("body", "")
+        if not isinstance(title, str) or not title or len(title) > 256:
+            handler.reply(422, {"message": "Validation Failed: title"})
+            return
+        if len(text) > 65536:
+            handler.reply(422, {"message": "Validation Failed: body is too long"})
+            return
+        with state.lock:
+            for race in state.racing_issues:
+                state._open_issue(race["title"], race["body"], race["labels"], state.poster)
+            state.racing_issues.clear()
+            created = state._open_issue(title, text, list(body.get("labels", [])), state.poster)
+        handler.reply(201, created)
+        return
+    if method != "GET":
+        handler.reply(404, {"message": "Not Found"})
+        return
+    wanted = [n for n in query.get("labels", [""])[0].split(",") if n]
+    which = query.get("state", ["open"])[0]
+    with state.lock:
+        chosen = [
+            json.loads(json.dumps(issue))
+            for issue in state.issues.values()
+            if (which == "all" or issue["state"] == which)
+            and all(any(label["name"] == n for label in issue["labels"]) for n in wanted)
+        ]
+    chunk, headers = _page(state, chosen, f"/repos/{state.repository}/issues", query)
+    handler.reply(200, chunk, headers)
+
+
+def _one_issue(state: FakeGitHub, handler: _Handler, method: str, number: int, body: Any) -> None:
+    with state.lock:
+        issue = state.issues.get(number)
+        if issue is None:
+            handler.reply(404, {"message": "Not Found"})
+            return
+        if method == "GET":
+            handler.reply(200, issue)
+            return
+        if method != "PATCH":
+            handler.reply(404, {"message": "Not Found"})
+            return
+        if body.get("state") not in (None, "open", "closed"):
+            handler.reply(422, {"message": "Validation Failed: state"})
+            return
+        for name in ("title", "body", "state", "state_reason"):
+            if name in body:
+                issue[name] = body[name]
+        if "labels" in body:
+            issue["labels"] = [{"name": name} for name in body["labels"]]
+        handler.reply(200, issue)
+
+
+def _labels(state: FakeGitHub, handler: _Handler, method: str, name: str, body: Any) -> None:
+    with state.lock:
+        if method == "GET" and name:
+            label = state.labels.get(name)
+            handler.reply(*((200, label) if label else (404, {"message": "Not Found"})))
+        elif method == "POST" and not name:
+            if body.get("name") in state.labels:
+                handler.reply(422, {"message": "Validation Failed: already_exists"})
+            else:
+                state.labels[body["name"]] = dict(body)
+                handler.reply(201, dict(body))
+        else:
+            handler.reply(404, {"message": "Not Found"})
+
+
+def _dispatch(state: FakeGitHub, handler: _Handler, workflow: str, body: Any) -> None:
+    inputs = body.get("inputs", {})
+    with state.lock:
+        if workflow not in state.workflows:
+            handler.reply(404, {"message": "Not Found"})
+            return
+        if not isinstance(body.get("ref"), str) or not all(
+            isinstance(v, str) for v in inputs.values()
+        ):
+            handler.reply(422, {"message": "Validation Failed: ref and inputs are strings"})
+            return
+        state.dispatches.append({"workflow": workflow, "ref": body["ref"], "inputs": inputs})
+    handler.reply(204, None)
 
 
 def _one_comment(

@@ -38,6 +38,8 @@ from perfgate.run.sampling import SamplingPlan
 
 # 2: a step keeps its runs (each run's samples), not one flat list of figures.
 BISECT_SCHEMA_VERSION = 2
+#: Samples a step takes unless --repeats says otherwise.
+BISECT_REPEATS = 3
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,7 +50,7 @@ class BisectOptions:
     good: str
     bad: str
     metric: str | None = None
-    repeats: int = 3
+    repeats: int = BISECT_REPEATS
     execute: bool = False
     work_dir: Path
     state: Path

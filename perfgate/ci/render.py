@@ -46,6 +46,7 @@ RESULT_ARTIFACT_PREFIX = "perfgate-result-"
 REPORT_ARTIFACT = "perfgate-report"
 TREND_ARTIFACT = "perfgate-trend"
 BISECT_ARTIFACT = "perfgate-bisect"
+ALERTS_ARTIFACT = "perfgate-alerts"
 #: The qualification workflow's artifacts: results and logs per allocation, one report.
 QUALIFY_RESULT_PREFIX = "perfgate-qualify-result-"
 QUALIFY_LOG_PREFIX = "perfgate-qualify-log-"
@@ -349,8 +350,10 @@ def perfgate_source(site: Site) -> str:
 
 
 SESSION_VERBS = (
+    "alert",
     "bench",
     "bisect",
+    "post-bisect",
     "gate",
     "publish",
     "report",
@@ -439,6 +442,7 @@ def _common(site: Site) -> dict[str, Any]:
         "report_artifact": REPORT_ARTIFACT,
         "trend_artifact": TREND_ARTIFACT,
         "bisect_artifact": BISECT_ARTIFACT,
+        "alerts_artifact": ALERTS_ARTIFACT,
         "report_requirement": report_requirement(site),
         "pending_artifact": PENDING_ARTIFACT,
         # Names of one allocation's artifacts: the prefix and the action's run-label input.
@@ -477,6 +481,14 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
         # paired one checks out the merge base: both need the whole history.
         "confirm": gate.confirm is not ConfirmMode.OFF,
         "gate_jobs": gate_jobs(),
+        # Post-merge alerts read what publish appended: a protected push only (R18).
+        "alert_condition": _quoted(
+            "!cancelled() && needs.config.outputs.run == 'true' && "
+            # A publish that exits 2 (a bucket failed, R8) still landed the healthy samples.
+            "(needs.publish.result == 'success' || needs.publish.result == 'failure') && "
+            "github.event_name == 'push' && "
+            f"({branch_condition(gate.protected_branches)})"
+        ),
         "report": {
             # After every publish that ran: one that exits 2 because a bucket failed (R8)
             # still landed the healthy samples the site draws.
@@ -667,6 +679,7 @@ _ACTIONS = (
     "bench",
     "gate",
     "publish-baseline",
+    "alert",
     "seed",
     "report",
     "bisect",

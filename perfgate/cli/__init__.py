@@ -16,6 +16,8 @@ from types import FrameType
 
 from perfgate import __version__
 from perfgate.cli import (
+    accept,
+    alert,
     bench,
     bisect,
     ci,
@@ -44,6 +46,8 @@ VERB_MODULES = (
     compare,
     post_report,
     publish,
+    alert,
+    accept,
     seed,
     bisect,
     verify,

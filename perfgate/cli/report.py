@@ -90,6 +90,7 @@ def usable_cpus() -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Read the history, judge it with the gate's rule, and write the site."""
+    from perfgate.baselines.acks import accepted_levels, read_acks
     from perfgate.baselines.history import read_history
     from perfgate.baselines.store import open_store
     from perfgate.console import say
@@ -115,7 +116,9 @@ def run(args: argparse.Namespace) -> int:
         min_samples=config.gate.baseline.min_samples,
         hardware=tuple(args.hardware),
     )
-    rule = TrendRule.of(config.gate, config.buckets, configured_calibration(config))
+    acks, ack_notes = read_acks(store.repo, history.baseline_tip)
+    accepted = accepted_levels(store.repo, acks, history.target_tip)
+    rule = TrendRule.of(config.gate, config.buckets, configured_calibration(config), accepted)
     site = build_site(
         history, rule=rule, out=args.out, last=args.last, title=args.title, jobs=args.jobs
     )
@@ -124,6 +127,6 @@ def run(args: argparse.Namespace) -> int:
         f"{site.samples} samples, {site.bytes / 1e6:.1f} MB, "
         f"{time.perf_counter() - began:.1f} s; open {site.out / 'index.html'}"
     )
-    for note in history.notes:
+    for note in (*history.notes, *ack_notes):
         say(f"note: {note}")
     return ExitCode.OK

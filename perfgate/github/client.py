@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import quote, urljoin, urlsplit
 
 import requests
 
@@ -373,3 +373,56 @@ class GitHubClient:
         if not isinstance(found, dict):
             raise GitHubError(f"GET {path}: expected an object, got {type(found).__name__}")
         return found
+
+    def issues(self, label: str, state: str = "all") -> list[dict[str, Any]]:
+        """Every issue carrying ``label`` (pull requests left out), oldest first."""
+        found = self.paginate(
+            self._repo(f"issues?labels={quote(label)}&state={state}&sort=created&direction=asc")
+        )
+        return [issue for issue in found if "pull_request" not in issue]
+
+    def issue(self, number: int) -> dict[str, Any]:
+        """GET one issue."""
+        found: dict[str, Any] = self.request("GET", self._repo(f"issues/{number}"))
+        return found
+
+    def create_issue(self, title: str, body: str, labels: list[str]) -> dict[str, Any]:
+        """Open an issue; returns it."""
+        created: dict[str, Any] = self.request(
+            "POST", self._repo("issues"), {"title": title, "body": body, "labels": labels}
+        )
+        return created
+
+    def update_issue(self, number: int, **fields: Any) -> None:
+        """PATCH an issue: its ``body``, ``state`` ("open" or "closed"), ``state_reason``."""
+        self.request("PATCH", self._repo(f"issues/{number}"), fields)
+
+    def ensure_label(self, name: str, color: str, description: str) -> None:
+        """Create the label unless the repository has it (another run may create it first)."""
+        try:
+            self.request("GET", self._repo(f"labels/{quote(name)}"))
+            return
+        except GitHubError as exc:
+            if exc.status != 404:
+                raise
+        try:
+            self.request(
+                "POST",
+                self._repo("labels"),
+                {"name": name, "color": color, "description": description},
+            )
+        except GitHubError as exc:
+            if exc.status != 422:  # already exists: a racing run made it
+                raise
+
+    def commit_pulls(self, sha: str) -> list[dict[str, Any]]:
+        """The pull requests associated with a commit (the one merged as it, for a push)."""
+        return list(self.paginate(self._repo(f"commits/{sha}/pulls")))
+
+    def dispatch_workflow(self, workflow: str, ref: str, inputs: Mapping[str, str]) -> None:
+        """Start a ``workflow_dispatch`` run of ``workflow`` (its file name) on ``ref``."""
+        self.request(
+            "POST",
+            self._repo(f"actions/workflows/{quote(workflow)}/dispatches"),
+            {"ref": ref, "inputs": dict(inputs)},
+        )

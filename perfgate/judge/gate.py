@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from perfgate.baselines.acks import accepted_levels, kept_runs, read_acks
 from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
 from perfgate.config import PRIMARY, Bucket, Config, ConfirmMode, Mode, PolicyName
 from perfgate.errors import ExitCode, GateMalfunction
@@ -329,12 +330,15 @@ def build_report(
     unreadable: Sequence[UnreadableArtifact] = (),
     calibration: NoiseCalibration | None = None,
     metric_windows: Mapping[tuple[str, str], Sequence[Sequence[float]]] | None = None,
+    accepted: Mapping[tuple[str, str], int] | None = None,
 ) -> GateReport:
     """Judge every expected bucket; pure, so every rule is testable without I/O.
 
     ``windows`` holds each bucket's baseline runs of its primary metric, nearest first,
     each the samples it took; ``metric_windows`` those of its other metrics, by (bucket
-    id, metric name). A bucket that ``calibration`` measured on this hardware and
+    id, metric name). ``accepted`` says, by (bucket id, metric name), after how many of a
+    window's nearest runs an accepted change starts a new level (R18): the rule takes it
+    as a known level shift. A bucket that ``calibration`` measured on this hardware and
     experiment is judged with that measured noise (an A/A noise model of its primary
     metric): the calibrated rule reads it as its A/A calibration, the reference rule
     takes its noise floor from it instead of from a constant.
@@ -391,11 +395,13 @@ def build_report(
                     floors=bucket.floors_for(hardware, metric.name),
                     policy=policy_for(bucket, policy, hardware, metric),
                     paired_policy=paired_policy_for(bucket, policy, hardware, metric),
+                    known_shift=(accepted or {}).get((bucket.id, metric.name)),
                 )
                 for metric in bucket.metrics
             ],
             confirm=policy.confirm,
             paired_policy=paired_policy_for(bucket, policy, hardware),
+            known_shift=(accepted or {}).get((bucket.id, PRIMARY)),
         )
         rows.append(
             Row(bucket=bucket, verdict=judgement.verdict, result=result, judgement=judgement)
@@ -528,6 +534,7 @@ def evaluate(
     }
     windows: dict[str, Sequence[Sequence[float]]] = {}
     metric_windows: dict[tuple[str, str], Sequence[Sequence[float]]] = {}
+    accepted: dict[tuple[str, str], int] = {}
     tip = base = source = None
     notes = list(notes)
     if store is None:
@@ -541,6 +548,13 @@ def evaluate(
         found = store.windows(keys, tip=tip, base=base, max_samples=limit)
         windows = {bucket: w.runs() for (bucket, name), w in found.items() if name == PRIMARY}
         metric_windows = {key: w.runs() for key, w in found.items() if key[1] != PRIMARY}
+        acks, ack_warnings = read_acks(store.repo, tip)
+        levels = accepted_levels(store.repo, acks, base)
+        for (bucket, name), window in found.items():
+            kept = kept_runs(levels, bucket, name, window.run_commits())
+            if kept is not None:
+                accepted[(bucket, name)] = kept
+        notes.extend(ack_warnings)
         if store.skipped_lines:
             # The count first: it survives the cap on notes however many lines follow.
             notes.append(
@@ -560,4 +574,5 @@ def evaluate(
         unreadable=unreadable,
         calibration=configured_calibration(config),
         metric_windows=metric_windows,
+        accepted=accepted,
     )

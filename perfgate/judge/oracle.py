@@ -98,6 +98,8 @@ class MetricCheck:
     floors: Sequence[Floor] = ()
     policy: Policy
     paired_policy: PairedPolicy | None = None
+    # An accepted change starts the level after the window's nearest this many runs.
+    known_shift: int | None = None
 
 
 class Method(StrEnum):
@@ -374,11 +376,12 @@ def _window_signals(decision: Decision) -> list[Signal]:
         )
     if decision.shift is not None:
         shift = decision.shift
+        what = "an accepted change of" if shift.accepted else "a level shift of"
         signals.append(
             Signal(
                 reason=Reason.LEVEL_SHIFT,
                 verdict=Verdict.PASS,
-                detail=f"a level shift of {shift.change_pct:+.1f}% landed {shift.kept_runs} "
+                detail=f"{what} {shift.change_pct:+.1f}% landed {shift.kept_runs} "
                 "run(s) ago; the window starts after it",
             )
         )
@@ -407,11 +410,13 @@ def judge(
     metrics: Sequence[MetricCheck] = (),
     confirm: ConfirmMode = ConfirmMode.REPEAT,
     paired_policy: PairedPolicy | None = None,
+    known_shift: int | None = None,
 ) -> Judgement:
     """Judge one result: health first, then each metric apart; the worst that gates wins.
 
-    ``window``, ``floors``, ``policy``, ``calibration`` and ``paired_policy`` are the
-    primary metric's; ``metrics`` the others the bucket declares, each with its own. A
+    ``window``, ``floors``, ``policy``, ``calibration``, ``paired_policy`` and
+    ``known_shift`` (an accepted change, R18) are the primary metric's; ``metrics`` the
+    others the bucket declares, each with its own. A
     window holds the baseline's runs, nearest first, each the samples it took. The rule
     sees every sample of the run that admission control kept (``final``: the bench took
     its last one). A paired comparison, when measured, decides in the window's place;
@@ -429,7 +434,7 @@ def judge(
         checks = [
             MetricCheck(
                 metric=primary, window=window, floors=floors, policy=policy,
-                paired_policy=paired_policy,
+                paired_policy=paired_policy, known_shift=known_shift,
             ),
             *metrics,
         ]  # fmt: skip
@@ -477,6 +482,7 @@ def judge_run(
     policy: Policy,
     calibration: Calibration | None = None,
     retried: bool = False,
+    known_shift: int | None = None,
 ) -> Judgement:
     """Judge a stored run's samples against its window, as :func:`judge` judges a metric.
 
@@ -486,8 +492,9 @@ def judge_run(
     """
     value = statistics.median(samples)
     decision = decide(
-        window, samples, direction=direction, policy=policy, calibration=calibration, final=True
-    )
+        window, samples, direction=direction, policy=policy, calibration=calibration,
+        final=True, known_shift=known_shift,
+    )  # fmt: skip
     signals = [*_floor_signals(value, floors, direction), *_window_signals(decision)]
     verdict = _worst(signals, retried="a retry" if retried else None)
     return Judgement(
@@ -544,7 +551,8 @@ def _judge_metric(
 
         def against_window(values: Sequence[float]) -> Decision:
             return decide(check.window, values, direction=direction, policy=check.policy,
-                          calibration=calibration, final=True)  # fmt: skip
+                          calibration=calibration, final=True,
+                          known_shift=check.known_shift)  # fmt: skip
 
         decision = against_window(samples)
         window = _window_signals(decision)

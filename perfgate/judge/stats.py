@@ -145,6 +145,8 @@ class Shift:
     kept_runs: int  # window[:kept_runs] (nearest-first) are after the shift
     change_pct: float  # size of the step, metric %
     t: float
+    # A known shift: an accepted change (``perfgate accept``) starts the level here.
+    accepted: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -757,10 +759,13 @@ def analyse_window(
     policy: CalibratedPolicy,
     direction: Direction = Direction.HIGHER,
     calibration: Calibration | None = None,
+    known_shift: int | None = None,
 ) -> WindowModel:
     """Find the window's level shifts, modes and noise once; ``judge`` then uses the model.
 
     ``window`` is nearest-first; an entry is one run: a float or a sequence of its samples.
+    ``known_shift``: an accepted change starts a new level after the nearest that many runs
+    (a shift the rule takes as found; 0: no run at the new level yet).
     """
     runs_nf = _runs_of(window)[: policy.max_runs]
     n_total = sum(len(r) for r in runs_nf)
@@ -783,6 +788,13 @@ def analyse_window(
             empty,
             problem=Reason.NO_BASELINE,
             detail="no baseline yet for this experiment on this hardware",
+        )
+    if known_shift == 0:
+        return _replace(
+            empty,
+            problem=Reason.SHIFT_SETTLING,
+            detail="an accepted change starts a new level and no run has measured it yet",
+            shift=Shift(kept_runs=0, change_pct=0.0, t=0.0, accepted=True),
         )
     if n_total < policy.min_samples or len(runs_nf) < policy.min_runs:
         return _replace(
@@ -816,12 +828,17 @@ def analyse_window(
     bounds0 = modes_of(g)
     centers0 = [statistics.median([v for v in g if lo <= v <= hi]) for lo, hi in bounds0]
     boundaries: list[int] = []  # run indices where a new level starts
+    accepted_at = None
+    if known_shift is not None and 0 < known_shift < len(runs):
+        accepted_at = len(runs) - known_shift
     if len(bounds0) == 2:
         labels = [_nearest(v, centers0) for v in g]
         changes = [i for i in range(1, n) if labels[i] != labels[i - 1]]
         if len(changes) == 1 and changes[0] in run_starts:
             boundaries.append(run_of[changes[0]])
             centers0 = [statistics.median(g)]
+    if accepted_at is not None:
+        boundaries = sorted({*boundaries, accepted_at})
 
     # 2. Residuals against the nearest mode, then binary segmentation for the most recent
     #    level shift. Noise for the scan comes from successive differences, which a step
@@ -898,7 +915,12 @@ def analyse_window(
         after = [resid2[i] + levels[last] for i in post]
         se = sigma * math.sqrt(1.0 / max(len(before), 1) + 1.0 / len(after))
         step = huber_location(after, sigma) - huber_location(before, sigma) if before else step
-        shift = Shift(kept_runs=post_runs, change_pct=pct_of_g(step, direction), t=step / se)
+        shift = Shift(
+            kept_runs=post_runs,
+            change_pct=pct_of_g(step, direction),
+            t=step / se,
+            accepted=seg_starts[last] == accepted_at,
+        )
     base = _replace(
         empty,
         runs_used=post_runs,
@@ -914,8 +936,12 @@ def analyse_window(
         return _replace(
             base,
             problem=Reason.SHIFT_SETTLING,
-            detail=f"a level shift of {signed_pct(shift.change_pct if shift else 0.0)} % landed "
-            f"{post_runs} run(s) ago; {len(post)} sample(s) since, need "
+            detail=(
+                "an accepted change started a new level"
+                if shift is not None and shift.accepted
+                else f"a level shift of {signed_pct(shift.change_pct if shift else 0.0)} % landed"
+            )
+            + f" {post_runs} run(s) ago; {len(post)} sample(s) since, need "
             f"{policy.min_post_shift_samples}",
         )
     refine = huber_location([resid2[i] for i in post], sigma, start=0.0)
@@ -1294,17 +1320,29 @@ def decide(
     policy: Policy | None = None,
     calibration: Calibration | None = None,
     final: bool = False,
+    known_shift: int | None = None,
 ) -> Decision:
-    """Judge a run's samples against a window (nearest-first runs, or an analysed model)."""
+    """Judge a run's samples against a window (nearest-first runs, or an analysed model).
+
+    ``known_shift``: an accepted change starts the level after the nearest that many runs;
+    the reference rule's window is those runs alone.
+    """
     policy = CalibratedPolicy() if policy is None else policy
     if isinstance(policy, ReferencePolicy):
         if isinstance(window, WindowModel):
             raise TypeError("the reference policy judges raw windows")
-        return reference_decide(window, samples, policy=policy, direction=direction)
+        kept = window if known_shift is None else window[:known_shift]
+        return reference_decide(kept, samples, policy=policy, direction=direction)
     model = (
         window
         if isinstance(window, WindowModel)
-        else analyse_window(window, policy=policy, direction=direction, calibration=calibration)
+        else analyse_window(
+            window,
+            policy=policy,
+            direction=direction,
+            calibration=calibration,
+            known_shift=known_shift,
+        )
     )
     return judge(model, samples, policy=policy, final=final)
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from perfgate.baselines.history import Run, Series, windows_before
+from perfgate.baselines.acks import AcceptedLevel, kept_runs
+from perfgate.baselines.history import BranchCommit, Run, Series, windows_before
 from perfgate.config import PRIMARY, Bucket, ConfirmMode, Direction, GatePolicy, Metric, PolicyName
 from perfgate.judge.calibration import NoiseCalibration
 from perfgate.judge.oracle import judge_run, policy_for, window_sample_limit
@@ -30,6 +31,8 @@ class TrendRule:
     gate: GatePolicy
     window_limit: int
     calibration: NoiseCalibration | None = None
+    # Accepted changes (R18): each starts a known level in the windows after it.
+    accepted: tuple[AcceptedLevel, ...] = ()
 
     @classmethod
     def of(
@@ -37,11 +40,31 @@ class TrendRule:
         gate: GatePolicy,
         buckets: Sequence[Bucket],
         calibration: NoiseCalibration | None = None,
+        accepted: Sequence[AcceptedLevel] = (),
     ) -> TrendRule:
         """The rule for a perfgate.yaml: ``buckets`` is its whole matrix, as the gate reads."""
         return cls(
-            gate=gate, window_limit=window_sample_limit(gate, buckets), calibration=calibration
+            gate=gate,
+            window_limit=window_sample_limit(gate, buckets),
+            calibration=calibration,
+            accepted=tuple(accepted),
         )
+
+    def known_shift(self, series: Series, run: Run, run_commits: Sequence[str]) -> int | None:
+        """The runs of a window at the accepted level ``run`` is at, as the gate counts them."""
+        at = [level for level in self.accepted if run.commit.sha in level.after]
+        return kept_runs(at, series.bucket.id, series.metric, run_commits)
+
+    def accepted_marks(self, series: Series) -> list[tuple[BranchCommit, str]]:
+        """Where each accepted change of ``series`` starts (its first run), and why."""
+        marks = []
+        for level in self.accepted:
+            if not level.ack.applies_to(series.bucket.id, series.metric):
+                continue
+            first = next((r for r in series.runs if r.commit.sha in level.after), None)
+            if first is not None:
+                marks.append((first.commit, level.ack.reason))
+        return marks
 
     def run_policy(
         self, series: Series, run: Run, policy: Policy, window: Sequence[Sequence[float]]
@@ -121,6 +144,7 @@ def judge_series(series: Series, rule: TrendRule) -> list[JudgedRun]:
             policy=policy,
             calibration=calibration,
             retried=run.retried,
+            known_shift=rule.known_shift(series, run, window.run_commits()),
         )
         decision, figure = judgement.decision, judgement.value
         assert decision is not None and figure is not None  # judge_run always applies the rule

@@ -28,7 +28,7 @@ import jinja2
 from markupsafe import Markup
 
 from perfgate import __version__
-from perfgate.baselines.history import READ_BATCH, History, Series
+from perfgate.baselines.history import READ_BATCH, BranchCommit, History, Series
 from perfgate.console import format_figure
 from perfgate.errors import UsageError
 from perfgate.judge.verdicts import Verdict
@@ -65,9 +65,14 @@ class Chart:
         """The newest run and its verdict, if any run is stored."""
         return self.judged[-1] if self.judged else None
 
+    # Where an accepted change (R18) starts a new level, and why it was accepted.
+    accepted: tuple[tuple[BranchCommit, str], ...] = ()
+
     def figure(self) -> dict[str, Any]:
         """The plotly figure (``data`` and ``layout``) as plain JSON data."""
-        return chart_figure(self.series, self.judged)
+        figure = chart_figure(self.series, self.judged)
+        add_accepted(figure, self.judged, self.accepted)
+        return figure
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -274,6 +279,32 @@ def _shift_label(x: int) -> dict[str, Any]:
     }
 
 
+def add_accepted(
+    figure: dict[str, Any],
+    judged: Sequence[JudgedRun],
+    accepted: Sequence[tuple[BranchCommit, str]],
+) -> None:
+    """Mark each accepted change on ``figure``: a solid line at the first run of its commit
+    or a later one (where its level starts), "accepted" above it, and a hover naming the
+    commit and the reason. A change no drawn run follows is not drawn."""
+    layout = figure["layout"]
+    for commit, reason in accepted:
+        x = next(
+            (x for x, j in enumerate(judged) if j.run.commit.position >= commit.position), None
+        )
+        if x is None:
+            continue
+        layout["shapes"].append({**_shift_line(x), "line": {"color": "#2ca02c", "width": 2}})
+        layout["annotations"].append(
+            {
+                **_shift_label(x),
+                "text": "accepted",
+                "hovertext": plotly_text(f"accepted at {commit.short}: {reason}"),
+                "font": {"color": "#2ca02c"},
+            }
+        )
+
+
 def _colours(count: int) -> list[str]:
     return [PALETTE[i % len(PALETTE)] for i in range(count)]
 
@@ -364,7 +395,12 @@ def bucket_charts(
 ) -> Iterator[tuple[str, list[Chart]]]:
     """Each bucket page (its path) with its charts, one bucket at a time."""
     charts = (
-        Chart(series=series, judged=tuple(judged), anchor=chart_anchor(series))
+        Chart(
+            series=series,
+            judged=tuple(judged),
+            anchor=chart_anchor(series),
+            accepted=tuple(rule.accepted_marks(series)),
+        )
         for series, judged in judged_series(history.series(), rule, jobs)
     )
     for path, group in itertools.groupby(charts, key=lambda chart: page_path(chart.series)):

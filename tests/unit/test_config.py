@@ -308,7 +308,7 @@ BAD_CONFIGS = [
         "version: 1\nbukets: []\n" + VALID_BUCKET,
         2,
         "bukets",
-        "allowed keys: admission, buckets, defaults, gate, image, qualify, report, version",
+        "allowed keys: admission, alerts, buckets, defaults, gate, image, qualify, report, version",
     ),
     (
         "unknown_admission_key",

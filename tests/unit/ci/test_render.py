@@ -42,12 +42,17 @@ WRITE_SCOPES = {
         "gate": {},
         "gate-trusted": {"statuses": "write"},
         "publish": {"contents": "write"},
+        # Post-merge alerts (R18): the one job that writes issues (and records acceptances
+        # on the baseline branch); dispatching bisects is a job of its own.
+        "alert": {"contents": "write", "issues": "write"},
+        "bisect-dispatch": {"actions": "write"},
         "report": {},
         # Only with report.pages: the one job that may deploy (and prove it with OIDC).
         "deploy-report": {"pages": "write", "id-token": "write"},
     },
-    # Bisect never writes: it replays and judges, the baseline branch stays untouched.
-    "perfgate-bisect.yml": {"plan": {}, "bisect": {}},
+    # Bisect never writes: it replays and judges, the baseline branch stays untouched; its
+    # result reaches the alert's issue from a job that runs no benchmark.
+    "perfgate-bisect.yml": {"plan": {}, "bisect": {}, "post": {"issues": "write"}},
     "perfgate-comment.yml": {"comment": {"pull-requests": "write", "statuses": "write"}},
     "perfgate-seed.yml": {"plan": {}, "seed": {"contents": "write"}},
     "perfgate-era.yml": {

@@ -1,0 +1,558 @@
+"""Regression issues on GitHub: one per bucket, metric and suspect range (R18).
+
+Only the trusted push job calls this, with a token holding ``issues: write`` (and, in
+its own job, ``actions: write`` to dispatch bisects). Each issue is labelled
+``perfgate-regression`` and its body starts with a marker carrying its key (bucket,
+hardware, metric, last good and first bad commit) and whether a bisect was asked for, so
+every push finds its issues again: the push that confirms a regression opens one, a later
+push that still shows it comments on it (once per push), recovery or an accepted change
+closes it with the figures. Text that came from commits or pull requests is only shown
+through ``report.md_text``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from perfgate.baselines.acks import EVERY_BUCKET, Acknowledgement, acknowledgement
+from perfgate.baselines.alerting import AlertKey, Finding, Survey
+from perfgate.config import PRIMARY, Config
+from perfgate.console import format_figure
+from perfgate.context import RunContext
+from perfgate.github.client import GitHubClient
+from perfgate.github.post import ACTIONS_BOT
+from perfgate.judge.stats import signed_pct
+from perfgate.report.summary import md_text
+
+LABEL = "perfgate-regression"
+ACCEPTED_LABEL = "perfgate-accepted"
+LABELS = {
+    LABEL: ("d73a4a", "perfgate: a confirmed performance regression on a protected branch"),
+    ACCEPTED_LABEL: ("0e8a16", "perfgate: the change is intended; the next push records it"),
+}
+BISECT_WORKFLOW = "perfgate-bisect.yml"
+#: Authors whose pull request description may carry an acceptance (GitHub's
+#: ``author_association``).
+MEMBERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+TITLE_LIMIT = 200
+_MARKER = re.compile(r"<!-- perfgate-alert (\{[^<>]*\}) -->")
+_PUSHED = "<!-- perfgate-alert-push {sha} -->"
+# A line of a pull request's description: ``perfgate-accept: BUCKET [metric=NAME] why``.
+_ACCEPT_LINE = re.compile(r"^[ \t]*perfgate-accept:[ \t]*(\S+)(?:[ \t]+metric=(\S+))?(.*)$", re.M)
+
+
+@dataclass(frozen=True, kw_only=True)
+class IssueState:
+    """What an issue's marker records: its key, and the bisect asked for (if any)."""
+
+    key: AlertKey
+    bisect: Mapping[str, str] | None = None
+
+    def marker(self) -> str:
+        """The first line of the issue's body."""
+        data = {"key": self.key.to_json(), "bisect": dict(self.bisect) if self.bisect else None}
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return f"<!-- perfgate-alert {text} -->"
+
+
+def read_state(body: object) -> IssueState | None:
+    """The marker of an issue body (None: not a perfgate alert)."""
+    match = _MARKER.search(body) if isinstance(body, str) else None
+    if match is None:
+        return None
+    try:
+        data = json.loads(match.group(1))
+        bisect = data.get("bisect")
+        return IssueState(
+            key=AlertKey.from_json(data["key"]),
+            bisect={str(k): str(v) for k, v in bisect.items()}
+            if isinstance(bisect, dict)
+            else None,
+        )
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _with_state(body: str, state: IssueState) -> str:
+    return _MARKER.sub(lambda _: state.marker(), body, count=1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BisectRequest:
+    """A perfgate-bisect.yml run to dispatch for an alert's suspect range."""
+
+    issue: int
+    bucket: str
+    good: str
+    bad: str
+    minutes: float
+
+    def inputs(self) -> dict[str, str]:
+        """The workflow_dispatch inputs."""
+        return {"bucket": self.bucket, "good": self.good, "bad": self.bad,
+                "dry-run": "false", "issue": str(self.issue)}  # fmt: skip
+
+    def to_json(self) -> dict[str, Any]:
+        """As alerts.json lists it."""
+        return {"issue": self.issue, "bucket": self.bucket, "good": self.good,
+                "bad": self.bad, "minutes": self.minutes}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> BisectRequest:
+        """A request read back from alerts.json; ValueError when it is not one."""
+        try:
+            request = cls(issue=int(data["issue"]), bucket=str(data["bucket"]),
+                          good=str(data["good"]), bad=str(data["bad"]),
+                          minutes=float(data["minutes"]))  # fmt: skip
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a bisect request: {exc}") from None
+        if not all(
+            re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", s) for s in (request.good, request.bad)
+        ):
+            raise ValueError("a bisect request names its commits by full SHA")
+        return request
+
+
+@dataclass(frozen=True, kw_only=True)
+class Posted:
+    """One thing done on GitHub, for the log and alerts.json."""
+
+    action: str  # opened | commented | closed | bisect-requested
+    issue: int
+    key: AlertKey
+    detail: str = ""
+
+
+def refusal(run: RunContext, config: Config, token: str | None) -> str | None:
+    """Why this run may not post alerts (None: it may).
+
+    Only a push to a protected branch runs trusted code with a write token: a pull
+    request's run, a fork's, a merge group's or a dispatch posts nothing (R12, R18).
+    """
+    if run.is_pull_request or run.is_fork:
+        return "a pull request's run never posts alerts (only the push job of a protected branch)"
+    if run.event != "push":
+        return f"this is a {run.event!r} run; only a push to a protected branch posts alerts"
+    if not config.gate.is_protected(run.branch):
+        return f"{run.branch!r} is not a protected branch (gate.protected_branches)"
+    if not token:
+        return "GITHUB_TOKEN is not set (the alert job needs issues: write)"
+    if not run.repository or not run.commit:
+        return "no GitHub repository and pushed commit in this run"
+    return None
+
+
+def why_not_post_bisect(run: RunContext, token: str | None) -> str | None:
+    """Why this run may not post a bisect's result (None: it may): never a pull request."""
+    if run.is_pull_request or run.event not in ("workflow_dispatch", "push"):
+        return f"a {run.event!r} run posts no bisect result (perfgate-bisect.yml's own job does)"
+    if not token:
+        return "GITHUB_TOKEN is not set (the job needs issues: write)"
+    if not run.repository:
+        return "no GitHub repository in this run"
+    return None
+
+
+# ----------------------------------------------------------------------------------------
+# Texts
+# ----------------------------------------------------------------------------------------
+
+
+def _short(sha: str) -> str:
+    return f"`{md_text(sha[:12])}`"
+
+
+def _series(finding: Finding) -> str:
+    metric = finding.key.metric
+    named = "" if metric == PRIMARY else f" {md_text(metric)}"
+    return (
+        f"**{md_text(finding.key.bucket)}**{named} (`{md_text(finding.metric_path)}`, "
+        f"{md_text(finding.unit)}, on {md_text(finding.key.hardware)})"
+    )
+
+
+def title(finding: Finding) -> str:
+    """``perfgate: cartpole/numpy -6.1 % since abc1234 (cpu-x)``, with a true minus sign."""
+    metric = "" if finding.key.metric == PRIMARY else f" {finding.key.metric}"
+    change = signed_pct(finding.episode.alert.change_pct)
+    text = (
+        f"perfgate: {finding.key.bucket}{metric} {change} % "
+        f"since {finding.key.bad[:7]} ({finding.key.hardware})"
+    )
+    return text[:TITLE_LIMIT]
+
+
+def bisect_decision(finding: Finding, max_minutes: float) -> tuple[bool, str]:
+    """Whether to dispatch a bisect for ``finding``'s range, and the sentence that says so."""
+    minutes = finding.bisect_minutes
+    if finding.suspect_count <= 1:
+        return False, "The range holds one commit: it is the change, nothing to bisect."
+    if minutes is None:
+        return False, (
+            f"A bisect judges a bucket's primary metric only; this range of "
+            f"{finding.suspect_count} commits is not bisected automatically."
+        )
+    cost = (
+        f"A bisect of these {finding.suspect_count} commits costs at most {minutes:,.0f} "
+        "runner-minutes"
+    )
+    if max_minutes <= 0:
+        return False, f"{cost}; automatic bisects are off (alerts.bisect_max_minutes: 0)."
+    if minutes > max_minutes:
+        return False, (
+            f"{cost}, over alerts.bisect_max_minutes ({max_minutes:g}): not dispatched. Run "
+            f"{BISECT_WORKFLOW} by hand with good {finding.key.good[:12]} and bad "
+            f"{finding.key.bad[:12]}."
+        )
+    return True, f"{cost}: dispatched ({BISECT_WORKFLOW}); its result is posted here."
+
+
+def body(finding: Finding, survey: Survey, config: Config, bisect_note: str) -> str:
+    """The issue: the change with its interval, the suspects, the trend link, the bisect."""
+    alert = finding.episode.alert
+    confirmed = finding.sha(alert.confirmed)
+    lines = [
+        f"{_series(finding)} got slower on `{md_text(survey.target_branch)}`: "
+        f"**{md_text(alert.effect_text())}** (95 % interval), from "
+        f"{format_figure(alert.before)} to {format_figure(alert.after)} {md_text(finding.unit)}, "
+        f"confirmed by {alert.runs} pushes up to {_short(confirmed)}.",
+        "",
+        f"Suspect commits (first-parent, after the last good run at {_short(finding.key.good)} "
+        f"up to the first bad one at {_short(finding.key.bad)}):",
+        "",
+        "| commit | title |",
+        "|---|---|",
+        *(f"| {_short(s.sha)} | {md_text(s.title)} |" for s in finding.suspects),
+    ]
+    if finding.suspect_count > len(finding.suspects):
+        lines.append(f"| … | {finding.suspect_count - len(finding.suspects)} more |")
+    lines += ["", bisect_note]
+    page = config.report.page_url(finding.bucket.file_stem)
+    if page:
+        lines += ["", f"Trend: [{md_text(finding.key.bucket)}]({page})"]
+    lines += [
+        "",
+        "Is it intended (a more accurate solver, a new feature)? Add the "
+        f"`{ACCEPTED_LABEL}` label to this issue: the next push records it and the window "
+        "starts at the change. Or run `perfgate accept --bucket "
+        f"{md_text(finding.key.bucket)} --commit {md_text(finding.key.bad[:12])} "
+        '--reason "..."`.',
+    ]
+    return "\n".join(lines)
+
+
+def follow_text(finding: Finding, sha: str) -> str:
+    """A later push's comment: the regression with every run since it."""
+    latest = finding.episode.latest
+    return (
+        f"{_PUSHED.format(sha=sha)}\nStill slower at {_short(sha)}: "
+        f"**{md_text(latest.effect_text())}** against the level before it, over "
+        f"{latest.runs} pushes since the change ({format_figure(latest.after)} "
+        f"{md_text(finding.unit)})."
+    )
+
+
+def closing_text(finding: Finding) -> str:
+    """The comment that closes the issue: recovered with the figures, or accepted."""
+    episode = finding.episode
+    if episode.recovery is not None:
+        recovery = episode.recovery
+        return (
+            f"Recovered at {_short(finding.sha(recovery.first))} (confirmed at "
+            f"{_short(finding.sha(recovery.confirmed))}): the level is back at "
+            f"{format_figure(recovery.level)} {md_text(finding.unit)}, "
+            f"{md_text(recovery.effect_text())} against the level before the regression "
+            f"({format_figure(episode.alert.before)}). Closing."
+        )
+    at = episode.accepted_at if episode.accepted_at is not None else episode.alert.first_bad
+    return (
+        f"Accepted as intended at {_short(finding.sha(at))}: the window starts there and this "
+        f"change is not alerted again ({md_text(episode.latest.effect_text())} over "
+        f"{episode.latest.runs} pushes). Closing."
+    )
+
+
+def accepted_text(ack: Acknowledgement) -> str:
+    """The comment that closes an issue whose change was accepted at the change itself."""
+    return (
+        f"Accepted as intended at {_short(ack.commit)} ({md_text(ack.reason)}; "
+        f"{md_text(ack.by)}): the window starts there and this change is not alerted again. "
+        "Closing."
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# Posting
+# ----------------------------------------------------------------------------------------
+
+
+def perfgate_issues(
+    client: GitHubClient, state: str = "all"
+) -> dict[AlertKey, tuple[dict[str, Any], IssueState]]:
+    """Every alert issue perfgate opened, by key (the oldest wins).
+
+    An issue counts only when the label, a marker and its author say so: the author must
+    be whoever this token writes as (the Actions bot, or the token's user), so a marker
+    someone else wrote into an issue is never taken for perfgate's state.
+    """
+    author = client.viewer_login() or ACTIONS_BOT
+    found: dict[AlertKey, tuple[dict[str, Any], IssueState]] = {}
+    for issue in client.issues(LABEL, state=state):
+        marker = read_state(issue.get("body"))
+        if marker is not None and _login(issue) == author and marker.key not in found:
+            found[marker.key] = (issue, marker)
+    return found
+
+
+def reconcile(
+    client: GitHubClient,
+    survey: Survey,
+    config: Config,
+    *,
+    push_sha: str,
+) -> tuple[list[Posted], list[BisectRequest]]:
+    """Open, comment on and close the issues the survey calls for; the bisects to dispatch."""
+    for name, (color, description) in LABELS.items():
+        client.ensure_label(name, color, description)
+    known = perfgate_issues(client)
+    posted: list[Posted] = []
+    requests: list[BisectRequest] = []
+    for finding in survey.findings:
+        entry = known.get(finding.key)
+        if finding.state != "open":
+            if entry is not None and entry[0].get("state") == "open":
+                number = int(entry[0]["number"])
+                client.create_comment(number, closing_text(finding))
+                reason = "completed" if finding.state == "recovered" else "not_planned"
+                client.update_issue(number, state="closed", state_reason=reason)
+                posted.append(Posted(action="closed", issue=number, key=finding.key,
+                                     detail=finding.state))  # fmt: skip
+            continue
+        wanted, note = bisect_decision(finding, config.alerts.bisect_max_minutes)
+        asked = IssueState(key=finding.key, bisect={"status": "requested", "at": push_sha})
+        if entry is None:
+            state = asked if wanted else IssueState(key=finding.key)
+            created = client.create_issue(
+                title(finding),
+                f"{state.marker()}\n{body(finding, survey, config, note)}\n",
+                [LABEL],
+            )
+            number = int(created["number"])
+            oldest = _kept(client, finding.key, number)
+            if oldest != number:
+                posted.append(Posted(action="closed", issue=number, key=finding.key,
+                                     detail=f"duplicate of #{oldest}"))  # fmt: skip
+                continue
+            posted.append(Posted(action="opened", issue=number, key=finding.key))
+        elif entry[0].get("state") != "open":
+            continue  # closed by a person: left alone (the accepted label accepts the change)
+        else:
+            issue, state = entry
+            number = int(issue["number"])
+            sha = finding.sha(finding.episode.latest.confirmed)
+            newer = finding.episode.latest.confirmed > finding.episode.alert.confirmed
+            if newer and sha == push_sha and not _commented(client, number, sha):
+                client.create_comment(number, follow_text(finding, sha))
+                posted.append(Posted(action="commented", issue=number, key=finding.key))
+            # A bisect is asked for once per range: the marker remembers it was.
+            wanted = wanted and state.bisect is None
+            if wanted:
+                client.update_issue(number, body=_with_state(str(issue.get("body") or ""), asked))
+        if wanted and finding.bisect_minutes is not None:
+            requests.append(
+                BisectRequest(
+                    issue=number,
+                    bucket=finding.key.bucket,
+                    good=finding.key.good,
+                    bad=finding.key.bad,
+                    minutes=finding.bisect_minutes,
+                )
+            )
+            posted.append(Posted(action="bisect-requested", issue=number, key=finding.key))
+    # An acceptance at the change itself means the rule never sees the regression again:
+    # its issue is closed as accepted.
+    found = {finding.key for finding in survey.findings}
+    for key, (issue, _) in known.items():
+        level = survey.acceptance(key)
+        if key in found or level is None or issue.get("state") != "open":
+            continue
+        number = int(issue["number"])
+        client.create_comment(number, accepted_text(level.ack))
+        client.update_issue(number, state="closed", state_reason="not_planned")
+        posted.append(Posted(action="closed", issue=number, key=key, detail="accepted"))
+    return posted, requests
+
+
+def _kept(client: GitHubClient, key: AlertKey, created: int) -> int:
+    """The issue kept for ``key`` after creating ``created``: two alert jobs can race, both
+    finding none and both opening one; every run keeps the oldest and closes its own
+    newer copy, so one issue remains whichever finishes last."""
+    entry = perfgate_issues(client).get(key)
+    oldest = int(entry[0]["number"]) if entry is not None else created
+    if oldest != created:
+        client.create_comment(created, f"Opened twice by racing pushes: see #{oldest}.")
+        client.update_issue(created, state="closed", state_reason="not_planned")
+    return oldest
+
+
+def _login(issue: Mapping[str, Any]) -> object:
+    """Who opened an issue (None when GitHub did not say)."""
+    user = issue.get("user")
+    return user.get("login") if isinstance(user, dict) else None
+
+
+def _commented(client: GitHubClient, number: int, sha: str) -> bool:
+    marker = _PUSHED.format(sha=sha)
+    return any(str(c.get("body", "")).startswith(marker) for c in client.issue_comments(number))
+
+
+def accepted_on_issues(client: GitHubClient) -> list[Acknowledgement]:
+    """An acceptance for each open alert issue carrying the ``perfgate-accepted`` label."""
+    found = []
+    for issue, state in perfgate_issues(client, state="open").values():
+        names = {label.get("name") for label in issue.get("labels", []) if isinstance(label, dict)}
+        if ACCEPTED_LABEL not in names:
+            continue
+        found.append(
+            acknowledgement(
+                bucket=state.key.bucket,
+                metric=state.key.metric,
+                commit=state.key.bad,
+                reason=f"accepted on issue #{issue['number']}: {issue.get('title', '')}",
+                by=f"the {ACCEPTED_LABEL} label on issue #{issue['number']}",
+                source="issue-label",
+            )
+        )
+    return found
+
+
+def accepted_in_pulls(
+    client: GitHubClient, config: Config, sha: str, target_branch: str
+) -> tuple[list[Acknowledgement], list[str]]:
+    """Acceptances a pull request merged as ``sha`` carries: the ``perfgate-accepted``
+    label (every bucket; only people with triage access label) or, from an author who is
+    an owner, member or collaborator, ``perfgate-accept: BUCKET [metric=NAME] why`` lines
+    in its description. Only a pull request merged into ``target_branch`` as exactly this
+    commit counts; a bucket or metric the config does not declare is named in a note,
+    never recorded."""
+    found: list[Acknowledgement] = []
+    notes: list[str] = []
+    known = {b.id: {m.name for m in b.all_metrics} for b in config.buckets}
+    for pull in client.commit_pulls(sha):
+        base = pull.get("base")
+        if pull.get("merge_commit_sha") != sha or not pull.get("merged_at"):
+            continue
+        if not isinstance(base, dict) or base.get("ref") != target_branch:
+            continue
+        number, heading = pull.get("number"), str(pull.get("title") or "")
+        names = {label.get("name") for label in pull.get("labels", []) if isinstance(label, dict)}
+        if ACCEPTED_LABEL in names:
+            found.append(acknowledgement(
+                bucket=EVERY_BUCKET, commit=sha, reason=f"pull request #{number}: {heading}",
+                by=f"the {ACCEPTED_LABEL} label on pull request #{number}", source="pull-request",
+            ))  # fmt: skip
+        lines = _ACCEPT_LINE.findall(str(pull.get("body") or ""))
+        if lines and pull.get("author_association") not in MEMBERS:
+            # Its author can still edit the description after the merge: their word is
+            # not enough. A maintainer labels the alert's issue instead.
+            notes.append(
+                f"pull request #{number}: perfgate-accept lines by an author outside the "
+                "repository's members are not recorded; put the perfgate-accepted label on "
+                "the alert's issue instead"
+            )
+            lines = []
+        for bucket, metric, why in lines:
+            declared = known.get(bucket)
+            if declared is None or (metric and metric not in declared):
+                what = f"{bucket!r} metric {metric!r}" if declared else repr(bucket)
+                notes.append(
+                    f"pull request #{number}: perfgate-accept names {what}, which "
+                    f"{config.path} does not declare; not recorded"
+                )
+                continue
+            found.append(acknowledgement(
+                bucket=bucket, metric=metric or None, commit=sha,
+                reason=why.strip() or f"pull request #{number}: {heading}",
+                by=f"pull request #{number}", source="pull-request",
+            ))  # fmt: skip
+    return found, notes
+
+
+def dispatch(client: GitHubClient, requests: Iterable[BisectRequest], ref: str) -> int:
+    """Dispatch perfgate-bisect.yml for each request on ``ref``; returns how many."""
+    count = 0
+    for request in requests:
+        client.dispatch_workflow(BISECT_WORKFLOW, ref, request.inputs())
+        count += 1
+    return count
+
+
+def bisect_comment(result: Mapping[str, Any], titles: Mapping[str, str], unit: str) -> str:
+    """The bisect's result as the alert's issue shows it: the first bad commit, both sides."""
+    good, bad = str(result.get("good", "")), str(result.get("bad", ""))
+    head = f"Bisect of {_short(good)}..{_short(bad)} ({result.get('candidates', '?')} commits)"
+    status = result.get("status")
+    if status != "found":
+        why = result.get("why") or ""
+        maybe = [str(s) for s in result.get("possibly_first_bad") or []]
+        if maybe:
+            why = "the first bad commit is one of " + ", ".join(_short(s) for s in maybe)
+        return f"{head}: no single first bad commit ({md_text(str(status))}). {md_text(str(why))}"
+    first_bad = str(result.get("first_bad") or "")
+    last_good = str(result.get("last_good") or "")
+    bad_step = result.get("first_bad_step") or {}
+    good_step = result.get("last_good_step") or {}
+    change = result.get("change_pct")
+    change_text = f" ({change:+.1f} %)".replace("-", "\u2212") if isinstance(change, float) else ""
+    return (
+        f"{head}: the first bad commit is **{_short(first_bad)}** "
+        f"{md_text(titles.get(first_bad, ''))}\n\n"
+        f"| | commit | figure |\n|---|---|---|\n"
+        f"| last good | {_short(last_good)} | {format_figure(good_step.get('figure'))} "
+        f"{md_text(unit)} |\n"
+        f"| first bad | {_short(first_bad)} | {format_figure(bad_step.get('figure'))} "
+        f"{md_text(unit)}{change_text} |"
+    )
+
+
+def post_bisect(
+    client: GitHubClient,
+    number: int,
+    result: Mapping[str, Any],
+    titles: Mapping[str, str],
+    unit: str,
+) -> IssueState:
+    """Comment the bisect's result on alert issue ``number`` and record it in its marker.
+
+    The issue must be a perfgate alert for the bisected bucket: a bisect never posts on
+    another issue.
+    """
+    issue = client.issue(number)
+    state = read_state(issue.get("body"))
+    names = {label.get("name") for label in issue.get("labels", []) if isinstance(label, dict)}
+    ours = _login(issue) == (client.viewer_login() or ACTIONS_BOT)
+    if state is None or not ours or LABEL not in names or state.key.bucket != result.get("bucket"):
+        raise ValueError(
+            f"issue #{number} is not a perfgate alert for {result.get('bucket')!r}: "
+            "the bisect result was not posted there"
+        )
+    client.create_comment(number, bisect_comment(result, titles, unit))
+    status = str(result.get("status") or "inconclusive")
+    record = {"status": status, "first_bad": str(result.get("first_bad") or "")}
+    done = IssueState(key=state.key, bisect=record)
+    client.update_issue(number, body=_with_state(str(issue.get("body") or ""), done))
+    return done
+
+
+def titles_of(lines: Sequence[str]) -> dict[str, str]:
+    """``sha<US>title`` lines (``git log --format=%H%x1f%s``) as a mapping."""
+    found = {}
+    for line in lines:
+        sha, _, heading = line.partition("\x1f")
+        if sha:
+            found[sha] = heading
+    return found
