@@ -9,8 +9,10 @@
 3. Publishers: 16 at once against 16 one after another, on a local bare origin.
 
 Machines are noisy: each figure is the best of a few alternating runs, and the figures to
-read are the ratios. Stores are cached (``--cache``), so a rerun skips building them.
-``--quick`` runs small sizes (for CI: the harness works, the figures print).
+read are the ratios; the commit measured, the machine and its load averages print beside
+them. Stores are cached (``--cache``), so a rerun skips building them. ``--quick`` runs
+small sizes (for CI: the harness works, the figures print). Rerun the full sizes
+(``nox -s perf-gate``) whenever the judge or the store changes.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tests.perf.provenance import commit, load, machine  # noqa: E402
 from tests.perf.stores import Built, StoreSpec, cached_store  # noqa: E402
 from tests.publishers import origin_with_history, run_burst  # noqa: E402
 
@@ -177,8 +180,11 @@ def main() -> int:
         big = StoreSpec(buckets=1000, history=2000, publishes=2)
         short, long = (StoreSpec(buckets=100, history=h, publishes=20) for h in (2000, 20000))
         publishers, rounds = 16, args.rounds
+    measured = f"perfgate {commit(ROOT)}, on {machine()}"
+    say(measured)
     say(f"stores in {args.cache}")
     built = {spec: cached_store(spec, args.cache, say) for spec in (big, short, long)}
+    loads = [load()]
     with tempfile.TemporaryDirectory(prefix="perfgate-perf-") as scratch:
         tmp = Path(scratch)
         say(f"gate against the raw read, {big.buckets} buckets x {big.history} samples")
@@ -187,8 +193,11 @@ def main() -> int:
         history = compare_history(built[short], built[long], rounds, tmp / "history")
         say(f"publishers: {publishers} at once against one after another")
         concurrent, serial, lost, duplicated = compare_publishers(publishers, 8, tmp / "pub")
+    loads.append(load())
 
     print()
+    print(measured)
+    print(f"load average (1 / 5 / 15 min): {loads[0]} as measuring began, {loads[1]} at its end")
     print(f"{big.buckets} buckets x {big.history} samples (best of {rounds}):")
     for label, (raw, gate_run) in raw_vs_gate.items():
         print(f"  {label:13} gate {gate_run.seconds:5.2f} s  raw read {raw.seconds:5.2f} s  "
