@@ -12,7 +12,7 @@ from perfgate.console import write_step_outputs, write_step_summary
 from perfgate.judge.gate import GateReport
 from perfgate.report.junit import write_junit
 from perfgate.report.summary import summary_from_verdict
-from perfgate.report.verdict import report_json
+from perfgate.report.verdict import report_json, verdict_text
 
 
 def write_report(
@@ -29,9 +29,7 @@ def write_report(
     paths["summary"].write_text(
         summary_from_verdict(verdict, trend_url=report.trend_url), encoding="utf-8"
     )
-    paths["verdict"].write_text(
-        json.dumps(verdict, indent=2, allow_nan=False) + "\n", encoding="utf-8"
-    )
+    paths["verdict"].write_text(verdict_text(verdict), encoding="utf-8")
     paths["junit"] = write_junit(report, report_dir / "junit.xml")
     return paths
 
