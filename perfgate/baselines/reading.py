@@ -10,7 +10,7 @@ import contextlib
 import fcntl
 import subprocess
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, NamedTuple
 
@@ -18,6 +18,8 @@ from perfgate.baselines.segments import is_archive
 from perfgate.errors import GateMalfunction, GitError
 from perfgate.git import git
 
+# Directories one ``git ls-tree`` lists: its command line stays far below any system's limit.
+LIST_AT_ONCE = 1000
 # How far git may write ahead of the reader (Linux allows up to 1 MiB to anyone): enough
 # to overlap git's work with ours, little enough that memory stays a few segments.
 PIPE_BYTES = 1024 * 1024
@@ -108,26 +110,32 @@ def list_archives(repo: Path, tip: str) -> dict[str, list[str]]:
     return {directory: sorted(names, reverse=True) for directory, names in found.items()}
 
 
-def object_ids(repo: Path, specs: Sequence[str]) -> dict[str, str]:
-    """The blob id of each ``rev:path`` spec that names a blob (one ``cat-file --batch-check``)."""
-    if not specs:
-        return {}
-    listing = subprocess.run(
-        ["git", "cat-file", "--batch-check"],
-        cwd=repo,
-        input="".join(f"{spec}\n" for spec in specs).encode(),
-        capture_output=True,
-        check=False,
-    )
-    if listing.returncode != 0:
-        raise GateMalfunction(
-            f"git cat-file failed while reading baselines: {listing.stderr.decode().strip()}"
-        )
-    found = {}
-    for spec, answer in zip(specs, listing.stdout.decode().splitlines(), strict=True):
-        parts = answer.split()
-        if len(parts) == 3 and parts[1] == "blob":
-            found[spec] = parts[0]
+def tree_blobs(repo: Path, tip: str, directories: Iterable[str]) -> dict[str, str]:
+    """The blob id of each file in each of ``directories`` (not below them) at ``tip``.
+
+    One ``git ls-tree`` lists a thousand directories in one walk of the tree; naming each
+    file to ``cat-file`` instead walks the tree again for every file. A directory that does
+    not exist lists nothing.
+    """
+    wanted = sorted({directory.rstrip("/") + "/" for directory in directories})
+    found: dict[str, str] = {}
+    for start in range(0, len(wanted), LIST_AT_ONCE):
+        listing = subprocess.run(
+            ["git", "--literal-pathspecs", "ls-tree", "-z", "--full-tree", tip, "--",
+             *wanted[start : start + LIST_AT_ONCE]],
+            cwd=repo,
+            capture_output=True,
+            check=False,
+        )  # fmt: skip
+        if listing.returncode != 0:
+            raise GateMalfunction(
+                f"git ls-tree failed while reading baselines: {listing.stderr.decode().strip()}"
+            )
+        for entry in listing.stdout.split(b"\0"):
+            about, _, name = entry.partition(b"\t")
+            mode_type_id = about.split()
+            if len(mode_type_id) == 3 and mode_type_id[1] == b"blob":
+                found[name.decode("utf-8", "surrogateescape")] = mode_type_id[2].decode()
     return found
 
 

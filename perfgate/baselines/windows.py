@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, NamedTuple, TypeVar
 
-from perfgate.baselines.reading import list_archives, object_ids, stream_blobs
+from perfgate.baselines.reading import stream_blobs, tree_blobs
 from perfgate.baselines.samples import Sample, Window, WindowEntry, WindowKey
 from perfgate.baselines.segments import (
     CORRUPT,
@@ -39,6 +39,7 @@ from perfgate.baselines.segments import (
     RECENT_HORIZON,
     archive_dir,
     index_path,
+    is_archive,
 )
 
 # (distance, timestamp, segment, line number, commit, figure): a line that may make a
@@ -245,36 +246,56 @@ def choose_windows(
 def _rank(
     repo: Path, tip: str, selections: Mapping[K, _Selection], distance: Mapping[bytes, int]
 ) -> None:
-    """Look at segments round by round (live ones, then archives) until each window is known."""
-    archives: dict[str, list[str]] | None = None
+    """Look at segments round by round (live ones, then archives) until each window is known.
+
+    Segments and indexes are read by blob id, from listings of their directories.
+    """
+    blobs: dict[str, str] = {}
+    archives: dict[str, list[str]] = {}
+    listed: set[str] = set()
+
+    def look(directories: Iterable[str]) -> None:
+        new = set(directories) - listed
+        listed.update(new)
+        for path, blob in tree_blobs(repo, tip, new).items():
+            blobs[path] = blob
+            directory, _, leaf = path.rpartition("/")
+            if is_archive(leaf):
+                archives.setdefault(directory, []).append(path)
+
     while pending := [s for s in selections.values() if s.queue]:
         by_path: dict[str, list[_Selection]] = {}
         for selection in pending:
             by_path.setdefault(selection.queue[0], []).append(selection)
         paths = sorted(by_path)
-        oids = object_ids(repo, [f"{tip}:{path}" for path in paths])
-        present = [path for path in paths if f"{tip}:{path}" in oids]
-        unindexed = []
-        indexes = stream_blobs(repo, [f"{tip}:{index_path(path)}" for path in present])
-        for path, blob in zip(present, indexes, strict=True):
-            index = _read_index(blob.data, oids[f"{tip}:{path}"], distance)
+        look(path.rpartition("/")[0] for path in paths)
+        present = [path for path in paths if path in blobs]
+        indexed = [path for path in present if index_path(path) in blobs]
+        unindexed = [path for path in present if index_path(path) not in blobs]
+        indexes = stream_blobs(repo, [blobs[index_path(path)] for path in indexed])
+        for path, blob in zip(indexed, indexes, strict=True):
+            index = _read_index(blob.data, blobs[path], distance)
             if index is None:
                 unindexed.append(path)
                 continue
             for selection in by_path[path]:
                 selection.feed_index(path, index)
-        segments = stream_blobs(repo, [f"{tip}:{path}" for path in unindexed])
+        segments = stream_blobs(repo, [blobs[path] for path in unindexed])
         for path, segment in zip(unindexed, segments, strict=True):
             for selection in by_path[path]:
                 selection.feed_lines(path, segment.data or b"", distance)
+        unsettled = []
         for selection in pending:
             path = selection.queue.pop(0)
             if not selection.wants_more:
                 selection.queue = []
             elif path == selection.key.path:
                 # Only a bucket whose live segment did not settle its window reads archives.
-                archives = archives if archives is not None else list_archives(repo, tip)
-                selection.queue = list(archives.get(archive_dir(path), []))
+                unsettled.append(selection)
+        look(archive_dir(selection.key.path) for selection in unsettled)
+        for selection in unsettled:
+            selection.queue = sorted(archives.get(archive_dir(selection.key.path), []),
+                                     reverse=True)  # fmt: skip
 
 
 def _pick(
