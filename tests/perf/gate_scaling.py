@@ -9,10 +9,12 @@
 3. Publishers: 16 at once against 16 one after another, on a local bare origin.
 
 Machines are noisy: each figure is the best of a few alternating runs, and the figures to
-read are the ratios; the commit measured, the machine and its load averages print beside
-them. Stores are cached (``--cache``), so a rerun skips building them. ``--quick`` runs
-small sizes (for CI: the harness works, the figures print). Rerun the full sizes
-(``nox -s perf-gate``) whenever the judge or the store changes.
+read are the ratios. The commit measured, the machine and its load averages print beside
+them, and beside each wall time its CPU time (user and system, of the process and the git
+processes it waited for), which a busy machine inflates far less. Stores are cached
+(``--cache``), so a rerun skips building them. ``--quick`` runs small sizes (for CI: the
+harness works, the figures print). Rerun the full sizes (``nox -s perf-gate``) whenever
+the judge or the store changes.
 """
 
 from __future__ import annotations
@@ -44,9 +46,11 @@ def say(message: str) -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class Run:
-    """One timed process: wall seconds and peak RSS (MB) of it and the processes it waited for."""
+    """One timed process: wall seconds, CPU seconds (user and system) and peak RSS (MB), of it
+    and the processes it waited for."""
 
     seconds: float
+    cpu_s: float
     rss_mb: float
 
 
@@ -63,6 +67,7 @@ _, status, usage = os.wait4(process.pid, 0)
 seconds = time.perf_counter() - began
 process.returncode = os.waitstatus_to_exitcode(status)
 print(json.dumps({"seconds": seconds, "rss_kb": usage.ru_maxrss,
+                  "cpu_s": usage.ru_utime + usage.ru_stime,
                   "code": process.returncode, "stderr": stderr.decode()[-2000:]}))
 """
 
@@ -88,7 +93,7 @@ def timed(argv: list[str], cwd: Path, stdin: bytes | None = None) -> Run:
     found = json.loads(answer.stdout)
     if found["code"] != 0:
         raise SystemExit(f"{' '.join(argv)} failed with exit {found['code']}: {found['stderr']}")
-    return Run(seconds=found["seconds"], rss_mb=found["rss_kb"] / 1024)
+    return Run(seconds=found["seconds"], cpu_s=found["cpu_s"], rss_mb=found["rss_kb"] / 1024)
 
 
 def gate(repo: Path, report: Path, max_samples: int) -> Run:
@@ -111,7 +116,8 @@ def raw_read(repo: Path, built: Built) -> Run:
 
 def best(runs: list[Run]) -> Run:
     """The fastest run, with the largest RSS seen (memory is not noise)."""
-    return Run(seconds=min(r.seconds for r in runs), rss_mb=max(r.rss_mb for r in runs))
+    return Run(seconds=min(r.seconds for r in runs), cpu_s=min(r.cpu_s for r in runs),
+               rss_mb=max(r.rss_mb for r in runs))  # fmt: skip
 
 
 def compare_gate_to_raw(built: Built, rounds: int, tmp: Path) -> dict[str, tuple[Run, Run]]:
@@ -203,12 +209,16 @@ def main() -> int:
         print(f"  {label:13} gate {gate_run.seconds:5.2f} s  raw read {raw.seconds:5.2f} s  "
               f"gate/raw {gate_run.seconds / raw.seconds:4.2f}  "
               f"peak RSS gate {gate_run.rss_mb:4.0f} MB, raw {raw.rss_mb:4.0f} MB")  # fmt: skip
+        print(f"  {'':13} CPU  {gate_run.cpu_s:5.2f} s  CPU      {raw.cpu_s:5.2f} s  "
+              f"CPU      {gate_run.cpu_s / raw.cpu_s:4.2f}")  # fmt: skip
     print(f"{short.buckets} buckets, {long.history} against {short.history} samples per bucket:")
     for label, (short_run, long_run) in history.items():
         print(f"  {label:13} {long_run.seconds:5.2f} s against {short_run.seconds:5.2f} s  "
               f"{long.history // 1000}k/{short.history // 1000 or short.history}"
               f"{'k' if short.history >= 1000 else ''} "
-              f"{long_run.seconds / short_run.seconds:4.2f}")  # fmt: skip
+              f"{long_run.seconds / short_run.seconds:4.2f}  "
+              f"(CPU {long_run.cpu_s:5.2f} s against {short_run.cpu_s:5.2f} s, "
+              f"{long_run.cpu_s / short_run.cpu_s:4.2f})")  # fmt: skip
     print(f"{publishers} publishers: at once {concurrent:.1f} s, one after another {serial:.1f} s "
           f"({concurrent / serial:.2f}); {lost} lost, {duplicated} duplicated")  # fmt: skip
 
