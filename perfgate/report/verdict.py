@@ -70,7 +70,9 @@ def verdict_text(verdict: Mapping[str, Any]) -> str:
             rows = ",\n".join(f"    {json.dumps(row, allow_nan=False)}" for row in value)
             parts.append(f'  "rows": [\n{rows}\n  ]')
         else:
-            parts.append(f"  {json.dumps(key)}: {json.dumps(value, allow_nan=False)}")
+            parts.append(
+                f"  {json.dumps(key, allow_nan=False)}: {json.dumps(value, allow_nan=False)}"
+            )
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
