@@ -15,10 +15,12 @@ import math
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import jsonschema_rs
+
+if TYPE_CHECKING:
+    import jsonschema
 
 # A result artifact is a few kilobytes (its log tail is capped at 8 KiB).
 MAX_BYTES = 16 * 1024 * 1024
@@ -96,7 +98,13 @@ def schema(name: str) -> dict[str, Any]:
 
 @cache
 def validator(name: str) -> jsonschema.Draft202012Validator:
-    """One validator per schema and process: building one per document costs ~0.5 ms."""
+    """One validator per schema and process: building one per document costs ~0.5 ms.
+
+    jsonschema is imported here, not above: a run whose documents :func:`conforms` clears
+    never needs it, and importing it costs more than checking a thousand artifacts.
+    """
+    import jsonschema
+
     return jsonschema.Draft202012Validator(schema(name))
 
 
