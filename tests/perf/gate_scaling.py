@@ -84,8 +84,14 @@ raise SystemExit(main(json.loads(sys.argv[1])))
 
 
 def timed(argv: list[str], cwd: Path, stdin: bytes | None = None) -> Run:
-    """Run ``argv``; its wall time and the largest RSS of it or any child it waited for."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    """Run ``argv``; its wall time and the largest RSS of it or any child it waited for.
+
+    Python may cache compiled bytecode, as on any machine that does not forbid it
+    (PYTHONDONTWRITEBYTECODE): otherwise every run would compile perfgate again, and the
+    best of a few runs would not be a warm one.
+    """
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("GITHUB_") and k != "PYTHONDONTWRITEBYTECODE"}  # fmt: skip
     answer = subprocess.run(
         [sys.executable, "-S", "-c", LAUNCHER, json.dumps(argv)],
         cwd=cwd, env=env, input=stdin or b"", capture_output=True, check=True,
