@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         write_context(run, args.report_dir)
     write_github_surfaces(report, verdict=verdict)
     out = human(args)
-    print(terminal_table(report, verdict), file=out)
+    print(terminal_table(report), file=out)
     for note in report.notes:
         annotate("warning", note, stream=out)
     say(f"report in {paths['summary']} and {paths['verdict']}")

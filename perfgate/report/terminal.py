@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from perfgate.console import format_figure, render_table
 from perfgate.judge.gate import GateReport
 from perfgate.judge.verdicts import Verdict
@@ -12,11 +9,10 @@ from perfgate.report.summary import change_cell, confirmation_text, paired_text
 from perfgate.report.verdict import report_json
 
 
-def terminal_table(report: GateReport, verdict: Mapping[str, Any] | None = None) -> str:
-    """The verdict table for a terminal: figure, baseline, change with its interval, samples
-    (``verdict``: the report's verdict.json, when the caller has it already)."""
+def terminal_table(report: GateReport) -> str:
+    """The verdict table for a terminal: figure, baseline, change with its interval, samples."""
     rows = []
-    data = (report_json(report) if verdict is None else verdict)["rows"]
+    data = report_json(report)["rows"]
     for row, row_data in zip(report.rows, data, strict=True):
         judgement = row.judgement
         decision = judgement.decision if judgement else None
