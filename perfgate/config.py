@@ -12,14 +12,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, NoReturn
-
-import jsonschema
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from perfgate import jsonfile
 from perfgate.backends import VOCABULARIES
 from perfgate.errors import ConfigError, UsageError
 from perfgate.yamlfile import KeyPath, YamlDocument, format_key_path, load_yaml
+
+if TYPE_CHECKING:
+    import jsonschema
 
 DEFAULT_CONFIG = Path("perfgate.yaml")
 
@@ -995,6 +996,8 @@ def _fail(document: YamlDocument, key_path: KeyPath, message: str) -> NoReturn:
 
 
 def _check_schema(document: YamlDocument) -> None:
+    if jsonfile.conforms("perfgate", document.data):
+        return  # jsonschema, which names each problem, is for a config the schema refuses
     errors = sorted(
         (e for e in jsonfile.validator("perfgate").iter_errors(document.data) if not _spurious(e)),
         key=_error_rank,

@@ -7,10 +7,10 @@ git decompresses the next ones, so a reader never holds more than the blob in ha
 from __future__ import annotations
 
 import contextlib
-import queue
+import fcntl
 import subprocess
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, NamedTuple
 
@@ -18,9 +18,11 @@ from perfgate.baselines.segments import is_archive
 from perfgate.errors import GateMalfunction, GitError
 from perfgate.git import git
 
-# Blobs git may decompress ahead of the reader: enough to overlap git's work with ours,
-# few enough that memory stays a handful of segments.
-READ_AHEAD = 4
+# Directories one ``git ls-tree`` lists: its command line stays far below any system's limit.
+LIST_AT_ONCE = 1000
+# How far git may write ahead of the reader (Linux allows up to 1 MiB to anyone): enough
+# to overlap git's work with ours, little enough that memory stays a few segments.
+PIPE_BYTES = 1024 * 1024
 
 
 def resolve(repo: Path, ref: str) -> str | None:
@@ -108,26 +110,32 @@ def list_archives(repo: Path, tip: str) -> dict[str, list[str]]:
     return {directory: sorted(names, reverse=True) for directory, names in found.items()}
 
 
-def object_ids(repo: Path, specs: Sequence[str]) -> dict[str, str]:
-    """The blob id of each ``rev:path`` spec that names a blob (one ``cat-file --batch-check``)."""
-    if not specs:
-        return {}
-    listing = subprocess.run(
-        ["git", "cat-file", "--batch-check"],
-        cwd=repo,
-        input="".join(f"{spec}\n" for spec in specs).encode(),
-        capture_output=True,
-        check=False,
-    )
-    if listing.returncode != 0:
-        raise GateMalfunction(
-            f"git cat-file failed while reading baselines: {listing.stderr.decode().strip()}"
-        )
-    found = {}
-    for spec, answer in zip(specs, listing.stdout.decode().splitlines(), strict=True):
-        parts = answer.split()
-        if len(parts) == 3 and parts[1] == "blob":
-            found[spec] = parts[0]
+def tree_blobs(repo: Path, tip: str, directories: Iterable[str]) -> dict[str, str]:
+    """The blob id of each file in each of ``directories`` (not below them) at ``tip``.
+
+    One ``git ls-tree`` lists a thousand directories in one walk of the tree; naming each
+    file to ``cat-file`` instead walks the tree again for every file. A directory that does
+    not exist lists nothing.
+    """
+    wanted = sorted({directory.rstrip("/") + "/" for directory in directories})
+    found: dict[str, str] = {}
+    for start in range(0, len(wanted), LIST_AT_ONCE):
+        listing = subprocess.run(
+            ["git", "--literal-pathspecs", "ls-tree", "-z", "--full-tree", tip, "--",
+             *wanted[start : start + LIST_AT_ONCE]],
+            cwd=repo,
+            capture_output=True,
+            check=False,
+        )  # fmt: skip
+        if listing.returncode != 0:
+            raise GateMalfunction(
+                f"git ls-tree failed while reading baselines: {listing.stderr.decode().strip()}"
+            )
+        for entry in listing.stdout.split(b"\0"):
+            about, _, name = entry.partition(b"\t")
+            mode_type_id = about.split()
+            if len(mode_type_id) == 3 and mode_type_id[1] == b"blob":
+                found[name.decode("utf-8", "surrogateescape")] = mode_type_id[2].decode()
     return found
 
 
@@ -140,10 +148,10 @@ class Blob(NamedTuple):
 
 
 def stream_blobs(repo: Path, specs: Sequence[str]) -> Iterator[Blob]:
-    """Each spec's blob, in order, handed over as git produces them.
+    """Each spec's blob, in order, read straight off git's output as git writes it.
 
-    A thread writes the requests and another reads the answers ahead into a short queue,
-    so git decompresses the next blobs while the caller works on this one.
+    A thread writes the requests; this one reads the answers, as a raw ``git cat-file
+    --batch`` is read, while git decompresses the next blobs into the pipe.
     """
     if not specs:
         return
@@ -155,32 +163,28 @@ def stream_blobs(repo: Path, specs: Sequence[str]) -> Iterator[Blob]:
         stderr=subprocess.PIPE,
     )
     assert process.stdin is not None and process.stdout is not None
-    answers: queue.Queue[tuple[str, bytes] | GateMalfunction | None] = queue.Queue(READ_AHEAD)
-    threads = [
-        threading.Thread(target=_send, args=(process.stdin, specs), daemon=True),
-        threading.Thread(target=_receive, args=(process.stdout, specs, answers), daemon=True),
-    ]
-    for thread in threads:
-        thread.start()
+    _widen(process.stdout)
+    sender = threading.Thread(target=_send, args=(process.stdin, specs), daemon=True)
+    sender.start()
     finished = False
     try:
         for spec in specs:
-            answer = answers.get()
-            if isinstance(answer, GateMalfunction):
-                raise answer
-            yield Blob(spec, None, None) if answer is None else Blob(spec, *answer)
+            yield _answer(process.stdout, spec)
         finished = True
     finally:
         if not finished:
             process.kill()
-        while any(thread.is_alive() for thread in threads):
-            # Unblock a reader waiting for room (the caller stopped early).
-            with contextlib.suppress(queue.Empty):
-                answers.get(timeout=0.05)
+        sender.join()
         process.stdout.close()
         stderr = process.stderr.read().decode() if process.stderr else ""
         if process.wait() != 0 and finished:
             raise GateMalfunction(f"git cat-file failed while reading baselines: {stderr.strip()}")
+
+
+def _widen(pipe: IO[bytes]) -> None:
+    """Let git run further ahead of the reader: a larger pipe where the system allows one."""
+    with contextlib.suppress(AttributeError, OSError):
+        fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
 
 
 def _send(stdin: IO[bytes], specs: Sequence[str]) -> None:
@@ -191,22 +195,17 @@ def _send(stdin: IO[bytes], specs: Sequence[str]) -> None:
         pass  # the reader stopped early and killed git
 
 
-def _receive(
-    stdout: IO[bytes],
-    specs: Sequence[str],
-    answers: queue.Queue[tuple[str, bytes] | GateMalfunction | None],
-) -> None:
+def _answer(stdout: IO[bytes], spec: str) -> Blob:
+    """The next answer on git's output, for ``spec``."""
     try:
-        for _ in specs:
-            parts = stdout.readline().split()
-            if len(parts) == 3 and parts[1] == b"blob":
-                data = stdout.read(int(parts[2]))
-                stdout.read(1)
-                answers.put((parts[0].decode(), data))
-            elif len(parts) >= 2:
-                answers.put(None)  # "<spec> missing", or not a blob
-            else:
-                answers.put(GateMalfunction("git cat-file stopped answering"))
-                return
+        parts = stdout.readline().split()
+        if len(parts) == 3 and parts[1] == b"blob":
+            size = int(parts[2])
+            data = stdout.read(size)
+            if len(data) == size and stdout.read(1) == b"\n":
+                return Blob(spec, parts[0].decode(), data)
+        elif len(parts) >= 2:
+            return Blob(spec, None, None)  # "<spec> missing", or not a blob
     except (OSError, ValueError) as exc:
-        answers.put(GateMalfunction(f"git cat-file stopped answering: {exc}"))
+        raise GateMalfunction(f"git cat-file stopped answering: {exc}") from None
+    raise GateMalfunction("git cat-file stopped answering")

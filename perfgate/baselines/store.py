@@ -172,8 +172,10 @@ class BaselineStore:
         tip: str | None,
         base: str | None,
         max_samples: int,
+        max_runs: int | None = None,
     ) -> dict[K, Window]:
-        """Each window, keyed as ``keys`` (bucket, or bucket and metric), at ``tip``."""
+        """Each window, keyed as ``keys`` (bucket, or bucket and metric), at ``tip``: at most
+        ``max_samples`` samples, of at most ``max_runs`` runs when given."""
         if tip is None or base is None:
             return {bucket: Window(entries=()) for bucket in keys}
         outcome = choose_windows(
@@ -184,6 +186,7 @@ class BaselineStore:
             max_samples,
             horizon=self.horizon,
             label=self.branch,
+            max_runs=max_runs,
         )
         self.warnings.extend(outcome.warnings)
         self.skipped_lines += len(outcome.warnings)

@@ -2,13 +2,16 @@
 
 A window holds the bucket's samples that match the result's key and whose commit is an
 ancestor of the merge base: nearest commits first, the newest first among samples of one
-commit, at most ``limit``. Candidates are the whole live segment, then archived segments
-newest first while fewer than the horizon's lines were looked at or the window is not
-full (a later seed of an old commit appends far samples after nearer ones).
+commit, at most ``limit`` samples of at most ``max_runs`` runs (a run: the samples of one
+commit and timestamp). Candidates are the whole live segment, then archived segments
+newest first while the window is not full or fewer lines were looked at than ten windows
+hold (at least the horizon): a later seed of an old commit appends far samples after
+nearer ones.
 
-A segment whose sidecar index names its current blob is chosen from the index alone:
-commit, timestamp, window digest and figure of every line, as the writer validated them,
-so the segment itself is never read. A segment without one (an older writer, a hand edit)
+A segment whose sidecar index names its current blob is chosen from the index alone, as
+the writer validated it, so the segment itself is never read: each line's commit is
+looked up in the ancestry, and only the nearest lines, up to the one that fills the
+window, are split into their fields. A segment without one (an older writer, a hand edit)
 is read and ranked line by line; only the lines that can make the window are parsed. Both
 give the same window. Candidates that can no longer make the window are dropped as they
 come, so memory follows the window, not the segment.
@@ -16,12 +19,17 @@ come, so memory follows the window, not the segment.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+import heapq
+import itertools
+import math
+import operator
+import sys
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
-from perfgate.baselines.reading import list_archives, object_ids, stream_blobs
+from perfgate.baselines.reading import stream_blobs, tree_blobs
 from perfgate.baselines.samples import Sample, Window, WindowEntry, WindowKey
 from perfgate.baselines.segments import (
     CORRUPT,
@@ -31,6 +39,7 @@ from perfgate.baselines.segments import (
     RECENT_HORIZON,
     archive_dir,
     index_path,
+    is_archive,
 )
 
 # (distance, timestamp, segment, line number, commit, figure): a line that may make a
@@ -39,10 +48,29 @@ Candidate = tuple[int, bytes, str, int, bytes, float | None]
 
 # What a caller names each window by: a bucket id, or (bucket id, metric name).
 K = TypeVar("K", bound=Hashable)
+# A window's entry, or a candidate for one.
+E = TypeVar("E")
 
 _INDEX_HEAD = (INDEX_MAGIC.encode(), INDEX_VERSION.encode())
-_CORRUPT = CORRUPT.encode()
+_NOT_A_SAMPLE = CORRUPT.encode() + b" "
 _COMMIT, _TIMESTAMP = b'"commit":"', b'"timestamp":"'
+# The distance of a line whose commit is no ancestor (or that is no sample): past all.
+_FAR = sys.maxsize
+_distance = operator.itemgetter(0)
+
+
+class _Index(NamedTuple):
+    """A trusted index, ranked once for every window that reads its segment."""
+
+    lines: list[bytes]
+    # Each line's distance, and its line number (from 0) in order, nearest first (lines
+    # of one commit as stored).
+    distances: list[int]
+    nearest: list[int]
+    # The length of a commit id (the repository's hash), and whether a line is marked
+    # as not being a sample.
+    width: int
+    marked: bool
 
 
 @dataclass(kw_only=True)
@@ -51,12 +79,15 @@ class _Selection:
 
     key: WindowKey
     limit: int
+    max_runs: int | None = None
     horizon: int = RECENT_HORIZON
     keep_all: bool = False
     queue: list[str] = field(default_factory=list)
     scanned: int = 0
-    eligible: int = 0
+    # Candidates that can still make the window, nearest first (ties in the order seen).
     kept: list[Candidate] = field(default_factory=list)
+    # True once a candidate was dropped for being farther than the window reaches.
+    pruned: bool = False
     # Lines to report as not being samples, as (segment, line number).
     suspects: list[tuple[str, int]] = field(default_factory=list)
     # The bytes of lines that must be parsed, cut out while their segment was in hand.
@@ -69,35 +100,67 @@ class _Selection:
 
     @property
     def wants_more(self) -> bool:
-        """True until the horizon is looked at and the window can be filled."""
-        horizon = max(self.horizon, 10 * self.limit)
-        return self.scanned < horizon or self.eligible < self.limit
+        """True until the horizon is looked at and the window can be filled.
 
-    def offer(self, candidates: list[Candidate]) -> None:
-        """Keep the candidates that can still be among the ``limit`` nearest."""
-        self.eligible += len(candidates)
-        kept = self.kept + candidates
-        if not self.keep_all and len(kept) > self.limit:
-            # Every candidate farther than the limit-th nearest is ranked after at least
-            # ``limit`` others; ties at that distance stay for the timestamp to decide.
-            farthest = sorted(c[0] for c in kept)[self.limit - 1]
-            kept = [c for c in kept if c[0] <= farthest]
+        The horizon is ten windows' worth of lines: of ``limit`` lines each, or of the
+        lines the window holds when it counts runs (runs of one sample fill it early).
+        """
+        window, full = self.window()
+        lines = self.limit if self.max_runs is None else len(window)
+        return self.scanned < max(self.horizon, 10 * lines) or not full
+
+    def window(self) -> tuple[list[Candidate], bool]:
+        """The candidates the window would hold now, in order, and whether it is full."""
+        return _window_of(self.ordered(), lambda c: c[:2], self.limit, self.max_runs)
+
+    def offer(self, candidates: Iterable[Candidate]) -> None:
+        """Keep the candidates (nearest first) that can still be in the window.
+
+        Every candidate farther than the one that fills the window is ranked after a whole
+        window; ties at that distance stay for the timestamp to decide.
+        """
+        merged = heapq.merge(candidates, self.kept, key=_distance)
+        if self.keep_all:
+            self.kept = list(merged)
+            return
+        kept: list[Candidate] = []
+        runs: set[tuple[int, bytes]] = set()
+        reach = _FAR
+        for candidate in merged:
+            if candidate[0] > reach:
+                self.pruned = True
+                break
+            kept.append(candidate)
+            runs.add(candidate[:2])
+            if reach == _FAR and (len(kept) >= self.limit or len(runs) == self.max_runs):
+                reach = candidate[0]
         self.kept = kept
 
-    def feed_index(self, path: str, tokens: list[bytes], distance: Mapping[bytes, int]) -> None:
-        """Rank a segment from its index tokens (header already checked)."""
-        count = int(tokens[3])
-        commits, stamps, digests, values = (tokens[4 + k :: INDEX_FIELDS] for k in range(4))
-        self.scanned += count
-        found = [(d, i) for i, d in enumerate(map(distance.get, commits)) if d is not None]
-        if digests.count(self.digest) != count:
-            found = [(d, i) for d, i in found if digests[i] == self.digest]
-        if not self.keep_all and len(found) > self.limit:
-            farthest = sorted(d for d, _ in found)[self.limit - 1]
-            found = [(d, i) for d, i in found if d <= farthest]
-        self.offer([(d, stamps[i], path, i + 1, commits[i], float(values[i])) for d, i in found])
-        if _CORRUPT in commits:
-            self.suspects += [(path, i + 1) for i, c in enumerate(commits) if c == _CORRUPT]
+    def feed_index(self, path: str, index: _Index) -> None:
+        """Rank a segment from its index: only its nearest lines are split into fields."""
+        self.scanned += len(index.lines)
+        self.offer(self._from_index(path, index))
+        if index.marked:
+            self.suspects += [(path, number) for number, line in enumerate(index.lines, 1)
+                              if line.startswith(_NOT_A_SAMPLE)]  # fmt: skip
+
+    def _from_index(self, path: str, index: _Index) -> Iterator[Candidate]:
+        """The index's lines that match this window, nearest first, split as they are asked."""
+        for number in index.nearest:
+            distance = index.distances[number]
+            if distance == _FAR:
+                return
+            fields = index.lines[number].split(b" ")
+            if len(fields) != INDEX_FIELDS or len(fields[0]) != index.width:
+                # An index edited by hand: the segment's own line says what it is.
+                self.suspects.append((path, number + 1))
+                continue
+            if fields[2] != self.digest:
+                continue
+            value = _figure(fields[3])
+            if value is None:
+                self.suspects.append((path, number + 1))
+            yield (distance, fields[1], path, number + 1, fields[0], value)
 
     def feed_lines(self, path: str, data: bytes, distance: Mapping[bytes, int]) -> None:
         """Rank a segment from its own lines: commit and timestamp sliced out, nothing parsed."""
@@ -125,6 +188,7 @@ class _Selection:
                 and target in line
             ):
                 candidates.append((where, stamp, path, number, commit, None))
+        candidates.sort(key=_distance)
         self.offer(candidates)
         # The segment goes once ranked: keep the lines that must still be parsed.
         wanted = {c[3] for c in self.kept if c[2] == path}
@@ -134,7 +198,7 @@ class _Selection:
     def ordered(self) -> list[Candidate]:
         """Kept candidates in window order: nearest first, newest first, then as stored."""
         ranked = sorted(self.kept, key=lambda c: c[1], reverse=True)
-        ranked.sort(key=lambda c: c[0])
+        ranked.sort(key=_distance)
         return ranked
 
 
@@ -155,19 +219,24 @@ def choose_windows(
     *,
     horizon: int = RECENT_HORIZON,
     label: str,
+    max_runs: int | None = None,
 ) -> Outcome[K]:
-    """Each bucket's window at ``tip`` (keyed as ``keys``); ``label`` prefixes warnings."""
-    selections = {
-        bucket: _Selection(key=key, limit=limit, horizon=horizon) for bucket, key in keys.items()
-    }
+    """Each bucket's window at ``tip`` (keyed as ``keys``); ``label`` prefixes warnings.
+
+    A window holds at most ``limit`` samples, of at most ``max_runs`` runs when given.
+    """
+
+    def selection(key: WindowKey, keep_all: bool = False) -> _Selection:
+        return _Selection(key=key, limit=limit, max_runs=max_runs, horizon=horizon,
+                          keep_all=keep_all)  # fmt: skip
+
+    selections = {bucket: selection(key) for bucket, key in keys.items()}
     _rank(repo, tip, selections, distance)
     windows, warnings, retry = _pick(repo, tip, selections, label)
     if retry:
         # A kept line turned out unreadable although farther candidates were dropped:
         # that bucket is chosen again keeping every candidate.
-        again = {
-            b: _Selection(key=keys[b], limit=limit, horizon=horizon, keep_all=True) for b in retry
-        }
+        again = {bucket: selection(keys[bucket], keep_all=True) for bucket in retry}
         _rank(repo, tip, again, distance)
         more, _, _ = _pick(repo, tip, again, label)
         windows.update(more)
@@ -177,36 +246,56 @@ def choose_windows(
 def _rank(
     repo: Path, tip: str, selections: Mapping[K, _Selection], distance: Mapping[bytes, int]
 ) -> None:
-    """Look at segments round by round (live ones, then archives) until each window is known."""
-    archives: dict[str, list[str]] | None = None
+    """Look at segments round by round (live ones, then archives) until each window is known.
+
+    Segments and indexes are read by blob id, from listings of their directories.
+    """
+    blobs: dict[str, str] = {}
+    archives: dict[str, list[str]] = {}
+    listed: set[str] = set()
+
+    def look(directories: Iterable[str]) -> None:
+        new = set(directories) - listed
+        listed.update(new)
+        for path, blob in tree_blobs(repo, tip, new).items():
+            blobs[path] = blob
+            directory, _, leaf = path.rpartition("/")
+            if is_archive(leaf):
+                archives.setdefault(directory, []).append(path)
+
     while pending := [s for s in selections.values() if s.queue]:
         by_path: dict[str, list[_Selection]] = {}
         for selection in pending:
             by_path.setdefault(selection.queue[0], []).append(selection)
         paths = sorted(by_path)
-        oids = object_ids(repo, [f"{tip}:{path}" for path in paths])
-        present = [path for path in paths if f"{tip}:{path}" in oids]
-        unindexed = []
-        indexes = stream_blobs(repo, [f"{tip}:{index_path(path)}" for path in present])
-        for path, index in zip(present, indexes, strict=True):
-            tokens = _index_tokens(index.data, oids[f"{tip}:{path}"])
-            if tokens is None:
+        look(path.rpartition("/")[0] for path in paths)
+        present = [path for path in paths if path in blobs]
+        indexed = [path for path in present if index_path(path) in blobs]
+        unindexed = [path for path in present if index_path(path) not in blobs]
+        indexes = stream_blobs(repo, [blobs[index_path(path)] for path in indexed])
+        for path, blob in zip(indexed, indexes, strict=True):
+            index = _read_index(blob.data, blobs[path], distance)
+            if index is None:
                 unindexed.append(path)
                 continue
             for selection in by_path[path]:
-                selection.feed_index(path, tokens, distance)
-        segments = stream_blobs(repo, [f"{tip}:{path}" for path in unindexed])
+                selection.feed_index(path, index)
+        segments = stream_blobs(repo, [blobs[path] for path in unindexed])
         for path, segment in zip(unindexed, segments, strict=True):
             for selection in by_path[path]:
                 selection.feed_lines(path, segment.data or b"", distance)
+        unsettled = []
         for selection in pending:
             path = selection.queue.pop(0)
             if not selection.wants_more:
                 selection.queue = []
             elif path == selection.key.path:
                 # Only a bucket whose live segment did not settle its window reads archives.
-                archives = archives if archives is not None else list_archives(repo, tip)
-                selection.queue = list(archives.get(archive_dir(path), []))
+                unsettled.append(selection)
+        look(archive_dir(selection.key.path) for selection in unsettled)
+        for selection in unsettled:
+            selection.queue = sorted(archives.get(archive_dir(selection.key.path), []),
+                                     reverse=True)  # fmt: skip
 
 
 def _pick(
@@ -235,23 +324,10 @@ def _pick(
     windows: dict[K, Window] = {}
     retry: list[K] = []
     for bucket, selection in selections.items():
-        chosen: list[WindowEntry] = []
-        dropped = False
-        for _, stamp, path, number, commit, value in selection.ordered():
-            if value is not None:
-                # From an index naming this very blob: the writer validated the line.
-                chosen.append(
-                    WindowEntry(commit=commit.decode(), timestamp=stamp.decode(), value=value)
-                )
-            else:
-                sample = parsed[(path, number)]
-                if isinstance(sample, str) or not selection.key.matches(sample):
-                    dropped = True
-                    continue
-                chosen.append(WindowEntry.of(sample))
-            if len(chosen) == selection.limit:
-                break
-        if dropped and len(chosen) < selection.limit and selection.eligible > len(selection.kept):
+        dropped: list[Candidate] = []
+        chosen, full = _window_of(_readable(selection, parsed, dropped), _run_of,
+                                  selection.limit, selection.max_runs)  # fmt: skip
+        if dropped and not full and selection.pruned:
             retry.append(bucket)
         windows[bucket] = Window(entries=tuple(chosen))
         for where in [*selection.suspects, *((c[2], c[3]) for c in selection.kept)]:
@@ -261,16 +337,86 @@ def _pick(
     return windows, list(warnings), retry
 
 
-def _index_tokens(index: bytes | None, blob: str) -> list[bytes] | None:
-    """An index's tokens when it describes exactly the segment blob ``blob``; else None."""
-    if not index:
+def _readable(
+    selection: _Selection,
+    parsed: Mapping[tuple[str, int], Sample | str],
+    dropped: list[Candidate],
+) -> Iterator[WindowEntry]:
+    """The kept candidates as window entries, in window order; those that turned out
+    unreadable or another experiment's go to ``dropped``."""
+    for candidate in selection.ordered():
+        _, stamp, path, number, commit, value = candidate
+        if value is not None:
+            # From an index naming this very blob: the writer validated the line.
+            yield WindowEntry(commit=commit.decode(), timestamp=stamp.decode(), value=value)
+            continue
+        sample = parsed.get((path, number))
+        if isinstance(sample, Sample) and selection.key.matches(sample):
+            yield WindowEntry.of(sample)
+        else:
+            dropped.append(candidate)
+
+
+def _window_of(
+    ranked: Iterable[E], run: Callable[[E], Hashable], limit: int, max_runs: int | None
+) -> tuple[list[E], bool]:
+    """What a window holds of ``ranked`` (in window order), and whether that fills it: at
+    most ``limit`` entries, of at most ``max_runs`` runs (``run`` names an entry's run)."""
+    runs: set[Hashable] = set()
+    taken: list[E] = []
+    for entry in ranked:
+        name = run(entry)
+        if name not in runs and len(runs) == max_runs:
+            return taken, True
+        runs.add(name)
+        taken.append(entry)
+        if len(taken) == limit:
+            return taken, True
+    return taken, len(runs) == max_runs
+
+
+def _run_of(entry: WindowEntry) -> tuple[str, str]:
+    """The run a window entry belongs to: its commit and timestamp."""
+    return entry.commit, entry.timestamp
+
+
+def _read_index(data: bytes | None, blob: str, distance: Mapping[bytes, int]) -> _Index | None:
+    """The index ``data``, ranked, when it describes exactly the segment blob ``blob``.
+
+    None when it does not (an older writer, a hand edit): the segment is read instead.
+    Only the commits are looked at here: a line's first ``len(blob)`` bytes.
+    """
+    if not data:
         return None
-    tokens = index.split()
-    if len(tokens) < 4 or tuple(tokens[:2]) != _INDEX_HEAD or tokens[2] != blob.encode():
+    head, _, body = data.partition(b"\n")
+    tokens = head.split()
+    if len(tokens) != 4 or tuple(tokens[:2]) != _INDEX_HEAD or tokens[2] != blob.encode():
         return None
-    if not tokens[3].isdigit() or len(tokens) != 4 + INDEX_FIELDS * int(tokens[3]):
+    if not tokens[3].isdigit():
         return None
-    return tokens
+    count = int(tokens[3])
+    lines = body.split(b"\n")
+    if lines.pop() != b"" or len(lines) != count:
+        return None
+    commit = operator.itemgetter(slice(len(blob)))
+    distances = list(map(distance.get, map(commit, lines), itertools.repeat(_FAR)))
+    return _Index(
+        lines=lines,
+        distances=distances,
+        nearest=sorted(range(count), key=distances.__getitem__),
+        width=len(blob),
+        # No field of a sample's line holds the mark: one byte search says whether to look.
+        marked=CORRUPT.encode() in body,
+    )
+
+
+def _figure(token: bytes) -> float | None:
+    """An index's figure: a positive finite number, or None (the index was edited)."""
+    try:
+        value = float(token)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value > 0 else None
 
 
 def _looks_like_sample(line: bytes) -> bool:

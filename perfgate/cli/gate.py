@@ -86,13 +86,15 @@ def run(args: argparse.Namespace) -> int:
     )
     run = context.detect(os.environ, default_target=config.gate.target_branches[0])
     report = dataclasses.replace(report, run_url=run.run_url)
-    paths = write_report(report, args.report_dir)
+    # Every surface renders verdict.json: built once.
+    verdict = report_json(report)
+    paths = write_report(report, args.report_dir, verdict)
     if run.on_github:
         from perfgate.github.handoff import write_context
 
         # Lets the trusted workflow_run job post a fork pull request's verdict (R12).
         write_context(run, args.report_dir)
-    write_github_surfaces(report)
+    write_github_surfaces(report, verdict=verdict)
     out = human(args)
     print(terminal_table(report), file=out)
     for note in report.notes:
@@ -102,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         from perfgate.github.post import post_from_run, say_published
 
         published = post_from_run(
-            report_json(report),
+            verdict,
             run,
             os.environ.get("GITHUB_TOKEN"),
             stream=out,
@@ -113,5 +115,5 @@ def run(args: argparse.Namespace) -> int:
     for line in closing_lines(report, local_bench=False, gate=config.gate):
         say(line)
     if args.json:
-        print_json(report_json(report))
+        print_json(verdict)
     return report.exit_code

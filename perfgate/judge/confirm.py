@@ -30,7 +30,12 @@ from perfgate.config import PRIMARY, Bucket, Config, Metric, load_config
 from perfgate.errors import GateMalfunction, GitError, PerfgateError
 from perfgate.git import try_git
 from perfgate.judge.calibration import NoiseCalibration
-from perfgate.judge.oracle import paired_policy_for, policy_for, window_sample_limit
+from perfgate.judge.oracle import (
+    paired_policy_for,
+    policy_for,
+    window_run_limit,
+    window_sample_limit,
+)
 from perfgate.judge.paired import paired_decide
 from perfgate.judge.stats import (
     CalibratedPolicy,
@@ -274,6 +279,12 @@ class WindowConfirmer:
             self._ends = (tip, base)
         tip, base = self._ends
         # The gate's limit: both read the same window.
-        limit = window_sample_limit(self.config.gate, self.config.buckets)
-        found = self.store.windows({bucket.id: key}, tip=tip, base=base, max_samples=limit)
+        gate = self.config.gate
+        found = self.store.windows(
+            {bucket.id: key},
+            tip=tip,
+            base=base,
+            max_samples=window_sample_limit(gate, self.config.buckets),
+            max_runs=window_run_limit(gate),
+        )
         return found[bucket.id].runs()

@@ -24,6 +24,7 @@ from perfgate.judge.oracle import (
     judge,
     paired_policy_for,
     policy_for,
+    window_run_limit,
     window_sample_limit,
 )
 from perfgate.judge.stats import ReferencePolicy
@@ -544,8 +545,13 @@ def evaluate(
         base = merge_base(store.repo, target, store.remote)
         tip = store.refresh()
         source = f"{store.remote}/{store.branch}" if store.remote else f"{store.branch} (local)"
-        limit = window_sample_limit(config.gate, config.buckets)
-        found = store.windows(keys, tip=tip, base=base, max_samples=limit)
+        found = store.windows(
+            keys,
+            tip=tip,
+            base=base,
+            max_samples=window_sample_limit(config.gate, config.buckets),
+            max_runs=window_run_limit(config.gate),
+        )
         windows = {bucket: w.runs() for (bucket, name), w in found.items() if name == PRIMARY}
         metric_windows = {key: w.runs() for key, w in found.items() if key[1] != PRIMARY}
         acks, ack_warnings = read_acks(store.repo, tip)

@@ -174,6 +174,12 @@ def window_sample_limit(gate: GatePolicy, buckets: Sequence[Bucket]) -> int:
     return gate.baseline.max_runs * most
 
 
+def window_run_limit(gate: GatePolicy) -> int | None:
+    """How many of the nearest runs a window holds: the calibrated rule judges its nearest
+    ``max_runs`` runs, so farther ones are never read; the reference rule counts samples."""
+    return None if gate.policy is PolicyName.REFERENCE else gate.baseline.max_runs
+
+
 def policy_for(
     bucket: Bucket, gate: GatePolicy, hardware: str, metric: Metric | None = None
 ) -> Policy:

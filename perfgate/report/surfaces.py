@@ -6,29 +6,43 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from perfgate.console import write_step_outputs, write_step_summary
 from perfgate.judge.gate import GateReport
 from perfgate.report.junit import write_junit
-from perfgate.report.summary import summary_markdown
-from perfgate.report.verdict import report_json
+from perfgate.report.summary import summary_from_verdict
+from perfgate.report.verdict import report_json, verdict_text
 
 
-def write_report(report: GateReport, report_dir: Path) -> dict[str, Path]:
-    """Write summary.md, verdict.json and junit.xml into ``report_dir``."""
+def write_report(
+    report: GateReport, report_dir: Path, verdict: Mapping[str, Any] | None = None
+) -> dict[str, Path]:
+    """Write summary.md, verdict.json and junit.xml into ``report_dir``.
+
+    ``verdict`` is the report's verdict.json when the caller has it already: every surface
+    renders that one document, built once.
+    """
+    verdict = report_json(report) if verdict is None else verdict
     report_dir.mkdir(parents=True, exist_ok=True)
     paths = {"summary": report_dir / "summary.md", "verdict": report_dir / "verdict.json"}
-    paths["summary"].write_text(summary_markdown(report), encoding="utf-8")
-    paths["verdict"].write_text(
-        json.dumps(report_json(report), indent=2, allow_nan=False) + "\n", encoding="utf-8"
+    paths["summary"].write_text(
+        summary_from_verdict(verdict, trend_url=report.trend_url), encoding="utf-8"
     )
+    paths["verdict"].write_text(verdict_text(verdict), encoding="utf-8")
     paths["junit"] = write_junit(report, report_dir / "junit.xml")
     return paths
 
 
-def write_github_surfaces(report: GateReport, env: Mapping[str, str] = os.environ) -> None:
+def write_github_surfaces(
+    report: GateReport,
+    env: Mapping[str, str] = os.environ,
+    verdict: Mapping[str, Any] | None = None,
+) -> None:
     """Append the summary to $GITHUB_STEP_SUMMARY and the verdict to $GITHUB_OUTPUT."""
-    write_step_summary(summary_markdown(report), env)
+    if env.get("GITHUB_STEP_SUMMARY"):
+        verdict = report_json(report) if verdict is None else verdict
+        write_step_summary(summary_from_verdict(verdict, trend_url=report.trend_url), env)
     outputs = {
         "overall_verdict": report.overall.label,
         "status_state": report.status_state,

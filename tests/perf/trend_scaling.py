@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from perfgate.cli.report import usable_cpus  # noqa: E402
+from tests.perf.provenance import commit, load, machine  # noqa: E402
 from tests.perf.stores import StoreSpec, cached_store  # noqa: E402
 
 # ``perfgate report`` with GitHub's 256-job matrix limit lifted: it binds only the rendered
@@ -70,6 +71,7 @@ def main() -> int:
     b, h = (100, 500) if args.quick else (1000, 2000)
     grid = [StoreSpec(buckets=b, history=h // 10, publishes=2),
             StoreSpec(buckets=b, history=h, publishes=2)]  # fmt: skip
+    print(f"perfgate {commit(ROOT)}, on {machine()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="perfgate-trend-perf-") as tmp:
         for spec in grid:
             built = cached_store(spec, args.cache, lambda line: print(line, file=sys.stderr))
@@ -78,7 +80,7 @@ def main() -> int:
             print(f"trend site, {spec.buckets} buckets x {spec.history} samples, "
                   f"{args.jobs} process(es): {seconds:6.1f} s, "
                   f"{size / 1e6:6.1f} MB on disk ({size / spec.buckets / 1e3:.0f} kB per bucket), "
-                  f"peak RSS {peak:.0f} MB", flush=True)  # fmt: skip
+                  f"peak RSS {peak:.0f} MB (load average {load()})", flush=True)  # fmt: skip
             shutil.rmtree(out)
     return 0
 

@@ -1,14 +1,39 @@
-"""Untrusted JSON within limits, and strict JSON out (R3, R14)."""
+"""Untrusted JSON within limits, strict JSON out (R3, R14), and the compiled schemas in front
+of jsonschema."""
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import datetime
+import math
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from perfgate import jsonfile
-from tests.paths import ROOT
+from perfgate.errors import ConfigError
+from perfgate.result import (
+    AdmissionStatus,
+    GpuReading,
+    MachineState,
+    PairedRecord,
+    PairedSample,
+    PairedSide,
+    PairedStatus,
+    PairedStop,
+    SampleAdmission,
+    Sampling,
+    SamplingStop,
+    StaleImage,
+    validate_result,
+)
+from perfgate.yamlfile import load_yaml
+from tests.factories import make_result, with_metric
+from tests.paths import CORPUS, ROOT
 
 
 @pytest.mark.parametrize(
@@ -82,3 +107,97 @@ def test_every_json_perfgate_writes_is_strict() -> None:
         if not strict
     ]
     assert loose == [], "json.dumps without allow_nan=False: " + ", ".join(loose)
+
+
+# The compiled schema in front of jsonschema (jsonfile.conforms) must never clear what
+# jsonschema refuses: every document below is asked of both.
+
+# Values of every JSON type, and what YAML adds (a date, inf, nan, a key that is no string).
+OTHERS: list[Any] = [None, True, 0, -1, 1.0, 2.5, 10**30, "", "x", "a/b\n", [], {}]
+YAML_ONLY: list[Any] = [datetime.date(2026, 1, 1), math.inf, math.nan, {1: "x"}]
+
+
+def mutations(data: Any, others: list[Any]) -> Iterator[Any]:
+    """``data`` changed in one place each time: every value swapped for each of ``others``,
+    every key dropped, an unknown key added to every object."""
+    if isinstance(data, dict):
+        yield {**data, "unexpected": 1}
+        for key, value in data.items():
+            yield {k: v for k, v in data.items() if k != key}
+            for other in others:
+                yield {**data, key: other}
+            for changed in mutations(value, others):
+                yield {**data, key: changed}
+    elif isinstance(data, list):
+        for at, value in enumerate(data):
+            for changed in mutations(value, others):
+                yield [*data[:at], changed, *data[at + 1 :]]
+
+
+def disagreements(name: str, documents: list[Any]) -> tuple[list[Any], int, int]:
+    """Documents the compiled schema clears and jsonschema refuses; how many each way."""
+    full = jsonfile.validator(name)
+    verdicts = [(doc, jsonfile.conforms(name, doc), full.is_valid(doc)) for doc in documents]
+    cleared = [doc for doc, fast, slow in verdicts if fast and not slow]
+    return cleared, sum(fast for _, fast, _ in verdicts), sum(not fast for _, fast, _ in verdicts)
+
+
+def every_part_set() -> dict[str, Any]:
+    """An artifact with every optional part: metrics, sampling, admission, pairs, stale image."""
+    state = MachineState(gpus=(GpuReading(index=0, sm_mhz=2520, throttle_reasons=()),),
+                         driver_version="550.1", load_1m=0.5, cpus=8)  # fmt: skip
+    admitted = SampleAdmission(sample_index=0, status=AdmissionStatus.ADMITTED, before=state,
+                               after=state)  # fmt: skip
+    result = replace(
+        with_metric(make_result(samples=(100.0, 101.0)), "startup_s", (10.0, 10.2)),
+        sampling=Sampling(confirm="paired", repeats=2, max_repeats=10,
+                          stopped=SamplingStop.SETTLED),
+        admission=(admitted,),
+        paired=PairedRecord(
+            status=PairedStatus.MEASURED, base_commit="e" * 40, max_pairs=4,
+            samples=(PairedSample(sample_index=0, pair=0, side=PairedSide.BASE, value=99.0,
+                                  metrics={"startup_s": 10.1}, admission=admitted),),
+            stopped=PairedStop.SETTLED,
+        ),
+        health=replace(make_result().health, stale_image=StaleImage(
+            package="isaacsim", symbol="X", installed="4.5", pinned="5.0")),
+    )  # fmt: skip
+    data: dict[str, Any] = result.to_json()
+    return data
+
+
+def test_the_compiled_schema_never_clears_an_artifact_jsonschema_refuses() -> None:
+    documents = [every_part_set(), *mutations(every_part_set(), OTHERS)]
+    for path in sorted((CORPUS / "artifacts").glob("*.json")):
+        with contextlib.suppress(jsonfile.JsonError):
+            documents.append(jsonfile.read(path))
+    cleared, valid, refused = disagreements("result", documents)
+    assert cleared == []
+    # Both answers occur often, so the check is exercised both ways.
+    assert valid > 100 and refused > 100
+
+
+def test_the_compiled_schema_never_clears_a_config_jsonschema_refuses() -> None:
+    configs = [ROOT / "perfgate.yaml", ROOT / "examples" / "isaaclab" / "perfgate.yaml"]
+    documents = []
+    for path in configs:
+        data = load_yaml(path).data
+        documents += [data, *mutations(data, OTHERS + YAML_ONLY)]
+    for path in sorted((CORPUS / "configs").glob("*.yaml")):
+        with contextlib.suppress(ConfigError):
+            documents.append(load_yaml(path).data)
+    cleared, valid, refused = disagreements("perfgate", documents)
+    assert cleared == []
+    assert valid > 100 and refused > 100
+
+
+def test_what_the_compiled_schema_refuses_jsonschema_judges_with_its_own_words() -> None:
+    # A pattern's "$" lets a final newline through in Python's re, not in the compiled
+    # schema; a string no UTF-8 can hold (a lone surrogate, as the escape \ud800 makes it)
+    # it cannot take at all. Both go to jsonschema, which answers as it always did.
+    newline = jsonfile.read(CORPUS / "artifacts" / "hardware-slug-newline.json")
+    surrogate = make_result().to_json()
+    surrogate["bucket"]["id"] = "a\ud800/b"
+    for data in (newline, surrogate):
+        assert not jsonfile.conforms("result", data)
+        assert validate_result(data) == []

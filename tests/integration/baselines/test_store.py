@@ -14,6 +14,7 @@ from perfgate.baselines.store import (
     BaselineStore,
     RetryPolicy,
     Sample,
+    Window,
     WindowKey,
     ancestry,
     commit_to_branch,
@@ -22,8 +23,9 @@ from perfgate.baselines.store import (
     samples_from_result,
     select_window,
 )
+from perfgate.config import PRIMARY
 from perfgate.git import git
-from tests.factories import make_result
+from tests.factories import make_result, with_metric
 from tests.publishers import origin_with_history, run_burst
 
 pytestmark = pytest.mark.integration
@@ -322,7 +324,8 @@ def test_an_index_left_behind_by_an_older_writer_is_not_trusted(origin_and_clone
 
 
 def random_samples(shas: list[str], side: str, count: int, seed: int) -> list[Sample]:
-    """Samples over ancestors and an unmerged commit, three experiments, clock ties included."""
+    """Runs over ancestors and an unmerged commit, three experiments, clock ties included:
+    one to three samples each, of the primary and of a second metric."""
     chooser = random.Random(seed)
     found = []
     for index in range(count):
@@ -332,30 +335,46 @@ def random_samples(shas: list[str], side: str, count: int, seed: int) -> list[Sa
             run_id=f"random-{index}",
             target_branch=chooser.choice(["main", "main", "develop"]),
             epoch=chooser.choice([1, 1, 2]),
+            samples=[float(index + 1) + k / 10 for k in range(chooser.randint(1, 3))],
         )
+        result = with_metric(result, "startup_s", [1.0] * len(result.metric.samples))
         stamp = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=chooser.randrange(40))
-        found.append(samples_from_result(result, trusted_source="t", timestamp=stamp)[0])
+        found += samples_from_result(result, trusted_source="t", timestamp=stamp)
     return found
 
 
+def nearest_runs(window: Window, max_runs: int | None) -> Window:
+    """The window cut to its nearest ``max_runs`` runs (commit and timestamp)."""
+    runs = dict.fromkeys((e.commit, e.timestamp) for e in window.entries)
+    kept = set(list(runs)[:max_runs])
+    return Window(entries=tuple(e for e in window.entries if (e.commit, e.timestamp) in kept))
+
+
+@pytest.mark.parametrize(("max_samples", "max_runs"), [(6, None), (6, 2)])
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_windows_from_indexes_equal_windows_from_lines(origin_and_clone, seed) -> None:  # type: ignore[no-untyped-def]
+def test_windows_from_indexes_equal_windows_from_lines(  # type: ignore[no-untyped-def]
+    origin_and_clone, seed, max_samples, max_runs
+) -> None:
     _, clone, shas = origin_and_clone
     git("checkout", "-q", "-b", "side", shas[1], cwd=clone)
     side = commit(clone, "unmerged")
     git("checkout", "-q", "main", cwd=clone)
     store = BaselineStore(clone, branch="perf-baselines", remote="origin", segment_lines=16,
                           horizon=20)  # fmt: skip
-    everything = random_samples(shas, side, 90, seed)
-    for start in range(0, 90, 13):
+    everything = random_samples(shas, side, 45, seed)
+    for start in range(0, len(everything), 13):
         store.append(everything[start : start + 13], "chunk")
     keys = {
-        f"{target}-{epoch}": key_for(target_branch=target, epoch=epoch)
+        f"{target}-{epoch}-{name}": WindowKey.for_result(
+            with_metric(make_result(target_branch=target, epoch=epoch), "startup_s", [1.0]), name
+        )
         for target in ("main", "develop")
         for epoch in (1, 2)
+        for name in (PRIMARY, "startup_s")
     }
     tip = store.refresh()
-    indexed = store.windows(keys, tip=tip, base=shas[4], max_samples=6)
+    chosen = {"max_samples": max_samples, "max_runs": max_runs}
+    indexed = store.windows(keys, tip=tip, base=shas[4], **chosen)
     archived = git("ls-tree", "-r", "--name-only", tip, "samples/", cwd=clone).split()
     assert sum(name.endswith(".idx") for name in archived) >= 5
 
@@ -369,16 +388,22 @@ def test_windows_from_indexes_equal_windows_from_lines(origin_and_clone, seed) -
     commit_to_branch(clone, "perf-baselines", "origin", drop_indexes, "drop", RetryPolicy())
     reader = store_of(clone)
     scanned = BaselineStore(clone, branch="perf-baselines", remote="origin", horizon=20).windows(
-        keys, tip=reader.refresh(), base=shas[4], max_samples=6
+        keys, tip=reader.refresh(), base=shas[4], **chosen
     )
     assert scanned == indexed
-    assert any(len(found.entries) == 6 for found in indexed.values())
+    if max_runs is None:
+        assert any(len(found.entries) == max_samples for found in indexed.values())
+    else:
+        # Some window is cut by its runs before it holds max_samples samples.
+        assert any(len(w.runs()) == max_runs and len(w.entries) < max_samples
+                   for w in indexed.values())  # fmt: skip
     # With every sample inside the horizon, both are the plain definition of R4.
     whole = BaselineStore(clone, branch="perf-baselines", remote="origin", horizon=1000)
     tip = whole.refresh()
     assert tip is not None
     all_samples = next(iter(whole.read([LIVE_PATH], tip).values()))
     distance = ancestry(clone, shas[4])
-    exact = whole.windows(keys, tip=tip, base=shas[4], max_samples=6)
+    exact = whole.windows(keys, tip=tip, base=shas[4], **chosen)
     for name, key in keys.items():
-        assert exact[name] == select_window(all_samples, key, distance, 6)
+        plain = select_window(all_samples, key, distance, max_samples)
+        assert exact[name] == nearest_runs(plain, max_runs)

@@ -8,7 +8,14 @@ from typing import Any
 import pytest
 
 from perfgate.config import Direction, Floor, FloorKind, GatePolicy, PolicyName, load_config
-from perfgate.judge.oracle import Bisect, Judgement, judge, policy_for, window_sample_limit
+from perfgate.judge.oracle import (
+    Bisect,
+    Judgement,
+    judge,
+    policy_for,
+    window_run_limit,
+    window_sample_limit,
+)
 from perfgate.judge.stats import CalibratedPolicy, ReferencePolicy
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import FailurePhase, SampleReading, StaleImage
@@ -274,3 +281,7 @@ def test_the_window_holds_max_runs_of_the_largest_repeats() -> None:
     reference = replace(config.gate, policy=PolicyName.REFERENCE)
     assert window_sample_limit(reference, config.buckets) == 20
     assert window_sample_limit(GatePolicy(), ()) == 20
+    # The calibrated rule judges the nearest max_runs runs, so no farther run is read;
+    # the reference rule counts samples alone.
+    assert window_run_limit(config.gate) == 20
+    assert window_run_limit(reference) is None

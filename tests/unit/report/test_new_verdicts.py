@@ -16,7 +16,7 @@ from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.report.summary import summary_from_verdict, summary_markdown
 from perfgate.report.surfaces import write_report
 from perfgate.report.terminal import terminal_table
-from perfgate.report.verdict import report_json
+from perfgate.report.verdict import report_json, verdict_text
 from tests.github_support import new_verdicts_report
 
 VERDICTS = ["PASS", "IMPROVED", "INCONCLUSIVE", "BLOCK"]
@@ -114,3 +114,16 @@ def test_an_older_verdict_json_still_renders(tmp_path: Path) -> None:
     summary = summary_from_verdict(json.loads(json.dumps(data)))
     assert "the median of the 20 nearest" in summary  # the reference rule's words
     assert validate_verdict(data) == []
+
+
+def test_verdict_json_holds_the_document_with_a_row_a_line(tmp_path: Path) -> None:
+    report = new_verdicts_report(tmp_path)
+    paths = write_report(report, tmp_path / "report")
+    text = paths["verdict"].read_text(encoding="utf-8")
+    assert json.loads(text) == report_json(report)
+    lines = text.splitlines()
+    assert lines[0] == "{" and lines[-1] == "}" and '  "overall_verdict": "BLOCK",' in lines
+    rows = [line for line in lines if line.startswith('    {"bucket": ')]
+    assert [json.loads(row.rstrip(","))["verdict"] for row in rows] == VERDICTS
+    empty = {**report_json(report), "rows": []}
+    assert json.loads(verdict_text(empty)) == empty
