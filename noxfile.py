@@ -228,8 +228,8 @@ def perf_gate(session: nox.Session) -> None:
     commit, the machine and its load); exits 1 when a target is missed. Stores are cached
     (``-- --cache DIR``, default ~/.cache/perfgate-perf), so only the first run builds them.
     """
-    _install(session)
-    session.run("python", "tests/perf/gate_scaling.py", *session.posargs)
+    bindir = _install(session, RUN)
+    _tool(session, bindir, "python", "tests/perf/gate_scaling.py", *session.posargs)
 
 
 @nox.session(tags=["perf"])
