@@ -12,7 +12,7 @@ from perfgate.judge.gate import GateReport, Row
 from perfgate.judge.oracle import Signal
 from perfgate.judge.verdicts import Verdict
 from perfgate.report.summary import change_cell, confirmation_text, paired_text
-from perfgate.report.verdict import report_json
+from perfgate.report.verdict import row_json
 
 HEADERS = ("bucket", "verdict", "figure", "baseline", "change (95 % interval)", "samples",
            "confirmed by", "why")  # fmt: skip
@@ -31,8 +31,8 @@ def terminal_table(report: GateReport, width: int | None = None) -> str:
     width = max(MIN_WIDTH, width or shutil.get_terminal_size(fallback=(100, 24)).columns)
     rows: list[list[str]] = []
     explained: dict[str, list[str]] = {}
-    data = report_json(report)["rows"]
-    for row, row_data in zip(report.rows, data, strict=True):
+    for row in report.rows:
+        row_data = row_json(row)
         judgement = row.judgement
         decision = judgement.decision if judgement else None
         rows.append(

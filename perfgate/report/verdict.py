@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from perfgate.judge.gate import GateReport, Row
@@ -34,9 +34,18 @@ def report_json(report: GateReport) -> dict[str, Any]:
     """verdict.json: the machine-readable report (an interface other tools rely on), at most
     MAX_VERDICT_BYTES once written: free text is cut until it fits, and a note says so."""
     document = _report_json(report)
-    if _size(document) <= _VERDICT_BUDGET:
+    size = _size(document)
+    if size <= _VERDICT_BUDGET:
         return document
-    for limit in _SHORTER:
+    # Start at the longest cut that, by the free text's lengths, could fit: every pass
+    # re-encodes the whole document, which at a thousand buckets is most of the gate.
+    lengths = list(_free_lengths(document))
+    start = next(
+        (i for i, limit in enumerate(_SHORTER)
+         if size - sum(n - limit for n in lengths if n > limit) <= _VERDICT_BUDGET),
+        len(_SHORTER) - 1,
+    )  # fmt: skip
+    for limit in _SHORTER[start:]:
         shorter: dict[str, Any] = _shortened(document, limit)
         shorter["notes"] = _capped(
             [
@@ -47,7 +56,7 @@ def report_json(report: GateReport) -> dict[str, Any]:
             ],
             50,
         )
-        if _size(shorter) <= _VERDICT_BUDGET or limit == _SHORTER[-1]:
+        if limit == _SHORTER[-1] or _size(shorter) <= _VERDICT_BUDGET:
             return shorter
     raise AssertionError("unreachable")
 
@@ -71,6 +80,19 @@ def _shortened(value: Any, limit: int, free: bool = False) -> Any:
     if isinstance(value, list):
         return [_shortened(item, limit, free) for item in value]
     return value
+
+
+def _free_lengths(value: Any, free: bool = False) -> Iterator[int]:
+    """The length of every string under a free-text key (what :func:`_shortened` cuts)."""
+    if isinstance(value, str):
+        if free:
+            yield len(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _free_lengths(item, free or key in _FREE_TEXT)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _free_lengths(item, free)
 
 
 def _report_json(report: GateReport) -> dict[str, Any]:
@@ -110,7 +132,7 @@ def _report_json(report: GateReport) -> dict[str, Any]:
         "underfilled": list(report.underfilled),
         "confirmation_minutes": round(report.confirmation_minutes, 3),
         "notes": _capped(report.notes, 50),
-        "rows": [_row_json(row) for row in report.rows],
+        "rows": [row_json(row) for row in report.rows],
     }
 
 
@@ -144,7 +166,8 @@ def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-def _row_json(row: Row) -> dict[str, Any]:
+def row_json(row: Row) -> dict[str, Any]:
+    """One bucket's row of verdict.json (before the document's size cap)."""
     judgement, result = row.judgement, row.result
     decision = judgement.decision if judgement else None
     return {
