@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -248,19 +249,26 @@ def quickstart(session: nox.Session) -> None:
     _tool(session, bindir, "pytest", "tests/quickstart", *session.posargs)
 
 
+def render_calls(posargs: Sequence[str]) -> list[list[str]]:
+    """The ``perfgate render`` argument lists the render session runs: every site of
+    RENDER_SITES, or only the one site ``posargs`` name with --config or --out (either as
+    ``--config FILE`` or as ``--config=FILE``, as argparse reads them)."""
+    args = list(posargs)
+    one_site = any(arg.split("=", 1)[0] in ("--config", "--out") for arg in args)
+    sites = [()] if one_site else [("--config", c, "--out", o) for c, o in RENDER_SITES]
+    return [[*site, *args] for site in sites]
+
+
 @nox.session(tags=["check"])
 def render(session: nox.Session) -> None:
     """Render workflows and composite actions from templates/ (``-- --check``: diff only).
 
     Renders both sites (this repository and the Isaac Lab example), or the one site that
-    ``-- --config FILE [--out DIR]`` names. Every site is rendered (or checked) before the
+    ``-- --config FILE [--out DIR]`` (or ``--config=FILE``) names. Every site is rendered (or checked) before the
     session fails, so one run shows every stale file.
     """
     bindir = _install(session, RUN)
-    args = list(session.posargs)
-    one_site = "--config" in args or "--out" in args
-    sites = [()] if one_site else [("--config", c, "--out", o) for c, o in RENDER_SITES]
-    codes = [_call(session, bindir, "render", *site, *args) for site in sites]
+    codes = [_call(session, bindir, "render", *call) for call in render_calls(session.posargs)]
     failed = max(codes)
     if failed:
         raise SystemExit(failed)
