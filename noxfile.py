@@ -112,17 +112,25 @@ def _call(session: nox.Session, bindir: Path, *args: str) -> int:
     return subprocess.call([str(bindir / "python"), "-m", "perfgate", *args])
 
 
+def _install_run(session: nox.Session) -> Path:
+    """The RUN virtualenv's ``bin``; failing to install perfgate exits 3 (docs/design.md R8).
+
+    Not being able to install perfgate is the gate malfunctioning, never a verdict (nox's
+    own exit 1 would read as BLOCK, or as stale rendered files).
+    """
+    try:
+        return _install(session, RUN)
+    except nox.command.CommandFailed:
+        raise SystemExit(3) from None
+
+
 def _perfgate(session: nox.Session, verb: str) -> None:
     """Install perfgate and run ``python -m perfgate VERB``, keeping its exit code.
 
     ``session.run`` turns every failure into nox's exit 1; perfgate's codes (docs/design.md
     R8: 1 BLOCK, 2 HARD_FAILURE, 3 malfunction, 4 usage) must reach CI unchanged.
     """
-    try:
-        bindir = _install(session, RUN)
-    except nox.command.CommandFailed:
-        # Not being able to install perfgate is the gate malfunctioning, never a verdict.
-        raise SystemExit(3) from None
+    bindir = _install_run(session)
     code = _call(session, bindir, verb, *session.posargs)
     if code:
         raise SystemExit(code)
@@ -267,7 +275,7 @@ def render(session: nox.Session) -> None:
     ``-- --config FILE [--out DIR]`` (or ``--config=FILE``) names. Every site is rendered (or checked) before the
     session fails, so one run shows every stale file.
     """
-    bindir = _install(session, RUN)
+    bindir = _install_run(session)
     codes = [_call(session, bindir, "render", *call) for call in render_calls(session.posargs)]
     failed = max(codes)
     if failed:
