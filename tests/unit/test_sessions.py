@@ -2,21 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 
 import pytest
-
-from tests.paths import ROOT
-
-
-@pytest.fixture(scope="module")
-def noxfile() -> ModuleType:
-    """noxfile.py, imported once as nox would (from the repository root)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(ROOT)
-        patch.syspath_prepend(str(ROOT))
-        return importlib.import_module("noxfile")
 
 
 def test_render_without_a_site_renders_every_site(noxfile: ModuleType) -> None:

