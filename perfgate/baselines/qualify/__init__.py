@@ -41,7 +41,14 @@ from perfgate.baselines.qualify.observations import (
     load_evidence,
     observations_of,
 )
-from perfgate.baselines.qualify.rule import RuleFigures, gate_window, measure_noise, rule_figures
+from perfgate.baselines.qualify.rule import (
+    RuleFigures,
+    calibrated_rule_figures,
+    gate_window,
+    measure_noise,
+    reference_rule_figures,
+    rule_figures,
+)
 from perfgate.baselines.qualify.verdict import (
     SCHEMA_VERSION,
     AllocationEvidence,
@@ -68,6 +75,7 @@ __all__ = [
     "SampleEvidence",
     "allocation_of",
     "bucket_metrics",
+    "calibrated_rule_figures",
     "coverage_problems",
     "evidence_from",
     "gate_window",
@@ -77,5 +85,6 @@ __all__ = [
     "observations_of",
     "qualify",
     "qualify_bucket",
+    "reference_rule_figures",
     "rule_figures",
 ]

@@ -79,41 +79,70 @@ def rule_figures(
 ) -> RuleFigures:
     """Block band and smallest detectable regression of ``policy`` on a window of ``runs``.
 
-    ``runs`` are the pool's allocations, each the figures of its samples. Allocations ran
-    side by side, so their order means nothing: level-shift detection is switched off for
-    the calibrated rule, which otherwise reads a window in time order. ``run_noise_pct``
-    is the runner-to-runner noise these runs measure (``measure_noise``): the calibrated
-    rule takes it as known, as it does once the gate reads the calibration, rather than
-    estimating it again from a handful of runs (a gate's window holds up to 20).
+    ``runs`` are the pool's allocations, each the figures of its samples;
+    ``run_noise_pct`` is the runner-to-runner noise they measure (``measure_noise``),
+    which only the calibrated rule reads.
     """
-    z = statistics.NormalDist().inv_cdf(power)
-    pooled = [value for run in runs for value in run]
-    level = statistics.median(pooled)
     if isinstance(policy, stats.ReferencePolicy):
-        decision = stats.decide(runs, [level], policy=policy, direction=direction)
-        if decision.threshold_pct is None or decision.noise_pct is None:
-            return RuleFigures(
-                policy=policy.name,
-                block_band_pct=None,
-                detectable_pct=None,
-                power=power,
-                false_alarm_rate=None,
-                detail=decision.detail,
-            )
-        band = max(abs(decision.threshold_pct), policy.min_block_regression_pct)
-        # One figure per run: its error is the window's noise, made sigma-consistent (the
-        # rule's noise is the unscaled MAD, about 0.67 sigma).
-        se = math.log1p(stats.MAD_TO_SIGMA * decision.noise_pct / 100.0)
-        detectable = _drop_of_g(_g_of_drop(band, direction) + z * se, direction)
+        return reference_rule_figures(runs, policy=policy, direction=direction, power=power)
+    return calibrated_rule_figures(
+        runs, policy=policy, direction=direction, power=power, run_noise_pct=run_noise_pct
+    )
+
+
+def reference_rule_figures(
+    runs: Sequence[Sequence[float]],
+    *,
+    policy: stats.ReferencePolicy,
+    direction: Direction,
+    power: float,
+) -> RuleFigures:
+    """The reference rule's block band (median - k x MAD, a floor) on a window of ``runs``,
+    and the smallest regression it blocks with probability ``power``."""
+    level = statistics.median(value for run in runs for value in run)
+    decision = stats.decide(runs, [level], policy=policy, direction=direction)
+    if decision.threshold_pct is None or decision.noise_pct is None:
         return RuleFigures(
             policy=policy.name,
-            block_band_pct=band,
-            detectable_pct=detectable,
+            block_band_pct=None,
+            detectable_pct=None,
             power=power,
             false_alarm_rate=None,
-            detail=f"median - {policy.k_block:g} x MAD, "
-            f"at least {policy.min_block_regression_pct:g} %",
+            detail=decision.detail,
         )
+    band = max(abs(decision.threshold_pct), policy.min_block_regression_pct)
+    # One figure per run: its error is the window's noise, made sigma-consistent (the
+    # rule's noise is the unscaled MAD, about 0.67 sigma).
+    se = math.log1p(stats.MAD_TO_SIGMA * decision.noise_pct / 100.0)
+    z = statistics.NormalDist().inv_cdf(power)
+    detectable = _drop_of_g(_g_of_drop(band, direction) + z * se, direction)
+    return RuleFigures(
+        policy=policy.name,
+        block_band_pct=band,
+        detectable_pct=detectable,
+        power=power,
+        false_alarm_rate=None,
+        detail=f"median - {policy.k_block:g} x MAD, at least {policy.min_block_regression_pct:g} %",
+    )
+
+
+def calibrated_rule_figures(
+    runs: Sequence[Sequence[float]],
+    *,
+    policy: stats.CalibratedPolicy,
+    direction: Direction,
+    power: float,
+    run_noise_pct: float | None = None,
+) -> RuleFigures:
+    """The calibrated rule's resolution on a full window drawn from ``runs``, and the
+    smallest regression it blocks with probability ``power``.
+
+    Allocations ran side by side, so their order means nothing: level-shift detection is
+    switched off, as the rule otherwise reads a window in time order. ``run_noise_pct``
+    is taken as known, as the rule does once the gate reads the calibration, rather than
+    estimated again from a handful of runs (a gate's window holds up to 20).
+    """
+    level = statistics.median(value for run in runs for value in run)
     no_shifts = replace(policy, min_shift_pct=math.inf)
     # df 0: the per-sample noise is the window's own (the same samples must not count twice).
     measured = (
@@ -148,6 +177,7 @@ def rule_figures(
     # (a saturated end, -100 % of a throughput, means no bound at all).
     lo, hi = (math.log1p(p / 100.0) if p > -100.0 else -math.inf for p in interval)
     se = (hi - lo) / (2.0 * stats.t_isf((1.0 - decision.confidence) / 2.0, decision.df))
+    z = statistics.NormalDist().inv_cdf(power)
     detectable = _drop_of_g(_g_of_drop(resolution, direction) + z * se, direction)
     return RuleFigures(
         policy=policy.name,
