@@ -33,8 +33,8 @@ from perfgate.baselines.qualify.metrics import (
 )
 from perfgate.baselines.qualify.observations import (
     Evidence,
-    Fingerprint,
     Observation,
+    PoolFingerprint,
     allocation_of,
     evidence_from,
     index_positionally,
@@ -66,8 +66,8 @@ __all__ = [
     "BucketQualification",
     "Design",
     "Evidence",
-    "Fingerprint",
     "Observation",
+    "PoolFingerprint",
     "QualVerdict",
     "QualificationReport",
     "RuleFigures",

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
-from perfgate.baselines.qualify.observations import Fingerprint, Observation
+from perfgate.baselines.qualify.observations import Observation
 from perfgate.console import listing, plural
 
 
@@ -51,7 +51,8 @@ def coverage_problems(
 def _fingerprint_problems(observations: Sequence[Observation], design: Design) -> list[str]:
     problems = []
     prints = Counter(o.fingerprint for o in observations)
-    names = [f.name for f in fields(Fingerprint)]
+    parts = [fp.parts() for fp in prints]
+    names = list(parts[0])
     for name in names:
         missing = sum(n for fp, n in prints.items() if name in fp.missing())
         if missing:
@@ -59,10 +60,9 @@ def _fingerprint_problems(observations: Sequence[Observation], design: Design) -
                 f"fingerprint incomplete: {name} missing in {plural(missing, 'sample')}"
             )
     if len(prints) > 1:
-        varying = [name for name in names if len({getattr(fp, name) for fp in prints}) > 1]
+        varying = [name for name in names if len({part[name] for part in parts}) > 1]
         detail = "; ".join(
-            f"{name}: " + listing(sorted({str(getattr(fp, name)) for fp in prints}))
-            for name in varying
+            f"{name}: " + listing(sorted({str(part[name]) for part in parts})) for name in varying
         )
         problems.append(
             f"{len(prints)} fingerprints in one bucket ({detail}): samples of different "
@@ -76,7 +76,7 @@ def _fingerprint_problems(observations: Sequence[Observation], design: Design) -
     for name, wanted in expected:
         if wanted is None:
             continue
-        got = {str(getattr(fp, name)) for fp in prints}
+        got = {str(part[name]) for part in parts}
         # A commit may be given abbreviated, as git accepts it.
         wrong = sorted(
             g for g in got if g != wanted and not (name == "commit" and g.startswith(wanted))

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from perfgate.baselines.samples import WindowIdentity
 from perfgate.config import Direction
 from perfgate.errors import GateMalfunction
 from perfgate.identity import stable_hash
@@ -18,33 +19,39 @@ from perfgate.result import ArtifactError, CiInfo, Result, read_result
 
 
 @dataclass(frozen=True, kw_only=True)
-class Fingerprint:
-    """What must be identical across every sample of one bucket for them to be comparable."""
+class PoolFingerprint:
+    """What every sample of one bucket must share to be pooled: the machine model, the
+    commit measured and the window the samples would sit in."""
 
-    hardware: str | None
-    target_branch: str | None
+    hardware: str
     commit: str | None
-    launch_hash: str | None
-    benchmark_hash: str | None
-    runtime_hash: str | None
-    baseline_epoch: int | None
-
-    def missing(self) -> list[str]:
-        """Names of the fields that are absent."""
-        return [f.name for f in fields(self) if getattr(self, f.name) in (None, "")]
+    window: WindowIdentity
 
     @classmethod
-    def of(cls, result: Result) -> Fingerprint:
+    def of(cls, result: Result) -> PoolFingerprint:
         """The fingerprint a result carries."""
         return cls(
             hardware=result.hardware.slug,
-            target_branch=result.source.target_branch,
             commit=result.source.commit,
-            launch_hash=result.identity.launch_hash,
-            benchmark_hash=result.identity.benchmark_hash,
-            runtime_hash=result.identity.runtime_hash,
-            baseline_epoch=result.bucket.baseline_epoch,
+            window=WindowIdentity.of_result(result),
         )
+
+    def parts(self) -> dict[str, str | int | None]:
+        """Every part by name, in the order problems name them; an absent one is None."""
+        window = self.window
+        return {
+            "hardware": self.hardware or None,
+            "target_branch": window.target_branch or None,
+            "commit": self.commit or None,
+            "launch_hash": window.launch_hash or None,
+            "benchmark_hash": window.benchmark_hash or None,
+            "runtime_hash": window.runtime_hash or None,
+            "baseline_epoch": window.baseline_epoch,
+        }
+
+    def missing(self) -> list[str]:
+        """Names of the parts that are absent."""
+        return [name for name, value in self.parts().items() if value is None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +67,7 @@ class Observation:
     sample_id: str
     value: float | None  # None: the run produced no usable figure
     failure: str | None = None
-    fingerprint: Fingerprint
+    fingerprint: PoolFingerprint
     direction: Direction = Direction.HIGHER
     started_at: str = ""
 
@@ -108,7 +115,7 @@ def observations_of(result: Result, source: str) -> list[Observation]:
         )
         taken = [index for index, _ in readings if index is not None]
         readings.append((max(taken) + 1 if taken else None, None))
-    fingerprint, allocation = Fingerprint.of(result), allocation_of(result.ci)
+    fingerprint, allocation = PoolFingerprint.of(result), allocation_of(result.ci)
     return [
         Observation(
             bucket=result.bucket.id,

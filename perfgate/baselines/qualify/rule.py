@@ -231,9 +231,9 @@ def measure_noise(
     first = healthy[0].fingerprint
     return BucketNoise(
         bucket=healthy[0].bucket,
-        hardware=first.hardware or "",
-        launch_hash=first.launch_hash or "",
-        benchmark_hash=first.benchmark_hash or "",
+        hardware=first.hardware,
+        launch_hash=first.window.launch_hash,
+        benchmark_hash=first.window.benchmark_hash,
         noise_pct=math.expm1(sigma) * 100.0,
         df=df,
         run_noise_pct=math.expm1(run_sigma) * 100.0,
@@ -244,5 +244,5 @@ def measure_noise(
         allocations=len(groups),
         runners=len({o.runner for o in healthy if o.runner}),
         commit=first.commit,
-        target_branch=first.target_branch,
+        target_branch=first.window.target_branch or None,
     )

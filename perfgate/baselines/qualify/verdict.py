@@ -16,8 +16,8 @@ from perfgate.baselines.qualify.coverage import Design, coverage_problems
 from perfgate.baselines.qualify.metrics import BucketMetrics, bucket_metrics
 from perfgate.baselines.qualify.observations import (
     Evidence,
-    Fingerprint,
     Observation,
+    PoolFingerprint,
     index_positionally,
 )
 from perfgate.baselines.qualify.rule import measure_noise
@@ -61,7 +61,7 @@ class BucketQualification:
     verdict: QualVerdict
     coverage: tuple[str, ...]  # every missing piece (INCONCLUSIVE)
     instability: tuple[str, ...]  # every limit exceeded (UNSTABLE)
-    fingerprint: Fingerprint | None
+    fingerprint: PoolFingerprint | None
     metrics: BucketMetrics | None
     allocations: tuple[AllocationEvidence, ...]
     noise: BucketNoise | None  # the calibration this bucket's samples measure
@@ -121,7 +121,7 @@ def qualify_bucket(
     healthy = [o for o in observations if o.value is not None]
     metrics: BucketMetrics | None = None
     instability: list[str] = []
-    gate_policy = rule(bucket, fingerprint.hardware or "") if fingerprint is not None else None
+    gate_policy = rule(bucket, fingerprint.hardware) if fingerprint is not None else None
     calibrated = gate_policy if isinstance(gate_policy, stats.CalibratedPolicy) else None
     noise = measure_noise(observations, policy=calibrated) if fingerprint is not None else None
     if gate_policy is not None and len(healthy) >= 2:

@@ -18,6 +18,7 @@ from typing import TypeVar
 from perfgate.baselines.store import (
     BaselineStore,
     Sample,
+    WindowIdentity,
     fetch_tip,
     resolve,
     sample_path,
@@ -202,20 +203,25 @@ def present_samples(
     """
     launch_hash, benchmark_hash = bucket_hashes(bucket)
     by_id = {s.sample_id: s for s in stored}
-    runtimes = sorted({s.runtime_hash for s in stored})
+    identities = [
+        WindowIdentity(
+            target_branch=target.target_branch,
+            launch_hash=launch_hash,
+            benchmark_hash=benchmark_hash,
+            runtime_hash=runtime_hash,
+            baseline_epoch=bucket.baseline_epoch,
+        )
+        for runtime_hash in sorted({s.runtime_hash for s in stored})
+    ]
     found: dict[int, Sample] = {}
     for index in indices:
-        for runtime_hash in runtimes:
+        for identity in identities:
             sample_id = seed_sample_id(
                 seed_key=seed_key,
                 commit=target.commit,
                 bucket=bucket.id,
                 hardware=hardware,
-                target_branch=target.target_branch,
-                launch_hash=launch_hash,
-                benchmark_hash=benchmark_hash,
-                runtime_hash=runtime_hash,
-                baseline_epoch=bucket.baseline_epoch,
+                identity=identity,
                 sample_index=index,
             )
             if sample_id in by_id:

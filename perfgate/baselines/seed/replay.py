@@ -18,7 +18,13 @@ from pathlib import Path
 
 from perfgate.baselines.seed.plan import PlanEntry, SeedPlan, SeedTarget
 from perfgate.baselines.seed.records import RecordStatus, SeedRecord, present_records
-from perfgate.baselines.store import BaselineStore, Sample, samples_from_result, seed_sample_id
+from perfgate.baselines.store import (
+    BaselineStore,
+    Sample,
+    WindowIdentity,
+    samples_from_result,
+    seed_sample_id,
+)
 from perfgate.config import AdmissionMode, AdmissionPolicy, ImageSpec
 from perfgate.context import RunContext
 from perfgate.errors import GitError
@@ -103,18 +109,16 @@ class ExecuteSettings:
 def _samples_for(
     result: Result, entry: PlanEntry, index: int, seed_key: str
 ) -> tuple[list[Sample], SeedRecord]:
+    # The samples are for the replayed target, whatever the run's context said.
+    identity = replace(WindowIdentity.of_result(result), target_branch=entry.target.target_branch)
     record = SeedRecord(
         commit=entry.target.commit,
-        target_branch=entry.target.target_branch,
         bucket=entry.bucket.id,
         hardware=result.hardware.slug,
         sample_index=index,
         status=RecordStatus.FAILED,
+        identity=identity,
         value=result.metric.value,
-        launch_hash=result.identity.launch_hash,
-        benchmark_hash=result.identity.benchmark_hash,
-        runtime_hash=result.identity.runtime_hash,
-        baseline_epoch=result.bucket.baseline_epoch,
     )
     value = result.metric.value
     if not result.health.healthy:
@@ -133,11 +137,7 @@ def _samples_for(
             commit=entry.target.commit,
             bucket=entry.bucket.id,
             hardware=result.hardware.slug,
-            target_branch=entry.target.target_branch,
-            launch_hash=result.identity.launch_hash,
-            benchmark_hash=result.identity.benchmark_hash,
-            runtime_hash=result.identity.runtime_hash,
-            baseline_epoch=result.bucket.baseline_epoch,
+            identity=identity,
             sample_index=index,
             repeat=reading.sample_index,
             metric=metric,

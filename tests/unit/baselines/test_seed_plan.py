@@ -21,7 +21,7 @@ from perfgate.baselines.seed import (
     runner_minutes,
     select_buckets,
 )
-from perfgate.baselines.store import Sample, samples_from_result, seed_sample_id
+from perfgate.baselines.store import Sample, WindowIdentity, samples_from_result, seed_sample_id
 from perfgate.baselines.verify import Readiness, classify
 from perfgate.config import Bucket, Config, GatePolicy, Metric
 from perfgate.errors import ConfigError, UsageError
@@ -47,11 +47,10 @@ def config(*buckets: Bucket) -> Config:
 def seeded(b: Bucket, *, commit: str = C1, index: int = 0, runtime: str = "r" * 16,
            key: str = "seed", target: str = "main", value: float = 100.0) -> Sample:  # fmt: skip
     launch, benchmark = bucket_hashes(b)
-    sample_id = seed_sample_id(
-        seed_key=key, commit=commit, bucket=b.id, hardware="cpu-test", target_branch=target,
-        launch_hash=launch, benchmark_hash=benchmark, runtime_hash=runtime,
-        baseline_epoch=b.baseline_epoch, sample_index=index,
-    )  # fmt: skip
+    identity = WindowIdentity(target_branch=target, launch_hash=launch, benchmark_hash=benchmark,
+                              runtime_hash=runtime, baseline_epoch=b.baseline_epoch)  # fmt: skip
+    sample_id = seed_sample_id(seed_key=key, commit=commit, bucket=b.id, hardware="cpu-test",
+                               identity=identity, sample_index=index)  # fmt: skip
     return Sample(
         sample_id=sample_id, trusted_source="seed", timestamp="2026-11-30T00:00:00+00:00",
         value=value, hardware="cpu-test", task=b.task, backend_key=b.backend_key, commit=commit,
