@@ -272,8 +272,8 @@ def render(session: nox.Session) -> None:
     """Render workflows and composite actions from templates/ (``-- --check``: diff only).
 
     Renders both sites (this repository and the Isaac Lab example), or the one site that
-    ``-- --config FILE [--out DIR]`` (or ``--config=FILE``) names. Every site is rendered (or checked) before the
-    session fails, so one run shows every stale file.
+    ``-- --config FILE [--out DIR]`` (or ``--config=FILE``) names. Every site is rendered
+    (or checked) before the session fails, so one run shows every stale file.
     """
     bindir = _install_run(session)
     codes = [_call(session, bindir, "render", *call) for call in render_calls(session.posargs)]
