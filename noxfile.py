@@ -226,7 +226,7 @@ def quality(session: nox.Session) -> None:
 
 @nox.session(tags=["check"])
 def unit(session: nox.Session) -> None:
-    """Run the test suite (unit and integration)."""
+    """Run the test suite (unit and integration); ``-- --fast``: the in-process tests alone."""
     bindir = _install(session, DEV)  # the suite builds trend sites too
     _tool(session, bindir, "pytest", *session.posargs)
 

@@ -29,8 +29,6 @@ from perfgate.yamlfile import MAX_BYTES
 from tests.factories import make_result, of_experiment
 from tests.paths import CORPUS
 
-pytestmark = pytest.mark.integration
-
 CONFIGS = sorted((CORPUS / "configs").glob("*.yaml"))
 ARTIFACTS = [
     tuple(line.split("\t"))

@@ -31,7 +31,6 @@ from tests.factories import make_result, of_experiment
 from tests.paths import FIXTURES, ROOT
 
 pytestmark = [
-    pytest.mark.integration,
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
 ]
 

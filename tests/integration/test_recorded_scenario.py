@@ -24,8 +24,6 @@ from perfgate.cli import main
 from perfgate.console import format_figure
 from perfgate.git import git
 
-pytestmark = pytest.mark.integration
-
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 CONFIG = """\

@@ -17,8 +17,6 @@ from perfgate.git import git
 from tests.paths import FIXTURES
 from tests.trend_stores import commit
 
-pytestmark = pytest.mark.integration
-
 # Per commit: the speed its benchmark measures. Commit 3 is 20 % slower.
 SPEEDS = (100.0, 100.0, 100.0, 80.0, 80.0, 80.0)
 

@@ -23,8 +23,6 @@ from tests.integration.baselines.test_seed_demo import SLOW_STEP, STEP
 from tests.paths import ROOT
 from tests.trend_stores import IDENTITY, commit
 
-pytestmark = pytest.mark.integration
-
 CONFIG = """\
 version: 1
 gate:

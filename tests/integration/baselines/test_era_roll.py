@@ -26,8 +26,6 @@ from perfgate.git import git
 from perfgate.identity import stable_hash
 from tests.paths import FIXTURES, ROOT
 
-pytestmark = pytest.mark.integration
-
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 FAKE = [sys.executable, str(FIXTURES / "fake_docker.py")]

@@ -29,8 +29,6 @@ from perfgate.result import write_result
 from tests.factories import make_result, of_experiment
 from tests.github_server import WRITE_TOKEN, FakeGitHub, serve
 
-pytestmark = pytest.mark.integration
-
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 LIVE = "samples/cpu-test/cartpole/numpy.ndjson"

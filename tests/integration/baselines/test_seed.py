@@ -24,8 +24,6 @@ from perfgate.git import git
 from perfgate.run.hardware import detect
 from tests.paths import ROOT
 
-pytestmark = pytest.mark.integration
-
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 SPEEDS = (1000.0, 500.0, 2000.0)  # c1, c2 slower, c3 faster

@@ -15,13 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from perfgate.baselines.store import BaselineStore, WindowKey, sample_path
 from perfgate.git import git
 from tests.paths import ROOT
-
-pytestmark = pytest.mark.integration
 
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip

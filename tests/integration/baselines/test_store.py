@@ -26,8 +26,6 @@ from perfgate.git import git
 from tests.factories import make_result
 from tests.publishers import origin_with_history, run_burst
 
-pytestmark = pytest.mark.integration
-
 LIVE_PATH = "samples/cpu-test/cartpole/numpy.ndjson"
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip

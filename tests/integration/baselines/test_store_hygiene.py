@@ -16,8 +16,6 @@ from perfgate.judge.gate import evaluate
 from tests.integration.baselines import test_store
 from tests.integration.baselines.test_store import result_at, store_of, window
 
-pytestmark = pytest.mark.integration
-
 # The same bare origin and a clone whose main has five commits.
 origin_and_clone = test_store.origin_and_clone
 

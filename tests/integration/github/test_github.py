@@ -29,8 +29,6 @@ from tests.github_server import HUMAN, READ_TOKEN, WRITE_TOKEN, FakeGitHub, Faul
 from tests.github_support import HEAD_SHA, HOSTILE, make_result, write_config
 from tests.paths import ROOT
 
-pytestmark = pytest.mark.integration
-
 MERGE_SHA = "9" * 40
 STATUS_PATH = f"/repos/acme/sim/statuses/{HEAD_SHA}"
 COMMENTS_PATH = "/repos/acme/sim/issues/7/comments"

@@ -9,8 +9,6 @@ import pytest
 from perfgate.git import git
 from perfgate.github.handoff import trusted_bucket_ids
 
-pytestmark = pytest.mark.integration
-
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 CONFIG = "version: 1\nbuckets:\n  - task: cartpole\n    backends: [{0}]\n"

@@ -22,8 +22,6 @@ from tests.github_server import WRITE_TOKEN, FakeGitHub, Fault, serve
 from tests.github_support import HEAD_SHA
 from tests.integration.github.test_github import gate, gh_env, write_inputs
 
-pytestmark = pytest.mark.integration
-
 STATUS_PATH = f"/repos/acme/sim/statuses/{HEAD_SHA}"
 COMMENTS_PATH = "/repos/acme/sim/issues/7/comments"
 SECONDARY = {"message": "You have exceeded a secondary rate limit. Please wait a few minutes."}

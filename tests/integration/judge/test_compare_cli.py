@@ -17,8 +17,6 @@ from perfgate.result import AdmissionStatus, MachineState, SampleAdmission, Timi
 from tests.factories import make_result, with_metric
 from tests.paths import FIXTURES
 
-pytestmark = pytest.mark.integration
-
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 CONFIG = """

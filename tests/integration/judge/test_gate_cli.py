@@ -13,8 +13,6 @@ from perfgate.git import git
 from perfgate.result import write_result
 from tests.factories import make_result, of_experiment, with_metric
 
-pytestmark = pytest.mark.integration
-
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 CONFIG = """

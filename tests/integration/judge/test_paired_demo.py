@@ -24,8 +24,6 @@ from perfgate.git import git
 from tests.fake_smi import HW_SLOWDOWN, L40S, install
 from tests.paths import FIXTURES
 
-pytestmark = pytest.mark.integration
-
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 

@@ -13,8 +13,6 @@ import pytest
 from perfgate.git import git
 from tests.paths import ROOT
 
-pytestmark = pytest.mark.integration
-
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 

@@ -22,7 +22,6 @@ import pytest
 from tests.paths import FIXTURES, ROOT
 
 pytestmark = [
-    pytest.mark.integration,
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal"),
 ]
 

@@ -38,8 +38,6 @@ from perfgate.run.bench import BenchSettings, run_bucket
 from tests.fixtures import isaaclab_standin as standin
 from tests.paths import FIXTURES, ROOT
 
-pytestmark = pytest.mark.integration
-
 STANDIN = FIXTURES / "isaaclab_standin.py"
 NINE_BUCKETS = FIXTURES / "isaaclab" / "perfgate.yaml"
 EXAMPLE = ROOT / "examples" / "isaaclab" / "perfgate.yaml"

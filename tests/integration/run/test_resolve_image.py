@@ -19,8 +19,6 @@ from perfgate.cli import main
 from perfgate.git import git
 from perfgate.run.image import digest_of, pinned
 
-pytestmark = pytest.mark.integration
-
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 REGISTRY = "registry.example/isaac-lab"
