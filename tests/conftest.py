@@ -10,12 +10,17 @@ suite stays what `nox -s unit` and .ci/run run.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
+from tests.git_support import Clone, MakeClone, origin_with_clone
 from tests.paths import ROOT
 
 INTEGRATION = ROOT / "tests" / "integration"
@@ -72,6 +77,39 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
         yield
     finally:
         _RUNNING.pop()
+
+
+@pytest.fixture
+def origin_clone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> MakeClone:
+    """Makes a clone of a bare origin whose branch holds one commit (``origin_with_clone``'s
+    arguments: files, branch, message) and makes it the working directory, with no
+    GITHUB_* or RUNNER_* variables: a local run, whatever runs the tests."""
+
+    def make(**arguments: Any) -> Clone:
+        clone = origin_with_clone(tmp_path, **arguments)
+        monkeypatch.chdir(clone.path)
+        for name in [n for n in os.environ if n.startswith(("GITHUB_", "RUNNER_"))]:
+            monkeypatch.delenv(name)
+        return clone
+
+    return make
+
+
+def _wait_for(condition: Callable[[], object], seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {seconds:g} s"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def wait_for() -> Callable[..., None]:
+    """Poll ``condition()`` every 50 ms until it holds; fail after ``seconds`` (30).
+
+    A guard against a hang, never a measure of speed: the bound is far beyond what the
+    awaited step needs on a loaded machine.
+    """
+    return _wait_for
 
 
 @pytest.fixture(scope="session")

@@ -22,10 +22,9 @@ import pytest
 from perfgate.baselines.store import BaselineStore, Sample, WindowKey, sample_path, select_window
 from perfgate.git import git
 from perfgate.run.hardware import detect
+from tests.git_support import IDENTITY, commit_all, empty_origin
 from tests.paths import ROOT
 
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 SPEEDS = (1000.0, 500.0, 2000.0)  # c1, c2 slower, c3 faster
 
 CONFIG = """\
@@ -84,18 +83,12 @@ class History:
 
 def _commit(repo: Path, fps: float, message: str) -> str:
     (repo / "bench.py").write_text(BENCH.format(fps=fps), encoding="utf-8")
-    git("add", "-A", cwd=repo)
-    git("commit", "-q", "-m", message, cwd=repo, env=IDENTITY)
-    return git("rev-parse", "HEAD", cwd=repo).strip()
+    return commit_all(repo, message)
 
 
 @pytest.fixture
 def history(tmp_path: Path) -> History:
-    origin = tmp_path / "origin.git"
-    git("init", "-q", "--bare", "-b", "main", str(origin))
-    repo = tmp_path / "repo"
-    git("init", "-q", "-b", "main", str(repo))
-    git("remote", "add", "origin", str(origin), cwd=repo)
+    origin, repo = empty_origin(tmp_path, clone="repo")
     (repo / "perfgate.yaml").write_text(CONFIG.format(python=sys.executable), encoding="utf-8")
     commits = tuple(_commit(repo, fps, f"speed {fps:g}") for fps in SPEEDS)
     git("push", "-q", "origin", "main", cwd=repo)

@@ -24,27 +24,17 @@ from perfgate.baselines.store import (
 )
 from perfgate.git import git
 from tests.factories import make_result
+from tests.git_support import commit_all, empty_origin
 from tests.publishers import origin_with_history, run_burst
 
 LIVE_PATH = "samples/cpu-test/cartpole/numpy.ndjson"
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
-
-
-def commit(repo: Path, message: str) -> str:
-    git("commit", "--allow-empty", "-q", "-m", message, cwd=repo, env=IDENTITY)
-    return git("rev-parse", "HEAD", cwd=repo).strip()
 
 
 @pytest.fixture
 def origin_and_clone(tmp_path: Path) -> tuple[Path, Path, list[str]]:
     """A bare origin and a clone whose main has five commits c0..c4."""
-    origin = tmp_path / "origin.git"
-    git("init", "-q", "--bare", "-b", "main", str(origin))
-    clone = tmp_path / "clone"
-    git("clone", "-q", str(origin), str(clone))
-    git("checkout", "-q", "-b", "main", cwd=clone)
-    shas = [commit(clone, f"c{i}") for i in range(5)]
+    origin, clone = empty_origin(tmp_path)
+    shas = [commit_all(clone, f"c{i}") for i in range(5)]
     git("push", "-q", "origin", "main", cwd=clone)
     return origin, clone, shas
 
@@ -83,7 +73,7 @@ def test_nearest_commits_come_first_and_the_window_is_capped(origin_and_clone) -
 def test_a_sample_from_an_unmerged_branch_is_excluded_by_ancestry(origin_and_clone) -> None:  # type: ignore[no-untyped-def]
     _, clone, shas = origin_and_clone
     git("checkout", "-q", "-b", "feature", shas[2], cwd=clone)
-    side = commit(clone, "unmerged work")
+    side = commit_all(clone, "unmerged work")
     git("checkout", "-q", "main", cwd=clone)
     store = store_of(clone)
     store.append(
@@ -146,7 +136,7 @@ def test_a_retried_publish_never_duplicates(origin_and_clone) -> None:  # type: 
 def test_a_local_only_branch_works_without_a_remote(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     git("init", "-q", "-b", "main", str(repo))
-    sha = commit(repo, "only")
+    sha = commit_all(repo, "only")
     store = store_of(repo, remote=None)
     store.append([samples_from_result(result_at(sha, 5.0), trusted_source="local")[0]], "local")
     assert git("rev-parse", "perf-baselines", cwd=repo).strip()
@@ -157,7 +147,7 @@ def test_a_local_only_branch_works_without_a_remote(tmp_path: Path) -> None:
 def test_merge_base_of_a_pull_request_is_where_it_meets_the_target(origin_and_clone) -> None:  # type: ignore[no-untyped-def]
     _, clone, shas = origin_and_clone
     git("checkout", "-q", "-b", "pr", shas[2], cwd=clone)
-    commit(clone, "pr work")
+    commit_all(clone, "pr work")
     git("fetch", "-q", "origin", cwd=clone)
     assert merge_base(clone, "main", "origin") == shas[2]
 
@@ -340,7 +330,7 @@ def random_samples(shas: list[str], side: str, count: int, seed: int) -> list[Sa
 def test_windows_from_indexes_equal_windows_from_lines(origin_and_clone, seed) -> None:  # type: ignore[no-untyped-def]
     _, clone, shas = origin_and_clone
     git("checkout", "-q", "-b", "side", shas[1], cwd=clone)
-    side = commit(clone, "unmerged")
+    side = commit_all(clone, "unmerged")
     git("checkout", "-q", "main", cwd=clone)
     store = BaselineStore(clone, branch="perf-baselines", remote="origin", segment_lines=16,
                           horizon=20)  # fmt: skip
