@@ -204,6 +204,8 @@ def perf(session: nox.Session) -> None:
     _tool(session, bindir, "python", "tests/perf/gate_scaling.py", *session.posargs)
     _tool(session, bindir, "python", "tests/perf/input_limits.py")
     _tool(session, bindir, "python", "tests/perf/trend_scaling.py", *session.posargs)
+    # A merge burst of 32 publishers (of 8 with --quick): nothing lost, in time.
+    _tool(session, bindir, "python", "tests/perf/publish_burst.py", *session.posargs)
     if "--quick" not in session.posargs:
         # A warm `nox -s bench` against `python -m perfgate bench`, side by side.
         _tool(session, bindir, "python", "tests/perf/warm_loop.py")

@@ -152,23 +152,14 @@ def test_merge_base_of_a_pull_request_is_where_it_meets_the_target(origin_and_cl
     assert merge_base(clone, "main", "origin") == shas[2]
 
 
-def test_thirty_two_concurrent_publishers_lose_nothing_and_duplicate_nothing(
-    tmp_path: Path,
-) -> None:
-    """A merge burst: 32 publishers, each its own clone and process, 8 buckets each.
-
-    With a fixed retry count, one in three bursts of 16 lost a publisher's samples.
-    Every trial must now land every sample exactly once, well inside the deadline.
-    """
-    for trial in range(3):
-        origin, shas = origin_with_history(tmp_path / f"trial-{trial}")
-        burst = run_burst(
-            origin, tmp_path / f"trial-{trial}" / "work", publishers=32, buckets=8, commits=shas
-        )
-        assert burst.exit_codes == (0,) * 32, burst
-        assert (burst.lost, burst.duplicated) == (0, 0), burst
-        assert burst.expected == 32 * 8 + 1
-        assert burst.wall_s < 120, burst
+def test_concurrent_publishers_lose_nothing_and_duplicate_nothing(tmp_path: Path) -> None:
+    """Publishers racing for one origin, each its own clone and process, 4 buckets each:
+    every sample lands exactly once (the burst of 32, and its time, is `nox -s perf`'s)."""
+    origin, shas = origin_with_history(tmp_path)
+    burst = run_burst(origin, tmp_path / "work", publishers=6, buckets=4, commits=shas)
+    assert burst.exit_codes == (0,) * 6, burst
+    assert (burst.lost, burst.duplicated) == (0, 0), burst
+    assert burst.expected == 6 * 4 + 1
 
 
 def test_sample_ids_are_stable_for_the_same_run(origin_and_clone) -> None:  # type: ignore[no-untyped-def]
