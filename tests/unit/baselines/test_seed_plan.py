@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from perfgate.baselines.reseed import ReseedPlan, parse_underfilled, plan_buckets, plan_from_report
+from perfgate.baselines.reseed import (
+    ReseedBucket,
+    ReseedPlan,
+    parse_underfilled,
+    plan_buckets,
+    plan_from_report,
+)
 from perfgate.baselines.seed import (
     PlanEntry,
+    SeedOptions,
     SeedTarget,
     Selection,
     bucket_hashes,
@@ -18,6 +26,7 @@ from perfgate.baselines.seed import (
     format_minutes,
     parse_commit_branch,
     present_samples,
+    reseed_scope,
     runner_minutes,
     select_buckets,
 )
@@ -221,3 +230,22 @@ def test_underfilled_output_must_be_a_json_list_of_ids() -> None:
     for bad in ("a/x", '{"a": 1}', "[1]"):
         with pytest.raises(ConfigError, match="--underfilled"):
             parse_underfilled(bad)
+
+
+def test_a_reseed_plans_job_seeds_its_own_bucket_and_a_typo_is_refused(tmp_path: Path) -> None:
+    """One job of a per-bucket matrix narrows the reseed plan to its --bucket; an id the
+    config does not know is a usage error, never an empty seed."""
+    plan = ReseedPlan(commit=C1, target_branch="main", min_samples=5,
+                      buckets=(ReseedBucket(id=NUMPY.id, have=1, samples=2),
+                               ReseedBucket(id=PYTHON.id, have=0, samples=3)))  # fmt: skip
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan.to_json()), encoding="utf-8")
+    declared = config(NUMPY, PYTHON, PENDULUM)
+    options = SeedOptions(plan=path, selection=Selection(ids=(PYTHON.id,), backends=("python",)),
+                          work_dir=tmp_path, summary=tmp_path / "s.json")  # fmt: skip
+    narrowed, left = reseed_scope(options, declared)
+    assert narrowed is not None and narrowed.bucket_ids == (PYTHON.id,)
+    assert left == Selection(backends=("python",))
+    assert reseed_scope(replace(options, plan=None), declared) == (None, options.selection)
+    with pytest.raises(UsageError, match="unknown bucket typo/numpy"):
+        reseed_scope(replace(options, selection=Selection(ids=("typo/numpy",))), declared)
