@@ -175,7 +175,7 @@ def plan_table(plan: SeedPlan) -> str:
     table = render_table(
         ["commit", "target", "bucket", "samples", "present", "stored", "to run", "timeout"], rows
     )
-    plain, retried = runner_minutes(plan.entries)
+    plain, retried = runner_minutes((e.bucket, len(e.missing)) for e in plan.entries)
     commits = len({(e.target.commit, e.target.target_branch) for e in plan.entries})
     lines = [
         f"{table}\n",

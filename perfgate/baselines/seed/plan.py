@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -230,16 +230,17 @@ def present_samples(
     return found
 
 
-def runner_minutes(entries: Sequence[PlanEntry]) -> tuple[float, float]:
-    """Upper bounds of runner time for the runs left: by timeouts, and with every retry.
+def runner_minutes(runs: Iterable[tuple[Bucket, int]]) -> tuple[float, float]:
+    """Upper bounds of runner time for seeding ``runs`` (a bucket, and how many seeded runs
+    of it): by the buckets' timeouts, and with every retry.
 
     Each run takes its bucket's ``repeats`` samples (a seed never confirms).
     """
-    plain = sum(len(e.missing) * e.bucket.repeats * e.bucket.timeout_minutes for e in entries)
-    retried = sum(
-        len(e.missing) * e.bucket.repeats * e.bucket.timeout_minutes * (1 + e.bucket.retries)
-        for e in entries
-    )
+    plain = retried = 0.0
+    for bucket, count in runs:
+        bound = count * bucket.repeats * bucket.timeout_minutes
+        plain += bound
+        retried += bound * (1 + bucket.retries)
     return plain, retried
 
 

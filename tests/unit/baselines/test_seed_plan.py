@@ -121,7 +121,7 @@ def test_runner_estimate_counts_only_runs_left_and_their_retries() -> None:
     target = SeedTarget(commit=C1, target_branch="main")
     entry = PlanEntry(target=target, bucket=NUMPY, indices=(0, 1, 2), present={0: seeded(NUMPY)})
     # Two runs left, two repeats each, 10 minutes; one retry doubles it.
-    assert runner_minutes([entry]) == (40.0, 80.0)
+    assert runner_minutes([(entry.bucket, len(entry.missing))]) == (40.0, 80.0)
     assert format_minutes(95) == "1h 35m"
     assert format_minutes(7) == "7m"
 
