@@ -24,13 +24,13 @@ PUBLISHER = """
 import json, sys
 sys.path.insert(0, {root!r})
 from pathlib import Path
-from perfgate.baselines.store import BaselineStore, RetryPolicy, Sample
+from perfgate.baselines.store import BaselineStore, PushRetryPolicy, Sample
 from perfgate.config import BaselinePolicy
 repo, samples_file = Path(sys.argv[1]), Path(sys.argv[2])
 samples = [Sample.from_line(line) for line in samples_file.read_text().splitlines()]
 deadline = BaselinePolicy().publish_deadline_minutes * 60
 store = BaselineStore(repo, branch="perf-baselines", remote="origin",
-                      retry=RetryPolicy(deadline_s=deadline))
+                      retry=PushRetryPolicy(deadline_s=deadline))
 outcome = store.append(samples, "publish")
 print(json.dumps({{"added": outcome.added, "present": outcome.already_present}}))
 """

@@ -12,7 +12,7 @@ import pytest
 
 from perfgate.baselines.store import (
     BaselineStore,
-    RetryPolicy,
+    PushRetryPolicy,
     Sample,
     WindowKey,
     ancestry,
@@ -116,7 +116,9 @@ def test_a_corrupt_line_is_skipped_with_a_warning_naming_file_and_line(origin_an
         file.write_text(file.read_text() + '{"launch_hash":"' + "a" * 16 + '", broken\n')
         return True
 
-    commit_to_branch(clone, "perf-baselines", "origin", corrupt, "corrupt", RetryPolicy(), [path])
+    commit_to_branch(
+        clone, "perf-baselines", "origin", corrupt, "corrupt", PushRetryPolicy(), [path]
+    )
     reader = store_of(clone)
     assert window(reader, shas[4]).values == (7.0,)
     assert any(f"{path}:2" in warning for warning in reader.warnings)
@@ -241,7 +243,7 @@ def test_a_line_of_the_wrong_shape_is_skipped_not_crashing_the_statistics(origin
         (tree / path).write_text("\n".join([good.to_line(), *bad_lines]) + "\n")
         return True
 
-    commit_to_branch(clone, "perf-baselines", "origin", plant, "plant", RetryPolicy(), [path])
+    commit_to_branch(clone, "perf-baselines", "origin", plant, "plant", PushRetryPolicy(), [path])
     reader = store_of(clone)
     assert window(reader, shas[4]).values == (7.0,)
     assert len(reader.warnings) == 4
@@ -293,7 +295,9 @@ def test_an_index_left_behind_by_an_older_writer_is_not_trusted(origin_and_clone
         live.write_text(live.read_text() + nearest.to_line() + "\n")
         return True
 
-    commit_to_branch(clone, "perf-baselines", "origin", older_writer, "old", RetryPolicy(), [path])
+    commit_to_branch(
+        clone, "perf-baselines", "origin", older_writer, "old", PushRetryPolicy(), [path]
+    )
     assert window(store_of(clone), shas[4]).values == (50.0, 102.0, 101.0, 100.0)
     # The next append rebuilds the index from the lines.
     store.append([samples_from_result(result_at(shas[3], 70.0), trusted_source="t")[0]], "again")
@@ -345,7 +349,7 @@ def test_windows_from_indexes_equal_windows_from_lines(origin_and_clone, seed) -
         return True
 
     # The layout an older perfgate leaves: the same lines, no index anywhere.
-    commit_to_branch(clone, "perf-baselines", "origin", drop_indexes, "drop", RetryPolicy())
+    commit_to_branch(clone, "perf-baselines", "origin", drop_indexes, "drop", PushRetryPolicy())
     reader = store_of(clone)
     scanned = BaselineStore(clone, branch="perf-baselines", remote="origin", horizon=20).windows(
         keys, tip=reader.refresh(), base=shas[4], max_samples=6

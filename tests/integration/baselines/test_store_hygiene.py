@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.baselines.store import RetryPolicy, commit_to_branch, sample_path, samples_from_result
+from perfgate.baselines.store import (
+    PushRetryPolicy,
+    commit_to_branch,
+    sample_path,
+    samples_from_result,
+)
 from perfgate.config import load_config
 from perfgate.errors import GateMalfunction
 from perfgate.git import git
@@ -28,7 +33,7 @@ def plant(clone: Path, path: str, text: str) -> None:
         (tree / path).write_text(text, encoding="utf-8")
         return True
 
-    commit_to_branch(clone, "perf-baselines", "origin", write, "plant", RetryPolicy(), [path])
+    commit_to_branch(clone, "perf-baselines", "origin", write, "plant", PushRetryPolicy(), [path])
 
 
 def test_garbage_and_a_truncated_last_line_each_warn_with_file_and_line(

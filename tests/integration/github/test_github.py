@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from perfgate.github.client import GitHubClient, GitHubError, GitHubPermissionError, RetryPolicy
+from perfgate.github.client import ApiRetryPolicy, GitHubClient, GitHubError, GitHubPermissionError
 from perfgate.github.post import MARKER, comment_body, upsert_comment
 from perfgate.result import write_result
 from tests.github_server import HUMAN, READ_TOKEN, WRITE_TOKEN, FakeGitHub, Fault, serve
@@ -46,7 +46,7 @@ def client(state: FakeGitHub, token: str = WRITE_TOKEN, sleeps: list[float] | No
         api_url=state.base_url,
         repository="acme/sim",
         token=token,
-        retry=RetryPolicy(attempts=3, backoff_s=1.0),
+        retry=ApiRetryPolicy(attempts=3, backoff_s=1.0),
         sleep=waits.append,
     )
 

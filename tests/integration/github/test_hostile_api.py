@@ -13,10 +13,10 @@ import pytest
 
 from perfgate.github.client import (
     MAX_PAGES,
+    ApiRetryPolicy,
     GitHubClient,
     GitHubError,
     GitHubPermissionError,
-    RetryPolicy,
 )
 from tests.github_server import WRITE_TOKEN, FakeGitHub, Fault, serve
 from tests.github_support import HEAD_SHA
@@ -53,7 +53,7 @@ def client(state: FakeGitHub, clock: Clock, **policy: float) -> GitHubClient:
         api_url=state.base_url,
         repository="acme/sim",
         token=WRITE_TOKEN,
-        retry=RetryPolicy(attempts=3, backoff_s=1.0, **policy),  # type: ignore[arg-type]
+        retry=ApiRetryPolicy(attempts=3, backoff_s=1.0, **policy),  # type: ignore[arg-type]
         sleep=clock.sleep,
         clock=clock,
     )
