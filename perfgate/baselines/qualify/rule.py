@@ -12,6 +12,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from perfgate.baselines.qualify.observations import Observation
 from perfgate.config import Direction
@@ -48,6 +49,33 @@ def _drop_of_g(g: float, direction: Direction) -> float:
     if direction is Direction.HIGHER:
         return -math.expm1(-g) * 100.0
     return math.expm1(min(g, 700.0)) * 100.0
+
+
+def _figures(
+    policy: stats.Policy,
+    band_pct: float | None,
+    se: float | None,
+    *,
+    direction: Direction,
+    power: float,
+    false_alarm_rate: float | None,
+    detail: str,
+) -> RuleFigures:
+    """A rule's figures from its block band and the error of a run's effect (neither: it
+    cannot judge, and ``detail`` says why): the drop it detects with probability ``power``
+    is the band plus ``z(power)`` errors."""
+    detectable = None
+    if band_pct is not None and se is not None:
+        z = statistics.NormalDist().inv_cdf(power)
+        detectable = _drop_of_g(_g_of_drop(band_pct, direction) + z * se, direction)
+    return RuleFigures(
+        policy=policy.name,
+        block_band_pct=band_pct,
+        detectable_pct=detectable,
+        power=power,
+        false_alarm_rate=false_alarm_rate,
+        detail=detail,
+    )
 
 
 def gate_window(
@@ -101,29 +129,15 @@ def reference_rule_figures(
     and the smallest regression it blocks with probability ``power``."""
     level = statistics.median(value for run in runs for value in run)
     decision = stats.decide(runs, [level], policy=policy, direction=direction)
+    figures = partial(_figures, policy, direction=direction, power=power, false_alarm_rate=None)
     if decision.threshold_pct is None or decision.noise_pct is None:
-        return RuleFigures(
-            policy=policy.name,
-            block_band_pct=None,
-            detectable_pct=None,
-            power=power,
-            false_alarm_rate=None,
-            detail=decision.detail,
-        )
+        return figures(None, None, detail=decision.detail)
     band = max(abs(decision.threshold_pct), policy.min_block_regression_pct)
     # One figure per run: its error is the window's noise, made sigma-consistent (the
     # rule's noise is the unscaled MAD, about 0.67 sigma).
     se = math.log1p(stats.MAD_TO_SIGMA * decision.noise_pct / 100.0)
-    z = statistics.NormalDist().inv_cdf(power)
-    detectable = _drop_of_g(_g_of_drop(band, direction) + z * se, direction)
-    return RuleFigures(
-        policy=policy.name,
-        block_band_pct=band,
-        detectable_pct=detectable,
-        power=power,
-        false_alarm_rate=None,
-        detail=f"median - {policy.k_block:g} x MAD, at least {policy.min_block_regression_pct:g} %",
-    )
+    floor = policy.min_block_regression_pct
+    return figures(band, se, detail=f"median - {policy.k_block:g} x MAD, at least {floor:g} %")
 
 
 def calibrated_rule_figures(
@@ -158,6 +172,13 @@ def calibrated_rule_figures(
     )
     decision = stats.judge(model, [level] * policy.max_repeats, policy=no_shifts, final=True)
     resolution, interval = decision.resolution_pct, decision.interval_pct
+    figures = partial(
+        _figures,
+        policy,
+        direction=direction,
+        power=power,
+        false_alarm_rate=policy.false_alarm_rate,
+    )
     if (
         resolution is None
         or not math.isfinite(resolution)
@@ -165,26 +186,15 @@ def calibrated_rule_figures(
         or decision.df is None
         or decision.confidence is None
     ):
-        return RuleFigures(
-            policy=policy.name,
-            block_band_pct=None,
-            detectable_pct=None,
-            power=power,
-            false_alarm_rate=policy.false_alarm_rate,
-            detail=decision.detail or "the pool's noise leaves no regression it could resolve",
-        )
+        why = decision.detail or "the pool's noise leaves no regression it could resolve"
+        return figures(None, None, detail=why)
     # The standard error of the run's effect with the full budget, from its interval
     # (a saturated end, -100 % of a throughput, means no bound at all).
     lo, hi = (math.log1p(p / 100.0) if p > -100.0 else -math.inf for p in interval)
     se = (hi - lo) / (2.0 * stats.t_isf((1.0 - decision.confidence) / 2.0, decision.df))
-    z = statistics.NormalDist().inv_cdf(power)
-    detectable = _drop_of_g(_g_of_drop(resolution, direction) + z * se, direction)
-    return RuleFigures(
-        policy=policy.name,
-        block_band_pct=resolution,
-        detectable_pct=detectable,
-        power=power,
-        false_alarm_rate=policy.false_alarm_rate,
+    return figures(
+        resolution,
+        se,
         detail=f"false-alarm rate {policy.false_alarm_rate:g} per bucket run, "
         f"{policy.max_repeats} samples, at least {policy.min_drop_pct:g} %",
     )
