@@ -1,8 +1,8 @@
 """Which buckets can gate: per bucket, the largest group of stored samples of one fingerprint.
 
 A fingerprint is a window's identity (target branch, launch, benchmark and runtime hashes,
-baseline epoch): the samples a window could ever hold together. A bucket is READY when its largest
-group reaches the minimum window, WARMING when it has some samples, EMPTY otherwise.
+baseline epoch): the samples a window could ever hold together. A bucket is READY when its
+largest group reaches the minimum window, WARMING when it has some samples, EMPTY otherwise.
 Only groups of the experiment the config describes now count (same launch and
 benchmark hashes and epoch): samples of an experiment that changed can never gate.
 """
