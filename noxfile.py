@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,17 +112,25 @@ def _call(session: nox.Session, bindir: Path, *args: str) -> int:
     return subprocess.call([str(bindir / "python"), "-m", "perfgate", *args])
 
 
+def _install_run(session: nox.Session) -> Path:
+    """The RUN virtualenv's ``bin``; failing to install perfgate exits 3 (docs/design.md R8).
+
+    Not being able to install perfgate is the gate malfunctioning, never a verdict (nox's
+    own exit 1 would read as BLOCK, or as stale rendered files).
+    """
+    try:
+        return _install(session, RUN)
+    except nox.command.CommandFailed:
+        raise SystemExit(3) from None
+
+
 def _perfgate(session: nox.Session, verb: str) -> None:
     """Install perfgate and run ``python -m perfgate VERB``, keeping its exit code.
 
     ``session.run`` turns every failure into nox's exit 1; perfgate's codes (docs/design.md
     R8: 1 BLOCK, 2 HARD_FAILURE, 3 malfunction, 4 usage) must reach CI unchanged.
     """
-    try:
-        bindir = _install(session, RUN)
-    except nox.command.CommandFailed:
-        # Not being able to install perfgate is the gate malfunctioning, never a verdict.
-        raise SystemExit(3) from None
+    bindir = _install_run(session)
     code = _call(session, bindir, verb, *session.posargs)
     if code:
         raise SystemExit(code)
@@ -213,6 +222,8 @@ def perf(session: nox.Session) -> None:
     _tool(session, bindir, "python", "tests/perf/gate_scaling.py", *session.posargs)
     _tool(session, bindir, "python", "tests/perf/input_limits.py")
     _tool(session, bindir, "python", "tests/perf/trend_scaling.py", *session.posargs)
+    # A merge burst of 32 publishers (of 8 with --quick): nothing lost, in time.
+    _tool(session, bindir, "python", "tests/perf/publish_burst.py", *session.posargs)
     if "--quick" not in session.posargs:
         # A warm `nox -s bench` against `python -m perfgate bench`, side by side.
         _tool(session, bindir, "python", "tests/perf/warm_loop.py")
@@ -250,7 +261,7 @@ def quality(session: nox.Session) -> None:
 
 @nox.session(tags=["check"])
 def unit(session: nox.Session) -> None:
-    """Run the test suite (unit and integration)."""
+    """Run the test suite (unit and integration); ``-- --fast``: the in-process tests alone."""
     bindir = _install(session, DEV)  # the suite builds trend sites too
     _tool(session, bindir, "pytest", *session.posargs)
 
@@ -281,19 +292,26 @@ def quickstart(session: nox.Session) -> None:
     _tool(session, bindir, "pytest", "tests/quickstart", *session.posargs)
 
 
+def render_calls(posargs: Sequence[str]) -> list[list[str]]:
+    """The ``perfgate render`` argument lists the render session runs: every site of
+    RENDER_SITES, or only the one site ``posargs`` name with --config or --out (either as
+    ``--config FILE`` or as ``--config=FILE``, as argparse reads them)."""
+    args = list(posargs)
+    one_site = any(arg.split("=", 1)[0] in ("--config", "--out") for arg in args)
+    sites = [()] if one_site else [("--config", c, "--out", o) for c, o in RENDER_SITES]
+    return [[*site, *args] for site in sites]
+
+
 @nox.session(tags=["check"])
 def render(session: nox.Session) -> None:
     """Render workflows and composite actions from templates/ (``-- --check``: diff only).
 
     Renders both sites (this repository and the Isaac Lab example), or the one site that
-    ``-- --config FILE [--out DIR]`` names. Every site is rendered (or checked) before the
-    session fails, so one run shows every stale file.
+    ``-- --config FILE [--out DIR]`` (or ``--config=FILE``) names. Every site is rendered
+    (or checked) before the session fails, so one run shows every stale file.
     """
-    bindir = _install(session, RUN)
-    args = list(session.posargs)
-    one_site = "--config" in args or "--out" in args
-    sites = [()] if one_site else [("--config", c, "--out", o) for c, o in RENDER_SITES]
-    codes = [_call(session, bindir, "render", *site, *args) for site in sites]
+    bindir = _install_run(session)
+    codes = [_call(session, bindir, "render", *call) for call in render_calls(session.posargs)]
     failed = max(codes)
     if failed:
         raise SystemExit(failed)

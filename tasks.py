@@ -14,19 +14,22 @@ from invoke.context import Context
 from invoke.exceptions import Exit
 
 RENDER_TASK = "invoke render-workflows"
+# perfgate's exit codes (docs/design.md R8), which the render session passes on: only
+# --check's 1 means stale files; 3 (a malfunction) and 4 (a config error) keep their meaning.
+STALE = 1
+MALFUNCTION = 3
 
 
 def _render(c: Context, check: bool, config: str | None, out: str | None) -> None:
     site = [*(["--config", config] if config else []), *(["--out", out] if out else [])]
     args = [sys.executable, "-m", "nox", "-s", "render", "--", *site]
     result = c.run(shlex.join([*args, "--check"] if check else args), warn=True)
-    if result is None or not result.ok:
-        raise Exit(
-            f"rendered files are stale; run `{RENDER_TASK}` and commit the result"
-            if check
-            else "rendering failed",
-            code=1,
-        )
+    code = result.exited if result is not None else MALFUNCTION
+    if code == 0:
+        return
+    if check and code == STALE:
+        raise Exit(f"rendered files are stale; run `{RENDER_TASK}` and commit the result", code)
+    raise Exit(f"rendering failed (exit {code}); the error above says why", code)
 
 
 SITE_HELP = {

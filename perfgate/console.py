@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -69,6 +69,16 @@ def inert(line: str) -> str:
     if shown.lstrip().startswith("::"):
         shown = shown.replace("::", ": :", 1)
     return shown.replace("##[", "## [")
+
+
+def plural(count: int, word: str) -> str:
+    """``1 sample``, ``2 samples``."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def listing(values: Iterable[object]) -> str:
+    """The values as text, separated by commas."""
+    return ", ".join(str(v) for v in values)
 
 
 def format_figure(value: float | None) -> str:

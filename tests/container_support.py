@@ -19,13 +19,12 @@ import pytest
 from perfgate.git import git
 from tests.fixtures import fake_docker
 from tests.fixtures import isaaclab_standin as standin
+from tests.git_support import commit_all
 from tests.paths import FIXTURES
 
 REQUIRE = "PERFGATE_REQUIRE_CONTAINER"
 #: What resolve-image would hand the bench job (PERFGATE_IMAGE) for the stand-in image.
 IMAGE = "nvcr.io/nvidian/isaac-lab:standin"
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 
 
 def require_container_standin() -> None:
@@ -56,13 +55,6 @@ def docker_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def register(state: Path, ref: str, image: Path, *, after_s: float = 0.0) -> None:
     """Make ``ref`` runnable by the stand-in docker (from ``after_s`` seconds on)."""
     fake_docker.register_image(state, ref, image, after_s=after_s)
-
-
-def commit_all(repo: Path, message: str) -> str:
-    """Commit everything in ``repo``; its sha."""
-    git("add", "-A", cwd=repo)
-    git("commit", "-q", "--allow-empty", "-m", message, cwd=repo, env=IDENTITY)
-    return git("rev-parse", "HEAD", cwd=repo).strip()
 
 
 def change_over_base(root: Path, *, base_cost: float, head_cost: float) -> tuple[Path, str, str]:

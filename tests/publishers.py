@@ -16,23 +16,21 @@ from pathlib import Path
 from perfgate.baselines.store import BaselineStore, Sample, samples_from_result
 from perfgate.git import git
 from tests.factories import make_result
+from tests.git_support import commit_all, empty_origin
 from tests.paths import ROOT
-
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 
 # One publisher: the configured default policy, never a test-only retry budget.
 PUBLISHER = """
 import json, sys
 sys.path.insert(0, {root!r})
 from pathlib import Path
-from perfgate.baselines.store import BaselineStore, RetryPolicy, Sample
+from perfgate.baselines.store import BaselineStore, PushRetryPolicy, Sample
 from perfgate.config import BaselinePolicy
 repo, samples_file = Path(sys.argv[1]), Path(sys.argv[2])
 samples = [Sample.from_line(line) for line in samples_file.read_text().splitlines()]
 deadline = BaselinePolicy().publish_deadline_minutes * 60
 store = BaselineStore(repo, branch="perf-baselines", remote="origin",
-                      retry=RetryPolicy(deadline_s=deadline))
+                      retry=PushRetryPolicy(deadline_s=deadline))
 outcome = store.append(samples, "publish")
 print(json.dumps({{"added": outcome.added, "present": outcome.already_present}}))
 """
@@ -51,15 +49,8 @@ class Burst:
 
 def origin_with_history(root: Path, commits: int = 5) -> tuple[Path, list[str]]:
     """A bare origin whose main has ``commits`` empty commits; their shas, oldest first."""
-    origin = root / "origin.git"
-    git("init", "-q", "--bare", "-b", "main", str(origin))
-    seed = root / "seed"
-    git("clone", "-q", str(origin), str(seed))
-    git("checkout", "-q", "-b", "main", cwd=seed)
-    shas = []
-    for index in range(commits):
-        git("commit", "--allow-empty", "-q", "-m", f"c{index}", cwd=seed, env=IDENTITY)
-        shas.append(git("rev-parse", "HEAD", cwd=seed).strip())
+    origin, seed = empty_origin(root, clone="seed")
+    shas = [commit_all(seed, f"c{index}") for index in range(commits)]
     git("push", "-q", "origin", "main", cwd=seed)
     return origin, shas
 

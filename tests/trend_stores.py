@@ -24,10 +24,9 @@ from perfgate.judge.gate import Row, evaluate
 from perfgate.judge.verdicts import Reason
 from perfgate.result import Result
 from tests.factories import make_result, with_metric
+from tests.git_support import IDENTITY, commit_all
 from tests.paths import ROOT
 
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 CONFIG = """\
 version: 1
 gate:
@@ -88,13 +87,6 @@ class GatedHistory:
     gate_said: tuple[GateSaid, ...]
     # The gate's word on the startup_s metric of each run (with_startup only).
     startup_said: tuple[GateSaid, ...] = ()
-
-
-def commit(repo: Path, message: str) -> str:
-    """Commit everything (or nothing) and return the new commit."""
-    git("add", "-A", cwd=repo)
-    git("commit", "--allow-empty", "-q", "-m", message, cwd=repo, env=IDENTITY)
-    return git("rev-parse", "HEAD", cwd=repo).strip()
 
 
 def _result(config_path: Path, sha: str, values: tuple[float, ...], index: int) -> Result:
@@ -162,7 +154,7 @@ def gated_history(
             noise_floor_pct=measured_noise_pct,
         )  # fmt: skip
         write_calibration(NoiseCalibration(buckets=(noise,)), repo / "noise.json")
-    shas = [commit(repo, f"c{i}") for i in range(len(FIGURES))]
+    shas = [commit_all(repo, f"c{i}") for i in range(len(FIGURES))]
     config = load_config(config_path)
     store = BaselineStore(repo, branch="perf-baselines", remote=None)
     said, startup_said = [], []
@@ -214,7 +206,7 @@ def seeded_demo(root: Path, *, commits: int = 4, samples: int = 2) -> Path:
     (repo / "perfgate.yaml").write_text(DEMO_CONFIG, encoding="utf-8")
     for index in range(commits):
         (repo / "CHANGES").write_text(f"change {index}\n", encoding="utf-8")
-        commit(repo, f"change {index}")
+        commit_all(repo, f"change {index}")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_"))}
     done = subprocess.run(
         [sys.executable, "-m", "perfgate", "seed", "--branch", "main", "--last", str(commits),

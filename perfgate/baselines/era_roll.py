@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.baselines.reseed import ReseedPlan, plan_buckets
+from perfgate.baselines.seed import runner_minutes
 from perfgate.baselines.store import BaselineStore, commit_to_branch
 from perfgate.baselines.verify import BucketReadiness, Readiness
 from perfgate.config import Bucket, ImageRoll, ImageSpec
@@ -226,21 +227,11 @@ def plan_roll(
     )
 
 
-def runner_minutes(reseed: ReseedPlan, buckets: Sequence[Bucket]) -> tuple[float, float]:
-    """Upper bounds of bucket-runner time for the reseed: by timeouts, and with every retry.
-
-    Each seeded run takes its bucket's ``repeats`` samples.
-    """
+def reseed_minutes(reseed: ReseedPlan, buckets: Sequence[Bucket]) -> tuple[float, float]:
+    """Upper bounds of bucket-runner time for the reseed (the seed's, of its planned runs):
+    by timeouts, and with every retry."""
     by_id = {b.id: b for b in buckets}
-    plain = retried = 0.0
-    for planned in reseed.buckets:
-        bucket = by_id.get(planned.id)
-        if bucket is not None:
-            plain += planned.samples * bucket.repeats * bucket.timeout_minutes
-            retried += (
-                planned.samples * bucket.repeats * bucket.timeout_minutes * (1 + bucket.retries)
-            )
-    return plain, retried
+    return runner_minutes((by_id[p.id], p.samples) for p in reseed.buckets if p.id in by_id)
 
 
 # -- I/O at the edges -------------------------------------------------------------------

@@ -62,17 +62,7 @@ class Run:
     @property
     def key(self) -> WindowKey:
         """What a window for this run must match (R4)."""
-        first = self.samples[0]
-        return WindowKey(
-            hardware=first.hardware,
-            task=first.task,
-            backend_key=first.backend_key,
-            target_branch=first.target_branch,
-            launch_hash=first.launch_hash,
-            benchmark_hash=first.benchmark_hash,
-            runtime_hash=first.runtime_hash,
-            baseline_epoch=first.baseline_epoch,
-        )
+        return WindowKey.for_sample(self.samples[0])
 
     @property
     def runner(self) -> str:

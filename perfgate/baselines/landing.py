@@ -23,8 +23,8 @@ from perfgate.baselines.pushing import (
     PushDeadline,
     PushFailure,
     PushRefused,
+    PushRetryPolicy,
     Retryable,
-    RetryPolicy,
     classify,
     push_error,
     reason,
@@ -67,7 +67,7 @@ def land(
     branch: str,
     remote: str,
     mine: Sequence[Sample],
-    retry: RetryPolicy,
+    retry: PushRetryPolicy,
     build: Builder,
 ) -> Landing:
     """Land ``mine`` on the remote branch before the deadline.
@@ -103,7 +103,7 @@ def land(
 
 
 def land_local(
-    repo: Path, branch: str, mine: Sequence[Sample], retry: RetryPolicy, build: Builder
+    repo: Path, branch: str, mine: Sequence[Sample], retry: PushRetryPolicy, build: Builder
 ) -> Landing:
     """Land ``mine`` on the local branch: build on its tip, move the ref if nobody else did."""
     deadline = time.monotonic() + retry.deadline_s

@@ -19,10 +19,18 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from perfgate.baselines.store import BaselineStore, Sample, sample_path, samples_from_result
+from perfgate.baselines.seed.plan import is_ancestor
+from perfgate.baselines.store import (
+    BaselineStore,
+    Sample,
+    fetch_tip,
+    sample_path,
+    samples_from_result,
+)
 from perfgate.config import PRIMARY, Config
 from perfgate.console import say
-from perfgate.errors import GateMalfunction, PerfgateError
+from perfgate.context import RunContext
+from perfgate.errors import GateMalfunction, GitError, PerfgateError, UsageError
 from perfgate.identity import stable_hash
 from perfgate.result import Result
 from perfgate.run.bench import benchmark_identity, launch_identity
@@ -63,6 +71,58 @@ def publishable(results: Sequence[Result]) -> tuple[list[Result], list[str]]:
         else:
             keep.append(result)
     return keep, skipped
+
+
+def refuse_untrusted_run(config: Config, run: RunContext) -> None:
+    """Only a push to a protected branch publishes (R9): anything else is a usage error
+    (exit 4) saying what to do locally."""
+    if run.event != "push" or not config.gate.is_protected(run.branch):
+        protected = ", ".join(config.gate.protected_branches)
+        raise UsageError(
+            f"refusing to publish: baselines are written only by pushes to protected branches "
+            f"({protected}); this run is a {run.event!r} event on {run.branch!r}. Locally, use "
+            "`nox -s bench -- --record` to keep samples on your local baseline branch"
+        )
+
+
+def refuse_untrusted_results(config: Config, results: Sequence[Result]) -> None:
+    """Every artifact is of a bucket ``config`` declares and was produced by a protected
+    push, or nothing is written: store paths come only from declared buckets (R9, R14)."""
+    known = set(config.bucket_ids())
+    unknown = [r.bucket.id for r in results if r.bucket.id not in known]
+    if unknown:
+        raise UsageError(
+            f"refusing to publish artifacts for buckets not in {config.path}: "
+            f"{', '.join(sorted(set(unknown)))}; publish only the results of this config's "
+            "bench jobs (nothing was written)"
+        )
+    foreign = [
+        r.bucket.id
+        for r in results
+        if r.source.event != "push" or not config.gate.is_protected(r.source.branch)
+    ]
+    if foreign:
+        raise UsageError(
+            "refusing to publish artifacts not produced by a protected push: " + ", ".join(foreign)
+        )
+
+
+def on_branch_tips(store: BaselineStore, remote: str) -> Callable[[str, str], bool]:
+    """Whether a commit is on a branch as ``remote`` has it now (each branch fetched once):
+    what an earlier run must show before its pending samples are gathered. A commit or
+    branch that cannot be read is not on it."""
+    tips: dict[str, str | None] = {}
+
+    def on_branch(commit: str, branch: str) -> bool:
+        try:
+            if branch not in tips:
+                tips[branch] = fetch_tip(store.repo, branch, remote)
+            tip = tips[branch]
+            return tip is not None and is_ancestor(store.repo, commit, tip)
+        except (GitError, GateMalfunction):
+            return False
+
+    return on_branch
 
 
 def sample_check(config: Config) -> SampleCheck:

@@ -109,8 +109,8 @@ def classify(stderr: str) -> PushFailure | None:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RetryPolicy:
-    """How long a write keeps trying, and how it spreads its attempts out."""
+class PushRetryPolicy:
+    """How long a push to the baseline branch keeps trying, and how it spreads its attempts out."""
 
     deadline_s: float = 600.0
     first_delay_s: float = 0.1
@@ -139,7 +139,7 @@ def commit_to_branch(
     remote: str | None,
     edit: Editor,
     message: str,
-    retry: RetryPolicy,
+    retry: PushRetryPolicy,
     paths: Sequence[str] | None = None,
 ) -> str | None:
     """Commit ``edit``'s changes onto the newest tip of ``branch`` and push, until the deadline.

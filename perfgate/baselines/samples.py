@@ -34,6 +34,54 @@ SAMPLE_SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True, kw_only=True)
+class WindowIdentity:
+    """What samples must share to sit in one window, besides their file (hardware, bucket):
+    the target branch, the three identity hashes and the baseline epoch (R2, R4)."""
+
+    target_branch: str
+    launch_hash: str
+    benchmark_hash: str
+    runtime_hash: str
+    baseline_epoch: int
+
+    @classmethod
+    def of_result(cls, result: Result, metric: str = PRIMARY) -> WindowIdentity:
+        """The identity of the window one of a result's metrics is judged against."""
+        return cls(
+            target_branch=result.source.target_branch or "",
+            launch_hash=result.identity.launch_hash,
+            benchmark_hash=result.benchmark_hash(metric),
+            runtime_hash=result.identity.runtime_hash,
+            baseline_epoch=result.bucket.baseline_epoch,
+        )
+
+    def as_json(self) -> dict[str, str | int]:
+        """The five fields by name (what the digest hashes, what summaries write)."""
+        return {
+            "target_branch": self.target_branch,
+            "launch_hash": self.launch_hash,
+            "benchmark_hash": self.benchmark_hash,
+            "runtime_hash": self.runtime_hash,
+            "baseline_epoch": self.baseline_epoch,
+        }
+
+    def digest(self) -> str:
+        """16 hex digits naming the identity: what a segment index records per line, so a
+        line is matched without parsing it."""
+        return stable_hash(self.as_json())
+
+    def matches(self, sample: Sample) -> bool:
+        """True when the sample measured the same experiment for the same target."""
+        return (
+            sample.target_branch == self.target_branch
+            and sample.launch_hash == self.launch_hash
+            and sample.benchmark_hash == self.benchmark_hash
+            and sample.runtime_hash == self.runtime_hash
+            and sample.baseline_epoch == self.baseline_epoch
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
 class Sample:
     """One trusted measurement kept on the baseline branch."""
 
@@ -78,15 +126,20 @@ class Sample:
         return sample_path(self.hardware, self.task, self.backend_key)
 
     @property
-    def window_digest(self) -> str:
-        """The digest of what a window must match (see :meth:`WindowKey.digest`)."""
-        return window_digest(
+    def window_identity(self) -> WindowIdentity:
+        """The identity of the windows this sample can sit in."""
+        return WindowIdentity(
             target_branch=self.target_branch,
             launch_hash=self.launch_hash,
             benchmark_hash=self.benchmark_hash,
             runtime_hash=self.runtime_hash,
             baseline_epoch=self.baseline_epoch,
         )
+
+    @property
+    def window_digest(self) -> str:
+        """The digest of what a window must match (see :meth:`WindowIdentity.digest`)."""
+        return self.window_identity.digest()
 
     def to_line(self) -> str:
         """One NDJSON line: canonical (sorted keys, compact) so identical samples are identical."""
@@ -242,18 +295,14 @@ def seed_sample_id(
     commit: str,
     bucket: str,
     hardware: str,
-    target_branch: str,
-    launch_hash: str,
-    benchmark_hash: str,
-    runtime_hash: str,
-    baseline_epoch: int,
+    identity: WindowIdentity,
     sample_index: int,
     repeat: int = 0,
     metric: str = PRIMARY,
 ) -> str:
     """A seeded sample's id: what was measured and where, never the figure or the clock.
 
-    Replaying the same seed (same key, commit, bucket, hardware, target, identity, replay
+    Replaying the same seed (same key, commit, bucket, hardware, window identity, replay
     index ``sample_index``, ``repeat`` within that run and ``metric``) yields the same id,
     so a resumed seed skips what is already stored.
     """
@@ -269,49 +318,21 @@ def seed_sample_id(
             "commit": commit,
             "bucket": bucket,
             "hardware": hardware,
-            "target_branch": target_branch,
-            "launch_hash": launch_hash,
-            "benchmark_hash": benchmark_hash,
-            "runtime_hash": runtime_hash,
-            "baseline_epoch": baseline_epoch,
+            **identity.as_json(),
             "sample_index": sample_index,
         },
         length=24,
     )
 
 
-def window_digest(
-    *,
-    target_branch: str,
-    launch_hash: str,
-    benchmark_hash: str,
-    runtime_hash: str,
-    baseline_epoch: int,
-) -> str:
-    """16 hex digits naming everything a window matches besides the file (hardware, bucket)."""
-    return stable_hash(
-        {
-            "target_branch": target_branch,
-            "launch_hash": launch_hash,
-            "benchmark_hash": benchmark_hash,
-            "runtime_hash": runtime_hash,
-            "baseline_epoch": baseline_epoch,
-        }
-    )
-
-
 @dataclass(frozen=True, kw_only=True)
-class WindowKey:
-    """What a stored sample must match to be comparable with a result (R4)."""
+class WindowKey(WindowIdentity):
+    """What a stored sample must match to be comparable with a result (R4): a window's
+    identity, and the file its candidates are in (hardware, task, backend)."""
 
     hardware: str
     task: str
     backend_key: str
-    target_branch: str
-    launch_hash: str
-    benchmark_hash: str
-    runtime_hash: str
-    baseline_epoch: int
 
     @property
     def path(self) -> str:
@@ -325,21 +346,17 @@ class WindowKey:
             hardware=result.hardware.slug,
             task=result.bucket.task,
             backend_key=result.bucket.backend_key,
-            target_branch=result.source.target_branch or "",
-            launch_hash=result.identity.launch_hash,
-            benchmark_hash=result.benchmark_hash(metric),
-            runtime_hash=result.identity.runtime_hash,
-            baseline_epoch=result.bucket.baseline_epoch,
+            **vars(WindowIdentity.of_result(result, metric)),
         )
 
-    def digest(self) -> str:
-        """What a segment index records per line, so a line is matched without parsing it."""
-        return window_digest(
-            target_branch=self.target_branch,
-            launch_hash=self.launch_hash,
-            benchmark_hash=self.benchmark_hash,
-            runtime_hash=self.runtime_hash,
-            baseline_epoch=self.baseline_epoch,
+    @classmethod
+    def for_sample(cls, sample: Sample) -> WindowKey:
+        """The key of the windows a stored sample can sit in."""
+        return cls(
+            hardware=sample.hardware,
+            task=sample.task,
+            backend_key=sample.backend_key,
+            **vars(sample.window_identity),
         )
 
     def needles(self) -> tuple[str, ...]:
@@ -350,16 +367,6 @@ class WindowKey:
             f'"benchmark_hash":"{self.benchmark_hash}"',
             f'"baseline_epoch":{self.baseline_epoch},',
             f'"target_branch":{json.dumps(self.target_branch, allow_nan=False)}',
-        )
-
-    def matches(self, sample: Sample) -> bool:
-        """True when the sample measured the same experiment for the same target."""
-        return (
-            sample.target_branch == self.target_branch
-            and sample.launch_hash == self.launch_hash
-            and sample.benchmark_hash == self.benchmark_hash
-            and sample.runtime_hash == self.runtime_hash
-            and sample.baseline_epoch == self.baseline_epoch
         )
 
 

@@ -21,7 +21,7 @@ from perfgate.baselines.pushing import (
     AUTHOR,
     PushDeadline,
     PushRefused,
-    RetryPolicy,
+    PushRetryPolicy,
     build_commit,
     commit_to_branch,
 )
@@ -40,6 +40,7 @@ from perfgate.baselines.samples import (
     Sample,
     Window,
     WindowEntry,
+    WindowIdentity,
     WindowKey,
     sample_path,
     samples_from_result,
@@ -73,10 +74,11 @@ __all__ = [
     "BaselineStore",
     "PushDeadline",
     "PushRefused",
-    "RetryPolicy",
+    "PushRetryPolicy",
     "Sample",
     "Window",
     "WindowEntry",
+    "WindowIdentity",
     "WindowKey",
     "ancestry",
     "archive_dir",
@@ -122,14 +124,14 @@ class BaselineStore:
         *,
         branch: str,
         remote: str | None = None,
-        retry: RetryPolicy | None = None,
+        retry: PushRetryPolicy | None = None,
         segment_lines: int = SEGMENT_LINES,
         horizon: int = RECENT_HORIZON,
     ) -> None:
         self.repo = repo
         self.branch = branch
         self.remote = remote
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or PushRetryPolicy()
         self.segment_lines = segment_lines
         self.horizon = horizon
         self.warnings: list[str] = []
@@ -319,5 +321,5 @@ def open_store(config: Config, *, local: bool) -> BaselineStore | None:
         Path(top),
         branch=baseline.branch,
         remote=remote,
-        retry=RetryPolicy(deadline_s=baseline.publish_deadline_minutes * 60),
+        retry=PushRetryPolicy(deadline_s=baseline.publish_deadline_minutes * 60),
     )

@@ -1,8 +1,8 @@
 """Which buckets can gate: per bucket, the largest group of stored samples of one fingerprint.
 
-A fingerprint is (target branch, launch, benchmark and runtime hashes, baseline epoch):
-the samples a window could ever hold together. A bucket is READY when its largest
-group reaches the minimum window, WARMING when it has some samples, EMPTY otherwise.
+A fingerprint is a window's identity (target branch, launch, benchmark and runtime hashes,
+baseline epoch): the samples a window could ever hold together. A bucket is READY when its
+largest group reaches the minimum window, WARMING when it has some samples, EMPTY otherwise.
 Only groups of the experiment the config describes now count (same launch and
 benchmark hashes and epoch): samples of an experiment that changed can never gate.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.baselines.seed import branch_tip, bucket_hashes
-from perfgate.baselines.store import BaselineStore, Sample, ancestry, sample_path
+from perfgate.baselines.store import BaselineStore, Sample, WindowIdentity, ancestry, sample_path
 from perfgate.config import PRIMARY, Bucket
 from perfgate.console import render_table
 from perfgate.errors import UsageError
@@ -35,28 +35,6 @@ class Readiness(StrEnum):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Fingerprint:
-    """What samples must share to sit in one window."""
-
-    target_branch: str
-    launch_hash: str
-    benchmark_hash: str
-    runtime_hash: str
-    baseline_epoch: int
-
-    @classmethod
-    def of(cls, sample: Sample) -> Fingerprint:
-        """The fingerprint of a stored sample."""
-        return cls(
-            target_branch=sample.target_branch,
-            launch_hash=sample.launch_hash,
-            benchmark_hash=sample.benchmark_hash,
-            runtime_hash=sample.runtime_hash,
-            baseline_epoch=sample.baseline_epoch,
-        )
-
-
-@dataclass(frozen=True, kw_only=True)
 class BucketReadiness:
     """One bucket's verdict and the counts behind it."""
 
@@ -66,11 +44,10 @@ class BucketReadiness:
     min_samples: int
     fingerprints: int
     other_samples: int
-    fingerprint: Fingerprint | None
+    fingerprint: WindowIdentity | None
 
     def to_json(self) -> dict[str, Any]:
         """The bucket's entry in the JSON report."""
-        fp = self.fingerprint
         return {
             "bucket": self.bucket,
             "status": self.status.value,
@@ -78,15 +55,7 @@ class BucketReadiness:
             "min_samples": self.min_samples,
             "fingerprints": self.fingerprints,
             "other_samples": self.other_samples,
-            "fingerprint": None
-            if fp is None
-            else {
-                "target_branch": fp.target_branch,
-                "launch_hash": fp.launch_hash,
-                "benchmark_hash": fp.benchmark_hash,
-                "runtime_hash": fp.runtime_hash,
-                "baseline_epoch": fp.baseline_epoch,
-            },
+            "fingerprint": self.fingerprint.as_json() if self.fingerprint else None,
         }
 
 
@@ -114,7 +83,7 @@ def classify(
         and s.target_branch == target_branch
         and (ancestors is None or s.commit in ancestors)
     ]
-    groups = Counter(Fingerprint.of(s) for s in usable)
+    groups = Counter(s.window_identity for s in usable)
     current = {
         fp: n
         for fp, n in groups.items()
@@ -124,7 +93,7 @@ def classify(
     }
     if newest_runtime and current:
         # Timestamps are UTC ISO strings of one format: they sort as they happened.
-        newest = max((s for s in usable if Fingerprint.of(s) in current), key=lambda s: s.timestamp)
+        newest = max((s for s in usable if s.window_identity in current), key=lambda s: s.timestamp)
         current = {fp: n for fp, n in current.items() if fp.runtime_hash == newest.runtime_hash}
     best = max(current.items(), key=lambda item: (item[1], item[0].runtime_hash), default=None)
     count = best[1] if best else 0

@@ -222,23 +222,10 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.console import Progress, bench_table, on_github, say
     from perfgate.run import hardware
     from perfgate.run.bench import BenchSettings, run_buckets
+    from perfgate.run.sampling import with_sample_count
 
     config: Config = load_config(args.config)
-    buckets = selected(config, args)
-    count = args.samples if args.samples is not None else args.repeats
-    if count is not None:
-        flag = "--samples" if args.samples is not None else "--repeats"
-        if not 1 <= count <= 100:
-            raise UsageError(f"{flag} {count}: take between 1 and 100 samples")
-        buckets = tuple(
-            dataclasses.replace(
-                b,
-                repeats=count,
-                # --samples: exactly K, so confirmation has no room to take more.
-                max_repeats=count if args.samples is not None else max(b.max_repeats, count),
-            )
-            for b in buckets
-        )
+    buckets = with_sample_count(selected(config, args), repeats=args.repeats, samples=args.samples)
     run = context.detect(os.environ, default_target=config.gate.target_branches[0])
     if args.run_label is not None:
         run = dataclasses.replace(run, run_label=context.check_run_label(args.run_label))

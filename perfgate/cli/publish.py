@@ -82,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
         pending_files,
         read_pending,
         record_samples,
+        refuse_untrusted_results,
+        refuse_untrusted_run,
         sample_check,
     )
     from perfgate.baselines.store import open_store
@@ -93,13 +95,7 @@ def run(args: argparse.Namespace) -> int:
     for notice in config.notices:
         say(f"notice: {notice}")
     run = context.detect(os.environ, default_target=config.gate.target_branches[0])
-    protected = ", ".join(config.gate.protected_branches)
-    if run.event != "push" or not config.gate.is_protected(run.branch):
-        raise UsageError(
-            f"refusing to publish: baselines are written only by pushes to protected branches "
-            f"({protected}); this run is a {run.event!r} event on {run.branch!r}. Locally, use "
-            "`nox -s bench -- --record` to keep samples on your local baseline branch"
-        )
+    refuse_untrusted_run(config, run)
     artifacts = load_results(args.results)
     for bad in artifacts.unreadable:
         say(f"refused {bad.problem}")
@@ -108,25 +104,7 @@ def run(args: argparse.Namespace) -> int:
         raise GateMalfunction(
             f"no readable result artifacts in {args.results}: nothing was published"
         )
-    # Store paths come only from buckets perfgate.yaml declares (R14): anything else is refused
-    # before a single sample is written.
-    known = set(config.bucket_ids())
-    unknown = [r.bucket.id for r in results if r.bucket.id not in known]
-    if unknown:
-        raise UsageError(
-            f"refusing to publish artifacts for buckets not in {config.path}: "
-            f"{', '.join(sorted(set(unknown)))}; publish only the results of this config's "
-            "bench jobs (nothing was written)"
-        )
-    foreign = [
-        r.bucket.id
-        for r in results
-        if r.source.event != "push" or not config.gate.is_protected(r.source.branch)
-    ]
-    if foreign:
-        raise UsageError(
-            "refusing to publish artifacts not produced by a protected push: " + ", ".join(foreign)
-        )
+    refuse_untrusted_results(config, results)
     store = open_store(config, local=False)
     if store is None:
         raise UsageError("publish must run inside the repository's git checkout")
@@ -164,27 +142,14 @@ def _gather(
 ) -> tuple[list[Path], list[str]]:
     """The pending files of this workflow's trusted failed push runs, and notes; a failing
     API only delays them (this publish's own samples still land)."""
-    from perfgate.baselines.seed.plan import is_ancestor
-    from perfgate.baselines.store import fetch_tip
-    from perfgate.errors import GitError
+    from perfgate.baselines.publish import on_branch_tips
     from perfgate.github.client import GitHubClient, GitHubError
     from perfgate.github.pending import gather_pending
 
     token = os.environ.get("GITHUB_TOKEN", "")
     if not (run.on_github and run.repository and run.run_id and token.strip()):
         return [], ["--gather-pending: not a GitHub job with GITHUB_TOKEN; nothing gathered"]
-    remote = store.remote or config.gate.baseline.remote
-    tips: dict[str, str | None] = {}
-
-    def on_branch(commit: str, branch: str) -> bool:
-        try:
-            if branch not in tips:  # fetched once, however many of its runs failed
-                tips[branch] = fetch_tip(store.repo, branch, remote)
-            tip = tips[branch]
-            return tip is not None and is_ancestor(store.repo, commit, tip)
-        except (GitError, GateMalfunction):
-            return False  # an unknown commit, or a branch that cannot be read: not trusted
-
+    on_branch = on_branch_tips(store, store.remote or config.gate.baseline.remote)
     client = GitHubClient(api_url=run.api_url, repository=run.repository, token=token)
     try:
         gathered = gather_pending(

@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
 
 def plan_report(plan: RollPlan, config: Config, baseline_branch: str, bootstrap: bool) -> str:
     """What the roll will build, push, record and seed, and the runner time it costs."""
-    from perfgate.baselines.era_roll import RollAction, runner_minutes
+    from perfgate.baselines.era_roll import RollAction, reseed_minutes
     from perfgate.baselines.seed import format_minutes
     from perfgate.console import render_table
 
@@ -235,7 +235,7 @@ def plan_report(plan: RollPlan, config: Config, baseline_branch: str, bootstrap:
             ],
         )
     )
-    plain, retried = runner_minutes(reseed, config.buckets)
+    plain, retried = reseed_minutes(reseed, config.buckets)
     build = (
         f"; the build is bounded by its job's {spec.roll.timeout_minutes}m"
         if spec.roll and plan.action is not RollAction.BOOTSTRAP

@@ -12,7 +12,6 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -176,7 +175,7 @@ def plan_table(plan: SeedPlan) -> str:
     table = render_table(
         ["commit", "target", "bucket", "samples", "present", "stored", "to run", "timeout"], rows
     )
-    plain, retried = runner_minutes(plan.entries)
+    plain, retried = runner_minutes((e.bucket, len(e.missing)) for e in plan.entries)
     commits = len({(e.target.commit, e.target.target_branch) for e in plan.entries})
     lines = [
         f"{table}\n",
@@ -215,84 +214,32 @@ def records_table(records: Sequence[SeedRecord]) -> str:
 def seed_command(options: SeedOptions, current: Config, store: BaselineStore) -> int:
     """Plan, print, and with ``execute`` run and summarise."""
     from perfgate import context
-    from perfgate.baselines.reseed import load_plan, plan_text
+    from perfgate.baselines.reseed import plan_text
     from perfgate.baselines.seed import (
-        DEFAULT_SEED_KEY,
         ExecuteSettings,
-        PlanRequest,
         RecordStatus,
-        build_plan,
         execute,
-        preflight_ancestry,
-        resolve_targets,
+        plan_seed,
+        reseed_scope,
         summary_json,
     )
     from perfgate.run import hardware
 
-    repo = store.repo
-    plan_file = load_plan(options.plan) if options.plan else None
-    selection = options.selection
-    if plan_file is not None:
-        if selection.ids:
-            # One job of a per-bucket matrix seeds its own bucket of the plan, if planned;
-            # an id perfgate.yaml does not know is still a typo (exit 4).
-            current.select(selection.ids)
-            plan_file = plan_file.only(selection.ids)
-            selection = replace(selection, ids=())
-        print(plan_text(plan_file))
-        if not plan_file.buckets:
+    reseed, selection = reseed_scope(options, current)
+    if reseed is not None:
+        print(plan_text(reseed))
+        if not reseed.buckets:
             return ExitCode.OK
-        targets = resolve_targets(
-            repo,
-            remote=store.remote,
-            commit_branches=[f"{plan_file.commit}:{plan_file.target_branch}"],
-        )
-    else:
-        targets = resolve_targets(
-            repo,
-            remote=store.remote,
-            branch=options.branch,
-            last=options.last,
-            commits=options.commits,
-            commit_branches=options.commit_branches,
-            # --branch X seeds samples for X unless --target says otherwise; bare
-            # --commits fall back to the first gated branch.
-            target=options.target or (None if options.branch else current.gate.target_branches[0]),
-        )
-    # A reseed plan names the pushed commit of its target: anything else is a mistake.
-    strict = options.strict_ancestry or plan_file is not None
-    targets, dropped = preflight_ancestry(repo, targets, store.remote, strict)
-    for line in dropped:
-        annotate("warning", line)
-    for goal in sorted({t.target_branch for t in targets} - set(current.gate.target_branches)):
-        annotate(
-            "warning",
-            f"samples for {goal} are read only by runs targeting {goal}, which "
-            f"{current.path} does not gate (target_branches: "
-            f"{', '.join(current.gate.target_branches)})",
-        )
     machine = hardware.detect()
-    if plan_file is not None and plan_file.hardware and machine.slug not in plan_file.hardware:
-        raise UsageError(
-            f"this runner is {machine.slug}, but the reseed plan is for "
-            f"{', '.join(plan_file.hardware)}: its samples would fill another partition. "
-            "Run the seed on a runner of that pool"
-        )
-    if plan_file is not None:
-        selection = replace(selection, ids=selection.ids + plan_file.bucket_ids)
-    request = PlanRequest(
-        targets=tuple(targets),
-        selection=selection,
-        samples=options.samples,
-        bucket_samples={b.id: b.samples for b in plan_file.buckets} if plan_file else {},
-        seed_key=options.seed_key
-        or (plan_file.seed_key if plan_file else None)
-        or DEFAULT_SEED_KEY,
+    plan = plan_seed(
+        options,
+        current,
+        store,
         hardware=machine.slug,
-        override=current if options.config_given else None,
-        min_samples=current.gate.baseline.min_samples,
+        reseed=reseed,
+        selection=selection,
+        warn=lambda line: annotate("warning", line),
     )
-    plan = build_plan(repo, request, store)
     print(plan_table(plan))
     for note in plan.notes:
         print(f"note: {note}", file=sys.stderr)
@@ -301,11 +248,11 @@ def seed_command(options: SeedOptions, current: Config, store: BaselineStore) ->
         return ExitCode.OK
     records: list[SeedRecord] = []
     settings = ExecuteSettings(
-        repo=repo,
+        repo=store.repo,
         store=store,
         work_dir=options.work_dir,
         hardware=machine,
-        context=context.detect(os.environ, cwd=repo),
+        context=context.detect(os.environ, cwd=store.repo),
         admission=current.admission,
         image=current.image,
     )

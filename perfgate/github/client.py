@@ -43,8 +43,8 @@ class GitHubPermissionError(GitHubError):
 
 
 @dataclass(frozen=True, kw_only=True)
-class RetryPolicy:
-    """How often and how long to wait before giving up on 5xx and rate limits."""
+class ApiRetryPolicy:
+    """How often, and how long, a GitHub API request is retried on 5xx and rate limits."""
 
     attempts: int = 5
     backoff_s: float = 1.0
@@ -112,7 +112,7 @@ class GitHubClient:
     api_url: str
     repository: str
     token: str = field(repr=False)
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    retry: ApiRetryPolicy = field(default_factory=ApiRetryPolicy)
     # Injectable, so tests wait out rate limits without waiting minutes.
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic

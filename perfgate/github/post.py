@@ -2,7 +2,7 @@
 
 Everything here renders verdict.json (``report.verdict.report_json``), so a same-repository
 run and the fork hand-off post exactly the same thing, and text that came from a
-pull request is only ever shown through ``report.md_text``.
+pull request is only ever shown through ``report.summary.md_text``.
 """
 
 from __future__ import annotations

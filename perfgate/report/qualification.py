@@ -72,7 +72,7 @@ def _bucket_json(bucket: BucketQualification) -> dict[str, Any]:
         "unit": bucket.unit,
         "coverage": list(bucket.coverage),
         "instability": list(bucket.instability),
-        "fingerprint": dataclasses.asdict(bucket.fingerprint) if bucket.fingerprint else None,
+        "fingerprint": bucket.fingerprint.parts() if bucket.fingerprint else None,
         "metrics": None
         if metrics is None
         else {

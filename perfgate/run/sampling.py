@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
 from perfgate.config import Bucket, ConfirmMode
+from perfgate.errors import UsageError
 from perfgate.result import SamplingStop
 
 T = TypeVar("T")
@@ -124,3 +125,25 @@ def take_samples(
     sampler = Sampler(measure, healthy=healthy, clock=clock)
     stop = sampler.run(plan, wants_more)
     return sampler.taken, stop
+
+
+def with_sample_count(
+    buckets: Sequence[Bucket], *, repeats: int | None = None, samples: int | None = None
+) -> tuple[Bucket, ...]:
+    """``buckets`` taking ``repeats`` samples each (a suspicious run may still take more),
+    or exactly ``samples`` (never more: the same design for every bucket and runner, as a
+    qualification allocation needs); as declared with neither.
+
+    A count outside 1..100 is a usage error naming its flag.
+    """
+    count = samples if samples is not None else repeats
+    if count is None:
+        return tuple(buckets)
+    if not 1 <= count <= 100:
+        flag = "--samples" if samples is not None else "--repeats"
+        raise UsageError(f"{flag} {count}: take between 1 and 100 samples")
+    exact = samples is not None
+    return tuple(
+        replace(b, repeats=count, max_repeats=count if exact else max(b.max_repeats, count))
+        for b in buckets
+    )

@@ -15,7 +15,6 @@ publishes the other bucket.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -27,9 +26,8 @@ from perfgate.git import git
 from perfgate.result import write_result
 from perfgate.yamlfile import MAX_BYTES
 from tests.factories import make_result, of_experiment
+from tests.git_support import MakeClone
 from tests.paths import CORPUS
-
-pytestmark = pytest.mark.integration
 
 CONFIGS = sorted((CORPUS / "configs").glob("*.yaml"))
 ARTIFACTS = [
@@ -37,8 +35,6 @@ ARTIFACTS = [
     for line in (CORPUS / "artifacts" / "expected.tsv").read_text(encoding="utf-8").splitlines()
     if line and not line.startswith("#")
 ]
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 TWO_BUCKETS = """\
 version: 1
 gate: {mode: blocking, protected_branches: [main]}
@@ -116,20 +112,10 @@ def test_a_20_mb_config_is_refused_before_it_is_read(
 
 
 @pytest.fixture
-def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+def checkout(origin_clone: MakeClone) -> tuple[Path, str]:
     """A clone of a bare origin with a two-bucket blocking config; cwd is the clone."""
-    origin = tmp_path / "origin.git"
-    git("init", "-q", "--bare", "-b", "main", str(origin))
-    clone = tmp_path / "clone"
-    git("clone", "-q", str(origin), str(clone))
-    (clone / "perfgate.yaml").write_text(TWO_BUCKETS, encoding="utf-8")
-    git("add", "perfgate.yaml", cwd=clone)
-    git("commit", "-q", "-m", "init", cwd=clone, env=IDENTITY)
-    git("push", "-q", "origin", "HEAD:main", cwd=clone)
-    monkeypatch.chdir(clone)
-    for name in [n for n in os.environ if n.startswith(("GITHUB_", "RUNNER_"))]:
-        monkeypatch.delenv(name)
-    return clone, git("rev-parse", "HEAD", cwd=clone).strip()
+    clone = origin_clone(files={"perfgate.yaml": TWO_BUCKETS})
+    return clone.path, clone.head
 
 
 def results_with(broken: Path, directory: Path, sha: str) -> Path:

@@ -13,12 +13,10 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,15 +26,13 @@ from perfgate.config import load_config
 from perfgate.git import git
 from perfgate.result import write_result
 from tests.factories import make_result, of_experiment
+from tests.git_support import IDENTITY, origin_with_clone
 from tests.paths import FIXTURES, ROOT
 
 pytestmark = [
-    pytest.mark.integration,
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
 ]
 
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 CONFIG = """\
 version: 1
 gate: {{mode: blocking, target_branches: [main], protected_branches: [main]}}
@@ -72,18 +68,11 @@ class Repo:
 def repo(tmp_path: Path) -> Repo:
     state = tmp_path / "state"
     state.mkdir()
-    origin = tmp_path / "origin.git"
-    git("init", "-q", "--bare", "-b", "main", str(origin))
-    path = tmp_path / "repo"
-    git("init", "-q", "-b", "main", str(path))
-    git("remote", "add", "origin", str(origin), cwd=path)
-    shutil.copyfile(FIXTURES / "lingering_benchmark.py", path / "bench.py")
     config = CONFIG.format(python=json.dumps(sys.executable), state=json.dumps(str(state)))
-    (path / "perfgate.yaml").write_text(config, encoding="utf-8")
-    git("add", "-A", cwd=path)
-    git("commit", "-q", "-m", "benchmark", cwd=path, env=IDENTITY)
-    git("push", "-q", "origin", "main", cwd=path)
-    return Repo(origin, path, git("rev-parse", "HEAD", cwd=path).strip(), state)
+    bench = (FIXTURES / "lingering_benchmark.py").read_text(encoding="utf-8")
+    made = origin_with_clone(tmp_path, files={"bench.py": bench, "perfgate.yaml": config},
+                             message="benchmark", clone="repo")  # fmt: skip
+    return Repo(made.origin, made.path, made.head, state)
 
 
 def environment(repo: Repo, tmp_path: Path, verb: str) -> dict[str, str]:
@@ -142,13 +131,6 @@ def running(pids: set[int], session: int) -> set[int]:
     return alive
 
 
-def wait_for(condition, seconds: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 def stored(repo: Repo) -> list[dict[str, object]]:
     """Every sample line on origin's baseline branch, each checked to be a finite sample."""
     if not git("ls-remote", str(repo.origin), "perf-baselines", cwd=repo.path):
@@ -183,7 +165,12 @@ def cleanup(repo: Repo) -> Iterator[list[subprocess.Popen[bytes]]]:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
 @pytest.mark.parametrize("verb", ["bench", "seed", "publish"])
 def test_a_killed_verb_leaves_nothing_running_and_a_rerun_converges(
-    repo: Repo, tmp_path: Path, verb: str, sig: signal.Signals, cleanup: list
+    repo: Repo,
+    tmp_path: Path,
+    verb: str,
+    sig: signal.Signals,
+    cleanup: list,
+    wait_for: Callable[..., None],
 ) -> None:  # type: ignore[type-arg]
     if verb == "publish":
         hook = repo.origin / "hooks" / "pre-receive"
@@ -200,9 +187,7 @@ def test_a_killed_verb_leaves_nothing_running_and_a_rerun_converges(
 
     process.send_signal(sig)
     code = process.wait(timeout=30)
-    assert code == (-signal.SIGKILL if sig is signal.SIGKILL else 128 + sig) or (
-        verb == "seed" and code == 130  # seed turns SIGTERM into its own interruption
-    ), code
+    assert code == (-signal.SIGKILL if sig is signal.SIGKILL else 128 + sig), code
     wait_for(lambda: not running(tree, process.pid), seconds=20)
     stored(repo)  # well-formed, whatever the kill interrupted
 

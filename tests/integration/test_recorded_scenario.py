@@ -23,11 +23,8 @@ import pytest
 from perfgate.cli import main
 from perfgate.console import format_figure
 from perfgate.git import git
+from tests.git_support import commit_all
 
-pytestmark = pytest.mark.integration
-
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 CONFIG = """\
 version: 1
 gate: {target_branches: [main], protected_branches: [main], confirm: off,
@@ -57,8 +54,7 @@ class Scenario:
         self.repo = tmp_path / "repo"
         git("init", "-q", "-b", "main", str(self.repo))
         (self.repo / "perfgate.yaml").write_text(CONFIG, encoding="utf-8")
-        git("add", "-A", cwd=self.repo)
-        git("commit", "-q", "-m", "demo", cwd=self.repo, env=IDENTITY)
+        commit_all(self.repo, "demo")
 
     def run(self, *argv: str) -> tuple[int, str, str]:
         self.capsys.readouterr()

@@ -30,7 +30,7 @@ from perfgate.baselines.segments import (
     BucketFiles,
     append_to_bucket,
 )
-from perfgate.baselines.store import BaselineStore, RetryPolicy
+from perfgate.baselines.store import BaselineStore, PushRetryPolicy
 from perfgate.result import write_result
 from tests.factories import make_result
 
@@ -130,7 +130,7 @@ def _build(spec: StoreSpec, repo: Path, say: Say) -> None:
         if number % max(1, spec.buckets // 10) == 0:
             say(f"store {spec.key}:   {number}/{spec.buckets} buckets")
     subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, input=b"".join(stream), check=True)
-    store = BaselineStore(repo, branch="perf-baselines", retry=RetryPolicy(deadline_s=60))
+    store = BaselineStore(repo, branch="perf-baselines", retry=PushRetryPolicy(deadline_s=60))
     for k in range(bulk, spec.history):
         began = time.perf_counter()
         store.append([_sample(b, k, commits) for b in spec.bucket_ids()], f"publish {k}")

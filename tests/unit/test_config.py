@@ -72,6 +72,7 @@ def test_demo_config_expands_to_one_bucket_per_task_and_backend() -> None:
     assert (config.gate.baseline.min_samples, config.gate.baseline.max_samples) == (5, 20)
 
 
+@pytest.mark.slow  # starts git
 def test_matrix_json_lists_every_bucket_with_the_interface_fields(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -123,6 +123,7 @@ def test_unreadable_event_payload_is_a_malfunction(tmp_path: Path) -> None:
         detect(env)
 
 
+@pytest.mark.slow  # starts git
 def test_outside_github_the_target_is_the_override_or_the_default(tmp_path: Path) -> None:
     # tmp_path is no git checkout, so commit and branch are unknown.
     local = detect({}, cwd=tmp_path, default_target="main")
@@ -142,6 +143,7 @@ def test_a_job_that_checked_out_another_commit_says_which(tmp_path: Path) -> Non
         detect({**env, "PERFGATE_COMMIT": "main"})
 
 
+@pytest.mark.slow  # starts git
 def test_run_labels_are_plain_names_and_local_runs_name_their_runner(tmp_path: Path) -> None:
     assert check_run_label("allocation-3") == "allocation-3"
     for bad in ("", "-a", "a/b", "a b", "x" * 129, "../up"):

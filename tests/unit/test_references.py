@@ -38,6 +38,8 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 MARKDOWN_FILE = re.compile(r"(?<![\w/.:-])((?:[\w.-]+/)*[\w.-]+\.md)\b")
 RULE = re.compile(r"\bR(\d{1,2})\b")
 SECTION = re.compile(r'design\.md "([^"]+)"')
+# A README section cited by the code: ``README "Heading"`` (or the older ``(README: Heading)``).
+README_SECTION = re.compile(r'README(?: "([^"]+)"|: ([^)"\n]+)\))')
 # Places outside this repository a text once pointed to (the design kept beside it).
 OUTSIDE = re.compile(
     "|".join((r"(?<![\w.])/" + "work/", r"\bseeds/", r"\bshared/", "DESIGN" + r"\.md"))
@@ -123,6 +125,15 @@ def test_every_cited_file_rule_and_section_exists(path: Path) -> None:
     assert not problems, f"{where(path)}: {problems}"
 
 
+@pytest.mark.parametrize("path", SOURCES, ids=where)
+def test_every_readme_section_the_code_cites_exists(path: Path) -> None:
+    """A message, comment or template naming a README section names one it has."""
+    headings = anchors(ROOT / "README.md")
+    cited = [quoted or bare for quoted, bare in README_SECTION.findall(path.read_text())]
+    missing = [section for section in cited if slug(section) not in headings]
+    assert not missing, f"{where(path)} cites README sections it does not have: {missing}"
+
+
 def test_the_check_finds_what_it_looks_for(tmp_path: Path) -> None:
     """The patterns catch a dangling file, rule and anchor (the test can fail)."""
     assert MARKDOWN_FILE.findall("see DESIGN-NOTES.md and docs/design.md.") == [
@@ -131,6 +142,10 @@ def test_the_check_finds_what_it_looks_for(tmp_path: Path) -> None:
     ]
     assert RULE.findall("(R8) and R19, not R2D2") == ["8", "19"]
     assert OUTSIDE.search("read " + "DESIGN" + ".md first")
+    assert README_SECTION.findall('(README: CI images) and README "Exit codes".') == [
+        ("", "CI images"),
+        ("Exit codes", ""),
+    ]
     page = tmp_path / "page.md"
     page.write_text("# Title\n## How good: `nox -s quality`\n## Title\n", encoding="utf-8")
     assert anchors(page) == {"title", "how-good-nox--s-quality", "title-1"}

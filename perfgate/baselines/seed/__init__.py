@@ -1,7 +1,8 @@
 """Seeding: replay historical commits to fill baselines (dry run by default; R9).
 
-``plan`` decides what to run, ``replay`` runs it in throwaway worktrees through the
-normal bench path, ``records`` says what became of every planned sample.
+``prepare`` turns what a seed is asked to do into a plan, which ``plan`` builds (what to
+run, what is stored); ``replay`` runs it in throwaway worktrees through the normal bench
+path, ``records`` says what became of every planned sample.
 """
 
 from perfgate.baselines.seed.plan import (
@@ -24,6 +25,7 @@ from perfgate.baselines.seed.plan import (
     runner_minutes,
     select_buckets,
 )
+from perfgate.baselines.seed.prepare import plan_seed, reseed_scope
 from perfgate.baselines.seed.records import (
     RecordStatus,
     SeedRecord,
@@ -50,10 +52,12 @@ __all__ = [
     "execute",
     "format_minutes",
     "parse_commit_branch",
+    "plan_seed",
     "preflight_ancestry",
     "present_records",
     "present_samples",
     "replay_checkout",
+    "reseed_scope",
     "resolve_targets",
     "runner_minutes",
     "select_buckets",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -18,6 +18,7 @@ from typing import TypeVar
 from perfgate.baselines.store import (
     BaselineStore,
     Sample,
+    WindowIdentity,
     fetch_tip,
     resolve,
     sample_path,
@@ -202,20 +203,25 @@ def present_samples(
     """
     launch_hash, benchmark_hash = bucket_hashes(bucket)
     by_id = {s.sample_id: s for s in stored}
-    runtimes = sorted({s.runtime_hash for s in stored})
+    identities = [
+        WindowIdentity(
+            target_branch=target.target_branch,
+            launch_hash=launch_hash,
+            benchmark_hash=benchmark_hash,
+            runtime_hash=runtime_hash,
+            baseline_epoch=bucket.baseline_epoch,
+        )
+        for runtime_hash in sorted({s.runtime_hash for s in stored})
+    ]
     found: dict[int, Sample] = {}
     for index in indices:
-        for runtime_hash in runtimes:
+        for identity in identities:
             sample_id = seed_sample_id(
                 seed_key=seed_key,
                 commit=target.commit,
                 bucket=bucket.id,
                 hardware=hardware,
-                target_branch=target.target_branch,
-                launch_hash=launch_hash,
-                benchmark_hash=benchmark_hash,
-                runtime_hash=runtime_hash,
-                baseline_epoch=bucket.baseline_epoch,
+                identity=identity,
                 sample_index=index,
             )
             if sample_id in by_id:
@@ -224,16 +230,17 @@ def present_samples(
     return found
 
 
-def runner_minutes(entries: Sequence[PlanEntry]) -> tuple[float, float]:
-    """Upper bounds of runner time for the runs left: by timeouts, and with every retry.
+def runner_minutes(runs: Iterable[tuple[Bucket, int]]) -> tuple[float, float]:
+    """Upper bounds of runner time for seeding ``runs`` (a bucket, and how many seeded runs
+    of it): by the buckets' timeouts, and with every retry.
 
     Each run takes its bucket's ``repeats`` samples (a seed never confirms).
     """
-    plain = sum(len(e.missing) * e.bucket.repeats * e.bucket.timeout_minutes for e in entries)
-    retried = sum(
-        len(e.missing) * e.bucket.repeats * e.bucket.timeout_minutes * (1 + e.bucket.retries)
-        for e in entries
-    )
+    plain = retried = 0.0
+    for bucket, count in runs:
+        bound = count * bucket.repeats * bucket.timeout_minutes
+        plain += bound
+        retried += bound * (1 + bucket.retries)
     return plain, retried
 
 

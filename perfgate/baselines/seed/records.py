@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from perfgate.baselines.samples import WindowIdentity
 from perfgate.baselines.seed.plan import PlanEntry, SeedPlan
 
 SUMMARY_SCHEMA_VERSION = 1
@@ -25,18 +26,20 @@ class SeedRecord:
     """One planned sample in the summary."""
 
     commit: str
-    target_branch: str
     bucket: str
     hardware: str
     sample_index: int
     status: RecordStatus
+    # The target branch the sample is for, and the experiment it measured.
+    identity: WindowIdentity
     value: float | None = None
     sample_id: str | None = None
-    launch_hash: str | None = None
-    benchmark_hash: str | None = None
-    runtime_hash: str | None = None
-    baseline_epoch: int | None = None
     detail: str | None = None
+
+    @property
+    def target_branch(self) -> str:
+        """The branch the sample is for."""
+        return self.identity.target_branch
 
     def to_json(self) -> dict[str, Any]:
         """The record as written into the summary file."""
@@ -49,10 +52,7 @@ class SeedRecord:
             "status": self.status.value,
             "value": self.value,
             "sample_id": self.sample_id,
-            "launch_hash": self.launch_hash,
-            "benchmark_hash": self.benchmark_hash,
-            "runtime_hash": self.runtime_hash,
-            "baseline_epoch": self.baseline_epoch,
+            **self.identity.as_json(),
             "detail": self.detail,
         }
 
@@ -80,17 +80,13 @@ def present_records(entry: PlanEntry, hardware: str) -> list[SeedRecord]:
     return [
         SeedRecord(
             commit=entry.target.commit,
-            target_branch=entry.target.target_branch,
             bucket=entry.bucket.id,
             hardware=hardware,
             sample_index=index,
             status=RecordStatus.PRESENT,
+            identity=sample.window_identity,
             value=sample.value,
             sample_id=sample.sample_id,
-            launch_hash=sample.launch_hash,
-            benchmark_hash=sample.benchmark_hash,
-            runtime_hash=sample.runtime_hash,
-            baseline_epoch=sample.baseline_epoch,
             detail="already on the baseline branch",
         )
         for index, sample in sorted(entry.present.items())

@@ -1,24 +1,30 @@
 """Seed replay: each commit in a throwaway worktree, each bucket through the normal bench path.
 
 A bucket's samples at a commit are appended in one store commit once all of them ran, so
-an interrupted seed never leaves a half-written bucket.
+an interrupted seed never leaves a half-written bucket. A cancelled seed (SIGTERM) unwinds
+through the command line's one signal handler like every verb (``errors.Terminated``, a
+KeyboardInterrupt), so its worktree is removed and it exits 128 + the signal's number.
 """
 
 from __future__ import annotations
 
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import FrameType
 
 from perfgate.baselines.seed.plan import PlanEntry, SeedPlan, SeedTarget
 from perfgate.baselines.seed.records import RecordStatus, SeedRecord, present_records
-from perfgate.baselines.store import BaselineStore, Sample, samples_from_result, seed_sample_id
+from perfgate.baselines.store import (
+    BaselineStore,
+    Sample,
+    WindowIdentity,
+    samples_from_result,
+    seed_sample_id,
+)
 from perfgate.config import AdmissionMode, AdmissionPolicy, ImageSpec
 from perfgate.context import RunContext
 from perfgate.errors import GitError
@@ -82,24 +88,6 @@ def replay_checkout(repo: Path, commit: str, root: Path, *, lfs: bool = False) -
         _remove_worktree(repo, path)
 
 
-@contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """Treat SIGTERM (a cancelled CI job) like Ctrl-C, so cleanup runs."""
-
-    def raise_interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, raise_interrupt)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 @dataclass(frozen=True, kw_only=True)
 class ExecuteSettings:
     """Where the seed runs and what it writes through."""
@@ -121,18 +109,16 @@ class ExecuteSettings:
 def _samples_for(
     result: Result, entry: PlanEntry, index: int, seed_key: str
 ) -> tuple[list[Sample], SeedRecord]:
+    # The samples are for the replayed target, whatever the run's context said.
+    identity = replace(WindowIdentity.of_result(result), target_branch=entry.target.target_branch)
     record = SeedRecord(
         commit=entry.target.commit,
-        target_branch=entry.target.target_branch,
         bucket=entry.bucket.id,
         hardware=result.hardware.slug,
         sample_index=index,
         status=RecordStatus.FAILED,
+        identity=identity,
         value=result.metric.value,
-        launch_hash=result.identity.launch_hash,
-        benchmark_hash=result.identity.benchmark_hash,
-        runtime_hash=result.identity.runtime_hash,
-        baseline_epoch=result.bucket.baseline_epoch,
     )
     value = result.metric.value
     if not result.health.healthy:
@@ -151,11 +137,7 @@ def _samples_for(
             commit=entry.target.commit,
             bucket=entry.bucket.id,
             hardware=result.hardware.slug,
-            target_branch=entry.target.target_branch,
-            launch_hash=result.identity.launch_hash,
-            benchmark_hash=result.identity.benchmark_hash,
-            runtime_hash=result.identity.runtime_hash,
-            baseline_epoch=result.bucket.baseline_epoch,
+            identity=identity,
             sample_index=index,
             repeat=reading.sample_index,
             metric=metric,
@@ -230,36 +212,35 @@ def execute(
             f"{entry.bucket.id} sample {index}"
         )
 
-    with terminate_as_interrupt():
-        for target, entries in groups.items():
+    for target, entries in groups.items():
+        for entry in entries:
+            for record in present_records(entry, plan.hardware):
+                on_record(record)
+        if not any(e.missing for e in entries):
+            log(f"perfgate: {target.commit[:12]}: every sample already present, not replayed")
+            continue
+        context = replace(
+            settings.context,
+            commit=target.commit,
+            branch=target.branch or target.target_branch,
+            target_branch=target.target_branch,
+            event="seed",
+            pr_number=None,
+            head_sha=None,
+        )
+        worktrees = settings.work_dir / "worktrees"
+        lfs = any(get_driver(entry.bucket.driver).needs_lfs for entry in entries)
+        with replay_checkout(settings.repo, target.commit, worktrees, lfs=lfs) as checkout:
             for entry in entries:
-                for record in present_records(entry, plan.hardware):
+                if not entry.missing:
+                    continue
+                records = _seed_bucket(
+                    entry,
+                    checkout=checkout,
+                    context=context,
+                    settings=settings,
+                    seed_key=plan.seed_key,
+                    announce=announce,
+                )
+                for record in records:
                     on_record(record)
-            if not any(e.missing for e in entries):
-                log(f"perfgate: {target.commit[:12]}: every sample already present, not replayed")
-                continue
-            context = replace(
-                settings.context,
-                commit=target.commit,
-                branch=target.branch or target.target_branch,
-                target_branch=target.target_branch,
-                event="seed",
-                pr_number=None,
-                head_sha=None,
-            )
-            worktrees = settings.work_dir / "worktrees"
-            lfs = any(get_driver(entry.bucket.driver).needs_lfs for entry in entries)
-            with replay_checkout(settings.repo, target.commit, worktrees, lfs=lfs) as checkout:
-                for entry in entries:
-                    if not entry.missing:
-                        continue
-                    records = _seed_bucket(
-                        entry,
-                        checkout=checkout,
-                        context=context,
-                        settings=settings,
-                        seed_key=plan.seed_key,
-                        announce=announce,
-                    )
-                    for record in records:
-                        on_record(record)

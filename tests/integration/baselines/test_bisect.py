@@ -14,10 +14,8 @@ import pytest
 
 from perfgate.cli import main
 from perfgate.git import git
+from tests.git_support import commit_all
 from tests.paths import FIXTURES
-from tests.trend_stores import commit
-
-pytestmark = pytest.mark.integration
 
 # Per commit: the speed its benchmark measures. Commit 3 is 20 % slower.
 SPEEDS = (100.0, 100.0, 100.0, 80.0, 80.0, 80.0)
@@ -46,7 +44,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[st
     for speed in SPEEDS:
         (repo / "bench-state").mkdir(exist_ok=True)
         (repo / "bench-state" / "speed").write_text(f"{speed}\n", encoding="utf-8")
-        shas.append(commit(repo, f"speed {speed}"))
+        shas.append(commit_all(repo, f"speed {speed}"))
     monkeypatch.chdir(repo)
     for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"):
         monkeypatch.delenv(name, raising=False)

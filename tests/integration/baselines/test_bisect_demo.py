@@ -19,11 +19,9 @@ from pathlib import Path
 import pytest
 
 from perfgate.git import git
+from tests.git_support import IDENTITY, commit_all
 from tests.integration.baselines.test_seed_demo import SLOW_STEP, STEP
 from tests.paths import ROOT
-from tests.trend_stores import IDENTITY, commit
-
-pytestmark = pytest.mark.integration
 
 CONFIG = """\
 version: 1
@@ -66,7 +64,7 @@ def slowed(tmp_path: Path) -> tuple[Path, list[str]]:
         if index == 4:
             demo.write_text(original.replace(STEP, SLOW_STEP), encoding="utf-8")
         (repo / "CHANGES").write_text(f"change {index}\n", encoding="utf-8")
-        shas.append(commit(repo, f"change {index}"))
+        shas.append(commit_all(repo, f"change {index}"))
     return repo, shas
 
 

@@ -24,12 +24,9 @@ from perfgate.cli import main
 from perfgate.config import load_config
 from perfgate.git import git
 from perfgate.identity import stable_hash
+from tests.git_support import MakeClone, commit_all
 from tests.paths import FIXTURES, ROOT
 
-pytestmark = pytest.mark.integration
-
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 FAKE = [sys.executable, str(FIXTURES / "fake_docker.py")]
 BUCKETS = ["cartpole/numpy", "cartpole/python", "pendulum/numpy", "pendulum/python"]
 TAG = "reg.example/lab:latest"
@@ -96,27 +93,19 @@ class Repo:
 
 
 def _commit(clone: Path, message: str) -> None:
-    git("add", "-A", cwd=clone)
-    git("commit", "-q", "-m", message, cwd=clone, env=IDENTITY)
+    commit_all(clone, message)
     git("push", "-q", "origin", "main", cwd=clone)
 
 
 @pytest.fixture
-def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Repo:
+def repo(origin_clone: MakeClone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Repo:
     """A clone of a bare origin with the config and era inputs; the cwd; a push to main."""
-    origin = tmp_path / "origin.git"
-    git("init", "-q", "--bare", "-b", "main", str(origin))
-    clone = tmp_path / "clone"
-    git("clone", "-q", str(origin), str(clone))
-    git("checkout", "-q", "-b", "main", cwd=clone)
-    (clone / "docker").mkdir()
-    (clone / "docker" / ".env.base").write_text("ISAACSIM_VERSION=5.1.0\n")
-    (clone / "perfgate.yaml").write_text(config_text())
-    _commit(clone, "init")
-    monkeypatch.chdir(clone)
+    files = {"docker/.env.base": "ISAACSIM_VERSION=5.1.0\n", "perfgate.yaml": config_text()}
+    first = origin_clone(files=files)
+    origin, clone = first.origin, first.path
     state = tmp_path / "docker-state"
     monkeypatch.setenv("FAKE_DOCKER_STATE", str(state))
-    for name in ("FAKE_DOCKER_FAIL", "FAKE_DOCKER_BARRIER", "GITHUB_BASE_REF", "GITHUB_HEAD_REF"):
+    for name in ("FAKE_DOCKER_FAIL", "FAKE_DOCKER_BARRIER"):
         monkeypatch.delenv(name, raising=False)
     made = Repo(origin=origin, clone=clone, state=state, tmp=tmp_path)
     push_event(made, monkeypatch)
@@ -351,8 +340,7 @@ def test_two_concurrent_rolls_of_a_new_era_record_it_once(
     second_clone = repo.tmp / "second"
     git("clone", "-q", str(repo.origin), str(second_clone))
     (second_clone / "README").write_text("another change\n")
-    git("add", "-A", cwd=second_clone)
-    git("commit", "-q", "-m", "second", cwd=second_clone, env=IDENTITY)
+    commit_all(second_clone, "second")
     git("push", "-q", "origin", "main", cwd=second_clone)
     second = git("rev-parse", "HEAD", cwd=second_clone).strip()
     monkeypatch.setenv("FAKE_DOCKER_BARRIER", "2")  # both builds run at the same time

@@ -18,11 +18,8 @@ from perfgate.config import load_config
 from perfgate.git import git
 from perfgate.result import write_result
 from tests.factories import make_result, of_experiment
+from tests.git_support import MakeClone
 
-pytestmark = pytest.mark.integration
-
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 LIVE = "samples/cpu-test/cartpole/numpy.ndjson"
 CONFIG = """
 version: 1
@@ -55,17 +52,13 @@ exit 0
 
 
 @pytest.fixture
-def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, str]:
+def checkout(
+    origin_clone: MakeClone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, Path, str]:
     """A bare origin and a clone (the working directory) on a push to main."""
-    origin = tmp_path / "origin.git"
-    git("init", "-q", "--bare", "-b", "main", str(origin))
-    clone = tmp_path / "clone"
-    git("clone", "-q", str(origin), str(clone))
-    git("commit", "--allow-empty", "-q", "-m", "init", cwd=clone, env=IDENTITY)
-    git("push", "-q", "origin", "HEAD:main", cwd=clone)
-    sha = git("rev-parse", "HEAD", cwd=clone).strip()
+    made = origin_clone()
+    origin, clone, sha = made.origin, made.path, made.head
     write_config(clone, deadline=10)
-    monkeypatch.chdir(clone)
     payload = tmp_path / "push.json"
     payload.write_text(json.dumps({}))
     for name, value in {

@@ -14,7 +14,6 @@ tests/github_server.py stands in for GitHub's workflow-run and artifact endpoint
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -27,12 +26,9 @@ from perfgate.config import load_config
 from perfgate.git import git
 from perfgate.result import write_result
 from tests.factories import make_result, of_experiment
+from tests.git_support import IDENTITY, MakeClone
 from tests.github_server import WRITE_TOKEN, FakeGitHub, serve
 
-pytestmark = pytest.mark.integration
-
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 LIVE = "samples/cpu-test/cartpole/numpy.ndjson"
 CONFIG = """
 version: 1
@@ -47,20 +43,12 @@ THIS_RUN = 500
 
 
 @pytest.fixture
-def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, str]:
+def checkout(
+    origin_clone: MakeClone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, Path, str]:
     """A bare origin and a clone (the working directory) on a push to main."""
-    origin = tmp_path / "origin.git"
-    git("init", "-q", "--bare", "-b", "main", str(origin))
-    clone = tmp_path / "clone"
-    git("clone", "-q", str(origin), str(clone))
-    (clone / "perfgate.yaml").write_text(CONFIG, encoding="utf-8")
-    git("add", "-A", cwd=clone)
-    git("commit", "-q", "-m", "init", cwd=clone, env=IDENTITY)
-    git("push", "-q", "origin", "HEAD:main", cwd=clone)
-    sha = git("rev-parse", "HEAD", cwd=clone).strip()
-    monkeypatch.chdir(clone)
-    for name in [n for n in os.environ if n.startswith(("GITHUB_", "RUNNER_"))]:
-        monkeypatch.delenv(name)
+    made = origin_clone(files={"perfgate.yaml": CONFIG})
+    origin, clone, sha = made.origin, made.path, made.head
     payload = tmp_path / "push.json"
     payload.write_text("{}", encoding="utf-8")
     for name, value in {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "push",

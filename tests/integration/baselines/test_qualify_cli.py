@@ -19,11 +19,8 @@ from perfgate import cli
 from perfgate.git import git
 from perfgate.result import read_result
 from tests.factories import make_result
+from tests.git_support import commit_all
 
-pytestmark = pytest.mark.integration
-
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 CONFIG = """\
 version: 1
 gate:
@@ -43,8 +40,7 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     repo.mkdir()
     (repo / "perfgate.yaml").write_text(CONFIG, encoding="utf-8")
     git("init", "-q", "-b", "main", cwd=repo)
-    git("add", "-A", cwd=repo)
-    git("commit", "-q", "-m", "config", cwd=repo, env=IDENTITY)
+    commit_all(repo, "config")
     monkeypatch.chdir(repo)
     for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "PERFGATE_RUN_LABEL"):
         monkeypatch.delenv(name, raising=False)

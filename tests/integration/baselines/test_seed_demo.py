@@ -15,16 +15,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from perfgate.baselines.store import BaselineStore, WindowKey, sample_path
 from perfgate.git import git
+from tests.git_support import IDENTITY, commit_all, empty_origin
 from tests.paths import ROOT
 
-pytestmark = pytest.mark.integration
-
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 CONFIG = """\
 version: 1
 gate:
@@ -40,17 +35,8 @@ STEP = "        step(actions)\n"
 SLOW_STEP = "        step(actions)\n        time.sleep(0.002)  # the regression under test\n"
 
 
-def commit_all(repo: Path, message: str) -> str:
-    git("add", "-A", cwd=repo)
-    git("commit", "-q", "-m", message, cwd=repo, env=IDENTITY)
-    return git("rev-parse", "HEAD", cwd=repo).strip()
-
-
 def test_each_commit_is_measured_with_its_own_demo(tmp_path: Path) -> None:
-    origin, repo = tmp_path / "origin.git", tmp_path / "repo"
-    git("init", "-q", "--bare", "-b", "main", str(origin))
-    git("init", "-q", "-b", "main", str(repo))
-    git("remote", "add", "origin", str(origin), cwd=repo)
+    _, repo = empty_origin(tmp_path, clone="repo")
     shutil.copytree(
         ROOT / "perfgate", repo / "perfgate", ignore=shutil.ignore_patterns("__pycache__")
     )

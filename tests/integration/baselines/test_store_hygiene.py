@@ -8,15 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.baselines.store import RetryPolicy, commit_to_branch, sample_path, samples_from_result
+from perfgate.baselines.store import (
+    PushRetryPolicy,
+    commit_to_branch,
+    sample_path,
+    samples_from_result,
+)
 from perfgate.config import load_config
 from perfgate.errors import GateMalfunction
 from perfgate.git import git
 from perfgate.judge.gate import evaluate
 from tests.integration.baselines import test_store
 from tests.integration.baselines.test_store import result_at, store_of, window
-
-pytestmark = pytest.mark.integration
 
 # The same bare origin and a clone whose main has five commits.
 origin_and_clone = test_store.origin_and_clone
@@ -30,7 +33,7 @@ def plant(clone: Path, path: str, text: str) -> None:
         (tree / path).write_text(text, encoding="utf-8")
         return True
 
-    commit_to_branch(clone, "perf-baselines", "origin", write, "plant", RetryPolicy(), [path])
+    commit_to_branch(clone, "perf-baselines", "origin", write, "plant", PushRetryPolicy(), [path])
 
 
 def test_garbage_and_a_truncated_last_line_each_warn_with_file_and_line(

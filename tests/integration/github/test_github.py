@@ -22,14 +22,12 @@ from typing import Any
 
 import pytest
 
-from perfgate.github.client import GitHubClient, GitHubError, GitHubPermissionError, RetryPolicy
+from perfgate.github.client import ApiRetryPolicy, GitHubClient, GitHubError, GitHubPermissionError
 from perfgate.github.post import MARKER, comment_body, upsert_comment
 from perfgate.result import write_result
 from tests.github_server import HUMAN, READ_TOKEN, WRITE_TOKEN, FakeGitHub, Fault, serve
 from tests.github_support import HEAD_SHA, HOSTILE, make_result, write_config
 from tests.paths import ROOT
-
-pytestmark = pytest.mark.integration
 
 MERGE_SHA = "9" * 40
 STATUS_PATH = f"/repos/acme/sim/statuses/{HEAD_SHA}"
@@ -48,7 +46,7 @@ def client(state: FakeGitHub, token: str = WRITE_TOKEN, sleeps: list[float] | No
         api_url=state.base_url,
         repository="acme/sim",
         token=token,
-        retry=RetryPolicy(attempts=3, backoff_s=1.0),
+        retry=ApiRetryPolicy(attempts=3, backoff_s=1.0),
         sleep=waits.append,
     )
 

@@ -8,25 +8,17 @@ import pytest
 
 from perfgate.git import git
 from perfgate.github.handoff import trusted_bucket_ids
+from tests.git_support import IDENTITY, origin_with_clone
 
-pytestmark = pytest.mark.integration
-
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 CONFIG = "version: 1\nbuckets:\n  - task: cartpole\n    backends: [{0}]\n"
 
 
 def test_the_base_branch_configuration_says_which_buckets_a_report_covers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    origin, clone = tmp_path / "origin.git", tmp_path / "clone"
-    git("init", "-q", "--bare", "-b", "main", str(origin))
-    git("clone", "-q", str(origin), str(clone))
+    both_backends = CONFIG.format("{physics: numpy}, {physics: python}")
+    clone = origin_with_clone(tmp_path, files={"perfgate.yaml": both_backends}).path
     config = clone / "perfgate.yaml"
-    config.write_text(CONFIG.format("{physics: numpy}, {physics: python}"))
-    git("add", "-A", cwd=clone)
-    git("commit", "-q", "-m", "main", cwd=clone, env=IDENTITY)
-    git("push", "-q", "origin", "HEAD:main", cwd=clone)
     git("checkout", "-q", "-b", "release/1.0", cwd=clone)
     config.write_text(CONFIG.format("{physics: numpy}"))  # the release gates one backend
     git("commit", "-qam", "release", cwd=clone, env=IDENTITY)

@@ -13,16 +13,14 @@ import pytest
 
 from perfgate.github.client import (
     MAX_PAGES,
+    ApiRetryPolicy,
     GitHubClient,
     GitHubError,
     GitHubPermissionError,
-    RetryPolicy,
 )
 from tests.github_server import WRITE_TOKEN, FakeGitHub, Fault, serve
 from tests.github_support import HEAD_SHA
 from tests.integration.github.test_github import gate, gh_env, write_inputs
-
-pytestmark = pytest.mark.integration
 
 STATUS_PATH = f"/repos/acme/sim/statuses/{HEAD_SHA}"
 COMMENTS_PATH = "/repos/acme/sim/issues/7/comments"
@@ -55,7 +53,7 @@ def client(state: FakeGitHub, clock: Clock, **policy: float) -> GitHubClient:
         api_url=state.base_url,
         repository="acme/sim",
         token=WRITE_TOKEN,
-        retry=RetryPolicy(attempts=3, backoff_s=1.0, **policy),  # type: ignore[arg-type]
+        retry=ApiRetryPolicy(attempts=3, backoff_s=1.0, **policy),  # type: ignore[arg-type]
         sleep=clock.sleep,
         clock=clock,
     )

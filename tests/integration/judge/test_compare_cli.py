@@ -15,12 +15,9 @@ from perfgate.cli import main
 from perfgate.git import git
 from perfgate.result import AdmissionStatus, MachineState, SampleAdmission, Timings, write_result
 from tests.factories import make_result, with_metric
+from tests.git_support import IDENTITY, commit_all
 from tests.paths import FIXTURES
 
-pytestmark = pytest.mark.integration
-
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 CONFIG = """
 version: 1
 buckets:
@@ -186,9 +183,7 @@ def _measure_repo(tmp_path: Path, slow_after: int, speeds: tuple[float, float]) 
     shas = []
     for speed in speeds:
         (repo / "speed.txt").write_text(f"{speed}\n", encoding="utf-8")
-        git("add", "-A", cwd=repo)
-        git("commit", "-q", "--allow-empty", "-m", f"speed {speed}", cwd=repo, env=IDENTITY)
-        shas.append(git("rev-parse", "HEAD", cwd=repo).strip())
+        shas.append(commit_all(repo, f"speed {speed}"))
     return shas
 
 

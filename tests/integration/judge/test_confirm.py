@@ -15,12 +15,8 @@ import pytest
 
 from perfgate.cli import main
 from perfgate.git import git
+from tests.git_support import IDENTITY, commit_all
 from tests.paths import FIXTURES
-
-pytestmark = pytest.mark.integration
-
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 
 
 @pytest.fixture
@@ -44,8 +40,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "buckets:\n  - task: sim\n    backends: [{physics: cpu}]\n",
         encoding="utf-8",
     )
-    git("add", "-A", cwd=repo)
-    git("commit", "-q", "-m", "init", cwd=repo, env=IDENTITY)
+    commit_all(repo, "init")
     monkeypatch.chdir(repo)
     for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"):
         monkeypatch.delenv(name, raising=False)

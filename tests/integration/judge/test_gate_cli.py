@@ -12,11 +12,8 @@ from perfgate.config import load_config
 from perfgate.git import git
 from perfgate.result import write_result
 from tests.factories import make_result, of_experiment, with_metric
+from tests.git_support import IDENTITY, MakeClone
 
-pytestmark = pytest.mark.integration
-
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 CONFIG = """
 version: 1
 gate: {mode: blocking, protected_branches: [main], confirm: repeat}
@@ -27,20 +24,10 @@ buckets:
 
 
 @pytest.fixture
-def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+def checkout(origin_clone: MakeClone) -> tuple[Path, str]:
     """A clone of a bare origin with one commit on main; the working directory is the clone."""
-    origin = tmp_path / "origin.git"
-    git("init", "-q", "--bare", "-b", "main", str(origin))
-    clone = tmp_path / "clone"
-    git("clone", "-q", str(origin), str(clone))
-    (clone / "perfgate.yaml").write_text(CONFIG, encoding="utf-8")
-    git("add", "perfgate.yaml", cwd=clone)
-    git("commit", "-q", "-m", "init", cwd=clone, env=IDENTITY)
-    git("push", "-q", "origin", "HEAD:main", cwd=clone)
-    monkeypatch.chdir(clone)
-    for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"):
-        monkeypatch.delenv(name, raising=False)
-    return clone, git("rev-parse", "HEAD", cwd=clone).strip()
+    clone = origin_clone(files={"perfgate.yaml": CONFIG})
+    return clone.path, clone.head
 
 
 def github_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, event: str, sha: str) -> None:

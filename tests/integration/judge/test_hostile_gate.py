@@ -15,8 +15,6 @@ from tests.factories import make_result
 from tests.integration.judge import test_gate_cli
 from tests.integration.judge.test_gate_cli import github_env
 
-pytestmark = pytest.mark.integration
-
 # The same clone of a bare origin, with a blocking one-bucket config.
 checkout = test_gate_cli.checkout
 

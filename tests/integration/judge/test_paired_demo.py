@@ -22,12 +22,8 @@ import pytest
 from perfgate.cli import main
 from perfgate.git import git
 from tests.fake_smi import HW_SLOWDOWN, L40S, install
+from tests.git_support import commit_all
 from tests.paths import FIXTURES
-
-pytestmark = pytest.mark.integration
-
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 
 
 class Demo:
@@ -77,9 +73,8 @@ class Demo:
             git("checkout", "-q", "-B", branch, cwd=self.repo)
         (self.repo / "speed.txt").write_text(f"{speed}\n")
         (self.repo / "perfgate.yaml").write_text(self.config.replace("CONFIRM", confirm))
-        git("add", "-A", cwd=self.repo)
-        # An unchanged commit changes nothing at all: allowed empty.
-        git("commit", "-q", "--allow-empty", "-m", f"speed {speed}", cwd=self.repo, env=IDENTITY)
+        # An unchanged commit changes nothing at all: an empty commit.
+        commit_all(self.repo, f"speed {speed}")
 
     def confirm(self, mode: str) -> None:
         """Run the bench with another gate.confirm (an uncommitted edit of the config)."""

@@ -19,8 +19,6 @@ from perfgate.github.handoff import MAX_VERDICT_BYTES, validate_verdict
 from perfgate.result import Hardware, read_result, write_result
 from tests.factories import make_result
 
-pytestmark = pytest.mark.integration
-
 STEP_SUMMARY_LIMIT = 1024 * 1024  # GitHub's limit for one step's summary
 MEGABYTE = 1_000_000
 CONFIG = """\

@@ -25,8 +25,6 @@ from perfgate.report.rule import JudgedRun, TrendRule, judge_series
 from perfgate.report.trend import judged_series
 from tests.trend_stores import FIGURES, RUNNERS, GatedHistory, GateSaid, gated_history
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture
 def gated(tmp_path: Path) -> GatedHistory:

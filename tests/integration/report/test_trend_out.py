@@ -11,12 +11,8 @@ from pathlib import Path
 import pytest
 
 from perfgate.git import git
+from tests.git_support import commit_all
 from tests.paths import ROOT
-
-pytestmark = pytest.mark.integration
-
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 
 
 @pytest.fixture
@@ -25,8 +21,7 @@ def repo(tmp_path: Path) -> Path:
     path = tmp_path / "repo"
     git("init", "-q", "-b", "main", str(path))
     shutil.copyfile(ROOT / "perfgate.yaml", path / "perfgate.yaml")
-    git("add", "-A", cwd=path)
-    git("commit", "-q", "-m", "init", cwd=path, env=IDENTITY)
+    commit_all(path, "init")
     return path
 
 

@@ -13,8 +13,6 @@ from perfgate.result import AdmissionStatus, Hardware
 from perfgate.run.admission import AdmissionControl, GpuProbe, assess
 from tests.fake_smi import HW_SLOWDOWN, L40S, install
 
-pytestmark = pytest.mark.integration
-
 TWO_GPUS = {key: [*values, values[0]] for key, values in L40S.items()}
 TWO_GPUS["index"] = ["0", "1"]
 TWO_GPUS["uuid"] = ["GPU-aaaa", "GPU-bbbb"]

@@ -31,8 +31,6 @@ from perfgate.run.execution import LOG_TAIL_BYTES
 from perfgate.run.sampling import SamplingPlan
 from tests.paths import FIXTURES
 
-pytestmark = pytest.mark.integration
-
 FAKE = FIXTURES / "fake_benchmark.py"
 READY, STEPPING = "fake-bench: ready", "fake-bench: stepping"
 HARDWARE = Hardware(slug="cpu-test", cpu_name="Test CPU")

@@ -13,8 +13,6 @@ from perfgate.context import RunContext
 from perfgate.result import Hardware
 from perfgate.run.bench import BenchSettings, run_bucket
 
-pytestmark = pytest.mark.integration
-
 DUMP = """import json, os, sys
 open(sys.argv[1], "w").write(json.dumps({"fps": 1.0, "env": dict(os.environ)}))
 """

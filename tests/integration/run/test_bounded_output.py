@@ -12,11 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.paths import ROOT
-
-pytestmark = pytest.mark.integration
 
 MEGABYTES = 128
 NOISY = """import json, sys

@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,6 @@ import pytest
 from tests.paths import FIXTURES, ROOT
 
 pytestmark = [
-    pytest.mark.integration,
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal"),
 ]
 
@@ -64,15 +63,10 @@ def clients(name: str) -> list[int]:
     return found
 
 
-def wait_for(condition, seconds: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 @pytest.mark.parametrize("ending", ["timeout", "SIGTERM", "SIGKILL"])
-def test_the_container_is_removed_however_the_run_ends(tmp_path: Path, ending: str) -> None:
+def test_the_container_is_removed_however_the_run_ends(
+    tmp_path: Path, ending: str, wait_for: Callable[..., None]
+) -> None:
     state = tmp_path / "docker"
     (tmp_path / "perfgate.yaml").write_text(
         CONFIG.format(

@@ -37,8 +37,6 @@ from tests import container_support as support
 from tests.fixtures import isaaclab_standin as standin
 from tests.paths import ROOT
 
-pytestmark = pytest.mark.integration
-
 EXAMPLE = ROOT / "examples" / "isaaclab" / "perfgate.yaml"
 CAMERA = "IsaacContrib-Reorient-Cube-Shadow-Camera-Benchmark-Direct"
 

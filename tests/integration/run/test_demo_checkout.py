@@ -9,8 +9,6 @@ import pytest
 
 from perfgate.cli import main
 
-pytestmark = pytest.mark.integration
-
 # A stand-in perfgate source tree whose demo reports a fixed figure, as a replayed commit
 # with different benchmark code would.
 FAKE_DEMO = """

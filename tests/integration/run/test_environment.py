@@ -13,8 +13,6 @@ from perfgate.context import detect
 from perfgate.run import hardware
 from tests.paths import ROOT as REPO
 
-pytestmark = pytest.mark.integration
-
 
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(

@@ -9,8 +9,6 @@ import pytest
 from perfgate.run import hardware
 from tests.fake_smi import install
 
-pytestmark = pytest.mark.integration
-
 L40S = {
     "name": ["NVIDIA L40S"],
     "driver_version": ["550.54.15"],

@@ -36,9 +36,8 @@ from perfgate.result import (
 )
 from perfgate.run.bench import BenchSettings, run_bucket
 from tests.fixtures import isaaclab_standin as standin
+from tests.git_support import IDENTITY, commit_all, empty_origin
 from tests.paths import FIXTURES, ROOT
-
-pytestmark = pytest.mark.integration
 
 STANDIN = FIXTURES / "isaaclab_standin.py"
 NINE_BUCKETS = FIXTURES / "isaaclab" / "perfgate.yaml"
@@ -548,27 +547,18 @@ def test_shipped_isaaclab_example_runs_the_checkout_inside_the_resolved_image(
     assert json.loads(record.read_text())["eula"] == "yes"  # the value, by the environment
 
 
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
-
-
 def test_seeding_replays_an_older_cli_and_a_renamed_task_into_one_baseline(
     tmp_path: Path,
 ) -> None:
     """Two commits of one Isaac Lab history: the older CLI and ids, then current develop."""
-    origin, repo = tmp_path / "origin.git", tmp_path / "repo"
-    git("init", "-q", "--bare", "-b", "develop", str(origin))
-    git("init", "-q", "-b", "develop", str(repo))
-    git("remote", "add", "origin", str(origin), cwd=repo)
+    _, repo = empty_origin(tmp_path, branch="develop", clone="repo")
     shutil.copy(NINE_BUCKETS, repo / "perfgate.yaml")
     commits = []
     for flavour in ("frames", "current"):
         for old in (repo / "source", repo / "scripts"):
             shutil.rmtree(old, ignore_errors=True)
         standin.write_checkout(repo, flavour=flavour)
-        git("add", "-A", cwd=repo)
-        git("commit", "-q", "-m", f"isaac lab, {flavour} cli", cwd=repo, env=IDENTITY)
-        commits.append(git("rev-parse", "HEAD", cwd=repo).strip())
+        commits.append(commit_all(repo, f"isaac lab, {flavour} cli"))
     git("push", "-q", "origin", "develop", cwd=repo)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_"))}
     env.update(IDENTITY, PYTHONPATH=str(ROOT))
@@ -596,8 +586,7 @@ def committed_checkout(root: Path) -> Path:
     """A stand-in checkout, committed on ``main`` in a repository of its own."""
     repo = standin.write_checkout(root)
     git("init", "-q", "-b", "main", cwd=repo)
-    git("add", "-A", cwd=repo)
-    git("commit", "-q", "-m", "isaac lab", cwd=repo, env=IDENTITY)
+    commit_all(repo, "isaac lab")
     return repo
 
 

@@ -18,11 +18,8 @@ import pytest
 from perfgate.cli import main
 from perfgate.git import git
 from perfgate.run.image import digest_of, pinned
+from tests.git_support import IDENTITY, MakeClone
 
-pytestmark = pytest.mark.integration
-
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
 REGISTRY = "registry.example/isaac-lab"
 CONFIG = f"""
 version: 1
@@ -51,24 +48,10 @@ PYPROJECT = '[project]\nname = "x"\ndependencies = ["warp-lang==1.9.0", "numpy>=
 
 
 @pytest.fixture
-def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def checkout(origin_clone: MakeClone) -> Path:
     """A clone of a bare origin holding the config and the era inputs; the cwd of each test."""
-    origin = tmp_path / "origin.git"
-    git("init", "-q", "--bare", "-b", "develop", str(origin))
-    clone = tmp_path / "clone"
-    git("clone", "-q", str(origin), str(clone))
-    git("checkout", "-q", "-b", "develop", cwd=clone)
-    (clone / "docker").mkdir()
-    (clone / "docker" / ".env.base").write_text(ENV_BASE, encoding="utf-8")
-    (clone / "pyproject.toml").write_text(PYPROJECT, encoding="utf-8")
-    (clone / "perfgate.yaml").write_text(CONFIG, encoding="utf-8")
-    git("add", "-A", cwd=clone)
-    git("commit", "-q", "-m", "init", cwd=clone, env=IDENTITY)
-    git("push", "-q", "origin", "develop", cwd=clone)
-    monkeypatch.chdir(clone)
-    for name in ("GITHUB_ACTIONS", "GITHUB_OUTPUT", "GITHUB_BASE_REF", "GITHUB_HEAD_REF"):
-        monkeypatch.delenv(name, raising=False)
-    return clone
+    files = {"docker/.env.base": ENV_BASE, "pyproject.toml": PYPROJECT, "perfgate.yaml": CONFIG}
+    return origin_clone(files=files, branch="develop").path
 
 
 def github(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, event: str, payload: dict[str, Any],

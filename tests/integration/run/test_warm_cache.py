@@ -11,8 +11,6 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
-
 from perfgate.config import PhaseMarkers
 from perfgate.result import CacheState, FailurePhase
 from perfgate.run.execution import (
@@ -24,8 +22,6 @@ from perfgate.run.execution import (
     WarmCache,
     run_with_retry,
 )
-
-pytestmark = pytest.mark.integration
 
 BENCHMARK = """
 import json, os, pathlib, sys

@@ -10,11 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.paths import ROOT
-
-pytestmark = pytest.mark.integration
 
 WITHOUT_NUMPY = """
 import sys

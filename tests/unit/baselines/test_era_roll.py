@@ -12,8 +12,8 @@ from perfgate.baselines.era_roll import (
     RollRequest,
     plan_roll,
     registry_env,
+    reseed_minutes,
     roll_values,
-    runner_minutes,
     seed_key_for,
 )
 from perfgate.baselines.reseed import ReseedBucket, ReseedPlan
@@ -151,7 +151,7 @@ def test_runner_time_bound_covers_every_sample_and_retry(buckets: Buckets) -> No
                       buckets=(ReseedBucket(id="cartpole/numpy", have=0, samples=5),
                                ReseedBucket(id="cartpole/python", have=3, samples=2)))  # fmt: skip
     # 7 runs of 2 repeats x 4m; x3 attempts
-    assert runner_minutes(plan, buckets) == (56.0, 168.0)
+    assert reseed_minutes(plan, buckets) == (56.0, 168.0)
 
 
 def test_seed_key_follows_the_recorded_image() -> None:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from perfgate.baselines.samples import Sample, WindowKey, samples_from_result, seed_sample_id
+from perfgate.baselines.samples import (
+    Sample,
+    WindowIdentity,
+    WindowKey,
+    samples_from_result,
+    seed_sample_id,
+)
 from perfgate.config import PRIMARY
 from tests.factories import make_result, with_metric
 
@@ -18,11 +24,13 @@ SEED = {
     "commit": "c" * 40,
     "bucket": "cartpole/numpy",
     "hardware": "cpu-test",
-    "target_branch": "main",
-    "launch_hash": "a" * 16,
-    "benchmark_hash": "b" * 16,
-    "runtime_hash": "d" * 16,
-    "baseline_epoch": 1,
+    "identity": WindowIdentity(
+        target_branch="main",
+        launch_hash="a" * 16,
+        benchmark_hash="b" * 16,
+        runtime_hash="d" * 16,
+        baseline_epoch=1,
+    ),
     "sample_index": 0,
     "repeat": 1,
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from perfgate.baselines.pushing import PushFailure, RetryPolicy, classify, reason, remote_says
+from perfgate.baselines.pushing import PushFailure, PushRetryPolicy, classify, reason, remote_says
 
 # git's own words, captured from real pushes (local bare origins and github.com).
 HOOK = """remote: baselines are frozen during the migration
@@ -66,7 +66,7 @@ def test_a_refusal_is_reported_in_the_servers_words() -> None:
 
 
 def test_backoff_windows_double_from_the_length_of_an_attempt_up_to_the_cap() -> None:
-    policy = RetryPolicy(first_delay_s=0.1, max_delay_s=30.0)
+    policy = PushRetryPolicy(first_delay_s=0.1, max_delay_s=30.0)
     widest = [policy.delay(n, attempt_s=0.5, draw=lambda low, high: high) for n in (1, 2, 3, 4)]
     assert widest == [0.5, 1.0, 2.0, 4.0]
     # A fast attempt still waits at least the first window; a long one never past the cap.

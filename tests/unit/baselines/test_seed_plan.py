@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from perfgate.baselines.reseed import ReseedPlan, parse_underfilled, plan_buckets, plan_from_report
+from perfgate.baselines.reseed import (
+    ReseedBucket,
+    ReseedPlan,
+    parse_underfilled,
+    plan_buckets,
+    plan_from_report,
+)
 from perfgate.baselines.seed import (
     PlanEntry,
+    SeedOptions,
     SeedTarget,
     Selection,
     bucket_hashes,
@@ -18,10 +26,11 @@ from perfgate.baselines.seed import (
     format_minutes,
     parse_commit_branch,
     present_samples,
+    reseed_scope,
     runner_minutes,
     select_buckets,
 )
-from perfgate.baselines.store import Sample, samples_from_result, seed_sample_id
+from perfgate.baselines.store import Sample, WindowIdentity, samples_from_result, seed_sample_id
 from perfgate.baselines.verify import Readiness, classify
 from perfgate.config import Bucket, Config, GatePolicy, Metric
 from perfgate.errors import ConfigError, UsageError
@@ -47,11 +56,10 @@ def config(*buckets: Bucket) -> Config:
 def seeded(b: Bucket, *, commit: str = C1, index: int = 0, runtime: str = "r" * 16,
            key: str = "seed", target: str = "main", value: float = 100.0) -> Sample:  # fmt: skip
     launch, benchmark = bucket_hashes(b)
-    sample_id = seed_sample_id(
-        seed_key=key, commit=commit, bucket=b.id, hardware="cpu-test", target_branch=target,
-        launch_hash=launch, benchmark_hash=benchmark, runtime_hash=runtime,
-        baseline_epoch=b.baseline_epoch, sample_index=index,
-    )  # fmt: skip
+    identity = WindowIdentity(target_branch=target, launch_hash=launch, benchmark_hash=benchmark,
+                              runtime_hash=runtime, baseline_epoch=b.baseline_epoch)  # fmt: skip
+    sample_id = seed_sample_id(seed_key=key, commit=commit, bucket=b.id, hardware="cpu-test",
+                               identity=identity, sample_index=index)  # fmt: skip
     return Sample(
         sample_id=sample_id, trusted_source="seed", timestamp="2026-11-30T00:00:00+00:00",
         value=value, hardware="cpu-test", task=b.task, backend_key=b.backend_key, commit=commit,
@@ -113,7 +121,7 @@ def test_runner_estimate_counts_only_runs_left_and_their_retries() -> None:
     target = SeedTarget(commit=C1, target_branch="main")
     entry = PlanEntry(target=target, bucket=NUMPY, indices=(0, 1, 2), present={0: seeded(NUMPY)})
     # Two runs left, two repeats each, 10 minutes; one retry doubles it.
-    assert runner_minutes([entry]) == (40.0, 80.0)
+    assert runner_minutes([(entry.bucket, len(entry.missing))]) == (40.0, 80.0)
     assert format_minutes(95) == "1h 35m"
     assert format_minutes(7) == "7m"
 
@@ -222,3 +230,22 @@ def test_underfilled_output_must_be_a_json_list_of_ids() -> None:
     for bad in ("a/x", '{"a": 1}', "[1]"):
         with pytest.raises(ConfigError, match="--underfilled"):
             parse_underfilled(bad)
+
+
+def test_a_reseed_plans_job_seeds_its_own_bucket_and_a_typo_is_refused(tmp_path: Path) -> None:
+    """One job of a per-bucket matrix narrows the reseed plan to its --bucket; an id the
+    config does not know is a usage error, never an empty seed."""
+    plan = ReseedPlan(commit=C1, target_branch="main", min_samples=5,
+                      buckets=(ReseedBucket(id=NUMPY.id, have=1, samples=2),
+                               ReseedBucket(id=PYTHON.id, have=0, samples=3)))  # fmt: skip
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan.to_json()), encoding="utf-8")
+    declared = config(NUMPY, PYTHON, PENDULUM)
+    options = SeedOptions(plan=path, selection=Selection(ids=(PYTHON.id,), backends=("python",)),
+                          work_dir=tmp_path, summary=tmp_path / "s.json")  # fmt: skip
+    narrowed, left = reseed_scope(options, declared)
+    assert narrowed is not None and narrowed.bucket_ids == (PYTHON.id,)
+    assert left == Selection(backends=("python",))
+    assert reseed_scope(replace(options, plan=None), declared) == (None, options.selection)
+    with pytest.raises(UsageError, match="unknown bucket typo/numpy"):
+        reseed_scope(replace(options, selection=Selection(ids=("typo/numpy",))), declared)

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from perfgate import cli
-from perfgate.baselines.qualify import Fingerprint, Observation, measure_noise
+from perfgate.baselines.qualify import Observation, PoolFingerprint, measure_noise
+from perfgate.baselines.samples import WindowIdentity
 from perfgate.config import Direction, FileRef, QualifyPolicy, load_config
 from perfgate.errors import ConfigError
 from perfgate.judge.calibration import (
@@ -31,9 +32,12 @@ from tests.factories import make_result
 STEADY = [[99.0], [100.0], [101.0], [100.0], [99.0], [101.0]]
 # Calibrated policy: 20 quiet runs of two samples each, about 0.4 % apart.
 QUIET = [[100.0 + 0.4 * ((i * 7) % 5 - 2), 100.0 - 0.3 * ((i * 3) % 4 - 1.5)] for i in range(20)]
-FINGERPRINT = Fingerprint(hardware="cpu-test", target_branch="main", commit="c" * 40,
-                          launch_hash="a" * 16, benchmark_hash="b" * 16, runtime_hash="d" * 16,
-                          baseline_epoch=1)  # fmt: skip
+FINGERPRINT = PoolFingerprint(
+    hardware="cpu-test",
+    commit="c" * 40,
+    window=WindowIdentity(target_branch="main", launch_hash="a" * 16, benchmark_hash="b" * 16,
+                          runtime_hash="d" * 16, baseline_epoch=1),
+)  # fmt: skip
 # Ten runs of two samples on runners whose levels differ by about 2 %.
 RUNNER_OFFSETS = [
     [100.0 + offset + 0.2, 100.0 + offset - 0.2]

@@ -223,6 +223,7 @@ def test_image_comes_from_the_environment_before_the_config() -> None:
         image_for(plain(), {}, "bucket b")
 
 
+@pytest.mark.slow  # starts git
 def test_an_image_per_commit_is_named_by_the_checkouts_commit(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     git("init", "-q", str(repo))
@@ -282,6 +283,7 @@ def test_outputs_and_caches_are_opened_for_the_images_user(tmp_path: Path) -> No
     assert (checkout / "_isaac_sim").readlink() == Path("/isaac-sim")
 
 
+@pytest.mark.slow  # starts git
 def test_a_linked_worktrees_git_directory_is_mounted_read_only_at_its_own_path(
     tmp_path: Path,
 ) -> None:

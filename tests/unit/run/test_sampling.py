@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from perfgate.config import ConfirmMode, load_config
+from perfgate.errors import UsageError
 from perfgate.result import SamplingStop
-from perfgate.run.sampling import Sampler, SamplingPlan, take_samples
+from perfgate.run.sampling import Sampler, SamplingPlan, take_samples, with_sample_count
 from tests.paths import ROOT
 
 REPEAT = SamplingPlan(confirm=ConfirmMode.REPEAT, repeats=2, max_repeats=5, budget_s=60.0)
@@ -90,3 +93,24 @@ def test_sampling_resumes_with_another_plan() -> None:
     assert sampler.run(off, lambda t: True) is SamplingStop.PLANNED
     assert sampler.run(REPEAT, lambda t: len(t) < 4) is SamplingStop.SETTLED
     assert sampler.taken == [100.0, 101.0, 102.0, 103.0]
+
+
+def test_repeats_set_the_samples_a_run_takes_and_leave_room_to_confirm() -> None:
+    declared = load_config(ROOT / "perfgate.yaml").buckets
+    (many,) = with_sample_count(declared[:1], repeats=declared[0].max_repeats + 5)
+    assert many.repeats == many.max_repeats == declared[0].max_repeats + 5
+    (one,) = with_sample_count(declared[:1], repeats=1)
+    assert (one.repeats, one.max_repeats) == (1, declared[0].max_repeats)
+    assert with_sample_count(declared) == declared
+
+
+def test_samples_are_exactly_that_many_with_none_to_confirm() -> None:
+    declared = load_config(ROOT / "perfgate.yaml").buckets
+    assert {(b.repeats, b.max_repeats) for b in with_sample_count(declared, samples=3)} == {(3, 3)}
+
+
+@pytest.mark.parametrize(("flag", "count"), [("repeats", 0), ("samples", 101)])
+def test_a_count_outside_1_to_100_names_its_flag(flag: str, count: int) -> None:
+    declared = load_config(ROOT / "perfgate.yaml").buckets
+    with pytest.raises(UsageError, match=f"--{flag} {count}: take between 1 and 100 samples"):
+        with_sample_count(declared, **{flag: count})
