@@ -77,6 +77,8 @@ class Reason(StrEnum):
     BETWEEN_MODES = "BETWEEN_MODES"  # the run matches no mode of a multimodal window
     LEVEL_SHIFT = "LEVEL_SHIFT"  # informational: the window starts after a landed shift
     SHIFT_SETTLING = "SHIFT_SETTLING"  # a shift landed, too few samples after it yet
+    # a window BLOCK that a whole-run excursion of unchanged code could explain
+    RUN_STATE = "RUN_STATE"
     # admission control and paired confirmation
     CONTAMINATED = "CONTAMINATED"  # samples taken on an unfit machine, set aside
     PAIRED_REGRESSION = "PAIRED_REGRESSION"  # confirmed by the paired test on one runner
