@@ -31,11 +31,13 @@ from perfgate.baselines.segments import (
     RECENT_HORIZON,
     archive_dir,
     index_path,
+    runner_name,
 )
 
-# (distance, timestamp, segment, line number, commit, figure): a line that may make a
-# window. The figure comes from the index; None when the line must be parsed.
-Candidate = tuple[int, bytes, str, int, bytes, float | None]
+# (distance, timestamp, segment, line number, commit, (figure, runner, seconds)): a line
+# that may make a window. The last part comes from the index; None when the line must be
+# parsed.
+Candidate = tuple[int, bytes, str, int, bytes, tuple[float, bytes, bytes] | None]
 
 # What a caller names each window by: a bucket id, or (bucket id, metric name).
 K = TypeVar("K", bound=Hashable)
@@ -87,7 +89,9 @@ class _Selection:
     def feed_index(self, path: str, tokens: list[bytes], distance: Mapping[bytes, int]) -> None:
         """Rank a segment from its index tokens (header already checked)."""
         count = int(tokens[3])
-        commits, stamps, digests, values = (tokens[4 + k :: INDEX_FIELDS] for k in range(4))
+        commits, stamps, digests, values, runners, walls = (
+            tokens[4 + k :: INDEX_FIELDS] for k in range(6)
+        )
         self.scanned += count
         found = [(d, i) for i, d in enumerate(map(distance.get, commits)) if d is not None]
         if digests.count(self.digest) != count:
@@ -95,7 +99,12 @@ class _Selection:
         if not self.keep_all and len(found) > self.limit:
             farthest = sorted(d for d, _ in found)[self.limit - 1]
             found = [(d, i) for d, i in found if d <= farthest]
-        self.offer([(d, stamps[i], path, i + 1, commits[i], float(values[i])) for d, i in found])
+        self.offer(
+            [
+                (d, stamps[i], path, i + 1, commits[i], (float(values[i]), runners[i], walls[i]))
+                for d, i in found
+            ]
+        )
         if _CORRUPT in commits:
             self.suspects += [(path, i + 1) for i, c in enumerate(commits) if c == _CORRUPT]
 
@@ -237,11 +246,18 @@ def _pick(
     for bucket, selection in selections.items():
         chosen: list[WindowEntry] = []
         dropped = False
-        for _, stamp, path, number, commit, value in selection.ordered():
-            if value is not None:
+        for _, stamp, path, number, commit, indexed in selection.ordered():
+            if indexed is not None:
                 # From an index naming this very blob: the writer validated the line.
+                value, runner, wall = indexed
                 chosen.append(
-                    WindowEntry(commit=commit.decode(), timestamp=stamp.decode(), value=value)
+                    WindowEntry(
+                        commit=commit.decode(),
+                        timestamp=stamp.decode(),
+                        value=value,
+                        runner=runner_name(runner.decode()),
+                        wall_s=None if wall == b"-" else float(wall),
+                    )
                 )
             else:
                 sample = parsed[(path, number)]

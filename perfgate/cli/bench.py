@@ -170,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
         confirm_mode=ConfirmMode.OFF if args.samples is not None else config.gate.confirm,
         confirm=confirmer,
         pairing=confirmer,
+        budget_minutes=config.gate.budget_minutes,
     )
     out = human(args)
     if args.no_judge or on_github():

@@ -10,9 +10,9 @@ where it changes a decision, and never on a comparison that cannot decide:
   window) a BLOCK of a given drop needs at a given noise, with ``POWER``;
 * ``pairs_affordable`` / ``samples_affordable``: what a budget in minutes allows at a
   launch time, as the bench spends it (no pair or sample starts once it is spent);
-* ``allocate``: one budget per run shared by the matrix, the most suspicious buckets
-  first, the largest possible drops first; what it cannot afford is named with what it
-  would have needed.
+* ``by_suspicion`` / ``unaffordable``: one budget per run shared by the matrix, spent on
+  the most suspicious buckets first, the largest possible drops first; what it cannot
+  afford is named with what it would have needed.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from perfgate.judge.paired import PairedPolicy
 from perfgate.judge.stats import CalibratedPolicy, Decision, location_var, t_isf
 from perfgate.judge.verdicts import Reason, Verdict
+from perfgate.run.sampling import Step
 
 # A budget "can decide" when a drop of the minimum is BLOCKed with this probability.
 POWER = 0.8
@@ -46,9 +47,36 @@ def uncleared(decision: Decision, confirm_drop_pct: float) -> bool:
         return False
     if decision.verdict in (Verdict.BLOCK, Verdict.INCONCLUSIVE):
         return True
-    if decision.verdict is Verdict.IMPROVED or decision.drop_bound_pct is None:
+    if decision.drop_bound_pct is None:
+        return decision.verdict is Verdict.WARN  # the reference rule: past its warn line
+    if decision.verdict is Verdict.IMPROVED:
         return False
     return decision.drop_bound_pct >= confirm_drop_pct
+
+
+def next_step(decision: Decision, *, confirm_drop_pct: float, samples: int, most: int) -> Step:
+    """The cheapest evidence first: another launch here while more samples of this run
+    could still clear it (``most`` not yet taken, and the noise its samples share leaves
+    room); pairs when it would BLOCK, a whole-run fall could explain it, or no number of
+    repeats could clear it; nothing once it cleared the run."""
+    if not uncleared(decision, confirm_drop_pct):
+        return Step.DONE
+    if (
+        decision.verdict is Verdict.BLOCK
+        or Reason.RUN_STATE in decision.reasons
+        or decision.repeats_bound_pct is None  # the reference rule takes no more samples
+        or decision.repeats_bound_pct >= confirm_drop_pct
+        or samples >= most
+    ):
+        return Step.PAIR
+    return Step.REPEAT
+
+
+def clear_drop(min_drop_pct: float, confirm_drop_pct: float) -> float:
+    """The drop a paired comparison must rule out before it stops: halfway between the
+    minimum and ``confirm_drop_pct``, so a drop that matters is rarely cleared by the
+    pairs' own noise, and unchanged code still stops after two or three pairs."""
+    return (min_drop_pct + max(confirm_drop_pct, min_drop_pct)) / 2.0
 
 
 def suspicion(decision: Decision) -> tuple[int, float]:
@@ -118,6 +146,95 @@ def repeats_to_block(
     return _needed(drop_g, se, lambda m: df, rate, start)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Affordability:
+    """Whether a bucket's budget buys a comparison that can BLOCK a drop of ``drop_pct``."""
+
+    what: str  # "pair" or "repeat"
+    budget_minutes: float | None
+    launch_minutes: float
+    afforded: int  # pairs (or samples) the budget lets the bench take
+    most: int  # max_pairs (or max_repeats): the count limit
+    needed: int | None  # what a BLOCK needs with POWER (None: more than MOST)
+    drop_pct: float
+    noise_pct: float
+
+    @property
+    def decides(self) -> bool:
+        """True when the budget affords what a BLOCK needs."""
+        return self.needed is not None and self.needed <= self.afforded
+
+    @property
+    def minutes(self) -> float:
+        """Runner minutes of a comparison that can decide (of what is afforded otherwise)."""
+        launches = (2 if self.what == "pair" else 1) * (self.needed or self.afforded)
+        return launches * self.launch_minutes
+
+    def text(self) -> str:
+        """'pair budget 60 min allows 3 pairs at 14 min a launch; BLOCKing a 5 % drop at
+        2 % noise needs 6' (and the same for samples against the window)."""
+        plural = f"{self.what}s"
+        if self.budget_minutes is None or self.afforded >= self.most:
+            limit = f"max_{plural} {self.most} allows {self.afforded} {plural}"
+        else:
+            limit = (f"{self.what} budget {self.budget_minutes:g} min allows {self.afforded} "
+                     f"{plural}")  # fmt: skip
+        need = f"needs {self.needed}" if self.needed is not None else f"needs more than {MOST}"
+        return (
+            f"{limit} at {self.launch_minutes:.3g} min a launch; BLOCKing a {self.drop_pct:g} % "
+            f"drop at {self.noise_pct:.2g} % noise {need}"
+        )
+
+
+def pair_affordability(
+    *,
+    budget_minutes: float | None,
+    max_pairs: int,
+    launch_minutes: float,
+    drop_pct: float,
+    noise_pct: float,
+    policy: PairedPolicy,
+    prior_df: float = 0.0,
+) -> Affordability:
+    """Can the pairs a budget affords BLOCK a ``drop_pct`` drop at ``noise_pct`` noise?"""
+    return Affordability(
+        what="pair",
+        budget_minutes=budget_minutes,
+        launch_minutes=launch_minutes,
+        afforded=pairs_affordable(budget_minutes, launch_minutes, max_pairs),
+        most=max_pairs,
+        needed=pairs_to_block(drop_pct, noise_pct, policy, prior_df),
+        drop_pct=drop_pct,
+        noise_pct=noise_pct,
+    )
+
+
+def repeat_affordability(
+    *,
+    budget_minutes: float | None,
+    repeats: int,
+    max_repeats: int,
+    launch_minutes: float,
+    drop_pct: float,
+    noise_pct: float,
+    run_noise_pct: float,
+    policy: CalibratedPolicy,
+    window_runs: int,
+    df: float,
+) -> Affordability:
+    """Can the samples a budget affords BLOCK a ``drop_pct`` drop against the window?"""
+    return Affordability(
+        what="repeat",
+        budget_minutes=budget_minutes,
+        launch_minutes=launch_minutes,
+        afforded=samples_affordable(budget_minutes, launch_minutes, repeats, max_repeats),
+        most=max_repeats,
+        needed=repeats_to_block(drop_pct, noise_pct, run_noise_pct, policy, window_runs, df),
+        drop_pct=drop_pct,
+        noise_pct=noise_pct,
+    )
+
+
 def pairs_affordable(budget_minutes: float | None, launch_minutes: float, max_pairs: int) -> int:
     """Pairs a budget lets the bench take: no pair starts once the pairs took the budget."""
     if budget_minutes is None or launch_minutes <= 0:
@@ -142,47 +259,20 @@ class Claim:
     severity: int  # the window's verdict severity
     drop_bound_pct: float  # the largest drop the window cannot rule out
     minutes: float  # runner minutes a comparison that can decide needs
-    ceiling: float | None = None  # the bucket's own budget (None: no limit)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Grant:
-    """What the shared budget gives one claim (0 minutes: not afforded, and why)."""
-
-    bucket: str
-    minutes: float
-    note: str = ""
-
-    @property
-    def afforded(self) -> bool:
-        """True when the claim got the minutes it needs."""
-        return self.minutes > 0
+def by_suspicion(claims: Sequence[Claim]) -> list[Claim]:
+    """The order one run's shared budget is spent in: the most suspicious verdict first,
+    then the largest drop the window cannot rule out. Each is then confirmed within what
+    the budget has left (``unaffordable``), so what a settled one did not spend goes on."""
+    return sorted(claims, key=lambda c: (c.severity, c.drop_bound_pct), reverse=True)
 
 
-def allocate(claims: Sequence[Claim], budget_minutes: float | None) -> list[Grant]:
-    """Share one run's confirmation budget: the most suspicious first, then the largest
-    possible drop; each claim gets what deciding needs (within its own ceiling) or nothing.
-
-    Grants come back in the order they are served. Without a shared budget every claim
-    gets its own ceiling.
-    """
-    order = sorted(claims, key=lambda c: (c.severity, c.drop_bound_pct), reverse=True)
-    if budget_minutes is None:
-        return [Grant(bucket=c.bucket, minutes=c.ceiling or c.minutes) for c in order]
-    left = budget_minutes
-    grants = []
-    for claim in order:
-        need = claim.minutes if claim.ceiling is None else min(claim.minutes, claim.ceiling)
-        if need <= left:
-            grants.append(Grant(bucket=claim.bucket, minutes=need))
-            left -= need
-        else:
-            grants.append(
-                Grant(
-                    bucket=claim.bucket,
-                    minutes=0.0,
-                    note=f"confirming it needed {need:.0f} runner minutes; "
-                    f"{max(left, 0.0):.0f} of the run's {budget_minutes:g} were left",
-                )
-            )
-    return grants
+def unaffordable(needed_minutes: float, left_minutes: float | None) -> str:
+    """Why a comparison that can decide is not started ('' when the budget affords it)."""
+    if left_minutes is None or needed_minutes <= left_minutes:
+        return ""
+    return (
+        f"the run's confirmation budget cannot afford them: deciding needed "
+        f"{needed_minutes:.0f} runner minutes, {max(left_minutes, 0.0):.0f} were left"
+    )

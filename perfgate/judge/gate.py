@@ -326,12 +326,15 @@ def build_report(
     unreadable: Sequence[UnreadableArtifact] = (),
     calibration: NoiseCalibration | None = None,
     metric_windows: Mapping[tuple[str, str], Sequence[Sequence[float]]] | None = None,
+    runners: Mapping[str | tuple[str, str], Sequence[str | None]] | None = None,
 ) -> GateReport:
     """Judge every expected bucket; pure, so every rule is testable without I/O.
 
     ``windows`` holds each bucket's baseline runs of its primary metric, nearest first,
-    each the samples it took; ``metric_windows`` those of its other metrics, by (bucket
-    id, metric name). A bucket that ``calibration`` measured on this hardware and
+    each the samples it took (the window, then older history runner offsets are learned
+    from); ``metric_windows`` those of its other metrics, by (bucket id, metric name);
+    ``runners`` the runner of each of those runs, keyed alike (absent: windows are judged
+    as their runners measured them). A bucket that ``calibration`` measured on this hardware and
     experiment is judged with that measured noise (an A/A noise model of its primary
     metric): the calibrated rule reads it as its A/A calibration, the reference rule
     takes its noise floor from it instead of from a constant.
@@ -381,11 +384,14 @@ def build_report(
                     floors=bucket.floors_for(hardware, metric.name),
                     policy=policy_for(bucket, policy, hardware, metric),
                     paired_policy=paired_policy_for(bucket, policy, hardware, metric),
+                    runners=(runners or {}).get((bucket.id, metric.name)),
                 )
                 for metric in bucket.metrics
             ],
             confirm=policy.confirm,
             paired_policy=paired_policy_for(bucket, policy, hardware),
+            runners=(runners or {}).get(bucket.id),
+            confirm_drop_pct=policy.confirm_drop_pct,
         )
         rows.append(
             Row(bucket=bucket, verdict=judgement.verdict, result=result, judgement=judgement)
@@ -511,6 +517,7 @@ def evaluate(
     }
     windows: dict[str, Sequence[Sequence[float]]] = {}
     metric_windows: dict[tuple[str, str], Sequence[Sequence[float]]] = {}
+    runners: dict[str | tuple[str, str], Sequence[str | None]] = {}
     tip = base = source = None
     notes = list(notes)
     if store is None:
@@ -524,6 +531,10 @@ def evaluate(
         found = store.windows(keys, tip=tip, base=base, max_samples=limit)
         windows = {bucket: w.runs() for (bucket, name), w in found.items() if name == PRIMARY}
         metric_windows = {key: w.runs() for key, w in found.items() if key[1] != PRIMARY}
+        runners = {
+            (bucket if name == PRIMARY else (bucket, name)): [r.runner for r in w.stored_runs()]
+            for (bucket, name), w in found.items()
+        }
         if store.skipped_lines:
             # The count first: it survives the cap on notes however many lines follow.
             notes.append(
@@ -543,4 +554,5 @@ def evaluate(
         unreadable=unreadable,
         calibration=configured_calibration(config),
         metric_windows=metric_windows,
+        runners=runners,
     )

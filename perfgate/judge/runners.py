@@ -15,12 +15,14 @@ the bucket's history (longer than its window) and taken out:
 * older runs weigh less (half weight ``half_life`` runs back), so a slowly drifting
   offset is followed and a runner that left the pool simply stops mattering.
 
-What the correction leaves is also where whole-run excursions show: a machine that spent a
+What the correction leaves is also where whole-run falls show: a machine that spent a
 whole run in a slower state (a clock state, a noisy neighbour) moves every sample of that
-run together, by more than the run-to-run noise explains. Such runs of unchanged code are
-counted (``Excursions``), and the verdict rule never lets the window alone BLOCK a run that
-such an excursion could explain: only a paired comparison, which runs the base in the
-same state, can tell them apart.
+run together. The history's runs of unchanged code that fell as a whole are kept
+(``Excursions``), and the verdict rule never lets the window alone BLOCK a run that such a
+fall could explain (its drop is not past the deepest one by the block margin): only a
+paired comparison, which runs the base in the same state, can tell them apart. Falls past
+``EXCURSION_SIGMAS`` run-to-run sigmas are counted apart: with them in the history, one
+run that fell is not taken for a level shift.
 """
 
 from __future__ import annotations
@@ -28,10 +30,22 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from perfgate.config import Direction
-from perfgate.judge.stats import MAD_TO_SIGMA, RunHistory, pct_of_g, regression_of_g, to_g
+from perfgate.judge.stats import (
+    MAD_TO_SIGMA,
+    CalibratedPolicy,
+    Calibration,
+    Decision,
+    RunHistory,
+    WindowInput,
+    WindowModel,
+    analyse_window,
+    judge,
+    pct_of_g,
+    to_g,
+)
 
 # Neighbours on each side whose median is a run's local level.
 NEIGHBOURS = 8
@@ -65,12 +79,7 @@ class Excursions:
 
     falls: tuple[float, ...]  # every positive fall, log units, deepest first
     count: int  # falls past EXCURSION_SIGMAS robust run-level sigmas
-    deepest_g: float  # the deepest of those (0: none)
     runs: int  # history runs looked at
-
-    def deepest_pct(self, direction: Direction) -> float:
-        """The deepest excursion as a regression of the metric, in % (positive)."""
-        return regression_of_g(self.deepest_g, direction)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,7 +127,6 @@ class RunnerModel:
         return RunHistory(
             offset_var=self.offset(runner).var,
             falls=found.falls if found else (),
-            excursion_g=found.deepest_g if found else 0.0,
             excursions=found.count if found else 0,
             runs=found.runs if found else self.runs,
         )
@@ -242,6 +250,76 @@ def _excursions(residuals: Sequence[float]) -> Excursions | None:
     centre = statistics.median(residuals)
     falls = sorted((centre - r for r in residuals if r < centre), reverse=True)
     past = [f for f in falls if f > EXCURSION_SIGMAS * scale]
-    return Excursions(
-        falls=tuple(falls), count=len(past), deepest_g=max(past, default=0.0), runs=len(residuals)
+
+    return Excursions(falls=tuple(falls), count=len(past), runs=len(residuals))
+
+
+def analyse_for_runner(
+    window: Sequence[StoredRun],
+    history: Sequence[StoredRun],
+    runner: str | None,
+    *,
+    policy: CalibratedPolicy,
+    direction: Direction = Direction.HIGHER,
+    calibration: Calibration | None = None,
+) -> tuple[WindowModel, RunnerModel]:
+    """The window as a run on ``runner`` is judged against it: every window run corrected
+    for its own runner (learned from ``history``, nearest first, the window's runs
+    included), the run's correction uncertainty and the history's whole-run falls kept.
+
+    Judge the run's samples corrected too: ``RunnerModel.correct(values, runner)``.
+    """
+    runners = fit_runners(history, direction)
+    model = analyse_window(
+        runners.correct_window(window),
+        policy=policy,
+        direction=direction,
+        calibration=calibration,
+        run_excursions=runners.run_excursions,
     )
+    return replace(model, history=runners.history_for(runner)), runners
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowView:
+    """A window analysed for one run: on its runner's terms when runners are known."""
+
+    model: WindowModel
+    fitted: RunnerModel | None
+    runner: str | None
+
+    def decide(self, values: Sequence[float], policy: CalibratedPolicy, *, final: bool) -> Decision:
+        """The calibrated rule on the run's samples, corrected for its runner when known."""
+        corrected = self.fitted.correct(values, self.runner) if self.fitted else list(values)
+        return judge(self.model, corrected, policy=policy, final=final)
+
+
+def window_view(
+    runs: WindowInput,
+    runners: Sequence[str | None] | None,
+    runner: str | None,
+    *,
+    policy: CalibratedPolicy,
+    direction: Direction = Direction.HIGHER,
+    calibration: Calibration | None = None,
+) -> WindowView:
+    """Analyse ``runs`` (nearest first: the window, then older history) for a run on
+    ``runner``: runner-aware when every run names its runner slot (``runners``, None for
+    an unknown one) and ``policy.history_runs`` allows; else the plain window."""
+    if runners is None or policy.history_runs <= 0 or len(runners) != len(runs):
+        model = analyse_window(runs, policy=policy, direction=direction, calibration=calibration)
+        return WindowView(model=model, fitted=None, runner=runner)
+    stored = [
+        StoredRun(runner=name, values=(float(run),) if isinstance(run, int | float) else
+                  tuple(float(v) for v in run))
+        for name, run in zip(runners, runs, strict=True)
+    ]  # fmt: skip
+    model, fitted = analyse_for_runner(
+        stored[: policy.max_runs],
+        stored[: policy.history_runs],
+        runner,
+        policy=policy,
+        direction=direction,
+        calibration=calibration,
+    )
+    return WindowView(model=model, fitted=fitted, runner=runner)

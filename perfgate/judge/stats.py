@@ -67,6 +67,7 @@ class CalibratedPolicy:
 
     false_alarm_rate: float = 0.001  # P(BLOCK | unchanged code) per bucket-run
     min_drop_pct: float = 3.0  # smallest regression worth a BLOCK (and an IMPROVED)
+    history_runs: int = 200  # runs of history runner offsets are learned from (0: none)
     noise_floor_pct: float = 0.0  # per-sample noise is never taken below this
     min_samples: int = 5  # window samples needed to judge at all (R4)
     min_runs: int = 3  # window runs needed to judge at all
@@ -153,16 +154,20 @@ class RunHistory:
 
     The run's runner correction leaves ``offset_var`` unknown. ``falls`` are the history's
     runs that fell as a whole below their neighbours (log units, deepest first): unchanged
-    code that did so can explain a run's shortfall, so the window alone does not BLOCK a
-    run no deeper than one of them, nor one within the block margin of the deepest of the
-    ``excursions`` (falls past the run-to-run noise, ``excursion_g``).
+    code that did so can explain a run's shortfall, so the window alone BLOCKs a run only
+    when its drop is past the deepest of them by the block margin. ``excursions`` counts
+    the falls past the run-to-run noise (then a level shift needs two runs after it).
     """
 
     offset_var: float = 0.0
     falls: tuple[float, ...] = ()
-    excursion_g: float = 0.0
     excursions: int = 0
     runs: int = 0
+
+    @property
+    def deepest(self) -> float:
+        """The deepest whole-run fall of the history, log units (0: none)."""
+        return self.falls[0] if self.falls else 0.0
 
     def as_deep(self, fall: float) -> int:
         """History runs that fell at least ``fall`` as a whole."""
@@ -231,6 +236,10 @@ class Decision:
     # The largest drop still inside the warn-level interval, metric % (negative: even the
     # pessimistic end is a gain). A drop above it is ruled out by the window.
     drop_bound_pct: float | None = None
+    drop_pct: float | None = None  # the estimated drop, metric % (negative: a gain)
+    # The drop bound more samples of this run could reach at best: the noise its samples
+    # share (runner, state, the window's own level) does not average away.
+    repeats_bound_pct: float | None = None
     policy: str
     samples: int  # run samples used
     window_samples: int  # window samples used (after the shift cut)
@@ -1220,17 +1229,16 @@ def judge(
     if verdict is Verdict.PASS and resolution > 2.0 * policy.min_drop_pct:
         detail += f"; this window cannot resolve drops under {resolution:.0f} %"
     history = model.history
-    as_deep = history.as_deep(-ev.delta)
-    if verdict is Verdict.BLOCK and (as_deep or -ev.delta - t_block * ev.se < history.excursion_g):
-        # Unchanged code has fallen this far as a whole run on this pool (a slower machine
-        # state for a run's length): the window cannot tell this run from such a state.
-        count = as_deep or history.excursions
-        deepest = regression_of_g(history.falls[0] if history.falls else 0.0, direction)
+    if verdict is Verdict.BLOCK and -ev.delta - t_block * ev.se < history.deepest:
+        # Unchanged code has fallen about this far as a whole run on this pool (a slower
+        # machine state for a run's length): the window cannot tell this run from one.
+        deepest = regression_of_g(history.deepest, direction)
+        near = history.as_deep(-ev.delta - t_block * ev.se)
         verdict, reason = Verdict.INCONCLUSIVE, Reason.RUN_STATE
         detail = (
-            f"drop {signed_pct(change)} %, but {count} of the last {history.runs} runs of "
-            f"unchanged code fell as a whole by as much (up to {deepest:.1f} %); only a paired "
-            "comparison on the same runner can tell this run from one of them"
+            f"drop {signed_pct(change)} %, but {near} of the last {history.runs} runs of "
+            f"unchanged code fell as a whole nearly as far (up to {deepest:.1f} %); only a "
+            "paired comparison on the same runner can tell this run from one of them"
         )
     lo = pct_of_g(ev.delta - t_ci * ev.se, direction)
     hi = pct_of_g(ev.delta + t_ci * ev.se, direction)
@@ -1243,6 +1251,8 @@ def judge(
         need_more=need_more,
         drop_possible=could_be_big,
         drop_bound_pct=regression_of_g(-(ev.delta - t_warn * ev.se), direction),
+        drop_pct=regression_of_g(-ev.delta, direction),
+        repeats_bound_pct=regression_of_g(-(ev.delta - t_warn * math.sqrt(ev.run_var)), direction),
         value=from_g(ev.baseline_g + ev.delta, direction),
         baseline=from_g(ev.baseline_g, direction),
         effect_pct=change,

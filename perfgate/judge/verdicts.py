@@ -86,6 +86,12 @@ class Reason(StrEnum):
     PAIRED_UNRESOLVED = "PAIRED_UNRESOLVED"  # the pairs cannot separate base and head
     PAIRED_UNAVAILABLE = "PAIRED_UNAVAILABLE"  # informational: no merge base to measure
     UNPAIRED = "UNPAIRED"  # the window would block, but no paired comparison confirmed it
+    # informational: no pairs on purpose (the budget could not decide or afford them)
+    PAIRED_SKIPPED = "PAIRED_SKIPPED"
+    # informational: a blocking drop the window could not rule out, too small to confirm here
+    POST_MERGE = "POST_MERGE"
+    # informational: the window was judged on this run's runner's terms (its offset taken out)
+    RUNNER_OFFSET = "RUNNER_OFFSET"
     WINDOW_SUSPECT = "WINDOW_SUSPECT"  # informational: what the window said; pairs decided
     # the reference policy (the seed's names)
     ROLLING_WINDOW = "ROLLING_WINDOW"

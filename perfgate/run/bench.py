@@ -57,8 +57,8 @@ from perfgate.run.execution import (
     read_log_excerpt,
     run_with_retry,
 )
-from perfgate.run.paired import BaseCheckout, measure_pairs
-from perfgate.run.sampling import Sampler, SamplingPlan
+from perfgate.run.paired import BaseCheckout, PairPlan, measure_pairs
+from perfgate.run.sampling import Sampler, SamplingPlan, Step
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,8 +123,17 @@ Confirm = Callable[[Bucket, Result], bool]
 class Pairing(Protocol):
     """The judge side of paired confirmation (``gate.confirm: paired``)."""
 
-    def suspicious(self, bucket: Bucket, result: Result) -> bool:
-        """True when the window cannot clear the run: measure the merge base beside it."""
+    def step(self, bucket: Bucket, result: Result) -> Step:
+        """What the run should spend next: nothing, another launch here, or pairs."""
+        ...
+
+    def pair_plan(self, bucket: Bucket, result: Result, left_minutes: float | None) -> PairPlan:
+        """How many pairs to take at most, or why none (they cannot decide, or the run's
+        shared budget, ``left_minutes`` of it left, cannot afford them)."""
+        ...
+
+    def order(self, runs: Sequence[tuple[Bucket, Result]]) -> list[Bucket]:
+        """The buckets in the order the run's shared budget is spent on them."""
         ...
 
     def base(self, bucket: Bucket, result: Result) -> AbstractContextManager[BaseCheckout | str]:
@@ -219,6 +228,117 @@ class SampleRun:
         )
 
 
+class BucketRun:
+    """One bucket run in progress: its samples, admission control, its pairs, its Result.
+
+    ``take`` measures the planned repeats (and, under ``gate.confirm: repeat``, more while
+    the rule asks); ``confirm`` spends confirmation under ``gate.confirm: paired`` within an
+    allowance of runner seconds (the share of a run's budget the matrix gave it).
+    """
+
+    def __init__(self, bucket: Bucket, settings: BenchSettings, plan: SamplingPlan) -> None:
+        self.bucket, self.settings, self.plan = bucket, settings, plan
+        ci = settings.context
+        # R10: caches are keyed by run id, attempt and run label, so two allocations of one
+        # qualification run (same run id and attempt) never share a cache directory.
+        self.run_key = "-".join(
+            part for part in (ci.run_id or "local", ci.run_attempt or "1", ci.run_label) if part
+        )
+        self.started_at, self.started = datetime.now(UTC), time.monotonic()
+        self.control = AdmissionControl(settings.admission, settings.hardware)
+        self.paired: PairedRecord | None = None
+        self.stopped = SamplingStop.PLANNED
+        self.confirming_s = 0.0  # runner seconds ``confirm`` spent
+        self.sampler = Sampler(
+            lambda index: _measure(bucket, settings, self.run_key, index, self.control),
+            healthy=lambda sample: sample.healthy,
+            set_aside=lambda sample: sample.admission.set_aside,
+            remeasure=lambda sample: self.remeasure(
+                f"sample {sample.index}", sample.wall_s, sample.admission
+            ),
+        )
+
+    def remeasure(self, what: str, wall_s: float, admission: SampleAdmission | None) -> bool:
+        """Whether admission control grants measuring ``what`` again; says what it does."""
+        granted = self.control.may_remeasure(wall_s)
+        why = "; ".join(admission.reasons) if admission else "unfit machine"
+        then = "measuring again" if granted else "set aside (the re-measure budget is spent)"
+        self.settings.say(f"{self.bucket.id}: {what} was taken on an unfit machine ({why}); {then}")
+        return granted
+
+    def result(self, stopped: SamplingStop | None = None) -> Result:
+        """The run so far as a Result."""
+        return _result(self.bucket, self.settings, self.sampler.taken, self.plan,
+                       stopped or self.stopped, (self.started_at, self.started),
+                       self.sampler.replaced, self.control, self.paired)  # fmt: skip
+
+    def take(self, confirm: Confirm | None = None) -> None:
+        """The planned repeats; with ``confirm`` (and not paired) more while it asks."""
+        paired = self.plan.confirm is ConfirmMode.PAIRED
+        if confirm is None or paired:
+            self.stopped = self.sampler.run(replace(self.plan, confirm=ConfirmMode.OFF), None)
+            return
+        self.stopped = self.sampler.run(self.plan, self._asks(confirm))
+
+    def _asks(self, confirm: Confirm) -> Callable[[Sequence[SampleRun]], bool]:
+        return lambda taken: confirm(self.bucket, self.result(SamplingStop.PLANNED))
+
+    def confirm(
+        self, pairing: Pairing, confirm: Confirm | None, allowance_s: float | None = None
+    ) -> None:
+        """``gate.confirm: paired``: more launches here while they may still clear the run,
+        then pairs with the merge base when the window still cannot, within the bucket's
+        budgets and ``allowance_s``; none that cannot decide. Without a merge base to
+        measure, by repeats against the window (``confirm``)."""
+        if self.stopped is not SamplingStop.PLANNED:
+            return  # a failed run is not measured further
+        bucket, began = self.bucket, time.monotonic()
+
+        def left() -> float | None:
+            return None if allowance_s is None else allowance_s - (time.monotonic() - began)
+
+        def repeat() -> bool:
+            room = left()
+            return (room is None or room > 0) and pairing.step(bucket, self.result()) is Step.REPEAT
+
+        if pairing.step(bucket, self.result()) is Step.REPEAT:
+            self.stopped = self.sampler.run(self.plan, lambda taken: repeat())
+        elif pairing.step(bucket, self.result()) is Step.DONE:
+            self.stopped = SamplingStop.SETTLED
+        if self.stopped is SamplingStop.FAILED or pairing.step(bucket, self.result()) is Step.DONE:
+            self.confirming_s += time.monotonic() - began
+            return
+        room = left()
+        plan = pairing.pair_plan(bucket, self.result(), None if room is None else room / 60.0)
+        if plan.pairs <= 0:
+            self.paired = PairedRecord(
+                status=PairedStatus.SKIPPED, reason=plan.skipped, max_pairs=bucket.max_pairs
+            )
+        else:
+            budget = bucket.pair_budget_minutes
+            limits = [v for v in (budget * 60.0 if budget is not None else None, room) if v]
+            self.paired = _pair(self, pairing, max_pairs=min(bucket.max_pairs, plan.pairs),
+                                budget_s=min(limits) if limits else None)  # fmt: skip
+        self.settings.say(_paired_notice(bucket, self.paired))
+        unavailable = self.paired.status is PairedStatus.UNAVAILABLE
+        if unavailable or (self.paired.status is PairedStatus.FAILED and
+                           self.paired.head_failure is None):  # fmt: skip
+            # No merge base to measure: confirm against the window by repeats instead.
+            self.stopped = self.sampler.run(
+                self.plan, None if confirm is None else self._asks(confirm)
+            )
+        self.confirming_s += time.monotonic() - began
+
+    def finish(self) -> Result:
+        """The Result, with a notice when the run took more than its repeats."""
+        counted = self.sampler.counted
+        if counted > self.plan.repeats:
+            self.settings.say(
+                f"{self.bucket.id}: took {counted} samples to confirm ({self.stopped.value})"
+            )
+        return self.result()
+
+
 def run_bucket(
     bucket: Bucket,
     settings: BenchSettings,
@@ -233,65 +353,22 @@ def run_bucket(
     ``confirm`` answers, from the samples so far, whether the verdict needs another;
     ``pairing`` (``gate.confirm: paired``) compares a suspicious run with its merge base.
     """
-    plan = plan or SamplingPlan.for_bucket(bucket, ConfirmMode.OFF)
-    ci = settings.context
-    # R10: caches are keyed by run id, attempt and run label, so two allocations of one
-    # qualification run (same run id and attempt) never share a cache directory.
-    run_key = "-".join(
-        part for part in (ci.run_id or "local", ci.run_attempt or "1", ci.run_label) if part
-    )
-    started_at, started = datetime.now(UTC), time.monotonic()
-    control = AdmissionControl(settings.admission, settings.hardware)
-    paired: PairedRecord | None = None
-
-    def assemble(samples: Sequence[SampleRun], stopped: SamplingStop) -> Result:
-        timing = (started_at, started)
-        return _result(bucket, settings, samples, plan, stopped, timing, sampler.replaced,
-                       control, paired)  # fmt: skip
-
-    def remeasure(what: str, wall_s: float, admission: SampleAdmission | None) -> bool:
-        granted = control.may_remeasure(wall_s)
-        why = "; ".join(admission.reasons) if admission else "unfit machine"
-        then = "measuring again" if granted else "set aside (the re-measure budget is spent)"
-        settings.say(f"{bucket.id}: {what} was taken on an unfit machine ({why}); {then}")
-        return granted
-
-    sampler = Sampler(
-        lambda index: _measure(bucket, settings, run_key, index, control),
-        healthy=lambda sample: sample.healthy,
-        set_aside=lambda sample: sample.admission.set_aside,
-        remeasure=lambda sample: remeasure(
-            f"sample {sample.index}", sample.wall_s, sample.admission
-        ),
-    )
-    wants_more = (
-        None
-        if confirm is None
-        else lambda taken: confirm(bucket, assemble(taken, SamplingStop.PLANNED))
-    )
-    if plan.confirm is not ConfirmMode.PAIRED or pairing is None:
-        stopped = sampler.run(plan, wants_more)
-    else:
-        stopped = sampler.run(replace(plan, confirm=ConfirmMode.OFF), None)
-        so_far = assemble(sampler.taken, stopped)
-        if stopped is SamplingStop.PLANNED and pairing.suspicious(bucket, so_far):
-            paired = _pair(bucket, settings, run_key, remeasure, control, pairing, so_far)
-            settings.say(_paired_notice(bucket, paired))
-            if paired.status is not PairedStatus.MEASURED and paired.head_failure is None:
-                # No merge base to measure: confirm against the window by repeats instead.
-                stopped = sampler.run(plan, wants_more)
-        elif stopped is SamplingStop.PLANNED:
-            stopped = SamplingStop.SETTLED
-    counted = sampler.counted
-    if counted > plan.repeats:
-        settings.say(f"{bucket.id}: took {counted} samples to confirm ({stopped.value})")
-    return assemble(sampler.taken, stopped)
+    run = BucketRun(bucket, settings, plan or SamplingPlan.for_bucket(bucket, ConfirmMode.OFF))
+    run.take(confirm)
+    if run.plan.confirm is ConfirmMode.PAIRED:
+        if pairing is not None:
+            run.confirm(pairing, confirm)
+        elif confirm is not None:
+            run.stopped = run.sampler.run(run.plan, run._asks(confirm))
+    return run.finish()
 
 
 def _paired_notice(bucket: Bucket, paired: PairedRecord) -> str:
     """``cartpole/numpy: paired A/B with abc123def456: 6 pair(s) (settled)``."""
     if paired.status is PairedStatus.UNAVAILABLE:
         return f"{bucket.id}: no paired A/B ({paired.reason}); confirming by repeats"
+    if paired.status is PairedStatus.SKIPPED:
+        return f"{bucket.id}: no paired A/B: {paired.reason}; the window's verdict stands"
     base = (paired.base_commit or "?")[:12]
     pairs = len(paired.pairs())
     stopped = paired.stopped.value if paired.stopped else "?"
@@ -300,15 +377,11 @@ def _paired_notice(bucket: Bucket, paired: PairedRecord) -> str:
 
 
 def _pair(
-    bucket: Bucket,
-    settings: BenchSettings,
-    run_key: str,
-    remeasure: Callable[[str, float, SampleAdmission | None], bool],
-    control: AdmissionControl,
-    pairing: Pairing,
-    head: Result,
+    run: BucketRun, pairing: Pairing, *, max_pairs: int, budget_s: float | None
 ) -> PairedRecord:
     """Measure the merge base and the change alternately on this runner (the evidence)."""
+    bucket, settings, run_key, control = run.bucket, run.settings, run.run_key, run.control
+    head = run.result()
     started = time.monotonic()
     with pairing.base(bucket, head) as base:
         if isinstance(base, str):
@@ -325,17 +398,17 @@ def _pair(
 
         def measure(side: PairedSide, pair: int, index: int) -> PairedSample:
             which, where = sides[side]
-            run = _measure(which, where, run_key, index, control, label=f"paired-{index}-{side}")
-            others = {m.name: _figure(run, m) for m in bucket.metrics} if run.healthy else {}
+            taken = _measure(which, where, run_key, index, control, label=f"paired-{index}-{side}")
+            others = {m.name: _figure(taken, m) for m in bucket.metrics} if taken.healthy else {}
             return PairedSample(
                 sample_index=index,
                 pair=pair,
                 side=side,
-                value=run.value if run.healthy else None,
+                value=taken.value if taken.healthy else None,
                 metrics={name: value for name, value in others.items() if value is not None},
-                wall_s=round(run.wall_s, 3),
-                phase=_phase(run),
-                admission=run.admission,
+                wall_s=round(taken.wall_s, 3),
+                phase=_phase(taken),
+                admission=taken.admission,
             )
 
         def record(samples: Sequence[PairedSample], stop: PairedStop | None) -> PairedRecord:
@@ -354,12 +427,11 @@ def _pair(
                 wall_s=round(time.monotonic() - started, 3),
             )
 
-        budget = bucket.pair_budget_minutes
         samples, stop = measure_pairs(
-            max_pairs=bucket.max_pairs,
-            budget_s=None if budget is None else budget * 60.0,
+            max_pairs=max_pairs,
+            budget_s=budget_s,
             measure=measure,
-            remeasure=lambda s: remeasure(
+            remeasure=lambda s: run.remeasure(
                 f"paired {s.side.value} sample {s.sample_index}", s.wall_s, s.admission
             ),
             wants_more=lambda taken: pairing.wants_more(bucket, head, record(taken, None)),
@@ -645,14 +717,34 @@ def run_buckets(
     confirm_mode: ConfirmMode = ConfirmMode.OFF,
     confirm: Confirm | None = None,
     pairing: Pairing | None = None,
+    budget_minutes: float | None = None,
 ) -> list[Result]:
-    """Run each bucket in turn, writing its artifact into ``settings.out_dir`` as it finishes."""
-    results = []
+    """Run each bucket in turn, writing its artifact into ``settings.out_dir`` as it finishes.
+
+    Under ``gate.confirm: paired`` every bucket takes its repeats first; then the buckets
+    the window cannot clear are confirmed in the order ``pairing.order`` gives (the most
+    suspicious first), each within its own budgets and what is left of ``budget_minutes``
+    (the run's, shared by the matrix), its artifact rewritten.
+    """
+    runs: list[BucketRun] = []
     for bucket in buckets:
         on_start(bucket)
-        plan = SamplingPlan.for_bucket(bucket, confirm_mode)
-        result = run_bucket(bucket, settings, plan=plan, confirm=confirm, pairing=pairing)
+        run = BucketRun(bucket, settings, SamplingPlan.for_bucket(bucket, confirm_mode))
+        run.take(confirm)
+        result = run.finish() if pairing is None or confirm_mode is not ConfirmMode.PAIRED else (
+            run.result()
+        )
         write_result(result, settings.out_dir)
         on_done(result)
-        results.append(result)
-    return results
+        runs.append(run)
+    if pairing is None or confirm_mode is not ConfirmMode.PAIRED:
+        return [run.result() for run in runs]
+    by_bucket = {run.bucket.id: run for run in runs}
+    spent_s = 0.0
+    for bucket in pairing.order([(run.bucket, run.result()) for run in runs]):
+        run = by_bucket[bucket.id]
+        left = None if budget_minutes is None else budget_minutes * 60.0 - spent_s
+        run.confirm(pairing, confirm, left)
+        spent_s += run.confirming_s
+        write_result(run.finish(), settings.out_dir)
+    return [run.result() for run in runs]

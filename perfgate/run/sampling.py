@@ -17,12 +17,21 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Generic, TypeVar
 
 from perfgate.config import Bucket, ConfirmMode
 from perfgate.result import SamplingStop
 
 T = TypeVar("T")
+
+
+class Step(StrEnum):
+    """What a suspicious run should spend next (``gate.confirm: paired``; the judge says)."""
+
+    DONE = "done"  # the window cleared it (or has nothing to judge): spend nothing
+    REPEAT = "repeat"  # one more launch on this runner may still clear it
+    PAIR = "pair"  # only the merge base measured beside it can decide
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -352,8 +352,8 @@ BAD_CONFIGS = [
         "version: 1\ngate:\n  mdoe: blocking\n" + VALID_BUCKET,
         3,
         "gate.mdoe",
-        "allowed keys: baseline, calibration, confirm, false_alarm_rate, mode, oracle, policy, "
-        "protected_branches, target_branches",
+        "allowed keys: baseline, budget_minutes, calibration, confirm, confirm_drop_pct, "
+        "false_alarm_rate, mode, oracle, policy, protected_branches, target_branches",
     ),
     (
         "qualify_limit_not_a_number",

@@ -268,9 +268,12 @@ def test_policy_for_reads_every_gate_key() -> None:
     assert reference == ReferencePolicy(noise_floor_pct=2.0, min_samples=5, max_samples=20)
 
 
-def test_the_window_holds_max_runs_of_the_largest_repeats() -> None:
+def test_the_window_holds_max_runs_of_the_largest_repeats_and_the_runner_history() -> None:
     config = load_config(ROOT / "perfgate.yaml")
-    assert window_sample_limit(config.gate, config.buckets) == 20 * 10
+    # 200 runs of history (runner offsets, whole-run falls) of up to 10 samples each
+    assert window_sample_limit(config.gate, config.buckets) == 200 * 10
+    window_only = replace(config.gate, baseline=replace(config.gate.baseline, history_runs=0))
+    assert window_sample_limit(window_only, config.buckets) == 20 * 10
     reference = replace(config.gate, policy=PolicyName.REFERENCE)
     assert window_sample_limit(reference, config.buckets) == 20
-    assert window_sample_limit(GatePolicy(), ()) == 20
+    assert window_sample_limit(GatePolicy(), ()) == 200
