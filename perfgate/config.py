@@ -326,10 +326,12 @@ class IsaacLabSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class DemoSpec:
-    """How the ``demo`` driver measures one sample: at least so long, after so much warm-up."""
+    """How the ``demo`` driver measures one sample: at least so long, after so much warm-up,
+    timing steps in CPU time unless ``timer: wall`` (None: the demo's default, CPU time)."""
 
     measure_seconds: float = 0.0
     warmup_seconds: float = 0.0
+    timer: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

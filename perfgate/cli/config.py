@@ -5,9 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TextIO
+
 from perfgate.cli.common import Verbs, add_config, add_selection, add_verb, selected
-from perfgate.config import load_config
-from perfgate.errors import ExitCode
+from perfgate.config import Bucket, Config, load_config
+from perfgate.errors import ExitCode, PerfgateError
+
+if TYPE_CHECKING:
+    from perfgate.judge.calibration import NoiseCalibration
 
 
 def register(verbs: Verbs) -> None:
@@ -52,7 +58,31 @@ def run_validate(args: argparse.Namespace) -> int:
     print(f"{config.path}: ok, {len(config.buckets)} buckets")
     for notice in config.notices:
         print(f"notice: {notice}")
+    report_budgets(config, config.buckets, calibration)
     return ExitCode.OK
+
+
+def report_budgets(
+    config: Config,
+    buckets: Sequence[Bucket],
+    calibration: NoiseCalibration | None,
+    stream: TextIO | None = None,
+) -> None:
+    """A warning for each budget that cannot decide (R17), read against the baseline branch
+    when there is one (its recorded noise and launch durations); a branch that cannot be
+    read only costs the check its recorded figures."""
+    from perfgate.baselines.store import open_store
+    from perfgate.console import annotate, on_github
+    from perfgate.judge.confirm import budget_warnings
+
+    store = open_store(config, local=not on_github())
+    try:
+        warnings = budget_warnings(config, buckets, store, calibration)
+    except PerfgateError as exc:
+        annotate("notice", f"budgets checked without recorded samples ({exc})", stream=stream)
+        warnings = budget_warnings(config, buckets, None, calibration)
+    for level, text in warnings:
+        annotate(level, text, stream=stream)
 
 
 def run_matrix(args: argparse.Namespace) -> int:

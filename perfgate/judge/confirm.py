@@ -401,7 +401,7 @@ def budget_warnings(
     buckets: Sequence[Bucket],
     store: BaselineStore | None,
     calibration: NoiseCalibration | None = None,
-) -> list[str]:
+) -> list[tuple[str, str]]:
     """Each bucket whose confirmation budget cannot decide, with the numbers (R17).
 
     Under ``gate.confirm: paired``: can the pairs its budget affords BLOCK a drop of
@@ -409,14 +409,15 @@ def budget_warnings(
     minimum (else smaller drops are left to post-merge detection)? The noise is the
     calibration's, else what the bucket's recorded runs show (the within-run noise a pair
     sees); the launch time its recorded samples' durations, else ``launch_minutes``.
-    Under ``gate.confirm: repeat``: the same for samples against the window. Buckets
-    that cannot be checked yet (no noise or launch time known) are named once.
+    Under ``gate.confirm: repeat``: the same for samples against the window. Buckets with
+    a launch time but no noise known yet are named once; those without either are not
+    checked. Each line comes with its level: ``warning`` or ``notice``.
     """
     gate = config.gate
     if gate.confirm.value == "off" or gate.policy.value != "calibrated":
         return []
     recorded = _recorded(store, buckets)
-    lines: list[str] = []
+    lines: list[tuple[str, str]] = []
     unknown: list[str] = []
     for bucket in buckets:
         launch, hardware, model = recorded.get(bucket.id, (None, "", None))
@@ -424,7 +425,9 @@ def budget_warnings(
         policy = policy_for(bucket, gate, hardware)
         assert isinstance(policy, CalibratedPolicy)
         noise, run_noise, df, runs = _noise(bucket, hardware, model, calibration)
-        if launch is None or noise is None:
+        if launch is None:
+            continue  # nothing known of it yet: checked once it declares or records a launch
+        if noise is None:
             unknown.append(bucket.id)
             continue
         drops = (confirm_drop_for(gate, policy.min_drop_pct), policy.min_drop_pct)
@@ -451,25 +454,20 @@ def budget_warnings(
                 "no pairs are taken: the window decides" if matters.what == "pair"
                 else "confirming by repeats cannot block it"
             )  # fmt: skip
-            lines.append(f"{bucket.id}: {matters.text()}; {then}")
+            lines.append(("warning", f"{bucket.id}: {matters.text()}; {then}"))
         elif not minimum.decides:
-            lines.append(
-                f"{bucket.id}: {minimum.text()}; drops under {matters.drop_pct:g} % are left "
-                "to post-merge detection"
-            )
+            lines.append(("notice", f"{bucket.id}: {minimum.text()}; drops under "
+                          f"{matters.drop_pct:g} % are left to post-merge detection"))  # fmt: skip
         if gate.budget_minutes is not None and matters.decides and (
             matters.minutes > gate.budget_minutes
         ):
-            lines.append(
-                f"{bucket.id}: confirming it needs {matters.minutes:.0f} runner minutes, more "
-                f"than gate.budget_minutes ({gate.budget_minutes:g}) for the whole run"
-            )
+            lines.append(("warning", f"{bucket.id}: confirming it needs "
+                          f"{matters.minutes:.0f} runner minutes, more than "
+                          f"gate.budget_minutes ({gate.budget_minutes:g}) for the whole run"))  # fmt: skip
     if unknown:
-        lines.append(
-            f"{len(unknown)} bucket(s) have no recorded noise or launch time yet (record "
-            "samples, calibrate, or set launch_minutes); their budgets are checked once they "
-            "do: " + ", ".join(unknown)
-        )
+        lines.append(("notice", f"{len(unknown)} bucket(s) have no recorded noise yet (record "
+                      "samples or calibrate); their budgets are checked once they do: "
+                      + ", ".join(unknown)))  # fmt: skip
     return lines
 
 

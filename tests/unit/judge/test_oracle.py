@@ -259,7 +259,7 @@ def test_policy_for_reads_every_gate_key() -> None:
     assert isinstance(policy, CalibratedPolicy)
     assert (policy.false_alarm_rate, policy.min_drop_pct) == (0.001, 3.0)
     assert policy.noise_floor_pct == 2.0  # the bucket's own floor for cpu-*
-    assert policy.run_noise_floor_pct == 3.0
+    assert policy.run_noise_floor_pct == 1.0
     assert (policy.initial_repeats, policy.max_repeats) == (bucket.repeats, bucket.max_repeats)
     assert (policy.min_samples, policy.min_runs, policy.max_runs) == (5, 3, 20)
     off = replace(config.gate, confirm=type(config.gate.confirm)("off"))
