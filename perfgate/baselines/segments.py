@@ -26,9 +26,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from urllib.parse import quote, unquote
 from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import quote, unquote
 
 from perfgate.baselines.samples import Sample
 

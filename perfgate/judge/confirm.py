@@ -316,7 +316,13 @@ class WindowConfirmer:
         return decisions
 
     def _decide(
-        self, bucket: Bucket, metric: Metric, result: Result, values: list[float], *, final: bool
+        self,
+        bucket: Bucket,
+        metric: Metric,
+        result: Result,
+        values: Sequence[float],
+        *,
+        final: bool,
     ) -> Decision | None:
         """One metric's window decision (None when the baseline branch cannot be read)."""
         policy = policy_for(bucket, self.config.gate, result.hardware.slug, metric)
@@ -456,18 +462,17 @@ def budget_warnings(
             )  # fmt: skip
             lines.append(("warning", f"{bucket.id}: {matters.text()}; {then}"))
         elif not minimum.decides:
-            lines.append(("notice", f"{bucket.id}: {minimum.text()}; drops under "
-                          f"{matters.drop_pct:g} % are left to post-merge detection"))  # fmt: skip
-        if gate.budget_minutes is not None and matters.decides and (
-            matters.minutes > gate.budget_minutes
-        ):
-            lines.append(("warning", f"{bucket.id}: confirming it needs "
-                          f"{matters.minutes:.0f} runner minutes, more than "
-                          f"gate.budget_minutes ({gate.budget_minutes:g}) for the whole run"))  # fmt: skip
+            left = f"drops under {matters.drop_pct:g} % are left to post-merge detection"
+            lines.append(("notice", f"{bucket.id}: {minimum.text()}; {left}"))
+        shared = gate.budget_minutes
+        if shared is not None and matters.decides and matters.minutes > shared:
+            more = f"more than gate.budget_minutes ({shared:g}) for the whole run"
+            needs = f"confirming it needs {matters.minutes:.0f} runner minutes, {more}"
+            lines.append(("warning", f"{bucket.id}: {needs}"))
     if unknown:
-        lines.append(("notice", f"{len(unknown)} bucket(s) have no recorded noise yet (record "
-                      "samples or calibrate); their budgets are checked once they do: "
-                      + ", ".join(unknown)))  # fmt: skip
+        later = "their budgets are checked once they do: " + ", ".join(unknown)
+        text = f"{len(unknown)} bucket(s) have no recorded noise yet (record samples or calibrate)"
+        lines.append(("notice", f"{text}; {later}"))
     return lines
 
 

@@ -576,8 +576,14 @@ def _judge_metric(
         signals += _floor_signals(value, check.floors, direction)
 
         view = (
-            window_view(check.window, check.runners, result.ci.runner_name, policy=check.policy,
-                        direction=direction, calibration=calibration)  # fmt: skip
+            window_view(
+                check.window,
+                check.runners,
+                result.ci.runner_name,
+                policy=check.policy,
+                direction=direction,
+                calibration=calibration,
+            )
             if isinstance(check.policy, CalibratedPolicy)
             else None
         )

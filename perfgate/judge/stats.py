@@ -895,7 +895,13 @@ def analyse_window(
     first = boundaries[-1] if boundaries else 0
     while len(runs) - first >= 2:
         found = _scan_shift(
-            resid, run_starts, first, sigma_d, policy.shift_rate, max(nu_d, 1.0), min_step,
+            resid,
+            run_starts,
+            first,
+            sigma_d,
+            policy.shift_rate,
+            max(nu_d, 1.0),
+            min_step,
             runs_after=2 if run_excursions else 1,
         )
         if found is None:
@@ -1266,7 +1272,9 @@ def judge(
         df=ev.df,
         noise_pct=pct_of_g(model.sigma, Direction.HIGHER),
         run_noise_pct=pct_of_g(model.run_sigma, Direction.HIGHER),
-        within_noise_pct=pct_of_g(model.within_sigma, Direction.HIGHER) if model.within_df else None,
+        within_noise_pct=pct_of_g(model.within_sigma, Direction.HIGHER)
+        if model.within_df
+        else None,
         within_df=model.within_df or None,
         resolution_pct=resolution,
         between_modes=ev.ambiguous,

@@ -731,8 +731,10 @@ def run_buckets(
         on_start(bucket)
         run = BucketRun(bucket, settings, SamplingPlan.for_bucket(bucket, confirm_mode))
         run.take(confirm)
-        result = run.finish() if pairing is None or confirm_mode is not ConfirmMode.PAIRED else (
-            run.result()
+        result = (
+            run.finish()
+            if pairing is None or confirm_mode is not ConfirmMode.PAIRED
+            else (run.result())
         )
         write_result(result, settings.out_dir)
         on_done(result)

@@ -95,9 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  recorded run {index + 1} of {args.recorded}", flush=True)
     counts: Counter[str] = Counter()
     seconds: list[float] = []
-    load = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)
-    ]
+    load = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)]
     try:
         for index in range(args.runs):
             began = time.perf_counter()

@@ -84,8 +84,9 @@ def main(argv: list[str] | None = None) -> int:
                     ]  # fmt: skip
                     timer, seconds, statistic = BEFORE
                     before = [*base, "--timer", timer, "--measure-seconds", str(seconds)]
-                    after = [*base, "--timer", (demo.timer if demo else None) or "cpu",
-                             "--measure-seconds", str(demo.measure_seconds if demo else 0.0)]  # fmt: skip
+                    timer_now = (demo.timer if demo else None) or "cpu"
+                    seconds_now = demo.measure_seconds if demo else 0.0
+                    after = [*base, "--timer", timer_now, "--measure-seconds", str(seconds_now)]
                     now = bucket.metric.path.rsplit(".", 1)[-1]
                     figures: dict[str, list[float]] = {"before": [], "after": []}
                     for _ in range(args.samples):

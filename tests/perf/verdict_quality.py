@@ -53,6 +53,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from perfgate.config import load_config  # noqa: E402
 from perfgate.judge.stats import (  # noqa: E402
     CalibratedPolicy,
     Calibration,
@@ -61,7 +62,6 @@ from perfgate.judge.stats import (  # noqa: E402
     judge,
     reference_decide,
 )
-from perfgate.config import load_config  # noqa: E402
 from perfgate.judge.verdicts import Verdict  # noqa: E402
 from tests.perf import economics, runner_offsets  # noqa: E402
 from tests.perf.targets import (  # noqa: E402

@@ -94,8 +94,14 @@ def test_each_segment_gets_an_index_of_exactly_its_blob() -> None:
                 sample = Sample.from_line(line)
                 digest = sample.window_digest
                 runner = runner_token(sample.ci_runner_name)
-                assert entry == (sample.commit, sample.timestamp, digest, str(sample.value),
-                                 runner, "-" if sample.wall_s is None else str(sample.wall_s))
+                assert entry == (
+                    sample.commit,
+                    sample.timestamp,
+                    digest,
+                    str(sample.value),
+                    runner,
+                    "-" if sample.wall_s is None else str(sample.wall_s),
+                )
     # Another blob (one more line, say by an older perfgate) is not what the index names.
     assert parse_index(files.index or "", (files.live + "x\n").encode(), "sha1") is None
 
