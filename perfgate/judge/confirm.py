@@ -136,6 +136,8 @@ class WindowConfirmer:
         cannot BLOCK a drop that matters (``affordability``), or what deciding needs is
         more than ``left_minutes`` of the run's shared budget."""
         plan = self.affordability(bucket, result)
+        if plan is None and left_minutes is not None and left_minutes <= 0:
+            return PairPlan(pairs=0, skipped="the run's confirmation budget is spent")
         if plan is None:
             return PairPlan(pairs=bucket.max_pairs)
         if not plan.decides:

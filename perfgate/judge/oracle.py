@@ -632,7 +632,7 @@ def _judge_metric(
                 "with the merge base, and gate.confirm: paired needs one to block",
             )
         if paired is None and confirm is ConfirmMode.PAIRED and confirm_drop_pct is not None:
-            window += _post_merge_signals(decision, check.policy)
+            window += _post_merge_signals(decision, check.policy, confirm_drop_pct)
         signals += window
         # Samples set aside never support a BLOCK: when only they would have blocked, or
         # nothing else is left, the verdict cannot be a pass either.
@@ -672,12 +672,16 @@ def _runner_signal(view: WindowView, direction: Direction) -> Signal:
     )
 
 
-def _post_merge_signals(decision: Decision, policy: Policy) -> list[Signal]:
-    """A blocking drop the window could not rule out, too small to confirm at this PR's
-    budget: named, and left to the post-merge alerts."""
+def _post_merge_signals(
+    decision: Decision, policy: Policy, confirm_drop_pct: float
+) -> list[Signal]:
+    """A blocking drop the window could not rule out, too small to be worth confirming at
+    this PR's budget (under ``confirm_drop_pct``): named, and left to post-merge alerts."""
     bound = decision.drop_bound_pct
     if not isinstance(policy, CalibratedPolicy) or bound is None or bound < policy.min_drop_pct:
         return []
+    if bound >= max(confirm_drop_pct, policy.min_drop_pct):
+        return []  # a drop that matters: confirmed here, or its row says why it was not
     if decision.verdict not in (Verdict.PASS, Verdict.WARN) or decision.reasons[0] in UNJUDGED:
         return []
     return [

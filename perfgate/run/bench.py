@@ -245,6 +245,8 @@ class BucketRun:
             part for part in (ci.run_id or "local", ci.run_attempt or "1", ci.run_label) if part
         )
         self.started_at, self.started = datetime.now(UTC), time.monotonic()
+        # The run's own time: waiting while other buckets measure is not this bucket's.
+        self.finished_at, self.wall_s = self.started_at, 0.0
         self.control = AdmissionControl(settings.admission, settings.hardware)
         self.paired: PairedRecord | None = None
         self.stopped = SamplingStop.PLANNED
@@ -268,17 +270,25 @@ class BucketRun:
 
     def result(self, stopped: SamplingStop | None = None) -> Result:
         """The run so far as a Result."""
+        timing = (self.started_at, self.started, self.finished_at, self.wall_s)
         return _result(self.bucket, self.settings, self.sampler.taken, self.plan,
-                       stopped or self.stopped, (self.started_at, self.started),
-                       self.sampler.replaced, self.control, self.paired)  # fmt: skip
+                       stopped or self.stopped, timing, self.sampler.replaced, self.control,
+                       self.paired)  # fmt: skip
+
+    def _worked(self, since: float) -> None:
+        """Count the time since ``since`` as this run's own, ending now."""
+        self.wall_s += time.monotonic() - since
+        self.finished_at = datetime.now(UTC)
 
     def take(self, confirm: Confirm | None = None) -> None:
         """The planned repeats; with ``confirm`` (and not paired) more while it asks."""
+        began = time.monotonic()
         paired = self.plan.confirm is ConfirmMode.PAIRED
         if confirm is None or paired:
             self.stopped = self.sampler.run(replace(self.plan, confirm=ConfirmMode.OFF), None)
-            return
-        self.stopped = self.sampler.run(self.plan, self._asks(confirm))
+        else:
+            self.stopped = self.sampler.run(self.plan, self._asks(confirm))
+        self._worked(began)
 
     def _asks(self, confirm: Confirm) -> Callable[[Sequence[SampleRun]], bool]:
         return lambda taken: confirm(self.bucket, self.result(SamplingStop.PLANNED))
@@ -293,6 +303,8 @@ class BucketRun:
         if self.stopped is not SamplingStop.PLANNED:
             return  # a failed run is not measured further
         bucket, began = self.bucket, time.monotonic()
+        # The repeat budget counts this run's own time, not the other buckets' repeats.
+        self.sampler.started = began - self.wall_s
 
         def left() -> float | None:
             return None if allowance_s is None else allowance_s - (time.monotonic() - began)
@@ -307,6 +319,7 @@ class BucketRun:
             self.stopped = SamplingStop.SETTLED
         if self.stopped is SamplingStop.FAILED or pairing.step(bucket, self.result()) is Step.DONE:
             self.confirming_s += time.monotonic() - began
+            self._worked(began)
             return
         room = left()
         plan = pairing.pair_plan(bucket, self.result(), None if room is None else room / 60.0)
@@ -316,7 +329,9 @@ class BucketRun:
             )
         else:
             budget = bucket.pair_budget_minutes
-            limits = [v for v in (budget * 60.0 if budget is not None else None, room) if v]
+            limits = [
+                v for v in (budget * 60.0 if budget is not None else None, room) if v is not None
+            ]
             self.paired = _pair(self, pairing, max_pairs=min(bucket.max_pairs, plan.pairs),
                                 budget_s=min(limits) if limits else None)  # fmt: skip
         self.settings.say(_paired_notice(bucket, self.paired))
@@ -328,6 +343,7 @@ class BucketRun:
                 self.plan, None if confirm is None else self._asks(confirm)
             )
         self.confirming_s += time.monotonic() - began
+        self._worked(began)
 
     def finish(self) -> Result:
         """The Result, with a notice when the run took more than its repeats."""
@@ -507,7 +523,7 @@ def _result(
     samples: Sequence[SampleRun],
     plan: SamplingPlan,
     stopped: SamplingStop,
-    timing: tuple[datetime, float],
+    timing: tuple[datetime, float, datetime, float],
     replaced: Sequence[int],
     control: AdmissionControl,
     paired: PairedRecord | None,
@@ -518,7 +534,7 @@ def _result(
     set every one aside, so the artifact still says what was measured).
     """
     ci = settings.context
-    started_at, started = timing
+    started_at, _, finished_at, wall_s = timing
     last = samples[-1]
     final = last.final
     measurement, outcome = final.reading, final.outcome
@@ -568,8 +584,8 @@ def _result(
         ),
         timings=Timings(
             started_at=started_at.isoformat(),
-            finished_at=datetime.now(UTC).isoformat(),
-            wall_s=time.monotonic() - started,
+            finished_at=finished_at.isoformat(),
+            wall_s=wall_s,
             attempts=tuple(
                 AttemptTiming(
                     number=r.number,

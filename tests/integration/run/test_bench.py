@@ -570,4 +570,5 @@ def test_the_matrix_takes_its_repeats_then_confirms_the_most_suspicious_first(
         assert second.paired is not None and second.paired.status is PairedStatus.SKIPPED
         assert second.paired.reason.endswith("min left of the run's budget")
     for result in results:  # each artifact was rewritten after its confirmation
-        assert read_result(settings.out_dir / f"{result.bucket.file_stem}.json") == result
+        stem = result.bucket.id.replace("/", "__")
+        assert read_result(settings.out_dir / f"{stem}.json") == result
