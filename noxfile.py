@@ -140,14 +140,19 @@ def perf(session: nox.Session) -> None:
 
 @nox.session(tags=["perf"])
 def quality(session: nox.Session) -> None:
-    """Score the verdict rule on synthetic series, the seed's reference rule beside it.
+    """Score the verdict rule and what it costs: error rates and runner minutes, side by side.
 
-    ``--quick`` (the default) runs the 12 suites of issue 11 and the runner-offset suites
-    (confirmation off, by repeats, paired); ``-- --series 640`` is the full run, with two
-    more suites (about ten minutes). Exits 1 when a target is missed.
+    ``--quick`` (the default) runs the 12 suites of issue 11, the runner-offset suites
+    (confirmation off, by repeats, paired) and the runner economics (tests/perf/economics.py:
+    today's defaults beside the new ones, the Isaac Lab example); ``-- --series 640`` is the
+    full run, with two more suites (about an hour on 2 cores). ``-- --json`` writes every
+    figure and target to .perfgate/quality/quality.json. Exits 1 when a target is missed.
     """
     _install(session)
-    session.run("python", "tests/perf/verdict_quality.py", *(session.posargs or ["--quick"]))
+    args = list(session.posargs)
+    if "--series" not in args and "--quick" not in args:
+        args.insert(0, "--quick")  # `-- --json` alone is the quick run's figures
+    session.run("python", "tests/perf/verdict_quality.py", *args)
 
 
 @nox.session(tags=["check"])
