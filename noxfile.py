@@ -245,18 +245,20 @@ def perf_gate(session: nox.Session) -> None:
 
 @nox.session(tags=["perf"])
 def quality(session: nox.Session) -> None:
-    """Score the verdict rule on synthetic series, the seed's reference rule beside it.
+    """Score the verdict rule and what it costs: error rates and runner minutes, side by side.
 
-    ``--quick`` (the default) runs the 12 suites of issue 11 and the runner-offset suites
-    (confirmation off, by repeats, paired); ``-- --series 640`` is the full run, with two
-    more suites (about ten minutes). Then the post-merge alert rule's pools (about two
-    minutes). Exits 1 when a target is missed.
+    ``--quick`` (the default) runs the 12 suites of issue 11, the runner-offset suites
+    (confirmation off, by repeats, paired) and the runner economics (tests/perf/economics.py:
+    today's defaults beside the new ones, the Isaac Lab example); ``-- --series 640`` is the
+    full run, with two more suites (about an hour on 2 cores). Both end with the post-merge
+    alert rule's pools (tests/perf/alert_quality.py). ``-- --json`` writes every figure and target to
+    .perfgate/quality/quality.json. Exits 1 when a target is missed.
     """
     bindir = _install(session, RUN)
-    _tool(session, bindir, "python", "tests/perf/verdict_quality.py",
-          *(session.posargs or ["--quick"]))  # fmt: skip
-    # The post-merge alert rule: delay and false alerts per 1,000 bucket-pushes.
-    _tool(session, bindir, "python", "tests/perf/alert_quality.py")
+    args = list(session.posargs)
+    if "--series" not in args and "--quick" not in args:
+        args.insert(0, "--quick")  # `-- --json` alone is the quick run's figures
+    _tool(session, bindir, "python", "tests/perf/verdict_quality.py", *args)
 
 
 @nox.session(tags=["check"])

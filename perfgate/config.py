@@ -128,6 +128,9 @@ class BaselinePolicy:
     # The calibrated policy's window: the nearest runs, every sample of each.
     min_runs: int = 3
     max_runs: int = 20
+    # Runs of history (beyond the window) that runner offsets and whole-run falls are
+    # learned from; 0 judges every run against its window as its runner measured it.
+    history_runs: int = 200
     # A publish retries lost races and network failures until this much time has passed.
     publish_deadline_minutes: float = 10.0
     # Deprecated (a fixed count is what lost samples); read only to say it is ignored.
@@ -158,6 +161,12 @@ class GatePolicy:
     # Calibrated policy: the chance that unchanged code is BLOCKed, per bucket run.
     false_alarm_rate: float = 0.001
     confirm: ConfirmMode = ConfirmMode.PAIRED
+    # Confirmation starts only when the window cannot rule out a drop this large (%): a
+    # smaller one is left to post-merge detection. At least min_block_regression_pct.
+    confirm_drop_pct: float = 5.0
+    # Runner minutes of confirmation one run may spend across the whole matrix (None: each
+    # bucket only within its own budgets), the most suspicious buckets first.
+    budget_minutes: float | None = None
     oracle: OraclePolicy = field(default_factory=OraclePolicy)
     baseline: BaselinePolicy = field(default_factory=BaselinePolicy)
     # gate.calibration: the noise calibration file (None: every bucket uncalibrated).
@@ -339,10 +348,12 @@ class IsaacLabSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class DemoSpec:
-    """How the ``demo`` driver measures one sample: at least so long, after so much warm-up."""
+    """How the ``demo`` driver measures one sample: at least so long, after so much warm-up,
+    timing steps in CPU time unless ``timer: wall`` (None: the demo's default, CPU time)."""
 
     measure_seconds: float = 0.0
     warmup_seconds: float = 0.0
+    timer: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -488,6 +499,9 @@ class Bucket:
     # budget (None: no limit besides max_pairs).
     max_pairs: int = 16
     pair_budget_minutes: float | None = None
+    # Runner minutes of one launch (a sample) before recorded samples' durations say better:
+    # what budgets are checked against (None: unknown until samples are recorded).
+    launch_minutes: float | None = None
     # Threads of numeric libraries in the benchmark (None: the driver's choice).
     threads: int | None = None
     command: CommandSpec | None = None
@@ -1139,6 +1153,16 @@ def _gate_policy(document: YamlDocument, raw: Mapping[str, Any]) -> GatePolicy:
         problem = path_problem(calibration, what="gate.calibration")
         if problem:
             _fail(document, ("gate", "calibration"), problem)
+    oracle = OraclePolicy(**raw.get("oracle", {}))
+    confirm_drop = raw.get("confirm_drop_pct")
+    if confirm_drop is not None and confirm_drop < oracle.min_block_regression_pct:
+        _fail(
+            document,
+            ("gate", "confirm_drop_pct"),
+            f"confirm_drop_pct ({confirm_drop:g}) is under oracle.min_block_regression_pct "
+            f"({oracle.min_block_regression_pct:g}): a drop too small to BLOCK cannot be worth "
+            "confirming; raise it to at least the minimum",
+        )
     return GatePolicy(
         mode=Mode(raw.get("mode", Mode.ADVISORY)),
         always_pass=bool(raw.get("always_pass", False)),
@@ -1148,7 +1172,16 @@ def _gate_policy(document: YamlDocument, raw: Mapping[str, Any]) -> GatePolicy:
         false_alarm_rate=float(raw.get("false_alarm_rate", GatePolicy.false_alarm_rate)),
         # YAML 1.1 reads a bare `off` as false: the schema allows it, and it means off.
         confirm=ConfirmMode(raw.get("confirm", ConfirmMode.PAIRED) or ConfirmMode.OFF),
-        oracle=OraclePolicy(**raw.get("oracle", {})),
+        # Unset: the default, or the minimum drop when that is larger.
+        confirm_drop_pct=float(
+            confirm_drop
+            if confirm_drop is not None
+            else max(GatePolicy.confirm_drop_pct, oracle.min_block_regression_pct)
+        ),
+        budget_minutes=(
+            float(raw["budget_minutes"]) if raw.get("budget_minutes") is not None else None
+        ),
+        oracle=oracle,
         baseline=BaselinePolicy(**raw.get("baseline", {})),
         calibration=None
         if calibration is None
@@ -1317,6 +1350,9 @@ def _expand(
                 float(settings["pair_budget_minutes"])
                 if "pair_budget_minutes" in settings
                 else None
+            ),
+            launch_minutes=(
+                float(settings["launch_minutes"]) if "launch_minutes" in settings else None
             ),
             threads=settings.get("threads"),
             command=command,

@@ -263,6 +263,9 @@ class PairedStatus(StrEnum):
     MEASURED = "measured"  # pairs were taken: the paired test decides
     UNAVAILABLE = "unavailable"  # no base could be measured: the run confirmed by repeats
     FAILED = "failed"  # a sample failed during the pairs (its side says whose)
+    # None taken on purpose: the budget could not decide, or the run's shared budget went to
+    # more suspicious buckets (the reason says which and what it needed): the window decides
+    SKIPPED = "skipped"
 
 
 class PairedStop(StrEnum):

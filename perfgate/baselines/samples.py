@@ -28,6 +28,7 @@ from typing import Any
 from perfgate.config import PRIMARY
 from perfgate.errors import GateMalfunction
 from perfgate.identity import stable_hash
+from perfgate.judge.runners import StoredRun
 from perfgate.result import Result, SampleReading
 
 SAMPLE_SCHEMA_VERSION = 1
@@ -106,6 +107,8 @@ class Sample:
     attempts: int = 1
     retried: bool = False
     sample_index: int | None = None
+    # Runner seconds the sample's launch took, every attempt included (None: not recorded).
+    wall_s: float | None = None
     # Which of the bucket's metrics the figure is (lines from before metrics: the primary).
     metric: str = PRIMARY
     # The caches the sample's launch started from, "cold" or "warm" (None: from before R16,
@@ -274,6 +277,7 @@ def samples_from_result(
                 attempts=result.health.attempts,
                 retried=result.health.retried,
                 sample_index=reading.sample_index,
+                wall_s=reading.wall_s,
                 metric=metric,
                 cache=reading.cache.value if reading.cache else None,
                 ci_run_id=result.ci.run_id,
@@ -372,16 +376,20 @@ class WindowKey(WindowIdentity):
 
 @dataclass(frozen=True, kw_only=True)
 class WindowEntry:
-    """One sample of a window: its commit, when it was stored, its figure."""
+    """One sample of a window: its commit, when it was stored, its figure, its runner and
+    the seconds its launch took (None: not recorded)."""
 
     commit: str
     timestamp: str
     value: float
+    runner: str | None = None
+    wall_s: float | None = None
 
     @classmethod
     def of(cls, sample: Sample) -> WindowEntry:
         """The entry of a parsed sample."""
-        return cls(commit=sample.commit, timestamp=sample.timestamp, value=sample.value)
+        return cls(commit=sample.commit, timestamp=sample.timestamp, value=sample.value,
+                   runner=sample.ci_runner_name, wall_s=sample.wall_s)  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -402,6 +410,20 @@ class Window:
     def run_commits(self) -> list[str]:
         """The commit of each of :meth:`runs`, in the same order."""
         return [commit for commit, _ in self._by_run()]
+
+    def stored_runs(self) -> list[StoredRun]:
+        """The runs with the runner each ran on (what runner offsets are learned from)."""
+        runners: dict[tuple[str, str], str | None] = {}
+        for entry in self.entries:
+            runners.setdefault((entry.commit, entry.timestamp), entry.runner)
+        return [
+            StoredRun(runner=runners[key], values=tuple(values))
+            for key, values in self._by_run().items()
+        ]
+
+    def launch_seconds(self) -> list[float]:
+        """The recorded launch durations of the window's samples (what a launch costs)."""
+        return [e.wall_s for e in self.entries if e.wall_s is not None and e.wall_s > 0]
 
     def _by_run(self) -> dict[tuple[str, str], list[float]]:
         grouped: dict[tuple[str, str], list[float]] = {}

@@ -9,12 +9,14 @@ newest at most SEGMENT_LINES samples):
 - ``<backend>.idx`` and ``<backend>/<count>.idx``: each segment's index.
 
 An index lets a reader choose a window without reading the segment at all. Its first line
-names the exact blob it describes (``perfgate-index 1 <blob id> <lines>``); then one line
-per segment line: ``<commit> <timestamp> <window digest> <value> <byte offset>`` for a
-sample (as the writer validated it), ``! - - - <offset>`` for a line that is not one and
-``- - - - <offset>`` for a blank one. A reader trusts an index only when it names the
-segment's current blob, so a segment written by an older perfgate, or edited by hand, is
-read line by line instead: never a wrong window.
+names the exact blob it describes (``perfgate-index 2 <blob id> <lines>``); then one line
+per segment line: ``<commit> <timestamp> <window digest> <value> <runner> <seconds>
+<byte offset>`` for a sample (as the writer validated it; the runner is ``=`` and its
+name percent-encoded, or ``-`` when unknown; the seconds its launch took, or ``-``),
+``! - - - - - <offset>`` for a line that is not one and ``- - - - - - <offset>`` for a
+blank one. A reader trusts an index only when it names the segment's current blob and is
+of this version, so a segment written by an older perfgate (version 1 indexes had no
+runner), or edited by hand, is read line by line instead: never a wrong window.
 
 Everything here is pure: the store's write path applies the files it returns.
 """
@@ -26,6 +28,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import quote, unquote
 
 from perfgate.baselines.samples import Sample
 
@@ -36,16 +39,17 @@ SEGMENT_LINES = 1000
 # fills: a later seed of an old commit appends far samples after nearer ones.
 RECENT_HORIZON = 200
 INDEX_MAGIC = "perfgate-index"
-INDEX_VERSION = "1"
-INDEX_FIELDS = 5  # per line: commit, timestamp, window digest, value, byte offset
+INDEX_VERSION = "2"
+INDEX_FIELDS = 7  # per line: commit, timestamp, window digest, value, runner, seconds, offset
 CORRUPT = "!"
 BLANK = "-"
 
 _SAMPLE_ID = re.compile(r'"sample_id":"([0-9a-f]+)"')
 _TOKEN = re.compile(r"[!-~]+")  # printable, no whitespace: one index field
 
-# (commit, timestamp, window digest, value) of a sample line; CORRUPT or BLANK otherwise.
-Entry = tuple[str, str, str, str] | str
+# (commit, timestamp, window digest, value, runner, seconds) of a sample line; CORRUPT or
+# BLANK otherwise.
+Entry = tuple[str, str, str, str, str, str] | str
 
 
 class Unindexable(ValueError):
@@ -96,7 +100,18 @@ def sample_entry(sample: Sample) -> Entry:
     fields = (sample.commit, sample.timestamp, sample.window_digest, value)
     if not all(_TOKEN.fullmatch(part) for part in fields):
         raise Unindexable(f"sample {sample.sample_id}: commit or timestamp is not one token")
-    return fields
+    wall = "-" if sample.wall_s is None else json.dumps(sample.wall_s, allow_nan=False)
+    return (*fields, runner_token(sample.ci_runner_name), wall)
+
+
+def runner_token(name: str | None) -> str:
+    """A runner's name as one index field: ``=`` and the name percent-encoded, ``-`` if none."""
+    return "-" if name is None else "=" + quote(name, safe="")
+
+
+def runner_name(token: str) -> str | None:
+    """The runner name an index field holds (None for ``-``)."""
+    return unquote(token[1:]) if token.startswith("=") else None
 
 
 def line_entry(line: str) -> Entry | None:
@@ -119,7 +134,7 @@ def render_index(lines: Sequence[str], entries: Sequence[Entry], object_format: 
     out = [f"{INDEX_MAGIC} {INDEX_VERSION} {blob_id(data, object_format)} {len(lines)}\n"]
     offset = 0
     for line, entry in zip(lines, entries, strict=True):
-        fields = f"{entry} - - -" if isinstance(entry, str) else " ".join(entry)
+        fields = f"{entry} - - - - -" if isinstance(entry, str) else " ".join(entry)
         out.append(f"{fields} {offset}\n")
         offset += len(encode(line)) + 1
     return "".join(out)
@@ -137,7 +152,8 @@ def parse_index(text: str, segment: bytes, object_format: str) -> list[Entry | N
     if len(rows) != int(parts[3]) or any(len(row) != INDEX_FIELDS for row in rows):
         return None
     entries: list[Entry | None] = [
-        row[0] if row[0] in (CORRUPT, BLANK) else (row[0], row[1], row[2], row[3]) for row in rows
+        row[0] if row[0] in (CORRUPT, BLANK) else (row[0], row[1], row[2], row[3], row[4], row[5])
+        for row in rows
     ]
     return entries
 

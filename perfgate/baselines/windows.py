@@ -40,11 +40,12 @@ from perfgate.baselines.segments import (
     archive_dir,
     index_path,
     is_archive,
+    runner_name,
 )
 
-# (distance, timestamp, segment, line number, commit, figure): a line that may make a
-# window. The figure comes from the index; None when the line must be parsed.
-Candidate = tuple[int, bytes, str, int, bytes, float | None]
+# (distance, timestamp, segment, line number, commit, indexed): a line that may make a
+# window. ``indexed`` is the entry as the index gives it; None when the line must be parsed.
+Candidate = tuple[int, bytes, str, int, bytes, WindowEntry | None]
 
 # What a caller names each window by: a bucket id, or (bucket id, metric name).
 K = TypeVar("K", bound=Hashable)
@@ -157,10 +158,10 @@ class _Selection:
                 continue
             if fields[2] != self.digest:
                 continue
-            value = _figure(fields[3])
-            if value is None:
+            entry = _indexed_entry(fields)
+            if entry is None:
                 self.suspects.append((path, number + 1))
-            yield (distance, fields[1], path, number + 1, fields[0], value)
+            yield (distance, fields[1], path, number + 1, fields[0], entry)
 
     def feed_lines(self, path: str, data: bytes, distance: Mapping[bytes, int]) -> None:
         """Rank a segment from its own lines: commit and timestamp sliced out, nothing parsed."""
@@ -345,10 +346,10 @@ def _readable(
     """The kept candidates as window entries, in window order; those that turned out
     unreadable or another experiment's go to ``dropped``."""
     for candidate in selection.ordered():
-        _, stamp, path, number, commit, value = candidate
-        if value is not None:
+        _, _, path, number, _, indexed = candidate
+        if indexed is not None:
             # From an index naming this very blob: the writer validated the line.
-            yield WindowEntry(commit=commit.decode(), timestamp=stamp.decode(), value=value)
+            yield indexed
             continue
         sample = parsed.get((path, number))
         if isinstance(sample, Sample) and selection.key.matches(sample):
@@ -410,13 +411,24 @@ def _read_index(data: bytes | None, blob: str, distance: Mapping[bytes, int]) ->
     )
 
 
-def _figure(token: bytes) -> float | None:
-    """An index's figure: a positive finite number, or None (the index was edited)."""
+def _indexed_entry(fields: list[bytes]) -> WindowEntry | None:
+    """The window entry an index line gives, or None when a field was edited (the figure
+    not a positive finite number, the seconds not ``-`` or a non-negative one)."""
+    commit, stamp, _, figure, runner, wall = fields[:6]
+    value, seconds = _number(figure), None if wall == b"-" else _number(wall)
+    if value is None or value <= 0 or (wall != b"-" and seconds is None):
+        return None
+    return WindowEntry(commit=commit.decode(), timestamp=stamp.decode(), value=value,
+                       runner=runner_name(runner.decode()), wall_s=seconds)  # fmt: skip
+
+
+def _number(token: bytes) -> float | None:
+    """A non-negative finite number from an index field, or None."""
     try:
         value = float(token)
     except ValueError:
         return None
-    return value if math.isfinite(value) and value > 0 else None
+    return value if math.isfinite(value) and value >= 0 else None
 
 
 def _looks_like_sample(line: bytes) -> bool:

@@ -480,6 +480,10 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
         # A bench job that confirms suspicious runs reads the baseline window (R5), and a
         # paired one checks out the merge base: both need the whole history.
         "confirm": gate.confirm is not ConfirmMode.OFF,
+        # A driver that plans its launch from the checkout (the isaaclab driver: CLI flavour,
+        # task ids, presets) is planned in the hosted config job first, so a launch that
+        # cannot start fails there in seconds instead of on a GPU runner.
+        "plan_checkout": any(b.driver == "isaaclab" for b in site.config.buckets),
         "gate_jobs": gate_jobs(),
         # Post-merge alerts read what publish appended: a protected push only (R18).
         "alert_condition": _quoted(

@@ -250,6 +250,11 @@ def run(args: argparse.Namespace) -> int:
 
     # Locally the local baseline branch; in CI the remote one, read-only (R9).
     store = open_store(config, local=not on_github())
+    if args.samples is None:
+        # Before a minute is spent: budgets that cannot decide, with their numbers.
+        from perfgate.cli.config import report_budgets
+
+        report_budgets(config, buckets, configured_calibration(config), stream=sys.stderr)
     progress = Progress(len(buckets), echo=not args.quiet)
     confirmer = WindowConfirmer(
         config,
@@ -268,6 +273,7 @@ def run(args: argparse.Namespace) -> int:
         confirm_mode=ConfirmMode.OFF if args.samples is not None else config.gate.confirm,
         confirm=confirmer,
         pairing=confirmer,
+        budget_minutes=config.gate.budget_minutes,
     )
     out = human(args)
     if args.no_judge or on_github():

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from perfgate.cli.common import (
     DEFAULT_RESULTS,
@@ -18,7 +20,10 @@ from perfgate.cli.common import (
     selected,
 )
 from perfgate.config import Bucket, Config, load_config
-from perfgate.errors import ExitCode
+from perfgate.errors import ConfigError, ExitCode, PerfgateError, UsageError
+
+if TYPE_CHECKING:
+    from perfgate.judge.calibration import NoiseCalibration
 
 
 def register(verbs: Verbs) -> None:
@@ -27,14 +32,25 @@ def register(verbs: Verbs) -> None:
         verbs,
         "validate",
         help="check perfgate.yaml",
-        description="Validate perfgate.yaml and say how many buckets it expands to.",
+        description="Validate perfgate.yaml and say how many buckets it expands to; warn of "
+        "confirmation budgets that cannot decide. With --checkout, plan every bucket's launch "
+        "on that checkout as the benchmark job would (CLI flavour, task id and aliases, "
+        "presets, output naming) and fail with the message the job would give.",
         handler=run_validate,
         examples=(
             "perfgate validate",
             "perfgate validate --config examples/isaaclab/perfgate.yaml",
+            "perfgate validate --checkout .   # what the rendered config job runs",
         ),
+        exits={ExitCode.USAGE: "perfgate.yaml is invalid, or a bucket cannot launch on --checkout"},
     )
     add_config(validate)
+    validate.add_argument(
+        "--checkout",
+        type=Path,
+        metavar="DIR",
+        help="plan every bucket's launch on this checkout (no benchmark is run)",
+    )
     matrix = add_verb(
         verbs,
         "matrix",
@@ -63,7 +79,61 @@ def run_validate(args: argparse.Namespace) -> int:
     print(f"{config.path}: ok, {len(config.buckets)} buckets")
     for notice in config.notices:
         print(f"notice: {notice}")
+    report_budgets(config, config.buckets, calibration)
+    if args.checkout is not None:
+        plan_launches(config.buckets, args.checkout)
+        print(f"{args.checkout}: every bucket's launch is planned")
     return ExitCode.OK
+
+
+def plan_launches(buckets: Sequence[Bucket], checkout: Path) -> None:
+    """Plan each bucket's launch on ``checkout`` with its driver, as the bench job would.
+
+    No benchmark runs: the driver reads the checkout (its CLI, registered task ids, preset
+    names) and builds the command. A bucket that could not start raises the message the
+    benchmark job would fail with, naming every such bucket, so a stale task id fails on
+    a free runner in seconds instead of on a GPU.
+    """
+    from perfgate.run.drivers import CheckoutUnsupported, get_driver
+    from perfgate.run.execution import AttemptDirs
+
+    if not checkout.is_dir():
+        raise UsageError(f"--checkout {checkout}: no such directory")
+    problems = []
+    with tempfile.TemporaryDirectory(prefix="perfgate-plan-") as tmp:
+        dirs = AttemptDirs(number=1, output_dir=Path(tmp) / "out", cache_dir=Path(tmp) / "cache")
+        for bucket in buckets:
+            try:
+                get_driver(bucket.driver).invocation(bucket, dirs, checkout.resolve())
+            except (CheckoutUnsupported, ConfigError) as exc:
+                problems.append(f"{bucket.id}: {exc}" if bucket.id not in str(exc) else str(exc))
+    if problems:
+        raise ConfigError(
+            f"{len(problems)} bucket(s) cannot launch on {checkout}: " + "; ".join(problems)
+        )
+
+
+def report_budgets(
+    config: Config,
+    buckets: Sequence[Bucket],
+    calibration: NoiseCalibration | None,
+    stream: TextIO | None = None,
+) -> None:
+    """A warning for each budget that cannot decide (R17), read against the baseline branch
+    when there is one (its recorded noise and launch durations); a branch that cannot be
+    read only costs the check its recorded figures."""
+    from perfgate.baselines.store import open_store
+    from perfgate.console import annotate, on_github
+    from perfgate.judge.confirm import budget_warnings
+
+    store = open_store(config, local=not on_github())
+    try:
+        warnings = budget_warnings(config, buckets, store, calibration)
+    except PerfgateError as exc:
+        annotate("notice", f"budgets checked without recorded samples ({exc})", stream=stream)
+        warnings = budget_warnings(config, buckets, None, calibration)
+    for level, text in warnings:
+        annotate(level, text, stream=stream)
 
 
 def run_matrix(args: argparse.Namespace) -> int:
@@ -93,7 +163,6 @@ def _matrix_json(config: Config, bucket: Bucket) -> dict[str, Any]:
     """
     from perfgate import context
     from perfgate.cli.bench import launch_json
-    from perfgate.errors import PerfgateError
     from perfgate.result import Hardware
     from perfgate.run.bench import BenchSettings, cache_state, container_of, plan_first_launch
     from perfgate.run.container import IMAGE_ENV

@@ -332,14 +332,18 @@ def build_report(
     calibration: NoiseCalibration | None = None,
     metric_windows: Mapping[tuple[str, str], Sequence[Sequence[float]]] | None = None,
     accepted: Mapping[tuple[str, str], int] | None = None,
+    runners: Mapping[str | tuple[str, str], Sequence[str | None]] | None = None,
 ) -> GateReport:
     """Judge every expected bucket; pure, so every rule is testable without I/O.
 
     ``windows`` holds each bucket's baseline runs of its primary metric, nearest first,
-    each the samples it took; ``metric_windows`` those of its other metrics, by (bucket
-    id, metric name). ``accepted`` says, by (bucket id, metric name), after how many of a
-    window's nearest runs an accepted change starts a new level (R18): the rule takes it
-    as a known level shift. A bucket that ``calibration`` measured on this hardware and
+    each the samples it took (the window, then older history runner offsets are learned
+    from); ``metric_windows`` those of its other metrics, by (bucket id, metric name);
+    ``runners`` the runner of each of those runs, keyed alike (absent: windows are judged
+    as their runners measured them). ``accepted`` says, by (bucket id, metric name), after
+    how many of a window's nearest runs an accepted change starts a new level (R18): the
+    rule takes it as a known level shift. A bucket that ``calibration`` measured on this
+    hardware and
     experiment is judged with that measured noise (an A/A noise model of its primary
     metric): the calibrated rule reads it as its A/A calibration, the reference rule
     takes its noise floor from it instead of from a constant.
@@ -397,12 +401,15 @@ def build_report(
                     policy=policy_for(bucket, policy, hardware, metric),
                     paired_policy=paired_policy_for(bucket, policy, hardware, metric),
                     known_shift=(accepted or {}).get((bucket.id, metric.name)),
+                    runners=(runners or {}).get((bucket.id, metric.name)),
                 )
                 for metric in bucket.metrics
             ],
             confirm=policy.confirm,
             paired_policy=paired_policy_for(bucket, policy, hardware),
             known_shift=(accepted or {}).get((bucket.id, PRIMARY)),
+            runners=(runners or {}).get(bucket.id),
+            confirm_drop_pct=policy.confirm_drop_pct,
         )
         rows.append(
             Row(bucket=bucket, verdict=judgement.verdict, result=result, judgement=judgement)
@@ -536,6 +543,7 @@ def evaluate(
     windows: dict[str, Sequence[Sequence[float]]] = {}
     metric_windows: dict[tuple[str, str], Sequence[Sequence[float]]] = {}
     accepted: dict[tuple[str, str], int] = {}
+    runners: dict[str | tuple[str, str], Sequence[str | None]] = {}
     tip = base = source = None
     notes = list(notes)
     if store is None:
@@ -561,6 +569,10 @@ def evaluate(
             if kept is not None:
                 accepted[(bucket, name)] = kept
         notes.extend(ack_warnings)
+        runners = {
+            (bucket if name == PRIMARY else (bucket, name)): [r.runner for r in w.stored_runs()]
+            for (bucket, name), w in found.items()
+        }
         if store.skipped_lines:
             # The count first: it survives the cap on notes however many lines follow.
             notes.append(
@@ -581,4 +593,5 @@ def evaluate(
         calibration=configured_calibration(config),
         metric_windows=metric_windows,
         accepted=accepted,
+        runners=runners,
     )

@@ -26,7 +26,9 @@ from perfgate.config import (
     PolicyName,
 )
 from perfgate.console import failure_cause
-from perfgate.judge.paired import PairedDecision, PairedPolicy, paired_decide
+from perfgate.judge.budget import UNJUDGED, clear_drop
+from perfgate.judge.paired import PairedDecision, PairedPolicy, PairNoise, paired_decide
+from perfgate.judge.runners import WindowView, window_view
 from perfgate.judge.stats import (
     CalibratedPolicy,
     Calibration,
@@ -36,6 +38,8 @@ from perfgate.judge.stats import (
     decide,
     figure_text,
     past,
+    pct_of_g,
+    signed_pct,
 )
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import (
@@ -100,6 +104,8 @@ class MetricCheck:
     paired_policy: PairedPolicy | None = None
     # An accepted change starts the level after the window's nearest this many runs.
     known_shift: int | None = None
+    # The runner of each window run (None: unknown), for a runner-aware window.
+    runners: Sequence[str | None] | None = None
 
 
 class Method(StrEnum):
@@ -163,21 +169,25 @@ class Judgement:
 
 
 def window_sample_limit(gate: GatePolicy, buckets: Sequence[Bucket]) -> int:
-    """How many of the nearest samples to read so every bucket's window is whole (R4).
+    """How many of the nearest samples to read so every bucket's window is whole (R4),
+    and the history runner offsets are learned from (``baseline.history_runs``).
 
     The bench (confirming) and the gate read with the same limit, so they see one window.
     """
     if gate.policy is PolicyName.REFERENCE:
         return gate.baseline.max_samples
     most = max((b.most_samples(gate.confirm) for b in buckets), default=1)
-    # The rule keeps the nearest max_runs runs of what is read.
-    return gate.baseline.max_runs * most
+    # The rule keeps the nearest max_runs runs of what is read; runner offsets use more.
+    return max(gate.baseline.max_runs, gate.baseline.history_runs) * most
 
 
 def window_run_limit(gate: GatePolicy) -> int | None:
     """How many of the nearest runs a window holds: the calibrated rule judges its nearest
-    ``max_runs`` runs, so farther ones are never read; the reference rule counts samples."""
-    return None if gate.policy is PolicyName.REFERENCE else gate.baseline.max_runs
+    ``max_runs`` runs and learns runner offsets from ``history_runs``, so farther ones are
+    never read; the reference rule counts samples."""
+    if gate.policy is PolicyName.REFERENCE:
+        return None
+    return max(gate.baseline.max_runs, gate.baseline.history_runs)
 
 
 def policy_for(
@@ -215,6 +225,7 @@ def policy_for(
     return CalibratedPolicy(
         false_alarm_rate=gate.false_alarm_rate / max(1, gating),
         min_drop_pct=min_drop,
+        history_runs=window.history_runs,
         noise_floor_pct=floor,
         run_noise_floor_pct=oracle.run_noise_floor_pct,
         min_samples=window.min_samples,
@@ -231,23 +242,35 @@ def paired_policy_for(
     """The paired test a metric of ``bucket`` is confirmed with (gate.confirm: paired).
 
     The same false-alarm rate (split between the metrics that gate), minimum drop and
-    noise floor as the window rule's.
+    noise floor as the window rule's; the pairs stop once they rule out a drop halfway
+    between the minimum and the drop that matters for this PR (``confirm_drop_for``).
     """
     rule = policy_for(bucket, gate, hardware, metric)
     if isinstance(rule, ReferencePolicy):
         rate = gate.false_alarm_rate / max(1, sum(1 for m in bucket.all_metrics if m.gates))
-        return PairedPolicy(
-            false_alarm_rate=rate,
-            min_drop_pct=rule.min_block_regression_pct,
-            noise_floor_pct=rule.noise_floor_pct,
-            max_pairs=bucket.max_pairs,
-        )
+        min_drop, floor = rule.min_block_regression_pct, rule.noise_floor_pct
+    else:
+        rate, min_drop, floor = rule.false_alarm_rate, rule.min_drop_pct, rule.noise_floor_pct
     return PairedPolicy(
-        false_alarm_rate=rule.false_alarm_rate,
-        min_drop_pct=rule.min_drop_pct,
-        noise_floor_pct=rule.noise_floor_pct,
+        false_alarm_rate=rate,
+        min_drop_pct=min_drop,
+        clear_drop_pct=clear_drop(min_drop, confirm_drop_for(gate, min_drop)),
+        noise_floor_pct=floor,
         max_pairs=bucket.max_pairs,
     )
+
+
+def confirm_drop_for(gate: GatePolicy, min_drop_pct: float) -> float:
+    """The drop worth confirming for a metric whose minimum drop is ``min_drop_pct``: the
+    gate's ``confirm_drop_pct``, never under the metric's own minimum."""
+    return max(gate.confirm_drop_pct, min_drop_pct)
+
+
+def pair_noise(decision: Decision | None) -> PairNoise | None:
+    """What the window knows of one sample's noise within a run (the pairs' prior)."""
+    if decision is None or not decision.within_noise_pct or not decision.within_df:
+        return None
+    return PairNoise(noise_pct=decision.within_noise_pct, df=decision.within_df)
 
 
 def _health_signals(result: Result) -> list[Signal]:
@@ -417,6 +440,8 @@ def judge(
     confirm: ConfirmMode = ConfirmMode.REPEAT,
     paired_policy: PairedPolicy | None = None,
     known_shift: int | None = None,
+    runners: Sequence[str | None] | None = None,
+    confirm_drop_pct: float | None = None,
 ) -> Judgement:
     """Judge one result: health first, then each metric apart; the worst that gates wins.
 
@@ -427,7 +452,12 @@ def judge(
     sees every sample of the run that admission control kept (``final``: the bench took
     its last one). A paired comparison, when measured, decides in the window's place;
     under ``confirm: paired`` a window BLOCK that no paired comparison confirmed is
-    INCONCLUSIVE. Samples admission control set aside never support a BLOCK.
+    INCONCLUSIVE, unless the bench skipped the pairs on purpose (the budget could not
+    decide or afford them): then the window's verdict stands, and says so. ``runners``
+    names the runner of each window run: the window is then judged on the result's
+    runner's terms (``judge.runners``). Samples admission control set aside never support
+    a BLOCK. Under ``confirm: paired`` a blocking drop the window could not rule out and
+    no pair measured is named as left to post-merge detection (``confirm_drop_pct``).
     """
     signals = _health_signals(result)
     samples = result.metric.sample_values(result.set_aside) or result.metric.sample_values()
@@ -440,7 +470,7 @@ def judge(
         checks = [
             MetricCheck(
                 metric=primary, window=window, floors=floors, policy=policy,
-                paired_policy=paired_policy, known_shift=known_shift,
+                paired_policy=paired_policy, known_shift=known_shift, runners=runners,
             ),
             *metrics,
         ]  # fmt: skip
@@ -451,6 +481,7 @@ def judge(
                 result,
                 confirm=confirm,
                 calibration=calibration if check.metric is primary else None,
+                confirm_drop_pct=confirm_drop_pct,
             )
             for check in checks
         ]
@@ -489,18 +520,24 @@ def judge_run(
     calibration: Calibration | None = None,
     retried: bool = False,
     known_shift: int | None = None,
+    runners: Sequence[str | None] | None = None,
+    runner: str | None = None,
 ) -> Judgement:
     """Judge a stored run's samples against its window, as :func:`judge` judges a metric.
 
     The trend site judges the runs the baseline branch holds with it, so a chart draws the
     verdict and lines the rule gave. Paired comparisons are never stored, so this is the
-    window's verdict: what the gate says under ``gate.confirm: repeat`` or ``off``.
+    window's verdict: what the gate says under ``gate.confirm: repeat`` or ``off``. With
+    ``runners`` (each window run's) the window is put on ``runner``'s terms, as the gate does.
     """
     value = statistics.median(samples)
-    decision = decide(
-        window, samples, direction=direction, policy=policy, calibration=calibration,
-        final=True, known_shift=known_shift,
-    )  # fmt: skip
+    if isinstance(policy, CalibratedPolicy):
+        view = window_view(window, runners, runner, policy=policy, direction=direction,
+                           calibration=calibration, known_shift=known_shift)  # fmt: skip
+        decision = view.decide(samples, policy, final=True)
+    else:
+        decision = decide(window, samples, direction=direction, policy=policy, final=True,
+                          known_shift=known_shift)  # fmt: skip
     signals = [*_floor_signals(value, floors, direction), *_window_signals(decision)]
     verdict = _worst(signals, retried="a retry" if retried else None)
     return Judgement(
@@ -534,6 +571,7 @@ def _judge_metric(
     *,
     confirm: ConfirmMode,
     calibration: Calibration | None = None,
+    confirm_drop_pct: float | None = None,
 ) -> MetricJudgement:
     """One metric against its window: its figure, fixed floors, the rule, then its pairs.
 
@@ -555,22 +593,48 @@ def _judge_metric(
         direction = measured.direction
         signals += _floor_signals(value, check.floors, direction)
 
+        view = (
+            window_view(
+                check.window,
+                check.runners,
+                result.ci.runner_name,
+                policy=check.policy,
+                direction=direction,
+                calibration=calibration,
+                known_shift=check.known_shift,
+            )
+            if isinstance(check.policy, CalibratedPolicy)
+            else None
+        )
+
         def against_window(values: Sequence[float]) -> Decision:
+            if view is not None and isinstance(check.policy, CalibratedPolicy):
+                return view.decide(values, check.policy, final=True)
             return decide(check.window, values, direction=direction, policy=check.policy,
                           calibration=calibration, final=True,
                           known_shift=check.known_shift)  # fmt: skip
 
         decision = against_window(samples)
         window = _window_signals(decision)
+        if view is not None and view.fitted is not None and view.fitted.corrects:
+            window.append(_runner_signal(view, direction))
         record = result.paired
         evidence = record is not None and _measured(record) and record.measures(metric.name)
         pairs = record.pairs(metric.name) if record is not None and evidence else None
         if pairs is not None:
             paired = paired_decide(
                 pairs, direction=direction, policy=check.paired_policy or PairedPolicy(),
-                final=True,
+                final=True, prior=pair_noise(decision),
             )  # fmt: skip
             window = [_informational(window[0]), *window[1:], _paired_signal(paired, record)]
+        elif record is not None and record.status is PairedStatus.SKIPPED:
+            window.append(
+                Signal(
+                    reason=Reason.PAIRED_SKIPPED,
+                    verdict=Verdict.PASS,
+                    detail=f"no paired A/B: {record.reason}; the window's verdict stands",
+                )
+            )
         elif record is not None and confirm is ConfirmMode.PAIRED:
             window.append(
                 Signal(
@@ -587,6 +651,8 @@ def _judge_metric(
                 detail=f"{window[0].detail}; not confirmed: the bench made no paired comparison "
                 "with the merge base, and gate.confirm: paired needs one to block",
             )
+        if paired is None and confirm is ConfirmMode.PAIRED and confirm_drop_pct is not None:
+            window += _post_merge_signals(decision, check.policy, confirm_drop_pct)
         signals += window
         # Samples set aside never support a BLOCK: when only they would have blocked, or
         # nothing else is left, the verdict cannot be a pass either.
@@ -605,6 +671,47 @@ def _judge_metric(
         decision=decision,
         paired=paired,
     )
+
+
+def _runner_signal(view: WindowView, direction: Direction) -> Signal:
+    """How the window was put on this runner's terms (informational)."""
+    assert view.fitted is not None
+    fitted, runner = view.fitted, view.runner
+    offset = fitted.offset(runner)
+    name = runner or "an unnamed runner"
+    if offset.runs:
+        what = (f"{name} runs {signed_pct(fitted.offset_pct(runner))} % against the pool "
+                f"({offset.runs} of the last {fitted.runs} runs)")  # fmt: skip
+    else:
+        what = f"{name} is new to this bucket: judged as the pool's typical runner"
+    spread = pct_of_g(fitted.tau, Direction.HIGHER)
+    return Signal(
+        reason=Reason.RUNNER_OFFSET,
+        verdict=Verdict.PASS,
+        detail=f"runner-aware window: {what}; runners differ by {spread:.1f} % (one sigma)",
+    )
+
+
+def _post_merge_signals(
+    decision: Decision, policy: Policy, confirm_drop_pct: float
+) -> list[Signal]:
+    """A blocking drop the window could not rule out, too small to be worth confirming at
+    this PR's budget (under ``confirm_drop_pct``): named, and left to post-merge alerts."""
+    bound = decision.drop_bound_pct
+    if not isinstance(policy, CalibratedPolicy) or bound is None or bound < policy.min_drop_pct:
+        return []
+    if bound >= max(confirm_drop_pct, policy.min_drop_pct):
+        return []  # a drop that matters: confirmed here, or its row says why it was not
+    if decision.verdict not in (Verdict.PASS, Verdict.WARN) or decision.reasons[0] in UNJUDGED:
+        return []
+    return [
+        Signal(
+            reason=Reason.POST_MERGE,
+            verdict=Verdict.PASS,
+            detail=f"a drop below {bound:.1f} % cannot be ruled out at this PR's budget; "
+            "post-merge alerts watch it",
+        )
+    ]
 
 
 def _measured(record: PairedRecord | None) -> bool:

@@ -11,10 +11,18 @@ After every pair (from ``min_pairs`` on) the test says one of:
 
 * BLOCK (``PAIRED_REGRESSION``): the drop is past the block line and at least the minimum;
 * cleared: even the pessimistic end of the interval (one-sided, ``clear_rate``) is a drop
-  under the minimum: PASS ``NOT_CONFIRMED`` ("not confirmed on the same runner"), or WARN
-  ``SMALL_REGRESSION`` when the drop is significant but small;
+  under ``clear_drop_pct`` (the drop that matters for this PR: the gate's
+  ``confirm_drop_pct``; the minimum by default): PASS ``NOT_CONFIRMED`` ("not confirmed on
+  the same runner"), or WARN ``SMALL_REGRESSION`` when the drop is significant but small;
 * not yet: another pair, while ``max_pairs`` and the time budget allow; after the last,
   INCONCLUSIVE ``PAIRED_UNRESOLVED`` (the pairs cannot separate base and head).
+
+A handful of pairs knows its own spread poorly (two degrees of freedom after three pairs
+put the block line past t = 30), yet the window already measured one sample's noise on
+many samples, and one pair's ratio has the noise of two samples. With ``prior`` (the
+window's noise) the spread is pooled from both, unless the pairs are noisier than the
+window says (an F test at ``prior_rate``): then the pairs stand alone. Three pairs can
+then decide a clear drop, which is what a launch of several minutes can afford.
 """
 
 from __future__ import annotations
@@ -27,9 +35,11 @@ from dataclasses import dataclass
 from perfgate.config import Direction
 from perfgate.judge.stats import (
     effect_text,
+    f_sf,
     from_g,
     g_of_regression,
     pct_of_g,
+    regression_of_g,
     signed_pct,
     t_isf,
     to_g,
@@ -44,11 +54,15 @@ class PairedPolicy:
     false_alarm_rate: float = 0.001  # P(BLOCK | unchanged code) per bucket run
     min_drop_pct: float = 3.0
     noise_floor_pct: float = 0.0  # per-sample noise is never taken below this
+    # Stop once a drop this large is ruled out (None: min_drop_pct). Pairs are started for
+    # drops that matter for this PR; a smaller one is left to post-merge detection.
+    clear_drop_pct: float | None = None
     min_pairs: int = 3  # never BLOCK or clear on fewer pairs
     max_pairs: int = 16
     clear_rate: float = 0.05  # one-sided: how sure "no blocking drop" must be to stop early
     last_look_share: float = 0.5  # of the false-alarm rate, spent at the last look
     confidence: float = 0.95  # two-sided level of the reported interval
+    prior_rate: float = 0.01  # pairs noisier than the window's noise at this level stand alone
 
     @property
     def looks(self) -> int:
@@ -60,6 +74,14 @@ class PairedPolicy:
         if self.looks == 1:
             return 1.0
         return self.last_look_share if last else (1.0 - self.last_look_share) / (self.looks - 1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairNoise:
+    """One sample's noise as the window measured it: the pairs' spread is pooled with it."""
+
+    noise_pct: float  # per-sample sigma, % of the level
+    df: float  # its degrees of freedom
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +102,7 @@ class PairedDecision:
     t_block: float | None = None
     df: float | None = None
     noise_pct: float | None = None  # spread of one pair's ratio, %
+    pooled: bool = False  # the spread was pooled with the window's noise
 
     def effect_text(self) -> str:
         """'-9.8 % (-11.2 ... -8.4)' (true minus signs), or '' before any pair."""
@@ -92,15 +115,19 @@ def paired_decide(
     direction: Direction = Direction.HIGHER,
     policy: PairedPolicy | None = None,
     final: bool = False,
+    prior: PairNoise | None = None,
 ) -> PairedDecision:
     """Judge (base, head) pairs; ``need_more`` asks the bench for another pair.
 
-    ``final=True`` (the bench stopped: budget spent) turns the evidence into a verdict.
+    ``final=True`` (the bench stopped: budget spent) turns the evidence into a verdict;
+    ``prior`` (the window's per-sample noise) is pooled into the pairs' spread.
     """
     policy = policy or PairedPolicy()
     n = len(pairs)
     last = final or n >= policy.max_pairs
-    if n < policy.min_pairs:
+    # With the window's noise known, two pairs (A B, B A) may clear; a BLOCK needs min_pairs.
+    early_clear = prior is not None and n >= 2
+    if n < policy.min_pairs and not early_clear:
         detail = (
             f"paired A/B: {n} usable pair(s), {policy.min_pairs} are needed to decide"
             if last
@@ -119,18 +146,23 @@ def paired_decide(
     mean = math.fsum(diffs) / n
     # One pair's ratio has the noise of two samples: the per-sample floor, sqrt(2) times.
     floor = math.sqrt(2.0) * math.log1p(policy.noise_floor_pct / 100.0)
-    spread = max(statistics.stdev(diffs), floor)
+    variance, df, pooled = _spread(diffs, prior, policy.prior_rate)
+    spread = max(math.sqrt(variance), floor)
     se = spread / math.sqrt(n)
-    df = float(n - 1)
     t = mean / se if se > 0 else (0.0 if mean == 0 else math.copysign(math.inf, mean))
     t_block = t_isf(policy.false_alarm_rate * policy.look_share(last), df)
     t_clear = t_isf(policy.clear_rate, df)
     t_ci = t_isf((1.0 - policy.confidence) / 2.0, df)
     min_drop = g_of_regression(policy.min_drop_pct, direction)
+    clear_drop = g_of_regression(
+        policy.min_drop_pct if policy.clear_drop_pct is None else policy.clear_drop_pct, direction
+    )
     drop = -mean  # a regression is goodness going down
-    significant = t <= -t_block
+    significant = t <= -t_block and n >= policy.min_pairs
     blocking = significant and drop >= min_drop
-    cleared = drop + t_clear * se < min_drop
+    cleared = drop + t_clear * se < max(clear_drop, min_drop)
+    if n < policy.min_pairs and not (cleared and pooled):
+        cleared = False  # two pairs clear only with the window's noise pooled in
     need_more = not last and not blocking and not cleared
     change = pct_of_g(mean, direction)
     lo, hi = pct_of_g(mean - t_ci * se, direction), pct_of_g(mean + t_ci * se, direction)
@@ -145,6 +177,7 @@ def paired_decide(
         "t_block": t_block,
         "df": df,
         "noise_pct": pct_of_g(spread, Direction.HIGHER),
+        "pooled": pooled,
     }
     text = effect_text(change, (min(lo, hi), max(lo, hi)))
     if blocking:
@@ -159,6 +192,12 @@ def paired_decide(
     elif cleared:
         verdict, reason = Verdict.PASS, Reason.NOT_CONFIRMED
         detail = f"not confirmed on the same runner: paired A/B {text}, {n} pairs"
+        bound = regression_of_g(drop + t_clear * se, direction)
+        if bound >= policy.min_drop_pct:
+            detail += (
+                f"; a drop below {bound:.1f} % cannot be ruled out at this PR's budget; "
+                "post-merge alerts watch it"
+            )
     else:
         verdict, reason = Verdict.INCONCLUSIVE, Reason.PAIRED_UNRESOLVED
         detail = f"paired A/B cannot separate base and head: {text} after {n} pairs"
@@ -169,3 +208,18 @@ def paired_decide(
         need_more=need_more,
         **figures,  # type: ignore[arg-type]
     )
+
+
+def _spread(
+    diffs: Sequence[float], prior: PairNoise | None, rate: float
+) -> tuple[float, float, bool]:
+    """Variance of one pair's log ratio, its degrees of freedom, and whether it was pooled."""
+    own = statistics.variance(diffs)
+    df = float(len(diffs) - 1)
+    if prior is None or prior.df <= 0 or prior.noise_pct <= 0:
+        return own, df, False
+    # One pair's ratio carries two samples' noise.
+    known = 2.0 * math.log1p(prior.noise_pct / 100.0) ** 2
+    if f_sf(own / known, df, prior.df) < rate:
+        return own, df, False  # the pairs are noisier than the window says: they stand alone
+    return (df * own + prior.df * known) / (df + prior.df), df + prior.df, True

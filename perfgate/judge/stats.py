@@ -33,7 +33,7 @@ import itertools
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from perfgate.config import Direction
@@ -67,6 +67,7 @@ class CalibratedPolicy:
 
     false_alarm_rate: float = 0.001  # P(BLOCK | unchanged code) per bucket-run
     min_drop_pct: float = 3.0  # smallest regression worth a BLOCK (and an IMPROVED)
+    history_runs: int = 200  # runs of history runner offsets are learned from (0: none)
     noise_floor_pct: float = 0.0  # per-sample noise is never taken below this
     min_samples: int = 5  # window samples needed to judge at all (R4)
     min_runs: int = 3  # window runs needed to judge at all
@@ -150,6 +151,32 @@ class Shift:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RunHistory:
+    """What a bucket's history says about one run (``judge.runners`` learns it).
+
+    The run's runner correction leaves ``offset_var`` unknown. ``falls`` are the history's
+    runs that fell as a whole below their neighbours (log units, deepest first): unchanged
+    code that did so can explain a run's shortfall, so the window alone BLOCKs a run only
+    when its drop is past the deepest of them by the block margin. ``excursions`` counts
+    the falls past the run-to-run noise (then a level shift needs two runs after it).
+    """
+
+    offset_var: float = 0.0
+    falls: tuple[float, ...] = ()
+    excursions: int = 0
+    runs: int = 0
+
+    @property
+    def deepest(self) -> float:
+        """The deepest whole-run fall of the history, log units (0: none)."""
+        return self.falls[0] if self.falls else 0.0
+
+    def as_deep(self, fall: float) -> int:
+        """History runs that fell at least ``fall`` as a whole."""
+        return sum(1 for f in self.falls if f >= fall)
+
+
+@dataclass(frozen=True, kw_only=True)
 class _ModeFit:
     """Internal: a mode in g-space with the variance factor of its centre."""
 
@@ -173,9 +200,15 @@ class WindowModel:
     run_sigma: float  # noise shared by one run's samples (runner effect), log units
     run_df: float  # degrees of freedom behind run_sigma (inf: calibrated or assumed 0)
     df: float  # degrees of freedom of sigma
+    # Noise between the samples of one run (what a paired comparison sees), and its df
+    # (0: fewer than three runs of two samples to measure it on).
+    within_sigma: float = 0.0
+    within_df: float = 0.0
     residuals: tuple[float, ...] = ()  # window residuals (mode/segment relative), sorted
     problem: Reason | None  # why the window cannot judge (then nothing else matters)
     detail: str = ""
+    # What the bucket's longer history says about this run (judge.runners).
+    history: RunHistory = field(default_factory=lambda: RunHistory())
 
     @property
     def multimodal(self) -> bool:
@@ -202,6 +235,13 @@ class Decision:
     # A drop of at least the minimum is still inside the warn-level interval: the window
     # cannot clear the run (paired confirmation measures the merge base beside it then).
     drop_possible: bool = False
+    # The largest drop still inside the warn-level interval, metric % (negative: even the
+    # pessimistic end is a gain). A drop above it is ruled out by the window.
+    drop_bound_pct: float | None = None
+    drop_pct: float | None = None  # the estimated drop, metric % (negative: a gain)
+    # The drop bound more samples of this run could reach at best: the noise its samples
+    # share (runner, state, the window's own level) does not average away.
+    repeats_bound_pct: float | None = None
     policy: str
     samples: int  # run samples used
     window_samples: int  # window samples used (after the shift cut)
@@ -219,6 +259,8 @@ class Decision:
     df: float | None = None
     noise_pct: float | None = None  # per-sample noise, % of the level
     run_noise_pct: float | None = None  # noise shared by one run's samples, % of the level
+    within_noise_pct: float | None = None  # noise between one run's samples, % of the level
+    within_df: float | None = None
     resolution_pct: float | None = None  # smallest drop that could BLOCK with the full budget
     modes: tuple[Mode, ...] = ()
     shift: Shift | None = None
@@ -439,10 +481,36 @@ def t_sf(t: float, df: float) -> float:
     return tail if t >= 0 else 1.0 - tail
 
 
+def f_sf(f: float, d1: float, d2: float) -> float:
+    """P(F > f) for Snedecor's F with (d1, d2) degrees of freedom."""
+    if f <= 0.0:
+        return 1.0
+    return _betainc(d2 / 2.0, d1 / 2.0, d2 / (d2 + d1 * f))
+
+
+def _t_pdf(t: float, df: float) -> float:
+    """Student's t density."""
+    log_norm = math.lgamma((df + 1.0) / 2.0) - math.lgamma(df / 2.0) - 0.5 * math.log(df * math.pi)
+    return math.exp(log_norm - (df + 1.0) / 2.0 * math.log1p(t * t / df))
+
+
 @lru_cache(maxsize=4096)
 def _t_isf_cached(p: float, df: float) -> float:
     if df > 1e6:
         return _NORMAL.inv_cdf(1.0 - p)
+    # Newton on the tail from the normal quantile (a few steps where bisection takes ~50);
+    # bisection below when Newton leaves the bracket or stalls (tiny df, extreme p).
+    t = _NORMAL.inv_cdf(1.0 - p)
+    for _ in range(30):
+        density = _t_pdf(t, df)
+        if density <= 0.0:
+            break
+        step = (t_sf(t, df) - p) / density
+        if not math.isfinite(step) or t + step <= 0.0 or abs(step) > 4.0 * t:
+            break
+        t += step
+        if abs(step) < 1e-12 * t:
+            return t
     lo, hi = 0.0, 1.0
     while t_sf(hi, df) > p:
         hi *= 2.0
@@ -569,6 +637,12 @@ def g_of_regression(pct: float, direction: Direction) -> float:
     return math.log1p(pct / 100.0)
 
 
+def regression_of_g(fall: float, direction: Direction) -> float:
+    """The regression, % of the metric, of a fall of ``fall`` in g (g_of_regression's inverse)."""
+    change = pct_of_g(-fall, direction)
+    return -change if direction is Direction.HIGHER else change
+
+
 # ----------------------------------------------------------------------------------------
 # Modes (1-D clustering of the window)
 # ----------------------------------------------------------------------------------------
@@ -663,17 +737,19 @@ def _scan_shift(
     rate: float,
     df: float,
     min_step: float,
+    runs_after: int = 1,
 ) -> tuple[int, float, float] | None:
     """Most convincing step in runs[first_run:] at a run boundary: (run index, step, t).
 
     The false-shift ``rate`` is spent over the boundaries with weights 1/k, k the number of
     runs after the boundary: a just-merged change shows first in the newest runs, and a
-    wrong cut there costs the most, so they get the largest share.
+    wrong cut there costs the most, so they get the largest share. A step needs
+    ``runs_after`` runs after it (two, where one run alone can fall as a whole).
     """
     lo = run_starts[first_run]
     n = len(resid) - lo
     newest = len(run_starts) - 1
-    candidates = range(first_run + 1, newest + 1)
+    candidates = range(first_run + 1, newest + 2 - runs_after)
     if n < 2 or not candidates or sigma <= 0.0:
         return None
     clip = 3.0 * sigma  # one wild sample must not fake a step
@@ -703,8 +779,9 @@ def _scan_shift(
 
 def _run_noise(
     resid: Sequence[float], run_of: Sequence[int], runs: int, groups: int, rate: float
-) -> tuple[float, float]:
-    """Noise shared by the samples of one run (runner, thermal state), and its df.
+) -> tuple[float, float, float, float]:
+    """Noise shared by the samples of one run (runner, thermal state), and its df; then
+    the noise within a run and its df (0, 0 with fewer than three runs of two samples).
 
     Repeats of one run are not independent when runs differ by more than their samples
     do; the test must then not shrink the run's error as 1/m. Compare the spread of run
@@ -724,10 +801,10 @@ def _run_noise(
             inflate = math.sqrt(k / (k - 1.0))
             within.extend((v - mean) * inflate for v in values)
     if multi < 3:
-        return 0.0, math.inf
+        return 0.0, math.inf, 0.0, 0.0
     sigma_w, nu_w = robust_scale(within, groups=multi + 1)
     if sigma_w <= 0.0:
-        return 0.0, math.inf
+        return 0.0, math.inf, 0.0, 0.0
     # run means standardised by their within-run error: variance 1 + m*sigma_b^2/sigma_w^2
     z = [
         (math.fsum(values) / len(values)) / (sigma_w / math.sqrt(len(values)))
@@ -737,15 +814,15 @@ def _run_noise(
     inv_m = [1.0 / len(values) for values in by_run if values]
     s_z, nu_z = robust_scale(z, groups=groups)
     if nu_z <= 0.0 or nu_w <= 0.0:
-        return 0.0, math.inf
+        return 0.0, math.inf, sigma_w, nu_w
     ratio = s_z * s_z
     # ln of a ratio of two chi2/nu variances is ~ normal with variance 2/nu_z + 2/nu_w
     critical = math.exp(_NORMAL.inv_cdf(1.0 - rate) * math.sqrt(2.0 / nu_z + 2.0 / nu_w))
     if ratio <= critical:
-        return 0.0, math.inf
+        return 0.0, math.inf, sigma_w, nu_w
     mean_inv_m = math.fsum(inv_m) / len(inv_m)
     sigma_b2 = (ratio - 1.0) * sigma_w * sigma_w * mean_inv_m
-    return math.sqrt(max(sigma_b2, 0.0)), nu_z
+    return math.sqrt(max(sigma_b2, 0.0)), nu_z, sigma_w, nu_w
 
 
 # ----------------------------------------------------------------------------------------
@@ -760,12 +837,15 @@ def analyse_window(
     direction: Direction = Direction.HIGHER,
     calibration: Calibration | None = None,
     known_shift: int | None = None,
+    run_excursions: bool = False,
 ) -> WindowModel:
     """Find the window's level shifts, modes and noise once; ``judge`` then uses the model.
 
     ``window`` is nearest-first; an entry is one run: a float or a sequence of its samples.
     ``known_shift``: an accepted change starts a new level after the nearest that many runs
     (a shift the rule takes as found; 0: no run at the new level yet).
+    ``run_excursions``: the bucket's history shows whole runs falling on their own (a
+    machine state), so a level shift needs two runs after it, not one.
     """
     runs_nf = _runs_of(window)[: policy.max_runs]
     n_total = sum(len(r) for r in runs_nf)
@@ -853,7 +933,14 @@ def analyse_window(
     first = boundaries[-1] if boundaries else 0
     while len(runs) - first >= 2:
         found = _scan_shift(
-            resid, run_starts, first, sigma_d, policy.shift_rate, max(nu_d, 1.0), min_step
+            resid,
+            run_starts,
+            first,
+            sigma_d,
+            policy.shift_rate,
+            max(nu_d, 1.0),
+            min_step,
+            runs_after=2 if run_excursions else 1,
         )
         if found is None:
             break
@@ -891,8 +978,11 @@ def analyse_window(
     sigma = max(sigma, math.log1p(policy.noise_floor_pct / 100.0))
     if calibration is not None:
         run_sigma, run_df = math.log1p(calibration.run_noise_pct / 100.0), math.inf
+        within, within_df = math.log1p(calibration.noise_pct / 100.0), calibration.df
     else:
-        run_sigma, run_df = _run_noise(resid2, run_of, len(runs), groups, policy.run_noise_rate)
+        run_sigma, run_df, within, within_df = _run_noise(
+            resid2, run_of, len(runs), groups, policy.run_noise_rate
+        )
         # Repeats of one run share its runner, build and thermal state; 20 runs cannot show
         # a small shared part, so a floor is assumed unless an A/A calibration measured it.
         if run_sigma < policy.min_run_noise * sigma:
@@ -930,6 +1020,8 @@ def analyse_window(
         run_sigma=run_sigma,
         run_df=run_df,
         df=df,
+        within_sigma=max(within, math.log1p(policy.noise_floor_pct / 100.0)),
+        within_df=within_df,
         residuals=tuple(sorted(resid2)),
     )
     if len(post) < policy.min_post_shift_samples:
@@ -1022,8 +1114,9 @@ def _evidence(model: WindowModel, samples_g: Sequence[float]) -> _Evidence:
     # conservative otherwise)
     sample_part = sigma * sigma * (location_var(m) + var_center / m)
     # noise shared by the run's samples does not average out over repeats; the window's
-    # level carries it too, averaged over its runs
+    # level carries it too, averaged over its runs; the runner correction adds its own
     run_part = model.run_sigma**2 * (1.0 + 1.0 / max(model.runs_used, 1))
+    run_part += model.history.offset_var
     se = math.sqrt(sample_part + run_part)
     df = model.df
     if run_part > 0.0 and math.isfinite(model.run_df):
@@ -1188,6 +1281,18 @@ def judge(
     resolution = abs(pct_of_g(-max(t_last * se_full, min_drop), direction))
     if verdict is Verdict.PASS and resolution > 2.0 * policy.min_drop_pct:
         detail += f"; this window cannot resolve drops under {resolution:.0f} %"
+    history = model.history
+    if verdict is Verdict.BLOCK and -ev.delta - t_block * ev.se < history.deepest:
+        # Unchanged code has fallen about this far as a whole run on this pool (a slower
+        # machine state for a run's length): the window cannot tell this run from one.
+        deepest = regression_of_g(history.deepest, direction)
+        near = history.as_deep(-ev.delta - t_block * ev.se)
+        verdict, reason = Verdict.INCONCLUSIVE, Reason.RUN_STATE
+        detail = (
+            f"drop {signed_pct(change)} %, but {near} of the last {history.runs} runs of "
+            f"unchanged code fell as a whole nearly as far (up to {deepest:.1f} %); only a "
+            "paired comparison on the same runner can tell this run from one of them"
+        )
     lo = pct_of_g(ev.delta - t_ci * ev.se, direction)
     hi = pct_of_g(ev.delta + t_ci * ev.se, direction)
     block_g = ev.baseline_g - max(t_block * ev.se, min_drop)
@@ -1198,6 +1303,9 @@ def judge(
         detail=detail,
         need_more=need_more,
         drop_possible=could_be_big,
+        drop_bound_pct=regression_of_g(-(ev.delta - t_warn * ev.se), direction),
+        drop_pct=regression_of_g(-ev.delta, direction),
+        repeats_bound_pct=regression_of_g(-(ev.delta - t_warn * math.sqrt(ev.run_var)), direction),
         value=from_g(ev.baseline_g + ev.delta, direction),
         baseline=from_g(ev.baseline_g, direction),
         effect_pct=change,
@@ -1211,6 +1319,10 @@ def judge(
         df=ev.df,
         noise_pct=pct_of_g(model.sigma, Direction.HIGHER),
         run_noise_pct=pct_of_g(model.run_sigma, Direction.HIGHER),
+        within_noise_pct=pct_of_g(model.within_sigma, Direction.HIGHER)
+        if model.within_df
+        else None,
+        within_df=model.within_df or None,
         resolution_pct=resolution,
         between_modes=ev.ambiguous,
         **common,  # type: ignore[arg-type]
@@ -1370,11 +1482,13 @@ __all__ = [
     "Mode",
     "Policy",
     "ReferencePolicy",
+    "RunHistory",
     "Shift",
     "WindowModel",
     "analyse_window",
     "decide",
     "effect_text",
+    "f_sf",
     "find_modes",
     "from_g",
     "g_of_regression",
@@ -1383,6 +1497,7 @@ __all__ = [
     "needs_more",
     "pct_of_g",
     "reference_decide",
+    "regression_of_g",
     "robust_scale",
     "signed_pct",
     "t_isf",

@@ -77,6 +77,8 @@ class Reason(StrEnum):
     BETWEEN_MODES = "BETWEEN_MODES"  # the run matches no mode of a multimodal window
     LEVEL_SHIFT = "LEVEL_SHIFT"  # informational: the window starts after a landed shift
     SHIFT_SETTLING = "SHIFT_SETTLING"  # a shift landed, too few samples after it yet
+    # a window BLOCK that a whole-run excursion of unchanged code could explain
+    RUN_STATE = "RUN_STATE"
     # admission control and paired confirmation
     CONTAMINATED = "CONTAMINATED"  # samples taken on an unfit machine, set aside
     PAIRED_REGRESSION = "PAIRED_REGRESSION"  # confirmed by the paired test on one runner
@@ -84,6 +86,12 @@ class Reason(StrEnum):
     PAIRED_UNRESOLVED = "PAIRED_UNRESOLVED"  # the pairs cannot separate base and head
     PAIRED_UNAVAILABLE = "PAIRED_UNAVAILABLE"  # informational: no merge base to measure
     UNPAIRED = "UNPAIRED"  # the window would block, but no paired comparison confirmed it
+    # informational: no pairs on purpose (the budget could not decide or afford them)
+    PAIRED_SKIPPED = "PAIRED_SKIPPED"
+    # informational: a blocking drop the window could not rule out, too small to confirm here
+    POST_MERGE = "POST_MERGE"
+    # informational: the window was judged on this run's runner's terms (its offset taken out)
+    RUNNER_OFFSET = "RUNNER_OFFSET"
     WINDOW_SUSPECT = "WINDOW_SUSPECT"  # informational: what the window said; pairs decided
     # the reference policy (the seed's names)
     ROLLING_WINDOW = "ROLLING_WINDOW"

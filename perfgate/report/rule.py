@@ -87,8 +87,11 @@ class TrendRule:
 
     @property
     def window_runs(self) -> int | None:
-        """The nearest runs of a window the rule judges with (None: it counts samples only)."""
-        return None if self.gate.policy is PolicyName.REFERENCE else self.gate.baseline.max_runs
+        """The nearest runs the rule reads: the window and the history runner offsets are
+        learned from (None: it counts samples only)."""
+        if self.gate.policy is PolicyName.REFERENCE:
+            return None
+        return max(self.gate.baseline.max_runs, self.gate.baseline.history_runs)
 
     @property
     def paired(self) -> bool:
@@ -145,6 +148,8 @@ def judge_series(series: Series, rule: TrendRule) -> list[JudgedRun]:
             calibration=calibration,
             retried=run.retried,
             known_shift=rule.known_shift(series, run, window.run_commits()),
+            runners=[stored.runner for stored in window.stored_runs()],
+            runner=run.samples[0].ci_runner_name,
         )
         decision, figure = judgement.decision, judgement.value
         assert decision is not None and figure is not None  # judge_run always applies the rule

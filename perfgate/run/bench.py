@@ -70,8 +70,8 @@ from perfgate.run.execution import (
     run_with_retry,
     with_cache_env,
 )
-from perfgate.run.paired import BaseCheckout, measure_pairs
-from perfgate.run.sampling import Sampler, SamplingPlan
+from perfgate.run.paired import BaseCheckout, PairPlan, measure_pairs
+from perfgate.run.sampling import Sampler, SamplingPlan, Step
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,8 +190,17 @@ Confirm = Callable[[Bucket, Result], bool]
 class Pairing(Protocol):
     """The judge side of paired confirmation (``gate.confirm: paired``)."""
 
-    def suspicious(self, bucket: Bucket, result: Result) -> bool:
-        """True when the window cannot clear the run: measure the merge base beside it."""
+    def step(self, bucket: Bucket, result: Result) -> Step:
+        """What the run should spend next: nothing, another launch here, or pairs."""
+        ...
+
+    def pair_plan(self, bucket: Bucket, result: Result, left_minutes: float | None) -> PairPlan:
+        """How many pairs to take at most, or why none (they cannot decide, or the run's
+        shared budget, ``left_minutes`` of it left, cannot afford them)."""
+        ...
+
+    def order(self, runs: Sequence[tuple[Bucket, Result]]) -> list[Bucket]:
+        """The buckets in the order the run's shared budget is spent on them."""
         ...
 
     def base(self, bucket: Bucket, result: Result) -> AbstractContextManager[BaseCheckout | str]:
@@ -310,6 +319,125 @@ class SampleRun:
         )
 
 
+class BucketRun:
+    """One bucket run in progress: its samples, admission control, its pairs, its Result.
+
+    ``take`` measures the planned repeats (and, under ``gate.confirm: repeat``, more while
+    the rule asks); ``confirm`` spends confirmation under ``gate.confirm: paired`` within an
+    allowance of runner seconds (the share of a run's budget the matrix gave it).
+    """
+
+    def __init__(self, bucket: Bucket, settings: BenchSettings, plan: SamplingPlan) -> None:
+        self.bucket, self.settings, self.plan = bucket, settings, plan
+        self.run_key = _run_key(settings.context)
+        self.started_at, self.started = datetime.now(UTC), time.monotonic()
+        # The run's own time: waiting while other buckets measure is not this bucket's.
+        self.finished_at, self.wall_s = self.started_at, 0.0
+        self.control = AdmissionControl(settings.admission, settings.hardware)
+        self.paired: PairedRecord | None = None
+        self.stopped = SamplingStop.PLANNED
+        self.confirming_s = 0.0  # runner seconds ``confirm`` spent
+        self.sampler = Sampler(
+            lambda index: _measure(bucket, settings, self.run_key, index, self.control),
+            healthy=lambda sample: sample.healthy,
+            set_aside=lambda sample: sample.admission.set_aside,
+            remeasure=lambda sample: self.remeasure(
+                f"sample {sample.index}", sample.wall_s, sample.admission
+            ),
+        )
+
+    def remeasure(self, what: str, wall_s: float, admission: SampleAdmission | None) -> bool:
+        """Whether admission control grants measuring ``what`` again; says what it does."""
+        return _remeasure(self.bucket, self.settings, self.control, what, wall_s, admission)
+
+    def result(self, stopped: SamplingStop | None = None) -> Result:
+        """The run so far as a Result."""
+        timing = (self.started_at, self.started, self.finished_at, self.wall_s)
+        return _result(self.bucket, self.settings, self.sampler.taken, self.plan,
+                       stopped or self.stopped, timing, self.sampler.replaced, self.control,
+                       self.paired)  # fmt: skip
+
+    def _worked(self, since: float) -> None:
+        """Count the time since ``since`` as this run's own, ending now."""
+        self.wall_s += time.monotonic() - since
+        self.finished_at = datetime.now(UTC)
+
+    def take(self, confirm: Confirm | None = None) -> None:
+        """The planned repeats; with ``confirm`` (and not paired) more while it asks."""
+        began = time.monotonic()
+        paired = self.plan.confirm is ConfirmMode.PAIRED
+        if confirm is None or paired:
+            self.stopped = self.sampler.run(replace(self.plan, confirm=ConfirmMode.OFF), None)
+        else:
+            self.stopped = self.sampler.run(self.plan, self.asks(confirm))
+        self._worked(began)
+
+    def asks(self, confirm: Confirm) -> Callable[[Sequence[SampleRun]], bool]:
+        """The question the sampler asks after each sample: does ``confirm`` want more?"""
+        return lambda taken: confirm(self.bucket, self.result(SamplingStop.PLANNED))
+
+    def confirm(
+        self, pairing: Pairing, confirm: Confirm | None, allowance_s: float | None = None
+    ) -> None:
+        """``gate.confirm: paired``: more launches here while they may still clear the run,
+        then pairs with the merge base when the window still cannot, within the bucket's
+        budgets and ``allowance_s``; none that cannot decide. Without a merge base to
+        measure, by repeats against the window (``confirm``)."""
+        if self.stopped is not SamplingStop.PLANNED:
+            return  # a failed run is not measured further
+        bucket, began = self.bucket, time.monotonic()
+        # The repeat budget counts this run's own time, not the other buckets' repeats.
+        self.sampler.started = began - self.wall_s
+
+        def left() -> float | None:
+            return None if allowance_s is None else allowance_s - (time.monotonic() - began)
+
+        def repeat() -> bool:
+            room = left()
+            return (room is None or room > 0) and pairing.step(bucket, self.result()) is Step.REPEAT
+
+        if pairing.step(bucket, self.result()) is Step.REPEAT:
+            self.stopped = self.sampler.run(self.plan, lambda taken: repeat())
+        elif pairing.step(bucket, self.result()) is Step.DONE:
+            self.stopped = SamplingStop.SETTLED
+        if self.stopped is SamplingStop.FAILED or pairing.step(bucket, self.result()) is Step.DONE:
+            self.confirming_s += time.monotonic() - began
+            self._worked(began)
+            return
+        room = left()
+        plan = pairing.pair_plan(bucket, self.result(), None if room is None else room / 60.0)
+        if plan.pairs <= 0:
+            self.paired = PairedRecord(
+                status=PairedStatus.SKIPPED, reason=plan.skipped, max_pairs=bucket.max_pairs
+            )
+        else:
+            budget = bucket.pair_budget_minutes
+            limits = [
+                v for v in (budget * 60.0 if budget is not None else None, room) if v is not None
+            ]
+            self.paired = _pair(self, pairing, max_pairs=min(bucket.max_pairs, plan.pairs),
+                                budget_s=min(limits) if limits else None)  # fmt: skip
+        self.settings.say(_paired_notice(bucket, self.paired))
+        unavailable = self.paired.status is PairedStatus.UNAVAILABLE
+        if unavailable or (self.paired.status is PairedStatus.FAILED and
+                           self.paired.head_failure is None):  # fmt: skip
+            # No merge base to measure: confirm against the window by repeats instead.
+            self.stopped = self.sampler.run(
+                self.plan, None if confirm is None else self.asks(confirm)
+            )
+        self.confirming_s += time.monotonic() - began
+        self._worked(began)
+
+    def finish(self) -> Result:
+        """The Result, with a notice when the run took more than its repeats."""
+        counted = self.sampler.counted
+        if counted > self.plan.repeats:
+            self.settings.say(
+                f"{self.bucket.id}: took {counted} samples to confirm ({self.stopped.value})"
+            )
+        return self.result()
+
+
 def run_bucket(
     bucket: Bucket,
     settings: BenchSettings,
@@ -324,51 +452,14 @@ def run_bucket(
     ``confirm`` answers, from the samples so far, whether the verdict needs another;
     ``pairing`` (``gate.confirm: paired``) compares a suspicious run with its merge base.
     """
-    plan = plan or SamplingPlan.for_bucket(bucket, ConfirmMode.OFF)
-    ci = settings.context
-    run_key = _run_key(ci)
-    started_at, started = datetime.now(UTC), time.monotonic()
-    control = AdmissionControl(settings.admission, settings.hardware)
-    paired: PairedRecord | None = None
-
-    def assemble(samples: Sequence[SampleRun], stopped: SamplingStop) -> Result:
-        timing = (started_at, started)
-        return _result(bucket, settings, samples, plan, stopped, timing, sampler.replaced,
-                       control, paired)  # fmt: skip
-
-    def remeasure(what: str, wall_s: float, admission: SampleAdmission | None) -> bool:
-        return _remeasure(bucket, settings, control, what, wall_s, admission)
-
-    sampler = Sampler(
-        lambda index: _measure(bucket, settings, run_key, index, control),
-        healthy=lambda sample: sample.healthy,
-        set_aside=lambda sample: sample.admission.set_aside,
-        remeasure=lambda sample: remeasure(
-            f"sample {sample.index}", sample.wall_s, sample.admission
-        ),
-    )
-    wants_more = (
-        None
-        if confirm is None
-        else lambda taken: confirm(bucket, assemble(taken, SamplingStop.PLANNED))
-    )
-    if plan.confirm is not ConfirmMode.PAIRED or pairing is None:
-        stopped = sampler.run(plan, wants_more)
-    else:
-        stopped = sampler.run(replace(plan, confirm=ConfirmMode.OFF), None)
-        so_far = assemble(sampler.taken, stopped)
-        if stopped is SamplingStop.PLANNED and pairing.suspicious(bucket, so_far):
-            paired = _pair(bucket, settings, run_key, control, pairing, so_far)
-            settings.say(_paired_notice(bucket, paired))
-            if paired.status is not PairedStatus.MEASURED and paired.head_failure is None:
-                # No merge base to measure: confirm against the window by repeats instead.
-                stopped = sampler.run(plan, wants_more)
-        elif stopped is SamplingStop.PLANNED:
-            stopped = SamplingStop.SETTLED
-    counted = sampler.counted
-    if counted > plan.repeats:
-        settings.say(f"{bucket.id}: took {counted} samples to confirm ({stopped.value})")
-    return assemble(sampler.taken, stopped)
+    run = BucketRun(bucket, settings, plan or SamplingPlan.for_bucket(bucket, ConfirmMode.OFF))
+    run.take(confirm)
+    if run.plan.confirm is ConfirmMode.PAIRED:
+        if pairing is not None:
+            run.confirm(pairing, confirm)
+        elif confirm is not None:
+            run.stopped = run.sampler.run(run.plan, run.asks(confirm))
+    return run.finish()
 
 
 def _remeasure(
@@ -391,6 +482,8 @@ def _paired_notice(bucket: Bucket, paired: PairedRecord) -> str:
     """``cartpole/numpy: paired A/B with abc123def456: 6 pair(s) (settled)``."""
     if paired.status is PairedStatus.UNAVAILABLE:
         return f"{bucket.id}: no paired A/B ({paired.reason}); confirming by repeats"
+    if paired.status is PairedStatus.SKIPPED:
+        return f"{bucket.id}: no paired A/B: {paired.reason}; the window's verdict stands"
     base = (paired.base_commit or "?")[:12]
     pairs = len(paired.pairs())
     stopped = paired.stopped.value if paired.stopped else "?"
@@ -399,14 +492,10 @@ def _paired_notice(bucket: Bucket, paired: PairedRecord) -> str:
 
 
 def _pair(
-    bucket: Bucket,
-    settings: BenchSettings,
-    run_key: str,
-    control: AdmissionControl,
-    pairing: Pairing,
-    head: Result,
+    run: BucketRun, pairing: Pairing, *, max_pairs: int, budget_s: float | None
 ) -> PairedRecord:
     """Measure the merge base and the change alternately on this runner (the evidence)."""
+    bucket, settings, head = run.bucket, run.settings, run.result()
     started = time.monotonic()
     with pairing.base(bucket, head) as base:
         if isinstance(base, str):
@@ -416,7 +505,6 @@ def _pair(
                 max_pairs=bucket.max_pairs,
                 wall_s=round(time.monotonic() - started, 3),
             )
-        budget = bucket.pair_budget_minutes
         return measure_alternately(
             bucket,
             {
@@ -424,10 +512,10 @@ def _pair(
                 PairedSide.HEAD: (bucket, settings),
             },
             base_commit=base.commit,
-            run_key=run_key,
-            control=control,
-            max_pairs=bucket.max_pairs,
-            budget_s=None if budget is None else budget * 60.0,
+            run_key=run.run_key,
+            control=run.control,
+            max_pairs=max_pairs,
+            budget_s=budget_s,
             wants_more=lambda record: pairing.wants_more(bucket, head, record),
             started=started,
         )
@@ -660,7 +748,7 @@ def _result(
     samples: Sequence[SampleRun],
     plan: SamplingPlan,
     stopped: SamplingStop,
-    timing: tuple[datetime, float],
+    timing: tuple[datetime, float, datetime, float],
     replaced: Sequence[int],
     control: AdmissionControl,
     paired: PairedRecord | None,
@@ -671,7 +759,7 @@ def _result(
     set every one aside, so the artifact still says what was measured).
     """
     ci = settings.context
-    started_at, started = timing
+    started_at, _, finished_at, wall_s = timing
     last = samples[-1]
     final = last.final
     measurement, outcome = final.reading, final.outcome
@@ -723,8 +811,8 @@ def _result(
         ),
         timings=Timings(
             started_at=started_at.isoformat(),
-            finished_at=datetime.now(UTC).isoformat(),
-            wall_s=time.monotonic() - started,
+            finished_at=finished_at.isoformat(),
+            wall_s=wall_s,
             attempts=tuple(
                 AttemptTiming(
                     number=r.number,
@@ -881,14 +969,36 @@ def run_buckets(
     confirm_mode: ConfirmMode = ConfirmMode.OFF,
     confirm: Confirm | None = None,
     pairing: Pairing | None = None,
+    budget_minutes: float | None = None,
 ) -> list[Result]:
-    """Run each bucket in turn, writing its artifact into ``settings.out_dir`` as it finishes."""
-    results = []
+    """Run each bucket in turn, writing its artifact into ``settings.out_dir`` as it finishes.
+
+    Under ``gate.confirm: paired`` every bucket takes its repeats first; then the buckets
+    the window cannot clear are confirmed in the order ``pairing.order`` gives (the most
+    suspicious first), each within its own budgets and what is left of ``budget_minutes``
+    (the run's, shared by the matrix), its artifact rewritten.
+    """
+    runs: list[BucketRun] = []
     for bucket in buckets:
         on_start(bucket)
-        plan = SamplingPlan.for_bucket(bucket, confirm_mode)
-        result = run_bucket(bucket, settings, plan=plan, confirm=confirm, pairing=pairing)
+        run = BucketRun(bucket, settings, SamplingPlan.for_bucket(bucket, confirm_mode))
+        run.take(confirm)
+        result = (
+            run.finish()
+            if pairing is None or confirm_mode is not ConfirmMode.PAIRED
+            else (run.result())
+        )
         write_result(result, settings.out_dir)
         on_done(result)
-        results.append(result)
-    return results
+        runs.append(run)
+    if pairing is None or confirm_mode is not ConfirmMode.PAIRED:
+        return [run.result() for run in runs]
+    by_bucket = {run.bucket.id: run for run in runs}
+    spent_s = 0.0
+    for bucket in pairing.order([(run.bucket, run.result()) for run in runs]):
+        run = by_bucket[bucket.id]
+        left = None if budget_minutes is None else budget_minutes * 60.0 - spent_s
+        run.confirm(pairing, confirm, left)
+        spent_s += run.confirming_s
+        write_result(run.finish(), settings.out_dir)
+    return [run.result() for run in runs]

@@ -21,6 +21,14 @@ from perfgate.result import PairedSample, PairedSide, PairedStop
 
 
 @dataclass(frozen=True, kw_only=True)
+class PairPlan:
+    """What the judge side allows a paired comparison: how many pairs, or why none."""
+
+    pairs: int  # at most this many (0: none)
+    skipped: str = ""  # why none: the pairs cannot decide, or the run's budget cannot afford them
+
+
+@dataclass(frozen=True, kw_only=True)
 class BaseCheckout:
     """The merge base, ready to measure: its commit, a throwaway worktree, its own bucket."""
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Generic, TypeVar
 
 from perfgate.config import Bucket, ConfirmMode
@@ -24,6 +25,14 @@ from perfgate.errors import UsageError
 from perfgate.result import SamplingStop
 
 T = TypeVar("T")
+
+
+class Step(StrEnum):
+    """What a suspicious run should spend next (``gate.confirm: paired``; the judge says)."""
+
+    DONE = "done"  # the window cleared it (or has nothing to judge): spend nothing
+    REPEAT = "repeat"  # one more launch on this runner may still clear it
+    PAIR = "pair"  # only the merge base measured beside it can decide
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -41,7 +41,6 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -52,7 +51,7 @@ from perfgate.judge.alerts import AlertPolicy, PushRun, Watcher  # noqa: E402
 from perfgate.judge.stats import CalibratedPolicy, analyse_window, judge  # noqa: E402
 from perfgate.judge.verdicts import Verdict  # noqa: E402
 from tests.perf import runner_offsets  # noqa: E402
-from tests.perf.verdict_quality import _upper95  # noqa: E402
+from tests.perf.targets import Options, SuiteReport, Target, at_least, at_most, upper95  # noqa: E402
 
 CVS = (0.01, 0.02)
 STATE_SHARE = 0.05  # runs in a slower machine state ("states" pools)
@@ -264,26 +263,34 @@ def score(
     return results
 
 
-def targets(results: dict[str, dict[str, Tally]]) -> list[dict[str, Any]]:
-    """The issue's targets for the rule in force, one ``{name, value, target, met}`` each."""
-    found: list[dict[str, Any]] = []
+def targets(results: dict[str, dict[str, Tally]]) -> list[Target]:
+    """The issue's targets for the rule in force, for every pool."""
+    found: list[Target] = []
     for pool, by_rule in results.items():
         tally = by_rule[CHOSEN]
-        detected = tally.detection(0.05)
-        found.append({
-            "name": f"alerts {pool}: 5 % drops alerted within {WITHIN} pushes",
-            "value": round(detected * 100, 2), "target": ">= 100 %", "met": detected >= 1.0,
-        })  # fmt: skip
-        found.append({
-            "name": f"alerts {pool}: false alerts per 1,000 bucket-pushes",
-            "value": round(tally.per_1000, 3), "target": "<= 1", "met": tally.per_1000 <= 1.0,
-        })  # fmt: skip
+        detected = 100.0 * tally.detection(0.05)
+        found.append(at_least(f"alerts {pool}: 5 % drops alerted within {WITHIN} pushes",
+                              round(detected, 2), 100.0, "%"))  # fmt: skip
+        found.append(at_most(f"alerts {pool}: false alerts per 1,000 bucket-pushes",
+                             round(tally.per_1000, 3), 1.0, ""))  # fmt: skip
     return found
 
 
-def measured_targets(series: int = DEFAULT_SERIES, jobs: int = 1) -> list[dict[str, Any]]:
-    """Score the pools and return the targets entries (for ``nox -s quality -- --json``)."""
-    return targets(score(series, jobs))
+def quality(options: Options) -> SuiteReport:
+    """The alert suite as ``nox -s quality`` runs it: every pool, printed; its targets."""
+    series = DEFAULT_SERIES // 4 if options.quick else DEFAULT_SERIES
+    started = time.perf_counter()
+    results = score(series, options.jobs)
+    print()
+    for line in render(results, series, time.perf_counter() - started):
+        print(line)
+    figures = {
+        pool: {rule: {"detected_5pct": t.detection(0.05), "delay_5pct": t.delay(0.05),
+                      "false_alerts_per_1000": t.per_1000, "unchanged_pushes": t.unchanged}
+               for rule, t in by_rule.items()}
+        for pool, by_rule in results.items()
+    }  # fmt: skip
+    return SuiteReport(name="alerts", figures=figures, targets=tuple(targets(results)))
 
 
 def render(results: dict[str, dict[str, Tally]], series: int, elapsed: float) -> list[str]:
@@ -307,16 +314,14 @@ def render(results: dict[str, dict[str, Tally]], series: int, elapsed: float) ->
             lines.append(
                 f"{pool:<24}{rule:<11}{t.detection(0.05) * 100:>7.1f}{t.delay(0.05):>7.2f}"
                 f"{t.detection(0.03) * 100:>7.1f}{t.detection(0.10) * 100:>7.1f}"
-                f"{t.per_1000:>8.2f}{1000 * _upper95(t.false_alerts, t.unchanged):>7.2f}"
+                f"{t.per_1000:>8.2f}{1000 * upper95(t.false_alerts, t.unchanged):>7.2f}"
                 f"{100 * t.range_right / alerted:>7.1f}{t.range_pushes / alerted:>6.2f}"
                 f"{100 * t.recovered / max(t.reverts, 1):>7.1f}"
                 f"{t.recovery_delay / max(t.recovered, 1):>7.2f}{t.unchanged:>8}"
             )
     lines += ["", "targets (the rule in force):"]
-    for entry in targets(results):
-        lines.append(
-            f"  [{'met' if entry['met'] else 'MISSED':>6}] {entry['name']:<66} {entry['value']}"
-        )
+    for target in targets(results):
+        lines.append(f"  [{'met' if target.met else 'MISSED':>6}] {target.name:<66} {target.value}")
     return lines
 
 
@@ -342,7 +347,7 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
     results = score(args.series, args.jobs, policy, pools)
     for line in render(results, args.series, time.perf_counter() - started):
         out(line)
-    return 0 if all(entry["met"] for entry in targets(results)) else 1
+    return 0 if all(target.met for target in targets(results)) else 1
 
 
 if __name__ == "__main__":

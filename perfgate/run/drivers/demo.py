@@ -61,7 +61,8 @@ class DemoDriver:
 
     name = "demo"
     # 2: time-based warm-up and measurement, and the median step's throughput.
-    version = "2"
+    # 3: steps timed in the process's CPU time (wall-clock with ``timer: wall``).
+    version = "3"
     # Numeric libraries run single-threaded unless the bucket sets ``threads``: a
     # multi-threaded figure follows whatever else the machine runs.
     default_threads: int | None = 1
@@ -83,9 +84,12 @@ class DemoDriver:
         """The ``demo`` block (how long to warm up and measure), when the bucket has one."""
         if bucket.demo is None:
             return {}
+        # Only when set: buckets that leave the timer alone keep their launch hash.
+        timer = {"timer": bucket.demo.timer} if bucket.demo.timer else {}
         return {
             "measure_seconds": bucket.demo.measure_seconds,
             "warmup_seconds": bucket.demo.warmup_seconds,
+            **timer,
         }
 
     def invocation(self, bucket: Bucket, dirs: AttemptDirs, checkout: Path) -> Invocation:
@@ -108,6 +112,8 @@ class DemoDriver:
                 "--warmup-seconds", str(bucket.demo.warmup_seconds),
                 "--measure-seconds", str(bucket.demo.measure_seconds),
             )  # fmt: skip
+            if bucket.demo.timer:
+                argv += ("--timer", bucket.demo.timer)
         return Invocation(
             argv=argv,
             cwd=checkout,

@@ -118,7 +118,7 @@ def test_bisect_names_the_commit_that_slowed_the_demo(slowed: tuple[Path, list[s
     # The good end fills the rule's window (3 runs); every other step is one run of 3.
     runs = {s["commit"]: [len(run) for run in s["runs"]] for s in result["steps"]}
     assert runs.pop(shas[0]) == [3, 3, 3] and all(r == [3] for r in runs.values())
-    # 64 envs per 2 ms sleep caps the slow side far below the numpy demo's own speed.
+    # 64 envs per 2 ms of extra work caps the slow side far below the numpy demo's speed.
     assert result["first_bad_step"]["figure"] < 64 / 0.002 < result["last_good_step"]["figure"]
     assert result["change_pct"] < -50
     assert len(git("worktree", "list", cwd=repo).splitlines()) == 1

@@ -7,6 +7,7 @@ import re
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -563,3 +564,91 @@ def test_threads_cap_numeric_libraries_only_when_set(
         json.loads(line) for line in (tmp_path / "b/state/env.jsonl").read_text().splitlines()
     ]
     assert [seen[name] for name in THREAD_VARIABLES] == ["7", None, None, None]
+
+
+class FakePairing:
+    """The judge side, scripted: every bucket wants pairs; a shared budget affords one.
+
+    Stands in for judge.confirm.WindowConfirmer (whose statistics and budget arithmetic are
+    tested apart): it records the budget the bench says is left, and under a shared budget
+    declines pairs to every bucket after the first. The base is the same checkout, so every
+    pair measures the same benchmark twice.
+    """
+
+    def __init__(self, checkout: Path) -> None:
+        self.checkout = checkout
+        self.lefts: dict[str, float | None] = {}
+        self.order_asked: list[str] = []
+
+    def step(self, bucket: Bucket, result: Result) -> Any:
+        from perfgate.run.sampling import Step
+
+        return Step.DONE if result.paired is not None else Step.PAIR
+
+    def pair_plan(self, bucket: Bucket, result: Result, left_minutes: float | None) -> Any:
+        from perfgate.run.paired import PairPlan
+
+        granted = len(self.lefts)
+        self.lefts[bucket.id] = left_minutes
+        if left_minutes is not None and granted:
+            return PairPlan(pairs=0, skipped=f"{left_minutes:.3f} min left of the run's budget")
+        return PairPlan(pairs=2)
+
+    def order(self, runs: Any) -> list[Bucket]:
+        self.order_asked = [bucket.id for bucket, _ in runs]
+        return [bucket for bucket, _ in reversed(runs)]
+
+    def base(self, bucket: Bucket, result: Result) -> Any:
+        from contextlib import nullcontext
+
+        from perfgate.run.paired import BaseCheckout
+
+        return nullcontext(BaseCheckout(commit="b" * 40, checkout=self.checkout, bucket=bucket))
+
+    def wants_more(self, bucket: Bucket, result: Result, paired: Any) -> bool:
+        return True
+
+
+def two_buckets(tmp_path: Path) -> list[Bucket]:
+    one = fake_bucket(tmp_path / "a", "ok")
+    two = fake_bucket(tmp_path / "b", "ok")
+    return [one, replace(two, task="other")]
+
+
+@pytest.mark.parametrize("budget", [None, 60.0])
+def test_the_matrix_takes_its_repeats_then_confirms_the_most_suspicious_first(
+    tmp_path: Path, budget: float | None
+) -> None:
+    from perfgate.result import PairedStatus
+    from perfgate.run.bench import run_buckets
+
+    buckets = two_buckets(tmp_path)
+    pairing = FakePairing(tmp_path)
+    settings = BenchSettings(
+        checkout=tmp_path, work_root=tmp_path / "work", out_dir=tmp_path / "results",
+        hardware=HARDWARE, context=CONTEXT,
+    )  # fmt: skip
+    results = run_buckets(buckets, settings, confirm_mode=ConfirmMode.PAIRED, pairing=pairing,
+                          budget_minutes=budget)  # fmt: skip
+    # Every bucket took its repeats before anything was confirmed; the judge chose the order.
+    assert pairing.order_asked == ["fake/cpu", "other/cpu"]
+    assert list(pairing.lefts) == ["other/cpu", "fake/cpu"]
+    by_id = {r.bucket.id: r for r in results}
+    first, second = by_id["other/cpu"], by_id["fake/cpu"]
+    assert first.paired is not None and first.paired.status is PairedStatus.MEASURED
+    assert len(first.paired.pairs()) == 2
+    if budget is None:
+        assert pairing.lefts == {"other/cpu": None, "fake/cpu": None}
+        assert second.paired is not None and second.paired.status is PairedStatus.MEASURED
+    else:
+        # What the first confirmation spent is no longer there for the second, which is not
+        # started; its artifact says why.
+        first_left, second_left = pairing.lefts["other/cpu"], pairing.lefts["fake/cpu"]
+        assert first_left is not None and second_left is not None
+        assert second_left < first_left <= budget
+        assert first.sampling is not None and first.sampling.confirmation_s > 0
+        assert second.paired is not None and second.paired.status is PairedStatus.SKIPPED
+        assert second.paired.reason.endswith("min left of the run's budget")
+    for result in results:  # each artifact was rewritten after its confirmation
+        stem = result.bucket.id.replace("/", "__")
+        assert read_result(settings.out_dir / f"{stem}.json") == result

@@ -614,7 +614,7 @@ def test_a_slower_startup_blocks_on_its_own_metric_while_fps_holds(
     # floor instead of looking like a level shift in the window.
     monkeypatch.setenv("ISAACLAB_STANDIN_SCENE_S", "10.0")
     monkeypatch.setenv("ISAACLAB_STANDIN_IMPORT_S", "10.0")
-    for _ in range(3):  # three recorded runs of two samples: a window to judge against
+    for _ in range(5):  # five recorded runs of one sample (the example's repeats): a window
         assert main([*args, "--record"]) == 0
     monkeypatch.setenv(f"ISAACLAB_STANDIN_{phase}_S", "15.0")  # +5 s, FPS unchanged
     capsys.readouterr()
@@ -643,7 +643,7 @@ def test_a_slower_startup_blocks_on_its_own_metric_while_fps_holds(
         json.loads(line) for line in git("show", f"perf-baselines:{path}", cwd=repo).splitlines()
     ]
     assert sorted({line["metric"] for line in lines}) == sorted(verdicts)
-    assert len(lines) == 3 * 2 * 4
+    assert len(lines) == 5 * 1 * 4  # five runs of one sample, four metrics each
 
 
 def test_further_metrics_are_read_from_each_sample_and_a_missing_required_one_fails(

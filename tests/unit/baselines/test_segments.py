@@ -14,6 +14,8 @@ from perfgate.baselines.segments import (
     blob_id,
     index_path,
     parse_index,
+    runner_name,
+    runner_token,
     segment_lines,
 )
 from tests.factories import make_result
@@ -91,9 +93,34 @@ def test_each_segment_gets_an_index_of_exactly_its_blob() -> None:
             for entry, line in zip(entries, segment_lines(text), strict=True):
                 sample = Sample.from_line(line)
                 digest = sample.window_digest
-                assert entry == (sample.commit, sample.timestamp, digest, str(sample.value))
+                runner = runner_token(sample.ci_runner_name)
+                assert entry == (
+                    sample.commit,
+                    sample.timestamp,
+                    digest,
+                    str(sample.value),
+                    runner,
+                    "-" if sample.wall_s is None else str(sample.wall_s),
+                )
     # Another blob (one more line, say by an older perfgate) is not what the index names.
     assert parse_index(files.index or "", (files.live + "x\n").encode(), "sha1") is None
+
+
+def test_the_index_keeps_each_samples_runner_and_launch_seconds_whatever_the_name() -> None:
+    spaced = replace(samples(1)[0], ci_runner_name="GitHub Actions 2 = gpu-l40s %", wall_s=61.5)
+    update = append_to_bucket(LIVE, BucketFiles(), [spaced])
+    entries = parse_index(update.files[index_path(LIVE)] or "", (update.files[LIVE] or "").encode(),
+                          "sha1")  # fmt: skip
+    assert entries is not None and isinstance(entries[0], tuple)
+    assert runner_name(entries[0][4]) == "GitHub Actions 2 = gpu-l40s %"
+    assert entries[0][5] == "61.5"
+    assert runner_name(runner_token(None)) is None
+
+
+def test_a_version_1_index_is_not_trusted_and_the_lines_are_read_instead() -> None:
+    files, _ = apply(BucketFiles(), samples(2))
+    old = (files.index or "").replace("perfgate-index 2 ", "perfgate-index 1 ", 1)
+    assert parse_index(old, files.live.encode(), "sha1") is None
 
 
 def test_an_index_an_older_writer_left_stale_is_rebuilt_from_the_lines() -> None:

@@ -273,6 +273,7 @@ def test_a_bad_calibration_exits_4_naming_the_file_and_the_key(
         read_calibration(load_config(path).gate.calibration, QualifyPolicy())  # type: ignore[arg-type]
 
 
+@pytest.mark.slow  # validate reads the baseline store for its budget check (git)
 def test_a_calibration_linked_from_outside_the_repository_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

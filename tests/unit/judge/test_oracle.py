@@ -266,7 +266,7 @@ def test_policy_for_reads_every_gate_key() -> None:
     assert isinstance(policy, CalibratedPolicy)
     assert (policy.false_alarm_rate, policy.min_drop_pct) == (0.001, 3.0)
     assert policy.noise_floor_pct == 2.0  # the bucket's own floor for cpu-*
-    assert policy.run_noise_floor_pct == 3.0
+    assert policy.run_noise_floor_pct == 1.0
     assert (policy.initial_repeats, policy.max_repeats) == (bucket.repeats, bucket.max_repeats)
     assert (policy.min_samples, policy.min_runs, policy.max_runs) == (5, 3, 20)
     off = replace(config.gate, confirm=type(config.gate.confirm)("off"))
@@ -275,13 +275,17 @@ def test_policy_for_reads_every_gate_key() -> None:
     assert reference == ReferencePolicy(noise_floor_pct=2.0, min_samples=5, max_samples=20)
 
 
-def test_the_window_holds_max_runs_of_the_largest_repeats() -> None:
+def test_the_window_holds_max_runs_of_the_largest_repeats_and_the_runner_history() -> None:
     config = load_config(ROOT / "perfgate.yaml")
-    assert window_sample_limit(config.gate, config.buckets) == 20 * 10
+    # 200 runs of history (runner offsets, whole-run falls) of up to 10 samples each
+    assert window_sample_limit(config.gate, config.buckets) == 200 * 10
+    window_only = replace(config.gate, baseline=replace(config.gate.baseline, history_runs=0))
+    assert window_sample_limit(window_only, config.buckets) == 20 * 10
     reference = replace(config.gate, policy=PolicyName.REFERENCE)
     assert window_sample_limit(reference, config.buckets) == 20
-    assert window_sample_limit(GatePolicy(), ()) == 20
-    # The calibrated rule judges the nearest max_runs runs, so no farther run is read;
-    # the reference rule counts samples alone.
-    assert window_run_limit(config.gate) == 20
+    assert window_sample_limit(GatePolicy(), ()) == 200
+    # The calibrated rule judges the nearest max_runs runs and learns runner offsets from
+    # history_runs, so no farther run is read; the reference rule counts samples alone.
+    assert window_run_limit(config.gate) == 200
+    assert window_run_limit(window_only) == 20
     assert window_run_limit(reference) is None

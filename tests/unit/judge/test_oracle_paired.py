@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+from dataclasses import replace
+
 from perfgate.config import ConfirmMode
 from perfgate.judge.oracle import Judgement, Method, judge
 from perfgate.judge.paired import PairedPolicy
@@ -9,6 +12,7 @@ from perfgate.judge.stats import CalibratedPolicy
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import (
     AdmissionStatus,
+    CiInfo,
     FailurePhase,
     PairedRecord,
     PairedSample,
@@ -162,3 +166,52 @@ def test_a_head_sample_that_fails_during_the_pairs_is_a_hard_failure() -> None:
     )  # fmt: skip
     judgement = verdict_of(make_result(samples=SAME, paired=crashed))
     assert judgement.verdict is Verdict.HARD_FAILURE
+
+
+def test_pairs_skipped_as_unable_to_decide_leave_the_windows_verdict_standing() -> None:
+    skipped = PairedRecord(
+        status=PairedStatus.SKIPPED,
+        reason="the pairs cannot decide: pair budget 60 min allows 3 pairs at 14 min a "
+        "launch; BLOCKing a 5 % drop at 2 % noise needs 6",
+    )
+    judgement = verdict_of(make_result(samples=SLOW, paired=skipped))
+    assert judgement.verdict is Verdict.BLOCK  # not turned into UNPAIRED: it was said why
+    signal = next(s for s in judgement.signals if s.reason is Reason.PAIRED_SKIPPED)
+    assert "BLOCKing a 5 % drop at 2 % noise needs 6" in signal.detail
+    assert "the window's verdict stands" in signal.detail
+    assert judgement.confirmation is not None and "needs 6" in judgement.confirmation.note
+
+
+def test_a_drop_too_small_to_confirm_here_is_left_to_post_merge_alerts() -> None:
+    # A 2.5 % slower run: the window cannot rule out a 3 % drop, but rules out 5 % (the drop
+    # worth confirming), so nothing is spent and the summary says who watches it.
+    slightly = make_result(samples=(975.0, 976.0, 974.0))
+    judgement = judge(slightly, WINDOW, floors=(), policy=POLICY, confirm=ConfirmMode.PAIRED,
+                      paired_policy=PairedPolicy(), confirm_drop_pct=5.0)  # fmt: skip
+    assert judgement.verdict.level is not Verdict.BLOCK
+    note = next(s for s in judgement.signals if s.reason is Reason.POST_MERGE)
+    assert note.verdict is Verdict.PASS
+    assert "cannot be ruled out at this PR's budget; post-merge alerts watch it" in note.detail
+    clear = make_result(samples=SAME)
+    judged = judge(clear, WINDOW, floors=(), policy=POLICY, confirm=ConfirmMode.PAIRED,
+                   paired_policy=PairedPolicy(), confirm_drop_pct=5.0)  # fmt: skip
+    assert Reason.POST_MERGE not in judged.reasons
+
+
+def test_the_window_is_put_on_the_runs_runners_terms_and_says_so() -> None:
+    # Forty runs on five runners 1.5 % apart, 0.5 % sample noise; this run is on the slowest.
+    rng = random.Random(11)
+    offsets = {"r-3": 0.97, "r-1": 0.985, "r0": 1.0, "r+1": 1.015, "r+3": 1.03}
+    runners = [list(offsets)[(i + 2) % 5] for i in range(40)]  # the nearest run: r0
+    window = [[1000.0 * offsets[r] * (1 + rng.gauss(0, 0.005)) for _ in range(2)] for r in runners]
+    on_slow = make_result(samples=(970.0, 971.0, 969.0),
+                          ci=CiInfo(run_id="1", run_attempt="1", runner_name="r-3"))  # fmt: skip
+    policy = replace(POLICY, max_runs=40)
+    aware = judge(on_slow, window, floors=(), policy=policy, confirm=ConfirmMode.REPEAT,
+                  runners=runners)  # fmt: skip
+    plain = judge(on_slow, window, floors=(), policy=policy, confirm=ConfirmMode.REPEAT)
+    assert aware.decision is not None and plain.decision is not None
+    assert abs(aware.decision.effect_pct or 0.0) < 0.8  # the slow runner's own level
+    assert (plain.decision.effect_pct or 0.0) < -2.0  # against the pool's average
+    signal = next(s for s in aware.signals if s.reason is Reason.RUNNER_OFFSET)
+    assert signal.detail.startswith("runner-aware window: r-3 runs \u2212")  # a minus sign

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 
 from perfgate.config import Direction
-from perfgate.judge.paired import PairedPolicy, paired_decide
+from perfgate.judge.paired import PairedPolicy, PairNoise, paired_decide
 from perfgate.judge.verdicts import Reason, Verdict
 
 POLICY = PairedPolicy(false_alarm_rate=0.001, min_drop_pct=3.0, max_pairs=16)
@@ -102,3 +103,42 @@ def test_unchanged_code_blocks_at_most_at_the_false_alarm_rate() -> None:
                 break
         blocks += decision.verdict is Verdict.BLOCK
     assert blocks <= 4  # 0.1 % of 4000 is 4; the Bonferroni split keeps it well under
+
+
+# The window's within-run noise as the pairs' prior (runner economics, issue 24).
+PRIOR = PairNoise(noise_pct=1.0, df=40.0)
+
+
+def test_with_the_windows_noise_three_pairs_block_what_they_alone_cannot() -> None:
+    three = pairs(100.0, 95.0, 3, seed=5)
+    alone = paired_decide(three, policy=POLICY, final=True)
+    pooled = paired_decide(three, policy=POLICY, final=True, prior=PRIOR)
+    assert alone.verdict is not Verdict.BLOCK  # two degrees of freedom: t must pass ~30
+    assert (pooled.verdict, pooled.pooled) == (Verdict.BLOCK, True)
+    assert pooled.df == pytest.approx(2 + 40)
+
+
+def test_pairs_noisier_than_the_window_says_stand_alone() -> None:
+    noisy = pairs(100.0, 95.0, 6, wobble=0.08, seed=2)
+    decision = paired_decide(noisy, policy=POLICY, prior=PRIOR)
+    assert not decision.pooled
+    assert decision.df == pytest.approx(5)
+
+
+def test_two_pairs_may_clear_with_the_windows_noise_never_block() -> None:
+    two = pairs(100.0, 100.0, 2, wobble=0.002)
+    cleared = paired_decide(two, policy=POLICY, prior=PRIOR)
+    assert (cleared.verdict, cleared.need_more) == (Verdict.PASS, False)
+    dropped = paired_decide(pairs(100.0, 80.0, 2, wobble=0.002), policy=POLICY, prior=PRIOR)
+    assert dropped.verdict is not Verdict.BLOCK and dropped.need_more
+
+
+def test_pairs_stop_once_the_drop_that_matters_is_ruled_out() -> None:
+    # A drop of about 2 %: not ruled out as a 3 % drop by three pairs, but ruled out as 4 %
+    # (the clear drop of a gate whose confirm_drop_pct is 5).
+    three = pairs(100.0, 98.0, 3, wobble=0.006, seed=4)
+    strict = paired_decide(three, policy=POLICY, prior=PRIOR)
+    relaxed = paired_decide(three, policy=replace(POLICY, clear_drop_pct=4.0), prior=PRIOR)
+    assert strict.need_more
+    assert (relaxed.verdict, relaxed.need_more) == (Verdict.PASS, False)
+    assert "post-merge alerts watch it" in relaxed.detail

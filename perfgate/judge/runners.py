@@ -1,0 +1,331 @@
+"""Runner offsets and whole-run excursions, learned from a bucket's history (R5). Pure.
+
+A pool's runners differ by a few per cent, and a runner's offset against the pool holds
+for weeks (qualification measures it). A window of 20 runs spread over 8 runners carries
+that spread as noise shared by each run's samples, so it can rarely rule out a drop of a
+few per cent. Here each stored run's runner is known, so the offsets are estimated from
+the bucket's history (longer than its window) and taken out:
+
+* each run's level is compared with the median of its neighbours in time (landed changes
+  move both, so they cancel), and the residuals are grouped by runner;
+* a runner's offset is the recency-weighted mean of its residuals, shrunk towards zero by
+  how little it has run (empirical Bayes: ``tau^2 / (tau^2 + s^2 / n)``, tau the spread
+  between runners, s one residual's noise), so a runner seen twice moves little and one
+  never seen is not moved at all, its whole uncertainty (tau) kept in the test;
+* older runs weigh less (half weight ``half_life`` runs back), so a slowly drifting
+  offset is followed and a runner that left the pool simply stops mattering.
+
+What the correction leaves is also where whole-run falls show: a machine that spent a
+whole run in a slower state (a clock state, a noisy neighbour) moves every sample of that
+run together. The history's runs of unchanged code that fell as a whole are kept
+(``Excursions``), and the verdict rule never lets the window alone BLOCK a run that such a
+fall could explain (its drop is not past the deepest one by the block margin): only a
+paired comparison, which runs the base in the same state, can tell them apart. Falls past
+``EXCURSION_SIGMAS`` run-to-run sigmas are counted apart: with them in the history, one
+run that fell is not taken for a level shift.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from perfgate.config import Direction
+from perfgate.judge.stats import (
+    MAD_TO_SIGMA,
+    CalibratedPolicy,
+    Calibration,
+    Decision,
+    RunHistory,
+    WindowInput,
+    WindowModel,
+    analyse_window,
+    judge,
+    pct_of_g,
+    to_g,
+)
+
+# Neighbours on each side whose median is a run's local level.
+NEIGHBOURS = 8
+# A run's residual weighs half as much this many runs back (offsets drift over weeks).
+HALF_LIFE = 100
+# A run further below its local level than this many robust run-level sigmas moved as a
+# whole (p ~ 1.3e-3 per run for normal noise): an excursion of unchanged code.
+EXCURSION_SIGMAS = 3.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredRun:
+    """One run of the history: the runner it ran on (None: unknown) and its samples."""
+
+    runner: str | None
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Offset:
+    """One runner's estimated offset against the pool, in log units (goodness scale)."""
+
+    g: float  # shrunk estimate: add to the pool's level to get this runner's
+    var: float  # its posterior variance (what is left unknown)
+    runs: int  # history runs of this runner behind it
+
+
+@dataclass(frozen=True, kw_only=True)
+class Excursions:
+    """How the history's runs fell as a whole below their neighbours (runner corrected)."""
+
+    falls: tuple[float, ...]  # every positive fall, log units, deepest first
+    count: int  # falls past EXCURSION_SIGMAS robust run-level sigmas
+    runs: int  # history runs looked at
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunnerModel:
+    """Every runner's offset, the pool's spread, and the whole-run excursions seen."""
+
+    direction: Direction
+    offsets: Mapping[str, Offset] = field(default_factory=dict)
+    tau: float = 0.0  # spread of the offsets between runners, log units
+    runs: int = 0  # history runs used
+    excursions: Excursions | None = None
+
+    @property
+    def corrects(self) -> bool:
+        """True when there is an offset worth taking out (two runners or more, a spread)."""
+        return len(self.offsets) >= 2 and self.tau > 0.0
+
+    def offset(self, runner: str | None) -> Offset:
+        """A runner's offset; an unknown one is the pool's (zero) with the pool's spread."""
+        if not self.corrects:
+            return Offset(g=0.0, var=0.0, runs=0)
+        known = self.offsets.get(runner) if runner is not None else None
+        return known or Offset(g=0.0, var=self.tau * self.tau, runs=0)
+
+    def correct(self, values: Sequence[float], runner: str | None) -> list[float]:
+        """A run's figures as the pool's typical runner would have measured them."""
+        g = self.offset(runner).g
+        if g == 0.0:
+            return [float(v) for v in values]
+        # g is on the goodness scale: a faster runner (g > 0) is scaled down either way.
+        factor = math.exp(-g if self.direction is Direction.HIGHER else g)
+        return [float(v) * factor for v in values]
+
+    def correct_window(self, runs: Sequence[StoredRun]) -> list[list[float]]:
+        """Every window run corrected for its own runner."""
+        return [self.correct(run.values, run.runner) for run in runs]
+
+    def offset_pct(self, runner: str | None) -> float:
+        """A runner's offset as a change of the metric against the pool, in %."""
+        return pct_of_g(self.offset(runner).g, self.direction)
+
+    def history_for(self, runner: str | None) -> RunHistory:
+        """What the verdict rule needs of the history for a run on ``runner``."""
+        found = self.excursions
+        return RunHistory(
+            offset_var=self.offset(runner).var,
+            falls=found.falls if found else (),
+            excursions=found.count if found else 0,
+            runs=found.runs if found else self.runs,
+        )
+
+    @property
+    def run_excursions(self) -> bool:
+        """True when whole runs fell past the run-to-run noise (a level shift needs two runs)."""
+        return self.excursions is not None and self.excursions.count > 0
+
+
+def fit_runners(
+    history: Sequence[StoredRun],
+    direction: Direction = Direction.HIGHER,
+    *,
+    half_life: float = HALF_LIFE,
+) -> RunnerModel:
+    """Estimate each runner's offset (and the whole-run excursions) from ``history``.
+
+    ``history`` is nearest-first, as windows are. Runs without samples are ignored; runs
+    without a runner name only serve as neighbours.
+    """
+    runs = [run for run in history if run.values]
+    model = RunnerModel(direction=direction, runs=len(runs))
+    if len(runs) < 3:
+        return model
+    means = [statistics.fmean(to_g(v, direction) for v in run.values) for run in runs]
+    residuals = [means[i] - _local_level(means, i) for i in range(len(runs))]
+    by_runner: dict[str, list[tuple[float, float]]] = {}
+    for age, (run, resid) in enumerate(zip(runs, residuals, strict=True)):
+        if run.runner is not None:
+            by_runner.setdefault(run.runner, []).append((resid, 0.5 ** (age / half_life)))
+    # One residual's noise, robustly: the spread around each runner's median.
+    medians = {name: statistics.median(r for r, _ in points) for name, points in by_runner.items()}
+    s2 = _robust_var([r - medians[run.runner] for run, r in zip(runs, residuals, strict=True)
+                      if run.runner is not None])  # fmt: skip
+    raw = {name: _weighted(points, s2) for name, points in by_runner.items()}
+    tau2 = _between_var(raw, s2)
+    offsets = {}
+    for name, (mean, n_eff, count) in raw.items():
+        noise = s2 / n_eff if n_eff > 0 else math.inf
+        shrink = tau2 / (tau2 + noise) if tau2 > 0 else 0.0
+        offsets[name] = Offset(g=shrink * mean, var=shrink * noise if tau2 > 0 else 0.0,
+                               runs=count)  # fmt: skip
+    corrected = [
+        r - (offsets[run.runner].g if run.runner is not None else 0.0)
+        for run, r in zip(runs, residuals, strict=True)
+    ]
+    return RunnerModel(
+        direction=direction,
+        offsets=offsets if len(offsets) >= 2 and tau2 > 0 else {},
+        tau=math.sqrt(tau2) if len(offsets) >= 2 else 0.0,
+        runs=len(runs),
+        excursions=_excursions(corrected),
+    )
+
+
+def _local_level(means: Sequence[float], index: int) -> float:
+    """The median of the runs around ``index`` (itself left out): the level it ran at."""
+    lo, hi = max(0, index - NEIGHBOURS), min(len(means), index + NEIGHBOURS + 1)
+    around = [means[j] for j in range(lo, hi) if j != index]
+    return statistics.median(around)
+
+
+def _weighted(points: Sequence[tuple[float, float]], s2: float) -> tuple[float, float, int]:
+    """(weighted Huber mean, effective count, runs) of (residual, weight) points.
+
+    Huber-weighted (k = 1.5 sigma): a run that fell as a whole barely moves its runner.
+    """
+    k = 1.5 * math.sqrt(s2)
+    mean = statistics.median(r for r, _ in points)
+    for _ in range(50 if k > 0.0 else 0):
+        # Newton on the piecewise-linear estimating equation: exact once the set of
+        # clipped residuals stops changing (as stats.huber_location does).
+        total, inside = 0.0, 0.0
+        for r, w in points:
+            total += w * min(max(r - mean, -k), k)
+            inside += w if abs(r - mean) <= k else 0.0
+        step = total / inside if inside > 0.0 else 0.0
+        mean += step
+        if abs(step) <= 1e-12:
+            break
+    total = math.fsum(w for _, w in points)
+    n_eff = total * total / math.fsum(w * w for _, w in points)
+    return mean, n_eff, len(points)
+
+
+def _robust_var(values: Sequence[float]) -> float:
+    """Variance from the scaled MAD: whole-run excursions must not inflate it."""
+    if len(values) < 2:
+        return 0.0
+    centre = statistics.median(values)
+    mad = statistics.median(abs(v - centre) for v in values)
+    return (MAD_TO_SIGMA * mad) ** 2
+
+
+def _between_var(raw: Mapping[str, tuple[float, float, int]], s2: float) -> float:
+    """The spread of true offsets: the runner means' spread less what their noise explains.
+
+    Method of moments with each runner weighted by its effective runs ``w``: the weighted
+    spread of the means is ``tau^2 (1 - sum w^2 / W^2) + (k - 1) s^2 / W``. Never negative.
+    """
+    if len(raw) < 2:
+        return 0.0
+    weights = [n_eff for _, n_eff, _ in raw.values()]
+    means = [mean for mean, _, _ in raw.values()]
+    total = math.fsum(weights)
+    centre = math.fsum(m * w for m, w in zip(means, weights, strict=True)) / total
+    spread = math.fsum(w * (m - centre) ** 2 for m, w in zip(means, weights, strict=True)) / total
+    noise = (len(raw) - 1) * s2 / total
+    concentration = 1.0 - math.fsum(w * w for w in weights) / (total * total)
+    return max(0.0, (spread - noise) / concentration) if concentration > 0 else 0.0
+
+
+def _excursions(residuals: Sequence[float]) -> Excursions | None:
+    """Runs that fell as a whole past ``EXCURSION_SIGMAS`` robust run-level sigmas."""
+    if len(residuals) < 10:
+        return None
+    scale = math.sqrt(_robust_var(residuals))
+    if scale <= 0.0:
+        return None
+    centre = statistics.median(residuals)
+    falls = sorted((centre - r for r in residuals if r < centre), reverse=True)
+    past = [f for f in falls if f > EXCURSION_SIGMAS * scale]
+
+    return Excursions(falls=tuple(falls), count=len(past), runs=len(residuals))
+
+
+def analyse_for_runner(
+    window: Sequence[StoredRun],
+    history: Sequence[StoredRun],
+    runner: str | None,
+    *,
+    policy: CalibratedPolicy,
+    direction: Direction = Direction.HIGHER,
+    calibration: Calibration | None = None,
+    known_shift: int | None = None,
+) -> tuple[WindowModel, RunnerModel]:
+    """The window as a run on ``runner`` is judged against it: every window run corrected
+    for its own runner (learned from ``history``, nearest first, the window's runs
+    included), the run's correction uncertainty and the history's whole-run falls kept.
+
+    Judge the run's samples corrected too: ``RunnerModel.correct(values, runner)``.
+    """
+    runners = fit_runners(history, direction)
+    model = analyse_window(
+        runners.correct_window(window),
+        policy=policy,
+        direction=direction,
+        calibration=calibration,
+        known_shift=known_shift,
+        run_excursions=runners.run_excursions,
+    )
+    return replace(model, history=runners.history_for(runner)), runners
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowView:
+    """A window analysed for one run: on its runner's terms when runners are known."""
+
+    model: WindowModel
+    fitted: RunnerModel | None
+    runner: str | None
+
+    def decide(self, values: Sequence[float], policy: CalibratedPolicy, *, final: bool) -> Decision:
+        """The calibrated rule on the run's samples, corrected for its runner when known."""
+        corrected = self.fitted.correct(values, self.runner) if self.fitted else list(values)
+        return judge(self.model, corrected, policy=policy, final=final)
+
+
+def window_view(
+    runs: WindowInput,
+    runners: Sequence[str | None] | None,
+    runner: str | None,
+    *,
+    policy: CalibratedPolicy,
+    direction: Direction = Direction.HIGHER,
+    calibration: Calibration | None = None,
+    known_shift: int | None = None,
+) -> WindowView:
+    """Analyse ``runs`` (nearest first: the window, then older history) for a run on
+    ``runner``: runner-aware when every run names its runner slot (``runners``, None for
+    an unknown one) and ``policy.history_runs`` allows; else the plain window.
+    ``known_shift``: as :func:`stats.analyse_window` takes it (an accepted change)."""
+    if runners is None or policy.history_runs <= 0 or len(runners) != len(runs):
+        model = analyse_window(runs, policy=policy, direction=direction, calibration=calibration,
+                               known_shift=known_shift)  # fmt: skip
+        return WindowView(model=model, fitted=None, runner=runner)
+    stored = [
+        StoredRun(runner=name, values=(float(run),) if isinstance(run, int | float) else
+                  tuple(float(v) for v in run))
+        for name, run in zip(runners, runs, strict=True)
+    ]  # fmt: skip
+    model, fitted = analyse_for_runner(
+        stored[: policy.max_runs],
+        stored[: policy.history_runs],
+        runner,
+        policy=policy,
+        direction=direction,
+        calibration=calibration,
+        known_shift=known_shift,
+    )
+    return WindowView(model=model, fitted=fitted, runner=runner)

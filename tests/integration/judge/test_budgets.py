@@ -1,0 +1,151 @@
+"""Budgets that can decide, and launches that can start, checked before a GPU minute (R17).
+
+Real git throughout: a bare origin and a clone whose baseline branch holds recorded runs
+(their noise and launch durations); the Isaac Lab stand-in checkout plays the checkout a
+hosted config job plans every launch on.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from perfgate.baselines.publish import record_samples
+from perfgate.baselines.store import BaselineStore
+from perfgate.cli import main
+from perfgate.git import git
+from perfgate.result import CiInfo, MetricReading, Result, SampleReading
+from tests.factories import make_result
+from tests.fixtures import isaaclab_standin as standin
+from tests.paths import ROOT
+
+pytestmark = pytest.mark.integration
+
+IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
+EXAMPLE = ROOT / "examples" / "isaaclab" / "perfgate.yaml"
+
+
+def recorded_run(sha: str, index: int, rng: random.Random, *, cv: float, seconds: float) -> Result:
+    """One run of two samples of ``cartpole/numpy`` on one of four runners."""
+    values = [100.0 * math.exp(cv * rng.gauss(0, 1)) for _ in range(2)]
+    result = make_result("cartpole/numpy", commit=sha, samples=values, run_id=f"run-{index}",
+                         ci=CiInfo(run_id=f"run-{index}", run_attempt="1",
+                                   runner_name=f"gpu runner {index % 4}"))  # fmt: skip
+    samples = tuple(
+        SampleReading(sample_index=i, value=v, wall_s=seconds) for i, v in enumerate(values)
+    )
+    metric: MetricReading = replace(result.metric, samples=samples)
+    return replace(result, metric=metric)
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> Path:
+    """A clone whose local baseline branch holds 30 runs at 2 % noise, 14 minutes a launch."""
+    origin = tmp_path / "origin.git"
+    git("init", "-q", "--bare", "-b", "main", str(origin))
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(origin), str(clone))
+    git("checkout", "-q", "-b", "main", cwd=clone)
+    git("commit", "--allow-empty", "-q", "-m", "c0", cwd=clone, env=IDENTITY)
+    git("push", "-q", "origin", "main", cwd=clone)
+    sha = git("rev-parse", "HEAD", cwd=clone).strip()
+    rng = random.Random(3)
+    runs = [recorded_run(sha, i, rng, cv=0.02, seconds=14 * 60.0) for i in range(30)]
+    # The local baseline branch: what validate reads outside CI.
+    store = BaselineStore(clone, branch="perf-baselines")
+    record_samples(store, runs, "protected_branch", "record")
+    return clone
+
+
+def write_config(clone: Path, budget: str) -> Path:
+    path = clone / "perfgate.yaml"
+    path.write_text(
+        "version: 1\n"
+        "gate: {confirm: paired, confirm_drop_pct: 5}\n"
+        f"defaults: {{driver: demo, repeats: 2, max_pairs: 12, {budget}}}\n"
+        "buckets:\n  - task: cartpole\n    backends: [{physics: numpy}]\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_a_budget_that_cannot_decide_is_named_with_the_recorded_numbers(
+    recorded: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(recorded)
+    for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY"):
+        monkeypatch.delenv(name, raising=False)
+    assert (
+        main(["validate", "--config", str(write_config(recorded, "pair_budget_minutes: 60"))]) == 0
+    )
+    out = capsys.readouterr().out
+    warning = next(line for line in out.splitlines() if line.startswith("warning:"))
+    # 14 minutes a launch: the 60-minute budget starts pairs at 0, 28 and 56 minutes.
+    assert "cartpole/numpy: pair budget 60 min allows 3 pairs at 14 min a launch; " in warning
+    assert (
+        "BLOCKing a 5 % drop at 2" in warning
+        and "no pairs are taken: the window decides" in warning
+    )
+    # Five hours decide a 5 % drop; a 3 % one is left to post-merge detection, and said so.
+    assert (
+        main(["validate", "--config", str(write_config(recorded, "pair_budget_minutes: 300"))]) == 0
+    )
+    out = capsys.readouterr().out
+    assert "warning:" not in out
+    assert "notice: cartpole/numpy: pair budget 300 min allows 11 pairs" in out
+    assert "drops under 5 % are left to post-merge detection" in out
+
+
+def test_each_window_sample_keeps_its_runner_and_launch_seconds(recorded: Path) -> None:
+    store = BaselineStore(recorded, branch="perf-baselines")
+    tip = store.refresh()
+    base = git("rev-parse", "HEAD", cwd=recorded).strip()
+    from perfgate.baselines.samples import WindowKey
+
+    key = WindowKey.for_result(make_result("cartpole/numpy"))
+    window = store.windows({"b": key}, tip=tip, base=base, max_samples=100)["b"]
+    runs = window.stored_runs()
+    assert len(runs) == 30
+    assert {run.runner for run in runs} == {f"gpu runner {k}" for k in range(4)}
+    assert set(window.launch_seconds()) == {840.0}
+
+
+def example_with_tasks(tmp_path: Path, **tasks: str) -> Path:
+    """The shipped example (its container block dropped) with some buckets' task ids (and
+    their aliases) replaced by ids no checkout registers."""
+    data = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    del data["defaults"]["container"]
+    for entry in data["buckets"]:
+        if entry["task"] in tasks:
+            entry["task"] = tasks[entry["task"]]
+            entry["isaaclab"]["task_aliases"] = [f"{entry['task']}-v0"]
+    path = tmp_path / "perfgate.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def test_every_launch_is_planned_on_the_checkout_before_a_gpu_minute(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkout = standin.write_checkout(tmp_path / "isaaclab")
+    good = example_with_tasks(tmp_path)
+    assert main(["validate", "--config", str(good), "--checkout", str(checkout)]) == 0
+    assert "every bucket's launch is planned" in capsys.readouterr().out
+    # A task id the checkout no longer registers: what the GPU job would fail with, now.
+    (tmp_path / "stale").mkdir()
+    stale = example_with_tasks(tmp_path / "stale", **{"Isaac-Velocity-Flat-G1": "Isaac-Gone"})
+    assert main(["validate", "--config", str(stale), "--checkout", str(checkout)]) == 4
+    err = capsys.readouterr().err
+    assert "2 bucket(s) cannot launch on" in err
+    assert "Isaac-Gone/physx" in err and "Isaac-Gone/newton" in err
+    # An older checkout without the runtime benchmark: the job's own message.
+    empty = tmp_path / "not-isaaclab"
+    empty.mkdir()
+    assert main(["validate", "--config", str(good), "--checkout", str(empty)]) == 4
+    assert "offers no Isaac Lab runtime benchmark" in capsys.readouterr().err

@@ -1,0 +1,94 @@
+"""The targets ``nox -s quality`` checks, and the suites that report them.
+
+Every suite of the quality run returns a ``SuiteReport``: the table it printed, its
+figures (for ``--json``) and its targets, each ``{name, value, target, met}``. The core
+verdict suites and the runner-offset suites live in ``verdict_quality``; further suites are
+modules listed in ``SUITES``, each with ``quality(options) -> SuiteReport``: a suite of
+another concern (post-merge alerts, say) adds its module there and its targets join the
+same list, the same table and the same exit code.
+
+The cost model every suite shares: a bucket run costs ``S + L x launches`` runner minutes
+(``Options.setup_minutes``, ``Options.launch_minutes``), a pull request nine bucket runs
+(the Isaac Lab example's matrix).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+# Modules with ``quality(options) -> SuiteReport``, run after the core suites.
+SUITES: tuple[str, ...] = ("tests.perf.economics", "tests.perf.alert_quality")
+
+# Buckets of a pull request: the Isaac Lab example's matrix.
+PR_BUCKETS = 9
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    """What every suite is asked to run."""
+
+    series: int  # series per suite (the core suites' count; others scale from it)
+    quick: bool
+    jobs: int
+    setup_minutes: float  # S: a bucket job's setup (checkout, image, container start)
+    launch_minutes: float  # L: one launch of the benchmark (one sample)
+
+    def run_minutes(self, launches: float) -> float:
+        """Runner minutes of a bucket run of ``launches`` launches."""
+        return self.setup_minutes + self.launch_minutes * launches
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """One target: its measured value, the bound it must meet, and whether it does."""
+
+    name: str
+    value: float | None
+    target: str  # the bound, in the value's unit: "<= 0.1 %", ">= 99 %", "<= 1.25 x"
+    met: bool
+    detail: str = ""  # the figure as printed, with what it rests on
+
+    def to_json(self) -> dict[str, Any]:
+        """``{name, value, target, met}`` (and the printed detail)."""
+        value = self.value if self.value is None or math.isfinite(self.value) else None
+        return {
+            "name": self.name,
+            "value": value,
+            "target": self.target,
+            "met": self.met,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteReport:
+    """What one suite measured."""
+
+    name: str
+    figures: dict[str, Any] = field(default_factory=dict)
+    targets: tuple[Target, ...] = ()
+
+
+def at_most(name: str, value: float, bound: float, unit: str, detail: str = "") -> Target:
+    """A target met when ``value <= bound``."""
+    return Target(name=name, value=value, target=f"<= {bound:g} {unit}".rstrip(),
+                  met=value <= bound, detail=detail or f"{value:.3g} {unit}".rstrip())  # fmt: skip
+
+
+def at_least(name: str, value: float, bound: float, unit: str, detail: str = "") -> Target:
+    """A target met when ``value >= bound``."""
+    return Target(name=name, value=value, target=f">= {bound:g} {unit}".rstrip(),
+                  met=value >= bound, detail=detail or f"{value:.3g} {unit}".rstrip())  # fmt: skip
+
+
+def upper95(events: int, trials: int) -> float:
+    """One-sided 95 % Wilson upper bound of a rate."""
+    if trials == 0:
+        return float("nan")
+    z = 1.6448536269514722
+    p = events / trials
+    centre = p + z * z / (2 * trials)
+    spread = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
+    return (centre + spread) / (1 + z * z / trials)
