@@ -81,25 +81,29 @@ def run_validate(args: argparse.Namespace) -> int:
         print(f"notice: {notice}")
     report_budgets(config, config.buckets, calibration)
     if args.checkout is not None:
-        plan_launches(config.buckets, args.checkout)
+        from perfgate.console import annotate
+
+        for text in plan_launches(config.buckets, args.checkout):
+            annotate("warning", text)
         print(f"{args.checkout}: every bucket's launch is planned")
     return ExitCode.OK
 
 
-def plan_launches(buckets: Sequence[Bucket], checkout: Path) -> None:
+def plan_launches(buckets: Sequence[Bucket], checkout: Path) -> list[str]:
     """Plan each bucket's launch on ``checkout`` with its driver, as the bench job would.
 
     No benchmark runs: the driver reads the checkout (its CLI, registered task ids, preset
     names) and builds the command. A bucket that could not start raises the message the
-    benchmark job would fail with, naming every such bucket, so a stale task id fails on
-    a free runner in seconds instead of on a GPU.
+    benchmark job would fail with, naming every such bucket, so it fails on a free runner
+    in seconds instead of on a GPU. A task id the sources do not visibly register is a
+    warning, returned: the scan chooses ids, it never vetoes one (see the isaaclab driver).
     """
-    from perfgate.run.drivers import CheckoutUnsupported, get_driver
+    from perfgate.run.drivers import CheckoutUnsupported, get_driver, isaaclab
     from perfgate.run.execution import AttemptDirs
 
     if not checkout.is_dir():
         raise UsageError(f"--checkout {checkout}: no such directory")
-    problems = []
+    problems, warnings = [], []
     with tempfile.TemporaryDirectory(prefix="perfgate-plan-") as tmp:
         dirs = AttemptDirs(number=1, output_dir=Path(tmp) / "out", cache_dir=Path(tmp) / "cache")
         for bucket in buckets:
@@ -107,10 +111,19 @@ def plan_launches(buckets: Sequence[Bucket], checkout: Path) -> None:
                 get_driver(bucket.driver).invocation(bucket, dirs, checkout.resolve())
             except (CheckoutUnsupported, ConfigError) as exc:
                 problems.append(f"{bucket.id}: {exc}" if bucket.id not in str(exc) else str(exc))
+                continue
+            if bucket.driver == "isaaclab" and (ids := isaaclab.unregistered_ids(checkout, bucket)):
+                warnings.append(
+                    f"{bucket.id}: {checkout} registers none of {', '.join(ids)} by a literal "
+                    "gym.register id; the benchmark job runs "
+                    f"{bucket.task} and fails at import if the id is stale "
+                    "(add the new id to isaaclab.task_aliases)"
+                )
     if problems:
         raise ConfigError(
             f"{len(problems)} bucket(s) cannot launch on {checkout}: " + "; ".join(problems)
         )
+    return warnings
 
 
 def report_budgets(

@@ -32,7 +32,8 @@ from perfgate.result import (
     validate_result,
 )
 from perfgate.run.bench import BenchSettings, run_bucket
-from perfgate.run.sampling import SamplingPlan
+from perfgate.run.paired import PairPlan
+from perfgate.run.sampling import SamplingPlan, Step
 from tests import container_support as support
 from tests.fixtures import isaaclab_standin as standin
 from tests.paths import ROOT
@@ -86,8 +87,11 @@ class AlwaysPair(WindowConfirmer):
     """The judge side of ``gate.confirm: paired`` made to measure every bucket once beside
     its merge base: what is tested is that the base runs in the image as the change does."""
 
-    def suspicious(self, bucket: Bucket, result: Result) -> bool:
-        return True
+    def step(self, bucket: Bucket, result: Result) -> Step:
+        return Step.DONE if result.paired is not None else Step.PAIR
+
+    def pair_plan(self, bucket: Bucket, result: Result, left_minutes: float | None) -> PairPlan:
+        return PairPlan(pairs=1)
 
     def wants_more(self, bucket: Bucket, result: Result, paired: PairedRecord) -> bool:
         return False
