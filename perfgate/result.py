@@ -682,7 +682,7 @@ def write_result(result: Result, out_dir: Path) -> Path:
     return jsonfile.write(out_dir / result_file_name(result.bucket.id), data, sort_keys=True)
 
 
-# The names perfgate.yaml allows (config.py) and hardware detection produces: an artifact
+# The names perfgate.yaml allows (perfgate/config) and hardware detection produces: an artifact
 # naming anything else could steer a store path or a report line (R14).
 _TASK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _BACKEND = re.compile(r"[a-z0-9][a-z0-9_]{0,80}")

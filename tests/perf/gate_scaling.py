@@ -76,8 +76,8 @@ print(json.dumps({"seconds": seconds, "rss_kb": usage.ru_maxrss,
 # rendered workflow, and the gate's cost is measured past it.
 GATE = """
 import json, sys
-import perfgate.config
-perfgate.config.MAX_BUCKETS = 1_000_000
+import perfgate.config.checks
+perfgate.config.checks.MAX_BUCKETS = 1_000_000
 from perfgate.cli import main
 raise SystemExit(main(json.loads(sys.argv[1])))
 """

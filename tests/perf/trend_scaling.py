@@ -28,7 +28,7 @@ from tests.perf.stores import StoreSpec, cached_store  # noqa: E402
 # workflow, and the site is measured past it (as gate_scaling.py measures the gate).
 # It prints its own peak memory last: the store builder's git children must not count.
 LIFTED = (
-    "import resource, sys, perfgate.config; perfgate.config.MAX_BUCKETS = 1_000_000; "
+    "import resource, sys, perfgate.config.checks; perfgate.config.checks.MAX_BUCKETS = 1_000_000; "
     "from perfgate.cli import main; code = main(sys.argv[1:]); "
     "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(code)"
 )

@@ -1,0 +1,428 @@
+"""One ``buckets`` entry over the defaults, expanded into a bucket per backend (R1).
+
+The entry is checked first, every problem named at the key where it was written (the
+entry's, else the defaults'); the buckets are then built from settings known to be sound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from perfgate.backends import VOCABULARIES
+from perfgate.config.bucket import (
+    COMMAND_PLACEHOLDERS,
+    DEFAULT_KEEP_ENV,
+    PRIMARY,
+    Bucket,
+    CommandSpec,
+    ContainerSpec,
+    DemoSpec,
+    Direction,
+    Floor,
+    FloorKind,
+    IsaacLabSpec,
+    Metric,
+    PhaseMarkers,
+    argv_of,
+    summed_path,
+)
+from perfgate.config.checks import check_placeholders, path_problem
+from perfgate.config.messages import fail
+from perfgate.yamlfile import KeyPath, YamlDocument
+
+#: A metric's settings merged by name, with the key path that last declared it.
+MergedMetrics = dict[str, tuple[dict[str, Any], KeyPath]]
+
+
+def expand(
+    document: YamlDocument, key_path: KeyPath, entry: Mapping[str, Any], defaults: Mapping[str, Any]
+) -> list[Bucket]:
+    """The buckets of the entry at ``key_path``, one per backend; ConfigError names a problem."""
+    settings = _settings(entry, defaults)
+    _check_entry(document, key_path, entry, settings)
+    metrics = _merged_metrics(key_path, entry, defaults)
+    _check_metrics(document, key_path, entry, defaults, settings, metrics)
+    return _build(entry, settings, metrics)
+
+
+def _settings(entry: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The entry over the defaults; ``metric`` and the driver blocks merge key by key."""
+    settings = {**defaults, **entry}
+    settings["metric"] = {**defaults.get("metric", {}), **entry.get("metric", {})}
+    # Driver blocks merge key by key, like metric, so a bucket can override one setting.
+    for block in ("isaaclab", "container", "demo"):
+        if block in defaults or block in entry:
+            settings[block] = {**defaults.get(block, {}), **entry.get(block, {})}
+    return settings
+
+
+def _written(key_path: KeyPath, entry: Mapping[str, Any], *keys: str | int) -> KeyPath:
+    """Where a merged setting was written: the entry, else the defaults."""
+    return (*key_path, *keys) if keys[0] in entry else ("defaults", *keys)
+
+
+def _backend_keys(entry: Mapping[str, Any]) -> list[str]:
+    """The entry's backend keys (``physics`` or ``physics_render``), in declaration order."""
+    pairs = [(backend["physics"], backend.get("render")) for backend in entry["backends"]]
+    return [f"{physics}_{render}" if render else physics for physics, render in pairs]
+
+
+# -- the checking part ------------------------------------------------------------------
+
+
+def _check_entry(
+    document: YamlDocument, key_path: KeyPath, entry: Mapping[str, Any], settings: Mapping[str, Any]
+) -> None:
+    """The entry's driver, blocks, paths, repeats and backends fit together."""
+    driver = settings["driver"]
+    vocabulary = VOCABULARIES[driver]
+    if vocabulary.tasks is not None and entry["task"] not in vocabulary.tasks:
+        fail(
+            document,
+            (*key_path, "task"),
+            f"unknown task {entry['task']!r} for driver {driver!r}; "
+            f"use one of: {', '.join(sorted(vocabulary.tasks))}",
+        )
+    if "command" in entry and driver != "command":
+        fail(
+            document,
+            (*key_path, "command"),
+            f"a 'command' block only applies to driver 'command' (this bucket's driver is "
+            f"{driver!r}); remove it or set driver: command",
+        )
+    command = settings.get("command")
+    if driver == "command" and command is None:
+        fail(document, key_path, "driver 'command' needs a 'command' block with argv and output")
+    if command is not None:
+        _check_command(document, key_path, entry, command)
+    for index, pattern in enumerate(settings["paths"]):
+        problem = path_problem(pattern, what="a paths glob")
+        if problem:
+            where = _written(key_path, entry, "paths", index)
+            fail(document, where, f"{pattern!r} can never match: {problem}")
+    if driver == "isaaclab":
+        for index, pattern in enumerate(settings.get("isaaclab", {}).get("pin_files", ())):
+            problem = path_problem(pattern, what="a pin file")
+            if problem:
+                fail(document, _written(key_path, entry, "isaaclab", "pin_files", index), problem)
+    if "demo" in entry and driver != "demo":
+        fail(
+            document,
+            (*key_path, "demo"),
+            f"a 'demo' block only applies to driver 'demo' (this bucket's driver is "
+            f"{driver!r}); remove it or set driver: demo",
+        )
+    if settings["max_repeats"] < settings["repeats"]:
+        # Name the key that was written: this entry's, else the defaults' (max_repeats first).
+        written = [key for key in ("max_repeats", "repeats") if key in entry]
+        declared = document.data.get("defaults", {})
+        written += [key for key in ("max_repeats", "repeats") if key in declared]
+        fail(
+            document,
+            _written(key_path, entry, written[0]) if written else ("defaults", "max_repeats"),
+            f"max_repeats ({settings['max_repeats']}) is under repeats ({settings['repeats']}): "
+            "a run always takes its repeats; raise max_repeats to at least repeats",
+        )
+    if driver == "demo" and "container" in settings:
+        fail(
+            document,
+            (*key_path, "container"),
+            "the demo driver runs on the host's Python; use driver 'command' or 'isaaclab' "
+            "in a container, or drop the container block",
+        )
+    for index, backend in enumerate(entry["backends"]):
+        for role, allowed in (("physics", vocabulary.physics), ("render", vocabulary.render)):
+            value = backend.get(role)
+            if value is not None and allowed is not None and value not in allowed:
+                fix = (
+                    f"use one of: {', '.join(sorted(allowed))}"
+                    if allowed
+                    else f"driver {driver!r} has no {role} backend, so remove '{role}'"
+                )
+                fail(
+                    document,
+                    (*key_path, "backends", index, role),
+                    f"unknown {role} backend {value!r} for driver {driver!r}; {fix}",
+                )
+
+
+def _check_command(
+    document: YamlDocument, key_path: KeyPath, entry: Mapping[str, Any], raw: Mapping[str, Any]
+) -> None:
+    """Placeholders must exist, and the output must lie inside the attempt's directory."""
+    for index, arg in enumerate(raw["argv"]):
+        where = _written(key_path, entry, "command", "argv", index)
+        check_placeholders(document, where, arg, COMMAND_PLACEHOLDERS)
+    output, output_key = raw["output"], _written(key_path, entry, "command", "output")
+    check_placeholders(document, output_key, output, COMMAND_PLACEHOLDERS)
+    inside = output.removeprefix("{output_dir}/")
+    if inside == output or not inside or path_problem(inside, what="output"):
+        # Outputs are cleaned before every attempt: anywhere else, that would delete files
+        # perfgate does not own.
+        fail(
+            document,
+            output_key,
+            f"{output!r} is outside the attempt's output directory; write "
+            "'{output_dir}/FILE' (a glob after '{output_dir}/' is fine, '..' is not) and pass "
+            "{output_dir} to the program in argv",
+        )
+    if raw.get("cwd") is not None:
+        problem = path_problem(raw["cwd"], what="cwd")
+        if problem:
+            fail(document, _written(key_path, entry, "command", "cwd"), problem)
+
+
+def _metric_lists(
+    key_path: KeyPath, entry: Mapping[str, Any], defaults: Mapping[str, Any]
+) -> tuple[tuple[KeyPath, Sequence[Mapping[str, Any]]], ...]:
+    """The defaults' ``metrics`` list, then the entry's, each with the key path it is at."""
+    return (("defaults",), defaults.get("metrics", ())), (key_path, entry.get("metrics", ()))
+
+
+def _merged_metrics(
+    key_path: KeyPath, entry: Mapping[str, Any], defaults: Mapping[str, Any]
+) -> MergedMetrics:
+    """The bucket's further metrics: the defaults' list, each entry's settings merged by name."""
+    merged: MergedMetrics = {}
+    for where, declared in _metric_lists(key_path, entry, defaults):
+        for index, raw in enumerate(declared):
+            settings = merged.get(raw["name"], ({}, where))[0]
+            merged[raw["name"]] = ({**settings, **raw}, (*where, "metrics", index))
+    return merged
+
+
+def _metric_path(raw: Mapping[str, Any]) -> str:
+    """The output path a further metric reads: its ``path``, or its ``sum``'s paths joined."""
+    return str(raw["path"]) if "path" in raw else summed_path(raw.get("sum", ()))
+
+
+def _check_metrics(
+    document: YamlDocument,
+    key_path: KeyPath,
+    entry: Mapping[str, Any],
+    defaults: Mapping[str, Any],
+    settings: Mapping[str, Any],
+    merged: MergedMetrics,
+) -> None:
+    """Each metric has a name, one figure and a direction; floors name metrics and backends
+    the bucket has."""
+    for where, declared in _metric_lists(key_path, entry, defaults):
+        seen: set[str] = set()
+        for index, raw in enumerate(declared):
+            here: KeyPath = (*where, "metrics", index)
+            name = raw["name"]
+            if name in seen:
+                fail(document, (*here, "name"), f"metric {name!r} is declared twice in this list")
+            seen.add(name)
+            if name == PRIMARY:
+                fail(
+                    document,
+                    (*here, "name"),
+                    f"{PRIMARY!r} is the name of the 'metric' block; set the primary metric "
+                    "there and give this one another name",
+                )
+    paths = {settings["metric"].get("path", Metric.path): PRIMARY}
+    for name, (raw, here) in merged.items():
+        if ("path" in raw) == ("sum" in raw):
+            fail(
+                document,
+                here,
+                f"metric {name!r} needs exactly one of 'path' (one figure) or 'sum' (a list of "
+                "figures to add up)",
+            )
+        if "direction" not in raw:
+            fail(
+                document,
+                here,
+                f"metric {name!r} needs a direction: higher (throughput) or lower (a time, "
+                "memory); a wrong guess would call every regression an improvement",
+            )
+        path = _metric_path(raw)
+        if path in paths:
+            fail(
+                document,
+                here,
+                f"metric {name!r} reads {path!r}, which metric {paths[path]!r} reads already; "
+                "each metric of a bucket reads its own figure",
+            )
+        paths[path] = name
+    backend_keys = _backend_keys(entry)
+    _check_per_backend(document, key_path, entry, "floors", backend_keys)
+    names = [PRIMARY, *merged]
+    for hardware, per_backend in entry.get("floors", {}).items():
+        for backend_key, floors in per_backend.items():
+            for index, floor in enumerate(floors):
+                name = floor.get("metric", PRIMARY)
+                if name not in names:
+                    fail(
+                        document,
+                        (*key_path, "floors", hardware, backend_key, index, "metric"),
+                        f"no metric {name!r} in this bucket; use one of: {', '.join(names)}",
+                    )
+    _check_per_backend(document, key_path, entry, "noise_floor_pct", backend_keys)
+
+
+def _check_per_backend(
+    document: YamlDocument,
+    key_path: KeyPath,
+    entry: Mapping[str, Any],
+    key: str,
+    backend_keys: list[str],
+) -> None:
+    """A per-hardware table (``floors``, ``noise_floor_pct``) names only this task's backends."""
+    for hardware, per_backend in entry.get(key, {}).items():
+        for backend_key in per_backend:
+            if backend_key not in backend_keys:
+                fail(
+                    document,
+                    (*key_path, key, hardware, backend_key),
+                    f"backend {backend_key!r} is not one of this task's backends "
+                    f"({', '.join(backend_keys)}); fix the key or add the backend",
+                )
+
+
+# -- the building part ------------------------------------------------------------------
+
+
+def _build(
+    entry: Mapping[str, Any], settings: Mapping[str, Any], merged: MergedMetrics
+) -> list[Bucket]:
+    """A bucket per backend of a checked entry, from its merged settings."""
+    driver = settings["driver"]
+    primary = Metric(
+        path=settings["metric"].get("path", Metric.path),
+        direction=Direction(settings["metric"].get("direction", Direction.HIGHER)),
+        unit=settings["metric"].get("unit", Metric.unit),
+    )
+    metrics = tuple(_metric(name, raw) for name, (raw, _) in merged.items())
+    floors: Mapping[str, Mapping[str, Any]] = entry.get("floors", {})
+    noise: Mapping[str, Mapping[str, Any]] = entry.get("noise_floor_pct", {})
+    command = _command_spec(settings.get("command"))
+    return [
+        Bucket(
+            task=entry["task"],
+            physics=backend["physics"],
+            render=backend.get("render"),
+            driver=driver,
+            runner=tuple(settings["runner"]),
+            timeout_minutes=float(settings["timeout_minutes"]),
+            retries=settings["retries"],
+            num_envs=settings["num_envs"],
+            steps=settings["steps"],
+            warmup_steps=settings["warmup_steps"],
+            seed=settings["seed"],
+            tags=tuple(settings["tags"]),
+            baseline_epoch=settings["baseline_epoch"],
+            metric=primary,
+            metrics=metrics,
+            paths=tuple(settings["paths"]),
+            repeats=settings["repeats"],
+            max_repeats=settings["max_repeats"],
+            repeat_budget_minutes=_minutes(settings, "repeat_budget_minutes"),
+            max_pairs=settings["max_pairs"],
+            pair_budget_minutes=_minutes(settings, "pair_budget_minutes"),
+            launch_minutes=_minutes(settings, "launch_minutes"),
+            threads=settings.get("threads"),
+            command=command,
+            isaaclab=_isaaclab_spec(settings.get("isaaclab")) if driver == "isaaclab" else None,
+            demo=DemoSpec(**settings["demo"]) if driver == "demo" and "demo" in settings else None,
+            container=_container_spec(settings.get("container")),
+            cache=settings.get("cache"),
+            floors={
+                hardware: tuple(
+                    Floor(
+                        name=f["name"],
+                        value=float(f["value"]),
+                        kind=FloorKind(f.get("verdict", "BLOCK")),
+                        metric=f.get("metric", PRIMARY),
+                    )
+                    for f in per_backend[backend_key]
+                )
+                for hardware, per_backend in floors.items()
+                if backend_key in per_backend
+            },
+            noise_floor_pct={
+                hardware: float(per_backend[backend_key])
+                for hardware, per_backend in noise.items()
+                if backend_key in per_backend
+            },
+            keep_env=(*DEFAULT_KEEP_ENV, *settings["keep_env"]),
+        )
+        for backend, backend_key in zip(entry["backends"], _backend_keys(entry), strict=True)
+    ]
+
+
+def _minutes(settings: Mapping[str, Any], key: str) -> float | None:
+    return float(settings[key]) if key in settings else None
+
+
+def _metric(name: str, raw: Mapping[str, Any]) -> Metric:
+    return Metric(
+        name=name,
+        path=_metric_path(raw),
+        sum=tuple(raw.get("sum", ())),
+        direction=Direction(raw["direction"]),
+        unit=raw.get("unit", ""),
+        required=raw.get("required", True),
+        gates=raw.get("gate", True),
+        min_drop_pct=_optional_float(raw.get("min_drop_pct")),
+        noise_floor_pct=_optional_float(raw.get("noise_floor_pct")),
+    )
+
+
+def _optional_float(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def _command_spec(raw: Mapping[str, Any] | None) -> CommandSpec | None:
+    if raw is None:
+        return None
+    return CommandSpec(
+        argv=tuple(raw["argv"]),
+        output=raw["output"],
+        cwd=raw.get("cwd"),
+        markers=phase_markers(raw.get("markers", {}), PhaseMarkers()),
+    )
+
+
+def phase_markers(raw: Mapping[str, Any], base: PhaseMarkers) -> PhaseMarkers:
+    """``base`` with the keys that ``raw`` (a ``markers`` block) sets replaced."""
+    return PhaseMarkers(
+        import_error=tuple(raw.get("import_error", base.import_error)),
+        driver_error=tuple(raw.get("driver_error", base.driver_error)),
+        oom=tuple(raw.get("oom", base.oom)),
+        init_done=raw.get("init_done", base.init_done),
+        stepping=raw.get("stepping", base.stepping),
+        environment=dict(raw.get("environment", base.environment)),
+    )
+
+
+def _isaaclab_spec(raw: Mapping[str, Any] | None) -> IsaacLabSpec:
+    raw = raw or {}
+    return IsaacLabSpec(
+        executable=argv_of(raw["executable"]) if "executable" in raw else None,
+        task_aliases=tuple(raw.get("task_aliases", ())),
+        extra_args=tuple(raw.get("extra_args", ())),
+        presets=tuple(raw["presets"]) if "presets" in raw else None,
+        markers=None if "markers" not in raw else phase_markers(raw["markers"], PhaseMarkers()),
+        pin_files=tuple(raw["pin_files"]) if "pin_files" in raw else None,
+    )
+
+
+def _container_spec(raw: Mapping[str, Any] | None) -> ContainerSpec | None:
+    if raw is None:
+        return None
+    keys = ("image", "checkout_mount", "workdir", "output_mount", "cache_mount", "user", "gpus",
+            "writable_checkout", "git_metadata")  # fmt: skip
+    known = {key: raw[key] for key in keys if key in raw}
+    return ContainerSpec(
+        **known,
+        docker=argv_of(raw.get("docker", list(ContainerSpec.docker))),
+        env=tuple(raw.get("env", ())),
+        extra_args=tuple(raw.get("extra_args", ())),
+        links=dict(raw.get("links", {})),
+        caches=dict(raw.get("caches", {})),
+        set_env=dict(raw.get("set_env", {})),
+        run_args=tuple(raw["run_args"]) if "run_args" in raw else None,
+    )

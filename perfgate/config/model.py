@@ -1,0 +1,90 @@
+"""``Config``: the whole validated perfgate.yaml, its parts from policy, bucket and image."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfgate.config.bucket import Bucket
+from perfgate.config.image import ImageSpec
+from perfgate.config.policy import (
+    ActionRef,
+    AdmissionPolicy,
+    AlertsSpec,
+    GatePolicy,
+    QualifyPolicy,
+    ReportSpec,
+)
+from perfgate.errors import UsageError
+
+DEFAULT_CONFIG = Path("perfgate.yaml")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    """A validated perfgate.yaml."""
+
+    path: Path
+    gate: GatePolicy
+    buckets: tuple[Bucket, ...]
+    image: ImageSpec | None = None
+    qualify: QualifyPolicy = field(default_factory=QualifyPolicy)
+    # workflows.perfgate_source: the pip requirement rendered CI jobs install perfgate from.
+    perfgate_source: str | None = None
+    # What still works but should change (deprecated keys), each naming file and line.
+    notices: tuple[str, ...] = ()
+    # workflows.action_ref: how workflows reference the composite actions (self or local).
+    action_ref: ActionRef = ActionRef.SELF
+    report: ReportSpec = field(default_factory=ReportSpec)
+    admission: AdmissionPolicy = field(default_factory=AdmissionPolicy)
+    alerts: AlertsSpec = field(default_factory=AlertsSpec)
+
+    def bucket_ids(self) -> tuple[str, ...]:
+        """Every bucket id, in declaration order."""
+        return tuple(bucket.id for bucket in self.buckets)
+
+    def runner_pools(self) -> tuple[tuple[str, ...], ...]:
+        """The distinct runner label sets of the buckets, in order of first appearance."""
+        return tuple(dict.fromkeys(bucket.runner for bucket in self.buckets))
+
+    def select(
+        self, ids: Iterable[str] = (), tags: Iterable[str] = (), backends: Iterable[str] = ()
+    ) -> tuple[Bucket, ...]:
+        """Buckets named by id or carrying a tag (all when neither is given), narrowed to
+        ``backends``; an unknown id, tag or backend key is an error, never dropped."""
+        ids, tags, backends = list(ids), list(tags), list(backends)
+        known = set(self.bucket_ids())
+        unknown = [bucket_id for bucket_id in ids if bucket_id not in known]
+        if unknown:
+            raise UsageError(
+                f"unknown bucket {', '.join(unknown)} in {self.path}; "
+                f"known buckets: {', '.join(sorted(known))}"
+            )
+        known_tags = {tag for bucket in self.buckets for tag in bucket.tags}
+        unknown_tags = [tag for tag in tags if tag not in known_tags]
+        if unknown_tags:
+            raise UsageError(
+                f"unknown tag {', '.join(unknown_tags)} in {self.path}; "
+                f"known tags: {', '.join(sorted(known_tags))}"
+            )
+        known_backends = {bucket.backend_key for bucket in self.buckets}
+        unknown_backends = [key for key in backends if key not in known_backends]
+        if unknown_backends:
+            # A typo must not narrow the scope into a weaker run that still reads as complete.
+            raise UsageError(
+                f"unknown backend key {', '.join(unknown_backends)} in {self.path}; "
+                f"known backend keys: {', '.join(sorted(known_backends))}"
+            )
+        chosen = tuple(
+            bucket
+            for bucket in self.buckets
+            if ((not ids and not tags) or bucket.id in ids or any(t in bucket.tags for t in tags))
+            and (not backends or bucket.backend_key in backends)
+        )
+        if not chosen:
+            raise UsageError(
+                f"no bucket of {self.path} is both selected by --bucket/--tag and of backend "
+                f"{', '.join(backends)}; widen the selection or drop --backend"
+            )
+        return chosen
