@@ -282,7 +282,7 @@ def browser(session: nox.Session) -> None:
 
 @nox.session(tags=["check"])
 def screenshot(session: nox.Session) -> None:
-    """Regenerate the README's picture of a bucket page (docs/trend-bucket.png)."""
+    """Regenerate the docs' picture of a bucket page (docs/trend-bucket.png)."""
     bindir = _install(session, BROWSER)
     _tool(session, bindir, "python", "tests/browser/screenshot.py", *session.posargs)
 

@@ -1,4 +1,4 @@
-"""Baseline branches with a known history, for the trend site's tests and the README picture.
+"""Baseline branches with a known history, for the trend site's tests and the docs' picture.
 
 ``gated_history`` writes a store run by run through the store's own append path and, before
 each run is appended, asks the gate itself (``judge.gate.evaluate``, HEAD at the run's

@@ -211,8 +211,8 @@ def plan_roll(
     if spec.roll is None:
         raise ConfigError(
             f"perfgate.yaml: image.roll: era {era.key} needs a new image and nothing is "
-            "configured to build it; add image.roll (README: CI images) or record an image "
-            "with `resolve-image --record IMAGE`"
+            'configured to build it; add image.roll (docs/isaaclab.md "CI images") or record '
+            "an image with `resolve-image --record IMAGE`"
         )
     refs, commands = roll_commands(spec.roll, roll_values(request.branch, era, request.commit))
     every = [b.id for b in request.buckets]

@@ -221,7 +221,7 @@ def exit_lines(report: GateReport) -> list[str]:
     if report.mode.value == "advisory":
         lines.append(
             "gate.mode is advisory: in CI this check fails too, but it stops no merge until "
-            "branch protection requires it (README: rolling out the gate)"
+            'branch protection requires it (docs/ci.md "Rolling out the gate")'
         )
     return lines
 

@@ -1,4 +1,4 @@
-"""Regenerate the README's picture of a trend site bucket page: ``nox -s screenshot``.
+"""Regenerate docs/baselines.md's picture of a trend site bucket page: ``nox -s screenshot``.
 
 Builds the known-drop history of tests/trend_stores.py (a 10 % drop at one commit, two
 runners, the gate's verdicts), builds its site with ``python -m perfgate report``, and

@@ -1,7 +1,7 @@
 """A new user's local scenario, end to end: every surface says the same thing.
 
 A repository whose demo bucket is recorded run after run on the local baseline branch
-(`bench --record`, all at one commit), as the README's "Local baselines" says to. Then:
+(`bench --record`, all at one commit), as docs/baselines.md "Local baselines" says to. Then:
 
 * the first bench's hint names how many recorded runs fill a window, and exactly that
   many make the next bench judge for real;

@@ -1,7 +1,7 @@
 """What a benchmark measured: perfgate's commit and the machine, printed beside its figures.
 
 Figures from a shared machine mean little without the load they were taken under, and
-figures quoted in the README mean little without the code they were taken from.
+figures quoted in the README and docs/ mean little without the code they were taken from.
 """
 
 from __future__ import annotations

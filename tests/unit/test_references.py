@@ -2,10 +2,12 @@
 
 The README, docs/*.md, the package's and the templates' text, the task files and every
 test module's docstring cite files, sections and the design's rules (R1..R18). Each must
-resolve here: a relative link to a file that exists (and a heading of it, when it names
-one), a file name such as ``docs/design.md`` that exists, a rule docs/design.md states, a
-quoted section it has. Nothing may point at a file outside the repository. (Tests are
-read by their module docstrings alone: their bodies hold paths as data.)
+resolve here: a relative link to a file that exists (and a heading of it, by GitHub's
+anchor rules, when it names one), a file name such as ``docs/design.md`` that exists, a
+rule docs/design.md states, a section quoted after a page's name
+(``docs/ci.md "Rolling out the gate"``) that the page has. The README links every docs
+page. Nothing may point at a file outside the repository. (Tests are read by their module
+docstrings alone: their bodies hold paths as data.)
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ import pytest
 
 from tests.paths import ROOT
 
+README = ROOT / "README.md"
 DESIGN = ROOT / "docs" / "design.md"
-MARKDOWN = sorted([ROOT / "README.md", ROOT / "templates" / "README.md", *ROOT.glob("docs/*.md")])
+DOCS = sorted(ROOT.glob("docs/*.md"))
+MARKDOWN = sorted([README, ROOT / "templates" / "README.md", *DOCS])
 TESTS = sorted(ROOT.glob("tests/**/*.py"))
 SOURCES = sorted(
     [
@@ -37,7 +41,9 @@ TEXTS = [*MARKDOWN, *SOURCES, *TESTS]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 MARKDOWN_FILE = re.compile(r"(?<![\w/.:-])((?:[\w.-]+/)*[\w.-]+\.md)\b")
 RULE = re.compile(r"\bR(\d{1,2})\b")
-SECTION = re.compile(r'design\.md "([^"]+)"')
+# A section of a page, cited by the page's name and the heading in quotes:
+# ``docs/isaaclab.md "CI images"`` (``isaaclab.md "CI images"`` from another page of docs/).
+PAGE_SECTION = re.compile(r'(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.md) "([^"\n]+)"')
 # A README section cited by the code: ``README "Heading"`` (or the older ``(README: Heading)``).
 README_SECTION = re.compile(r'README(?: "([^"]+)"|: ([^)"\n]+)\))')
 # Places outside this repository a text once pointed to (the design kept beside it).
@@ -73,6 +79,12 @@ def anchors(path: Path) -> set[str]:
 def rules() -> set[str]:
     """The rules docs/design.md states: its ``### Rn`` headings."""
     return set(re.findall(r"^### (R\d+)\b", DESIGN.read_text(encoding="utf-8"), flags=re.M))
+
+
+def cited_page(path: Path, name: str) -> Path | None:
+    """The file a text at ``path`` means by ``name``: beside it, at the root, or in docs/."""
+    candidates = (path.parent / name, ROOT / name, ROOT / "docs" / name)
+    return next((c for c in candidates if c.is_file()), None)
 
 
 def where(path: Path) -> str:
@@ -111,27 +123,33 @@ def test_every_cited_file_rule_and_section_exists(path: Path) -> None:
     text = readable(path)
     problems = [f"points outside the repository: {m.group(0)!r}" for m in OUTSIDE.finditer(text)]
     for name in set(MARKDOWN_FILE.findall(text)) - WRITTEN:
-        candidates = (path.parent / name, ROOT / name, ROOT / "docs" / name)
-        if not any(c.is_file() for c in candidates):
+        if cited_page(path, name) is None:
             problems.append(f"cites {name}, which is not in the repository")
     stated = rules()
     cited = sorted(set(RULE.findall(text)), key=int)
     problems += [f"cites R{n}, which docs/design.md does not state" for n in cited
                  if f"R{n}" not in stated]  # fmt: skip
-    headings = {line.lstrip("#").strip() for line in DESIGN.read_text().splitlines()
-                if line.startswith("#")}  # fmt: skip
-    problems += [f'cites docs/design.md "{s}", which has no such section'
-                 for s in SECTION.findall(text) if s not in headings]  # fmt: skip
+    for name, section in PAGE_SECTION.findall(text):
+        page = cited_page(path, name)
+        if page is not None and slug(section) not in anchors(page):
+            problems.append(f'cites {name} "{section}", which has no such section')
     assert not problems, f"{where(path)}: {problems}"
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=where)
 def test_every_readme_section_the_code_cites_exists(path: Path) -> None:
     """A message, comment or template naming a README section names one it has."""
-    headings = anchors(ROOT / "README.md")
+    headings = anchors(README)
     cited = [quoted or bare for quoted, bare in README_SECTION.findall(path.read_text())]
     missing = [section for section in cited if slug(section) not in headings]
     assert not missing, f"{where(path)} cites README sections it does not have: {missing}"
+
+
+def test_the_readme_links_every_docs_page() -> None:
+    """A page of docs/ the README does not link is a page no reader finds."""
+    linked = {(README.parent / target.partition("#")[0]).resolve()
+              for target in LINK.findall(README.read_text(encoding="utf-8"))}  # fmt: skip
+    assert [where(page) for page in DOCS if page.resolve() not in linked] == []
 
 
 def test_the_check_finds_what_it_looks_for(tmp_path: Path) -> None:
@@ -145,6 +163,10 @@ def test_the_check_finds_what_it_looks_for(tmp_path: Path) -> None:
     assert README_SECTION.findall('(README: CI images) and README "Exit codes".') == [
         ("", "CI images"),
         ("Exit codes", ""),
+    ]
+    assert PAGE_SECTION.findall('see docs/ci.md "Rolling out" and design.md "Layout".') == [
+        ("docs/ci.md", "Rolling out"),
+        ("design.md", "Layout"),
     ]
     page = tmp_path / "page.md"
     page.write_text("# Title\n## How good: `nox -s quality`\n## Title\n", encoding="utf-8")

@@ -158,7 +158,7 @@ CONTAINER = ContainerProfile(
 )
 
 # Startup and memory figures recorded with every run (``metric.figures``), whether or not a
-# bucket declares them as metrics of their own to gate (README "The `isaaclab` driver").
+# bucket declares them as metrics of their own to gate (docs/isaaclab.md "The `isaaclab` driver").
 FIGURES = (
     "runtime.startup_time_s.python_imports",
     "runtime.startup_time_s.task_config",

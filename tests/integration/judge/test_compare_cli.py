@@ -107,7 +107,7 @@ def test_extreme_but_valid_figures_print_only_finite_figures_or_not_comparable(
 
 
 def _recipe_set(directory: Path, level: float, load: float, minute: int, seed: int) -> Path:
-    """The README's recipe, one side: six samples of the unchanged bucket, with admission
+    """The recipe of docs/commands.md, one side: six samples of the unchanged bucket, with admission
     control's record of the CPU load before each, over five minutes from ``minute``."""
     samples = _samples(level, seed, n=6)
     admission = tuple(
