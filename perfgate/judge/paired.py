@@ -33,17 +33,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perfgate.config import Direction
-from perfgate.judge.stats import (
+from perfgate.judge.goodness import (
     effect_text,
-    f_sf,
     from_g,
     g_of_regression,
     pct_of_g,
     regression_of_g,
     signed_pct,
-    t_isf,
     to_g,
 )
+from perfgate.judge.numerics import f_sf, t_isf
 from perfgate.judge.verdicts import Reason, Verdict
 
 
