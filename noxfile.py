@@ -251,8 +251,8 @@ def quality(session: nox.Session) -> None:
     (confirmation off, by repeats, paired) and the runner economics (tests/perf/economics.py:
     today's defaults beside the new ones, the Isaac Lab example); ``-- --series 640`` is the
     full run, with two more suites (about an hour on 2 cores). Both end with the post-merge
-    alert rule's pools (tests/perf/alert_quality.py). ``-- --json`` writes every figure and target to
-    .perfgate/quality/quality.json. Exits 1 when a target is missed.
+    alert rule's pools (tests/perf/alert_quality.py). ``-- --json`` writes every figure and
+    target to .perfgate/quality/quality.json. Exits 1 when a target is missed.
     """
     bindir = _install(session, RUN)
     args = list(session.posargs)

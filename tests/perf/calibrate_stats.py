@@ -1,4 +1,5 @@
-"""Derive and check the constants of perfgate/judge/stats.py by Monte Carlo (numpy; offline).
+"""Derive and check the constants of perfgate/judge/numerics.py and modes.py by Monte Carlo
+(numpy; offline).
 
 1. ``_SCALE_TABLE``: for n normal residuals about their median, the mean of the robust
    scale (its small-sample bias) and the degrees of freedom nu that match var(ln scale)
@@ -86,7 +87,7 @@ def mode_calibration(trials: int = 2000, seed: int = 3) -> None:
 
 
 def main() -> int:
-    """Print the table (paste into _SCALE_TABLE) and the checks."""
+    """Print the table (paste into numerics._SCALE_TABLE) and the checks."""
     print("_SCALE_TABLE = (")
     for n, bias, nu in scale_table():
         print(f"    ({n}, {bias:.3f}, {nu:.1f}),")

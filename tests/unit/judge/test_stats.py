@@ -1,4 +1,5 @@
-"""Each rule of the statistics (judge/stats.py) pinned on constructed cases (R5, issue 11)."""
+"""Each rule of the statistics (judge/rule.py and what it rests on) pinned on constructed
+cases (R5, issue 11)."""
 
 from __future__ import annotations
 
