@@ -37,3 +37,11 @@ def try_git(*args: str, cwd: Path | None = None) -> str | None:
         return git(*args, cwd=cwd).strip()
     except (GitError, OSError):
         return None
+
+
+def resolve(repo: Path, ref: str) -> str | None:
+    """The commit ``ref`` points to, or None when it does not exist."""
+    try:
+        return git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", cwd=repo).strip()
+    except GitError:
+        return None

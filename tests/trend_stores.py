@@ -1,7 +1,7 @@
 """Baseline branches with a known history, for the trend site's tests and the docs' picture.
 
 ``gated_history`` writes a store run by run through the store's own append path and, before
-each run is appended, asks the gate itself (``judge.gate.evaluate``, HEAD at the run's
+each run is appended, asks the gate itself (``baselines.evaluate``, HEAD at the run's
 commit) what it makes of the run's samples, so a test can hold the site to those verdicts.
 """
 
@@ -15,14 +15,15 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from perfgate.baselines.seed import bucket_hashes
+from perfgate.baselines.evaluate import evaluate
 from perfgate.baselines.store import BaselineStore, samples_from_result
 from perfgate.config import load_config
 from perfgate.git import git
 from perfgate.judge.calibration import BucketNoise, NoiseCalibration, write_calibration
-from perfgate.judge.gate import Row, evaluate
+from perfgate.judge.gate import Row
 from perfgate.judge.verdicts import Reason
 from perfgate.result import Result
+from perfgate.run.bench import bucket_hashes
 from tests.factories import make_result, with_metric
 from tests.git_support import IDENTITY, commit_all
 from tests.paths import ROOT

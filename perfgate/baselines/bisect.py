@@ -23,16 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from perfgate import jsonfile
-from perfgate.baselines.seed import replay_checkout
 from perfgate.baselines.seed.plan import config_at
 from perfgate.config import Bucket, Config, ConfirmMode, GatePolicy, ImageSpec
 from perfgate.context import RunContext
 from perfgate.errors import ConfigError, GitError, UsageError
 from perfgate.git import git
 from perfgate.judge.oracle import Bisect, judge, policy_for
-from perfgate.judge.stats import CalibratedPolicy, Policy, needs_more
+from perfgate.judge.policies import CalibratedPolicy, Policy
+from perfgate.judge.rule import needs_more
 from perfgate.result import Hardware, Result, write_result
 from perfgate.run.bench import WARM_CACHE_DIR, BenchSettings, Confirm, run_bucket
+from perfgate.run.checkout import replay_checkout
 from perfgate.run.drivers import get_driver
 from perfgate.run.sampling import SamplingPlan
 

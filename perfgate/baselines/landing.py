@@ -30,10 +30,9 @@ from perfgate.baselines.pushing import (
     reason,
     remote_says,
 )
-from perfgate.baselines.reading import resolve
 from perfgate.baselines.samples import Sample
 from perfgate.errors import GateMalfunction, GitError
-from perfgate.git import git, try_git
+from perfgate.git import git, resolve, try_git
 
 # Where earlier perfgates parked batches of samples; read only to say they are not landed.
 INCOMING = "refs/perfgate/incoming"

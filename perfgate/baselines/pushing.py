@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from perfgate.baselines.reading import fetch_tip, resolve
+from perfgate.baselines.reading import fetch_tip
 from perfgate.errors import GateMalfunction, GitError
-from perfgate.git import git
+from perfgate.git import git, resolve
 
 AUTHOR = {
     "GIT_AUTHOR_NAME": "perfgate",

@@ -16,21 +16,13 @@ from typing import IO, NamedTuple
 
 from perfgate.baselines.segments import is_archive
 from perfgate.errors import GateMalfunction, GitError
-from perfgate.git import git
+from perfgate.git import git, resolve
 
 # Directories one ``git ls-tree`` lists: its command line stays far below any system's limit.
 LIST_AT_ONCE = 1000
 # How far git may write ahead of the reader (Linux allows up to 1 MiB to anyone): enough
 # to overlap git's work with ours, little enough that memory stays a few segments.
 PIPE_BYTES = 1024 * 1024
-
-
-def resolve(repo: Path, ref: str) -> str | None:
-    """The commit ``ref`` points to, or None when it does not exist."""
-    try:
-        return git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", cwd=repo).strip()
-    except GitError:
-        return None
 
 
 def fetch_tip(repo: Path, branch: str, remote: str) -> str | None:
@@ -81,22 +73,6 @@ def ancestry_ids(repo: Path, base: str) -> dict[bytes, int]:
         )
     shas = listing.stdout.split()
     return dict(zip(shas, range(len(shas)), strict=True))
-
-
-def merge_base(repo: Path, target_branch: str | None, remote: str | None) -> str | None:
-    """Where this checkout meets its target branch; HEAD when the target is unknown here."""
-    head = resolve(repo, "HEAD")
-    if head is None or not target_branch:
-        return head
-    candidates = [f"refs/remotes/{remote}/{target_branch}"] if remote else []
-    candidates.append(f"refs/heads/{target_branch}")
-    for ref in candidates:
-        if resolve(repo, ref) is not None:
-            try:
-                return git("merge-base", "HEAD", ref, cwd=repo).strip()
-            except GitError:
-                continue
-    return head
 
 
 def list_archives(repo: Path, tip: str) -> dict[str, list[str]]:

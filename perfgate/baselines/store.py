@@ -30,9 +30,7 @@ from perfgate.baselines.reading import (
     ancestry_ids,
     fetch_tip,
     list_archives,
-    merge_base,
     object_format,
-    resolve,
     stream_blobs,
 )
 from perfgate.baselines.samples import (
@@ -63,7 +61,8 @@ from perfgate.baselines.segments import (
 from perfgate.baselines.windows import K, choose_windows
 from perfgate.config import Config
 from perfgate.errors import GateMalfunction
-from perfgate.git import git, try_git
+from perfgate.git import git, resolve, try_git
+from perfgate.run.checkout import merge_base
 
 __all__ = [
     "AUTHOR",

@@ -16,12 +16,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from perfgate.baselines.seed import branch_tip, bucket_hashes
+from perfgate.baselines.seed import branch_tip
 from perfgate.baselines.store import BaselineStore, Sample, WindowIdentity, ancestry, sample_path
 from perfgate.config import PRIMARY, Bucket
 from perfgate.console import render_table
 from perfgate.errors import UsageError
 from perfgate.git import git
+from perfgate.run.bench import bucket_hashes
 
 VERIFY_SCHEMA_VERSION = 1
 

@@ -244,9 +244,9 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(buckets, settings, args)
     say(f"{len(buckets)} bucket(s) on {settings.hardware.slug}, results in {settings.out_dir}")
+    from perfgate.baselines.confirm import WindowConfirmer
     from perfgate.baselines.store import open_store
     from perfgate.judge.calibration import configured_calibration
-    from perfgate.judge.confirm import WindowConfirmer
 
     # Locally the local baseline branch; in CI the remote one, read-only (R9).
     store = open_store(config, local=not on_github())
@@ -282,8 +282,8 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print_json({"results": [r.to_json() for r in results], "verdict": None})
         return _health_exit(results, config)
+    from perfgate.baselines.evaluate import evaluate
     from perfgate.baselines.publish import record_samples
-    from perfgate.judge.gate import evaluate
     from perfgate.report.surfaces import write_report
     from perfgate.report.terminal import terminal_table
     from perfgate.report.verdict import report_json

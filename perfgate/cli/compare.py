@@ -47,7 +47,7 @@ from perfgate.errors import ExitCode, UsageError
 if TYPE_CHECKING:
     from perfgate.baselines.store import BaselineStore
     from perfgate.judge.compare import Comparison, SetState
-    from perfgate.judge.stats import CalibratedPolicy
+    from perfgate.judge.policies import CalibratedPolicy
 
 MARKERS = {"better": "+ better", "worse": "- worse", "same": "= same", "unclear": "? unclear",
            "not comparable": "! not comparable"}  # fmt: skip
@@ -137,8 +137,9 @@ class Measured:
 
 
 def _from_results(directory: Path, buckets: dict[str, Bucket]) -> Side:
+    from perfgate.artifacts import load_results
     from perfgate.judge.compare import SetState
-    from perfgate.judge.gate import latest_per_bucket, load_results
+    from perfgate.judge.gate import latest_per_bucket
 
     results = latest_per_bucket(load_results(directory).results)
     samples, hardware, used = {}, {}, []
@@ -153,8 +154,8 @@ def _from_results(directory: Path, buckets: dict[str, Bucket]) -> Side:
 
 
 def _from_commit(ref: str, store: BaselineStore, buckets: dict[str, Bucket], slug: str) -> Side:
-    from perfgate.baselines.reading import resolve
     from perfgate.baselines.samples import sample_path
+    from perfgate.git import resolve
 
     commit = resolve(store.repo, ref)
     if commit is None:
@@ -195,7 +196,7 @@ def _policy(bucket: Bucket, config: Config, hardware: str) -> CalibratedPolicy:
     """The calibrated rule's settings for the bucket (gate.policy: reference lends its minimum
     drop and noise floor to it: compare always judges with the calibrated estimators)."""
     from perfgate.judge.oracle import policy_for
-    from perfgate.judge.stats import CalibratedPolicy
+    from perfgate.judge.policies import CalibratedPolicy
 
     policy = policy_for(bucket, config.gate, hardware)
     if isinstance(policy, CalibratedPolicy):
@@ -280,7 +281,7 @@ def _report(
 ) -> int:
     """The table, what the reader must know about it, and the exit code."""
     from perfgate.console import annotate, format_figure, render_table, say
-    from perfgate.judge.stats import effect_text
+    from perfgate.judge.goodness import effect_text
 
     out = human(args)
     table = [
@@ -416,8 +417,8 @@ class _Checkout:
 @contextmanager
 def _checkout(top: Path, ref: str, config: Config, root: Path) -> Iterator[_Checkout]:
     """``ref`` in a throwaway worktree (removed on exit), or the working tree for '.'."""
-    from perfgate.baselines.reading import resolve
-    from perfgate.baselines.seed.replay import replay_checkout
+    from perfgate.git import resolve
+    from perfgate.run.checkout import replay_checkout
 
     if ref == WORKING_TREE:
         head = resolve(top, "HEAD") or "working tree"

@@ -135,9 +135,9 @@ def report_budgets(
     """A warning for each budget that cannot decide (R17), read against the baseline branch
     when there is one (its recorded noise and launch durations); a branch that cannot be
     read only costs the check its recorded figures."""
+    from perfgate.baselines.confirm import budget_warnings
     from perfgate.baselines.store import open_store
     from perfgate.console import annotate, on_github
-    from perfgate.judge.confirm import budget_warnings
 
     store = open_store(config, local=not on_github())
     try:

@@ -67,9 +67,10 @@ def register(verbs: Verbs) -> None:
 def run(args: argparse.Namespace) -> int:
     """Judge every result artifact against its baseline and write the report surfaces."""
     from perfgate import context
+    from perfgate.artifacts import load_results
+    from perfgate.baselines.evaluate import evaluate
     from perfgate.baselines.store import open_store
     from perfgate.console import annotate, say
-    from perfgate.judge.gate import evaluate, load_results
     from perfgate.report.surfaces import write_github_surfaces, write_report
     from perfgate.report.terminal import terminal_table
     from perfgate.report.verdict import report_json

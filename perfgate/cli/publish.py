@@ -77,6 +77,7 @@ def register(verbs: Verbs) -> None:
 def run(args: argparse.Namespace) -> int:
     """Append trusted samples (pushes to protected branches only) to the baseline branch."""
     from perfgate import context
+    from perfgate.artifacts import load_results
     from perfgate.baselines.publish import (
         PENDING_FILE,
         pending_files,
@@ -88,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from perfgate.baselines.store import open_store
     from perfgate.console import say
-    from perfgate.judge.gate import exit_code_for, load_results
+    from perfgate.judge.gate import exit_code_for
     from perfgate.judge.verdicts import Verdict
 
     config = load_config(args.config)

@@ -31,7 +31,7 @@ class ActionRef(StrEnum):
 class PolicyName(StrEnum):
     """Which rule turns a run's samples and its window into a verdict (R5)."""
 
-    CALIBRATED = "calibrated"  # thresholds from a target false-alarm rate (judge/stats.py)
+    CALIBRATED = "calibrated"  # thresholds from a target false-alarm rate (judge/rule.py)
     REFERENCE = "reference"  # the seed's median - k x MAD rule, exactly
 
 

@@ -25,7 +25,7 @@ from perfgate.console import format_figure
 from perfgate.context import RunContext
 from perfgate.github.client import GitHubClient
 from perfgate.github.post import ACTIONS_BOT
-from perfgate.judge.stats import signed_pct
+from perfgate.judge.goodness import signed_pct
 from perfgate.report.summary import md_text
 
 LABEL = "perfgate-regression"

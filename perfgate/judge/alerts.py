@@ -10,7 +10,7 @@ is judged against the level before it:
   plus an offset per runner shared by every segment (a pool's runners differ by a few per
   cent, steadily for weeks: estimated from the runs each one took, shrunk towards zero
   when it took few), plus noise: within a run (its samples) and between runs (what is left).
-  Everything is in log space (``judge.stats.to_g``), so changes are relative.
+  Everything is in log space (``judge.goodness.to_g``), so changes are relative.
 * **A regression** is alerted when the runs since a candidate change, at least
   ``confirm_runs`` of them and each on a new commit after the last run before it, all say
   so: their weighted mean is a drop of at least ``min_drop_pct``, past a t line set from
@@ -44,18 +44,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from perfgate.config import Direction
-from perfgate.judge.stats import (
-    effect_text,
-    from_g,
-    g_of_regression,
+from perfgate.judge.goodness import effect_text, from_g, g_of_regression, pct_of_g, to_g
+from perfgate.judge.numerics import (
     huber_location,
     location_var,
     mann_whitney_u,
     mwu_critical,
-    pct_of_g,
     robust_scale,
     t_isf,
-    to_g,
 )
 
 #: Runs before a change searched for the last one clearly at the old level: a small change

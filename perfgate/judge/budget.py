@@ -22,8 +22,10 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from perfgate.judge.decision import Decision
+from perfgate.judge.numerics import location_var, t_isf
 from perfgate.judge.paired import PairedPolicy
-from perfgate.judge.stats import CalibratedPolicy, Decision, location_var, t_isf
+from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.run.sampling import Step
 

@@ -19,7 +19,8 @@ from typing import Any
 from perfgate import jsonfile
 from perfgate.config import Config, FileRef, QualifyPolicy
 from perfgate.errors import ConfigError
-from perfgate.judge import stats
+from perfgate.judge.numerics import MAD_TO_SIGMA, robust_scale, scale_ceiling, scale_upper
+from perfgate.judge.policies import CalibratedPolicy, Calibration, Policy
 from perfgate.result import Result
 
 SCHEMA_VERSION = 1
@@ -60,11 +61,9 @@ class BucketNoise:
         """(bucket, hardware): a file holds one entry per bucket and hardware."""
         return (self.bucket, self.hardware)
 
-    def for_rule(self) -> stats.Calibration:
+    def for_rule(self) -> Calibration:
         """The ``calibration=`` input of the calibrated verdict rule."""
-        return stats.Calibration(
-            noise_pct=self.noise_pct, df=self.df, run_noise_pct=self.run_noise_pct
-        )
+        return Calibration(noise_pct=self.noise_pct, df=self.df, run_noise_pct=self.run_noise_pct)
 
     def measures(self, result: Result) -> bool:
         """True when this entry measured ``result``'s experiment: bucket, hardware, hashes."""
@@ -85,9 +84,9 @@ class BucketNoise:
         """The spread of one sample this entry claims, in log units: per-sample and
         runner-to-runner noise together (or, if larger, its noise floor made sigma)."""
         per_run = math.hypot(math.log1p(self.noise_pct / 100), math.log1p(self.run_noise_pct / 100))
-        return max(per_run, math.log1p(stats.MAD_TO_SIGMA * self.noise_floor_pct / 100))
+        return max(per_run, math.log1p(MAD_TO_SIGMA * self.noise_floor_pct / 100))
 
-    def beyond(self, runs: Sequence[Sequence[float]], policy: stats.Policy) -> str | None:
+    def beyond(self, runs: Sequence[Sequence[float]], policy: Policy) -> str | None:
         """Why this entry's noise is far above what the window ``runs`` (nearest first, as
         ``policy`` reads it) shows, else None.
 
@@ -96,14 +95,14 @@ class BucketNoise:
         confidence bound at ``WINDOW_CHECK_RATE``) would only widen the lines, so a
         regression could pass as noise.
         """
-        if isinstance(policy, stats.CalibratedPolicy):
+        if isinstance(policy, CalibratedPolicy):
             runs = runs[: policy.max_runs]  # the runs the rule reads
         logs = [math.log(v) for run in runs for v in run if math.isfinite(v) and v > 0]
         if len(logs) < 3:
             return None  # the rule cannot judge such a window anyway
         centre = statistics.median(logs)
-        sigma, df = stats.robust_scale([x - centre for x in logs], groups=1)
-        bound = stats.scale_upper(sigma, df, WINDOW_CHECK_RATE)
+        sigma, df = robust_scale([x - centre for x in logs], groups=1)
+        bound = scale_upper(sigma, df, WINDOW_CHECK_RATE)
         if self.sample_sigma <= bound:
             return None
         return (
@@ -159,12 +158,12 @@ def noise_ceiling_pct(qualify: QualifyPolicy) -> float:
     A STABLE pool has every sample within ``max_sample_deviation_pct`` of the pooled
     median, so in log units every sample lies in a band of width ln((1+d)/(1-d)); no
     residual from an allocation's mean (nor any allocation mean from theirs) is wider, and
-    the robust scale of such residuals is at most :func:`stats.scale_ceiling` of it.
+    the robust scale of such residuals is at most :func:`scale_ceiling` of it.
     """
     d = qualify.max_sample_deviation_pct / 100.0
     if d >= 1.0:
         return math.inf
-    return math.expm1(stats.scale_ceiling(math.log((1.0 + d) / (1.0 - d)))) * 100.0
+    return math.expm1(scale_ceiling(math.log((1.0 + d) / (1.0 - d)))) * 100.0
 
 
 def _problems(data: Any, qualify: QualifyPolicy) -> list[str]:

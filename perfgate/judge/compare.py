@@ -3,7 +3,7 @@
 Each side is a set of samples (a run's repeats, or every sample a commit has on the
 baseline branch). The change is B against A in log space, so it is relative and one code
 path serves both directions. The call is made with the estimators and thresholds the
-calibrated rule of ``judge.stats`` uses: a robust, sigma-consistent scale pooled over both
+calibrated rule (``judge.calibrated``) uses: a robust, sigma-consistent scale pooled over both
 sides, Huber locations, a Student-t threshold at the configured false-alarm rate, a
 Mann-Whitney rank test that must agree, the minimum drop, and the noise a whole run shares
 (each side is a run of its own, on its own machine state). Too few samples say so.
@@ -23,17 +23,16 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from perfgate.config import Direction
-from perfgate.judge.stats import (
-    CalibratedPolicy,
+from perfgate.judge.goodness import pct_of_g, to_g
+from perfgate.judge.numerics import (
     huber_location,
     location_var,
     mann_whitney_u,
     mwu_critical,
-    pct_of_g,
     robust_scale,
     t_isf,
-    to_g,
 )
+from perfgate.judge.policies import CalibratedPolicy
 from perfgate.result import AdmissionStatus, Result
 
 #: Fewer samples a side cannot make a call: the rank test the gate requires cannot reach

@@ -1,21 +1,22 @@
 """The bench's questions on a suspicious run: another sample? pairs? can they decide? (R5, R17)
 
 The bench owns the runner, so it confirms a suspicious bucket there, locally and in CI.
-It asks this module, which reads the bucket's windows from the baseline branch once
-(read-only), with the history runner offsets are learned from, and analyses each once on
-the run's runner's terms (``judge.runners``). Every sample measures every metric, so a
-question is answered for the bucket: yes when any metric that gates asks.
+It asks this module (pure) on the bucket's windows, which ``baselines.confirm`` reads from
+the baseline branch once (read-only) with the history runner offsets are learned from;
+each is analysed once on the run's runner's terms (``judge.runners``). Every sample
+measures every metric, so a question is answered for the bucket: yes when any metric that
+gates asks.
 
 * ``gate.confirm: repeat``: after each sample, the calibrated rule's ``need_more``.
 * ``gate.confirm: paired`` (the default): after the repeats, ``step`` says what to spend
   next (``judge.budget.next_step``): nothing when the window rules out a drop of
   ``confirm_drop_pct``; another launch on this runner while more repeats could still rule
   it out; else the merge base beside the change, checked out in a throwaway worktree (as
-  seeding does) with its own perfgate.yaml and benchmark, pair after pair until the
-  paired test (``judge.paired``, the window's within-run noise pooled in) says no more.
-  ``pair_plan`` first says whether the pairs the budget affords can BLOCK a drop that
-  matters at this noise and launch time; when they cannot, none is taken and the window's
-  verdict stands. No merge base to measure (not a git checkout, no parent, another
+  seeding does; ``run.checkout``) with its own perfgate.yaml and benchmark, pair after
+  pair until the paired test (``judge.paired``, the window's within-run noise pooled in)
+  says no more. ``pair_plan`` first says whether the pairs the budget affords can BLOCK a
+  drop that matters at this noise and launch time; when they cannot, none is taken and
+  the window's verdict stands. No merge base to measure (not a git checkout, no parent, another
   experiment there): the run confirms by repeats instead.
 
 The gate later judges the recorded samples and pairs with ``final=True`` and so reaches
@@ -25,18 +26,10 @@ the verdicts the bench's last look would have.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
-from pathlib import Path
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Protocol
 
-from perfgate.baselines.samples import Window, sample_path
-from perfgate.baselines.seed.plan import bucket_hashes
-from perfgate.baselines.seed.replay import replay_checkout
-from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
-from perfgate.baselines.verify import hardware_partitions
-from perfgate.config import PRIMARY, Bucket, Config, Direction, Metric, load_config
-from perfgate.errors import GateMalfunction, GitError, PerfgateError
-from perfgate.git import try_git
+from perfgate.config import PRIMARY, Bucket, Config, Direction, Metric
 from perfgate.judge.budget import (
     UNJUDGED,
     Affordability,
@@ -50,56 +43,54 @@ from perfgate.judge.budget import (
     uncleared,
 )
 from perfgate.judge.calibration import NoiseCalibration
+from perfgate.judge.decision import Decision
+from perfgate.judge.goodness import pct_of_g
 from perfgate.judge.oracle import (
     confirm_drop_for,
     pair_noise,
     paired_policy_for,
     policy_for,
-    window_run_limit,
-    window_sample_limit,
 )
 from perfgate.judge.paired import paired_decide
-from perfgate.judge.runners import WindowView, window_view
-from perfgate.judge.stats import (
-    CalibratedPolicy,
-    Decision,
-    WindowModel,
-    analyse_window,
-    decide,
-    pct_of_g,
-)
+from perfgate.judge.policies import CalibratedPolicy
+from perfgate.judge.rule import decide
+from perfgate.judge.runners import StoredRun, WindowView, window_view
 from perfgate.judge.verdicts import Reason
+from perfgate.judge.window import WindowModel
 from perfgate.result import PairedRecord, Result
-from perfgate.run.drivers import get_driver
-from perfgate.run.paired import BaseCheckout, PairPlan
+from perfgate.run.paired import PairPlan
 from perfgate.run.sampling import Step
 
 
-class WindowConfirmer:
-    """Answers the bench's questions from each bucket's windows, read once per key."""
+class RecordedWindow(Protocol):
+    """What the confirmer reads of a bucket's stored window (``baselines.samples.Window``)."""
 
-    def __init__(
-        self,
-        config: Config,
-        store: BaselineStore | None,
-        *,
-        say: Callable[[str], None],
-        calibration: NoiseCalibration | None = None,
-        checkout: Path | None = None,
-        work_dir: Path | None = None,
-    ) -> None:
+    def runs(self) -> list[list[float]]:
+        """The window's runs, nearest first, each the samples it took."""
+        ...
+
+    def stored_runs(self) -> list[StoredRun]:
+        """The same runs with the runner each ran on."""
+        ...
+
+    def launch_seconds(self) -> list[float]:
+        """The recorded durations of the window's launches."""
+        ...
+
+
+class Confirmer:
+    """Answers the bench's questions from each bucket's windows, read once per key.
+
+    Pure: the windows come from ``read_window``, which reads none here; the bench's
+    ``baselines.confirm.WindowConfirmer`` reads them from the baseline branch.
+    """
+
+    def __init__(self, config: Config, *, calibration: NoiseCalibration | None = None) -> None:
         self.config = config
-        self.store = store
-        self.say = say
         # The gate's calibration (gate.calibration): bench and gate judge with one noise.
         self.calibration = calibration
-        # Where the bench runs (the change) and where a merge base may be checked out.
-        self.checkout = checkout or Path.cwd()
-        self.work_dir = work_dir or self.checkout / ".perfgate" / "work"
-        self._windows: dict[WindowKey, Window | None] = {}
-        self._views: dict[tuple[WindowKey, str | None], WindowView | None] = {}
-        self._ends: tuple[str | None, str | None] | None = None
-        self._unreadable = False
+        self._windows: dict[Hashable, RecordedWindow | None] = {}
+        self._views: dict[tuple[Hashable, str | None], WindowView | None] = {}
 
     # -- gate.confirm: repeat ---------------------------------------------------------------
 
@@ -208,38 +199,6 @@ class WindowConfirmer:
             return statistics.median(recorded) / 60.0
         return bucket.launch_minutes
 
-    @contextmanager
-    def base(self, bucket: Bucket, result: Result) -> Iterator[BaseCheckout | str]:
-        """The merge base checked out with its own bucket, or why it cannot be measured."""
-        repo = try_git("rev-parse", "--show-toplevel", cwd=self.checkout)
-        if repo is None:
-            yield "not a git checkout, so there is no merge base to measure"
-            return
-        top = Path(repo).resolve()
-        commit, why = self._base_commit(top, result)
-        if commit is None:
-            yield why
-            return
-        try:
-            where = self.checkout.resolve().relative_to(top)
-            config_path: Path | None = (self.checkout / self.config.path).resolve().relative_to(top)
-        except ValueError:
-            where, config_path = Path(), None
-        # The base gets what the change's checkout has: its LFS content (the assets) too.
-        lfs = get_driver(bucket.driver).needs_lfs
-        with ExitStack() as stack:
-            try:
-                checkout = replay_checkout(top, commit, self.work_dir / "paired", lfs=lfs)
-                worktree = stack.enter_context(checkout)
-            except GitError as exc:
-                yield f"the merge base {commit[:12]} cannot be checked out like the change: {exc}"
-                return
-            found = self._base_bucket(bucket, result, worktree, config_path)
-            if isinstance(found, str):
-                yield found
-            else:
-                yield BaseCheckout(commit=commit, checkout=worktree / where, bucket=found)
-
     def wants_more(self, bucket: Bucket, result: Result, paired: PairedRecord) -> bool:
         """After each pair: is the paired test of any gating metric still undecided?
 
@@ -259,46 +218,6 @@ class WindowConfirmer:
             for metric in bucket.all_metrics
             if metric.gates and metric.name in result.all_metrics
         )
-
-    def _base_commit(self, top: Path, result: Result) -> tuple[str | None, str]:
-        """The commit to measure beside the change, or None and why there is none.
-
-        It is the merge base with the target branch; when the change is the merge base
-        itself (a push to the target, a clean checkout of it), its first parent; with
-        uncommitted changes on the merge base, HEAD.
-        """
-        head = try_git("rev-parse", "HEAD", cwd=top)
-        if head is None:
-            return None, "this checkout has no commit yet"
-        remote = self.store.remote if self.store is not None else None
-        base = merge_base(top, result.source.target_branch or None, remote) or head
-        if base != head:
-            return base, ""
-        if try_git("status", "--porcelain", "--untracked-files=no", cwd=top):
-            return head, ""
-        parent = try_git("rev-parse", "--verify", "--quiet", "HEAD^1", cwd=top)
-        return parent, "" if parent else f"{head[:12]} has no parent commit to compare with"
-
-    def _base_bucket(
-        self, bucket: Bucket, result: Result, worktree: Path, config_path: Path | None
-    ) -> Bucket | str:
-        """The bucket as the merge base declares it, or why it cannot be compared."""
-        if config_path is None:
-            base_config = self.config  # a config outside the repository: every commit uses it
-        else:
-            path = worktree / config_path
-            if not path.is_file():
-                return f"the merge base has no {config_path}"
-            try:
-                base_config = load_config(path)
-            except PerfgateError as exc:
-                return f"the merge base's {config_path} is not usable: {exc}"
-        found = next((b for b in base_config.buckets if b.id == bucket.id), None)
-        if found is None:
-            return f"the merge base's perfgate.yaml has no bucket {bucket.id}"
-        if bucket_hashes(found) != (result.identity.launch_hash, result.identity.benchmark_hash):
-            return "the merge base runs another experiment (its launch or benchmark hash differs)"
-        return found
 
     # -- the windows ------------------------------------------------------------------------
 
@@ -357,7 +276,7 @@ class WindowConfirmer:
         self, bucket: Bucket, metric: Metric, result: Result, policy: CalibratedPolicy
     ) -> WindowView | None:
         """A metric's window on this run's runner's terms; None when it cannot be read."""
-        key = WindowKey.for_result(result, metric.name)
+        key = self.window_key(result, metric.name)
         runner = result.ci.runner_name
         if (key, runner) not in self._views:
             window = self._window(bucket, metric, result)
@@ -384,55 +303,34 @@ class WindowConfirmer:
             )
         return self._views[(key, runner)]
 
-    def _window(self, bucket: Bucket, metric: Metric, result: Result) -> Window | None:
-        """A metric's window and history (None when the baseline branch cannot be read)."""
-        key = WindowKey.for_result(result, metric.name)
-        if key in self._windows:
-            return self._windows[key]
-        window = None
-        if self.store is not None and not self._unreadable:
-            try:
-                window = self._read(bucket, key)
-            except GateMalfunction as exc:
-                # Confirming is worth a lot, but never a lost measurement: say so, go on.
-                self._unreadable = True
-                self.say(
-                    f"cannot read the baseline window to confirm suspicious buckets ({exc}); "
-                    "each bucket takes its planned repeats only"
-                )
-        self._windows[key] = window
-        return window
+    def _window(self, bucket: Bucket, metric: Metric, result: Result) -> RecordedWindow | None:
+        """A metric's window and history, read once per key (None: none to judge against)."""
+        key = self.window_key(result, metric.name)
+        if key not in self._windows:
+            self._windows[key] = self.read_window(bucket, key)
+        return self._windows[key]
 
-    def _read(self, bucket: Bucket, key: WindowKey) -> Window:
-        """A window and its history at the baseline tip, against this checkout's merge base."""
-        assert self.store is not None
-        if self._ends is None:
-            tip = self.store.refresh()
-            base = merge_base(self.store.repo, key.target_branch or None, self.store.remote)
-            self._ends = (tip, base)
-        tip, base = self._ends
-        # The gate's limit: both read the same window and history.
-        gate = self.config.gate
-        found = self.store.windows(
-            {bucket.id: key},
-            tip=tip,
-            base=base,
-            max_samples=window_sample_limit(gate, self.config.buckets),
-            max_runs=window_run_limit(gate),
-        )
-        return found[bucket.id]
+    def window_key(self, result: Result, metric: str) -> Hashable:
+        """What a window is selected by: results with one key share their window."""
+        return (result.bucket.id, metric)
+
+    def read_window(self, bucket: Bucket, key: Hashable) -> RecordedWindow | None:
+        """The window ``key`` selects; here none (``baselines.confirm`` reads the store)."""
+        return None
 
 
 # -- budgets that can decide (validate, and bench before it spends a minute) --------------
 
-# Recorded runs of a bucket read to learn its noise and launch time.
-_RECORDED_RUNS = 100
+
+#: Per bucket: its launch minutes from recorded durations, the hardware they were recorded
+#: on, and its recorded runs analysed (newest experiment, primary metric).
+Recorded = Mapping[str, tuple[float | None, str, WindowModel | None]]
 
 
 def budget_warnings(
     config: Config,
     buckets: Sequence[Bucket],
-    store: BaselineStore | None,
+    recorded: Callable[[], Recorded],
     calibration: NoiseCalibration | None = None,
 ) -> list[tuple[str, str]]:
     """Each bucket whose confirmation budget cannot decide, with the numbers (R17).
@@ -444,16 +342,17 @@ def budget_warnings(
     sees); the launch time its recorded samples' durations, else ``launch_minutes``.
     Under ``gate.confirm: repeat``: the same for samples against the window. Buckets with
     a launch time but no noise known yet are named once; those without either are not
-    checked. Each line comes with its level: ``warning`` or ``notice``.
+    checked. Each line comes with its level: ``warning`` or ``notice``. ``recorded`` reads
+    the buckets' recorded runs, only when a budget is checked.
     """
     gate = config.gate
     if gate.confirm.value == "off" or gate.policy.value != "calibrated":
         return []
-    recorded = _recorded(store, buckets)
+    runs_of = recorded()
     lines: list[tuple[str, str]] = []
     unknown: list[str] = []
     for bucket in buckets:
-        launch, hardware, model = recorded.get(bucket.id, (None, "", None))
+        launch, hardware, model = runs_of.get(bucket.id, (None, "", None))
         launch = launch or bucket.launch_minutes
         policy = policy_for(bucket, gate, hardware)
         assert isinstance(policy, CalibratedPolicy)
@@ -501,38 +400,6 @@ def budget_warnings(
         text = f"{len(unknown)} bucket(s) have no recorded noise yet (record samples or calibrate)"
         lines.append(("notice", f"{text}; {later}"))
     return lines
-
-
-def _recorded(
-    store: BaselineStore | None, buckets: Sequence[Bucket]
-) -> dict[str, tuple[float | None, str, WindowModel | None]]:
-    """Per bucket: its launch minutes from recorded durations, the hardware they were
-    recorded on, and its recorded runs analysed (newest experiment, primary metric)."""
-    if store is None:
-        return {}
-    tip = store.refresh()
-    if tip is None:
-        return {}
-    found: dict[str, tuple[float | None, str, WindowModel | None]] = {}
-    for hardware in hardware_partitions(store.repo, tip):
-        paths = {sample_path(hardware, b.task, b.backend_key): b for b in buckets}
-        for path, samples in store.read(paths, tip).items():
-            primary = [s for s in samples if s.metric == PRIMARY]
-            if not primary or paths[path].id in found:
-                continue
-            newest = primary[-1].launch_hash
-            mine = [s for s in primary if s.launch_hash == newest]
-            runs: dict[tuple[str, str], list[float]] = {}
-            for sample in mine:
-                runs.setdefault((sample.commit, sample.timestamp), []).append(sample.value)
-            nearest = list(runs.values())[::-1][:_RECORDED_RUNS]
-            walls = [s.wall_s for s in mine[-10 * _RECORDED_RUNS :] if s.wall_s]
-            direction = Direction(mine[-1].direction)
-            model = analyse_window(nearest, policy=CalibratedPolicy(max_runs=_RECORDED_RUNS),
-                                   direction=direction)  # fmt: skip
-            launch = statistics.median(walls) / 60.0 if walls else None
-            found[paths[path].id] = (launch, hardware, model)
-    return found
 
 
 def _noise(

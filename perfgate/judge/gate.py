@@ -11,11 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from perfgate.baselines.acks import accepted_levels, kept_runs, read_acks
-from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
+from perfgate.artifacts import UnreadableArtifact
 from perfgate.config import PRIMARY, Bucket, Config, ConfirmMode, Mode, PolicyName
-from perfgate.errors import ExitCode, GateMalfunction
-from perfgate.judge.calibration import NoiseCalibration, configured_calibration
+from perfgate.errors import ExitCode
+from perfgate.judge.calibration import NoiseCalibration
 from perfgate.judge.oracle import (
     Bisect,
     Judgement,
@@ -24,12 +23,10 @@ from perfgate.judge.oracle import (
     judge,
     paired_policy_for,
     policy_for,
-    window_run_limit,
-    window_sample_limit,
 )
-from perfgate.judge.stats import ReferencePolicy
+from perfgate.judge.policies import ReferencePolicy
 from perfgate.judge.verdicts import Reason, Verdict
-from perfgate.result import ArtifactError, Result, read_result
+from perfgate.result import Result
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -290,20 +287,6 @@ def exit_code_for(overall: Verdict, *, always_pass: bool) -> int:
     return ExitCode.OK
 
 
-@dataclass(frozen=True, kw_only=True)
-class UnreadableArtifact:
-    """A file in the results directory that is not a usable result artifact (R14)."""
-
-    path: Path
-    problem: str
-    # The bucket id the artifact names, when it got far enough to name one.
-    named: str | None = None
-
-    def belongs_to(self, bucket: Bucket) -> bool:
-        """True when it names ``bucket``, or carries that bucket's artifact file name."""
-        return self.named == bucket.id or self.path.name == f"{bucket.file_stem}.json"
-
-
 def _unreadable_judgement(artifact: UnreadableArtifact) -> Judgement:
     """A bad artifact costs its bucket, never the gate: HARD_FAILURE naming the file."""
     signal = Signal(
@@ -483,115 +466,4 @@ def build_report(
         machines=tuple(sorted({r.hardware.describe() for r in reported})),
         notes=tuple(all_notes),
         trend_url=config.report.url,
-    )
-
-
-@dataclass(frozen=True, kw_only=True)
-class Artifacts:
-    """The result artifacts found, and each file that could not be read as one."""
-
-    results: tuple[Result, ...]
-    unreadable: tuple[UnreadableArtifact, ...]
-
-
-def load_results(results_dir: Path) -> Artifacts:
-    """Every result artifact under ``results_dir`` (searched recursively, as artifacts nest).
-
-    An unreadable file is named; it costs the bucket it belongs to (a HARD_FAILURE naming
-    the file), never the gate. Only when no artifact arrived at all is the gate unable to
-    run (R8).
-    """
-    if not results_dir.is_dir():
-        raise GateMalfunction(
-            f"results directory {results_dir} does not exist; did the bench jobs upload artifacts?"
-        )
-    paths = sorted(results_dir.rglob("*.json"))
-    results, unreadable = [], []
-    for path in paths:
-        try:
-            results.append(read_result(path))
-        except ArtifactError as exc:
-            unreadable.append(UnreadableArtifact(path=path, problem=str(exc), named=exc.bucket))
-    if not paths:
-        raise GateMalfunction(
-            f"no result artifacts in {results_dir}: the benchmarks did not run, so there is "
-            "nothing to judge"
-        )
-    return Artifacts(results=tuple(results), unreadable=tuple(unreadable))
-
-
-def evaluate(
-    config: Config,
-    expected: Sequence[Bucket],
-    results: Sequence[Result],
-    store: BaselineStore | None,
-    notes: Sequence[str] = (),
-    unreadable: Sequence[UnreadableArtifact] = (),
-) -> GateReport:
-    """Read the window of each bucket's judged result from the store (and the noise
-    calibration gate.calibration names), then build the report."""
-    # Only expected buckets are judged: an artifact for any other is reported, never read for.
-    # Each metric the config declares and the result reports has a window of its own.
-    declared = {bucket.id: bucket for bucket in expected}
-    keys = {
-        (bucket, metric.name): WindowKey.for_result(r, metric.name)
-        for bucket, r in latest_per_bucket(results).items()
-        if bucket in declared
-        for metric in declared[bucket].all_metrics
-        if metric.name in r.all_metrics
-    }
-    windows: dict[str, Sequence[Sequence[float]]] = {}
-    metric_windows: dict[tuple[str, str], Sequence[Sequence[float]]] = {}
-    accepted: dict[tuple[str, str], int] = {}
-    runners: dict[str | tuple[str, str], Sequence[str | None]] = {}
-    tip = base = source = None
-    notes = list(notes)
-    if store is None:
-        notes.append("no baseline store here (not a git repository): every bucket has no baseline")
-    else:
-        target = next((r.source.target_branch for r in results if r.source.target_branch), None)
-        base = merge_base(store.repo, target, store.remote)
-        tip = store.refresh()
-        source = f"{store.remote}/{store.branch}" if store.remote else f"{store.branch} (local)"
-        found = store.windows(
-            keys,
-            tip=tip,
-            base=base,
-            max_samples=window_sample_limit(config.gate, config.buckets),
-            max_runs=window_run_limit(config.gate),
-        )
-        windows = {bucket: w.runs() for (bucket, name), w in found.items() if name == PRIMARY}
-        metric_windows = {key: w.runs() for key, w in found.items() if key[1] != PRIMARY}
-        acks, ack_warnings = read_acks(store.repo, tip)
-        levels = accepted_levels(store.repo, acks, base)
-        for (bucket, name), window in found.items():
-            kept = kept_runs(levels, bucket, name, window.run_commits())
-            if kept is not None:
-                accepted[(bucket, name)] = kept
-        notes.extend(ack_warnings)
-        runners = {
-            (bucket if name == PRIMARY else (bucket, name)): [r.runner for r in w.stored_runs()]
-            for (bucket, name), w in found.items()
-        }
-        if store.skipped_lines:
-            # The count first: it survives the cap on notes however many lines follow.
-            notes.append(
-                f"{store.skipped_lines} corrupt baseline line(s) skipped on {store.branch}; "
-                "each is listed below with its file and line"
-            )
-        notes.extend(store.warnings)
-    return build_report(
-        config=config,
-        expected=expected,
-        results=results,
-        windows=windows,
-        notes=notes,
-        baseline_tip=tip,
-        baseline_source=source,
-        base_commit=base,
-        unreadable=unreadable,
-        calibration=configured_calibration(config),
-        metric_windows=metric_windows,
-        accepted=accepted,
-        runners=runners,
     )

@@ -2,7 +2,7 @@
 
 Health first (a run that did not produce usable figures is a HARD_FAILURE), then, for
 each metric of the bucket apart (the primary and any others it declares), fixed floors
-and the statistical rule (``judge.stats``) on every sample of the run against that
+and the statistical rule (``judge.rule``) on every sample of the run against that
 metric's window; the worst signal of the metrics that gate wins.
 """
 
@@ -27,20 +27,12 @@ from perfgate.config import (
 )
 from perfgate.console import failure_cause
 from perfgate.judge.budget import UNJUDGED, clear_drop
+from perfgate.judge.decision import Decision
+from perfgate.judge.goodness import figure_text, past, pct_of_g, signed_pct
 from perfgate.judge.paired import PairedDecision, PairedPolicy, PairNoise, paired_decide
+from perfgate.judge.policies import CalibratedPolicy, Calibration, Policy, ReferencePolicy
+from perfgate.judge.rule import decide
 from perfgate.judge.runners import WindowView, window_view
-from perfgate.judge.stats import (
-    CalibratedPolicy,
-    Calibration,
-    Decision,
-    Policy,
-    ReferencePolicy,
-    decide,
-    figure_text,
-    past,
-    pct_of_g,
-    signed_pct,
-)
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import (
     FailurePhase,

@@ -33,17 +33,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perfgate.config import Direction
-from perfgate.judge.stats import (
+from perfgate.judge.goodness import (
     effect_text,
-    f_sf,
     from_g,
     g_of_regression,
     pct_of_g,
     regression_of_g,
     signed_pct,
-    t_isf,
     to_g,
 )
+from perfgate.judge.numerics import f_sf, t_isf
 from perfgate.judge.verdicts import Reason, Verdict
 
 
@@ -166,19 +165,6 @@ def paired_decide(
     need_more = not last and not blocking and not cleared
     change = pct_of_g(mean, direction)
     lo, hi = pct_of_g(mean - t_ci * se, direction), pct_of_g(mean + t_ci * se, direction)
-    figures = {
-        "pairs": n,
-        "base": from_g(math.fsum(base_g) / n, direction),
-        "head": from_g(math.fsum(head_g) / n, direction),
-        "effect_pct": change,
-        "interval_pct": (min(lo, hi), max(lo, hi)),
-        "confidence": policy.confidence,
-        "t": t,
-        "t_block": t_block,
-        "df": df,
-        "noise_pct": pct_of_g(spread, Direction.HIGHER),
-        "pooled": pooled,
-    }
     text = effect_text(change, (min(lo, hi), max(lo, hi)))
     if blocking:
         verdict, reason = Verdict.BLOCK, Reason.PAIRED_REGRESSION
@@ -206,7 +192,17 @@ def paired_decide(
         reason=reason,
         detail=detail,
         need_more=need_more,
-        **figures,  # type: ignore[arg-type]
+        pairs=n,
+        base=from_g(math.fsum(base_g) / n, direction),
+        head=from_g(math.fsum(head_g) / n, direction),
+        effect_pct=change,
+        interval_pct=(min(lo, hi), max(lo, hi)),
+        confidence=policy.confidence,
+        t=t,
+        t_block=t_block,
+        df=df,
+        noise_pct=pct_of_g(spread, Direction.HIGHER),
+        pooled=pooled,
     )
 
 

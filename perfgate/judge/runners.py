@@ -33,19 +33,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from perfgate.config import Direction
-from perfgate.judge.stats import (
-    MAD_TO_SIGMA,
-    CalibratedPolicy,
-    Calibration,
-    Decision,
-    RunHistory,
-    WindowInput,
-    WindowModel,
-    analyse_window,
-    judge,
-    pct_of_g,
-    to_g,
-)
+from perfgate.judge.calibrated import calibrated_decide
+from perfgate.judge.decision import Decision
+from perfgate.judge.goodness import pct_of_g, to_g
+from perfgate.judge.numerics import MAD_TO_SIGMA
+from perfgate.judge.policies import CalibratedPolicy, Calibration
+from perfgate.judge.window import RunHistory, WindowInput, WindowModel, analyse_window
 
 # Neighbours on each side whose median is a run's local level.
 NEIGHBOURS = 8
@@ -293,7 +286,7 @@ class WindowView:
     def decide(self, values: Sequence[float], policy: CalibratedPolicy, *, final: bool) -> Decision:
         """The calibrated rule on the run's samples, corrected for its runner when known."""
         corrected = self.fitted.correct(values, self.runner) if self.fitted else list(values)
-        return judge(self.model, corrected, policy=policy, final=final)
+        return calibrated_decide(self.model, corrected, policy=policy, final=final)
 
 
 def window_view(
@@ -309,7 +302,7 @@ def window_view(
     """Analyse ``runs`` (nearest first: the window, then older history) for a run on
     ``runner``: runner-aware when every run names its runner slot (``runners``, None for
     an unknown one) and ``policy.history_runs`` allows; else the plain window.
-    ``known_shift``: as :func:`stats.analyse_window` takes it (an accepted change)."""
+    ``known_shift``: as :func:`judge.window.analyse_window` takes it (an accepted change)."""
     if runners is None or policy.history_runs <= 0 or len(runners) != len(runs):
         model = analyse_window(runs, policy=policy, direction=direction, calibration=calibration,
                                known_shift=known_shift)  # fmt: skip

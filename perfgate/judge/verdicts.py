@@ -1,6 +1,6 @@
 """The verdicts a bucket can get and the reasons behind them (R3, R5): one vocabulary.
 
-The statistics (``judge.stats``) reach PASS, IMPROVED, WARN, INCONCLUSIVE or BLOCK; result
+The statistics (``judge.rule``) reach PASS, IMPROVED, WARN, INCONCLUSIVE or BLOCK; result
 health and fixed floors (``judge.oracle``) add HARD_FAILURE. Every surface prints these
 names.
 """

@@ -19,7 +19,7 @@ from perfgate.baselines.history import BranchCommit, Run, Series, windows_before
 from perfgate.config import PRIMARY, Bucket, ConfirmMode, Direction, GatePolicy, Metric, PolicyName
 from perfgate.judge.calibration import NoiseCalibration
 from perfgate.judge.oracle import judge_run, policy_for, window_sample_limit
-from perfgate.judge.stats import Calibration, Policy, ReferencePolicy
+from perfgate.judge.policies import Calibration, Policy, ReferencePolicy
 from perfgate.judge.verdicts import Reason
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from perfgate.config import PRIMARY, Mode
 from perfgate.console import format_figure
 from perfgate.judge.gate import GateReport, Row
-from perfgate.judge.stats import effect_text
+from perfgate.judge.goodness import effect_text
 from perfgate.judge.verdicts import Verdict
 from perfgate.report.verdict import report_json
 

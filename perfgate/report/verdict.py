@@ -10,10 +10,10 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from perfgate.judge.decision import Decision
 from perfgate.judge.gate import GateReport, Row
 from perfgate.judge.oracle import Confirmation, MetricJudgement
 from perfgate.judge.paired import PairedDecision
-from perfgate.judge.stats import Decision
 from perfgate.result import PairedRecord, Result, log_artifact_name
 
 #: Per-sample admission records a row carries (a run has a few; this bounds a hostile one).

@@ -222,6 +222,11 @@ CRASH_PHASES = frozenset(
 )
 
 
+def bucket_hashes(bucket: Bucket) -> tuple[str, str]:
+    """The launch and benchmark hashes a run of ``bucket`` will carry (known before running)."""
+    return stable_hash(launch_identity(bucket)), stable_hash(benchmark_identity(bucket))
+
+
 def _pin_files(bucket: Bucket) -> tuple[str, ...]:
     declared = bucket.isaaclab.pin_files if bucket.isaaclab else None
     return declared if declared is not None else staleness.DEFAULT_PIN_FILES

@@ -2,7 +2,7 @@
 
 Every run takes ``repeats`` samples. With ``gate.confirm: repeat`` the bench, which owns
 the runner, then asks after each sample whether the verdict needs another one (the rule
-in ``judge.stats`` answers, against the bucket's window) and measures again until it
+in ``judge.rule`` answers, against the bucket's window) and measures again until it
 does not, ``max_repeats`` are taken, or ``repeat_budget_minutes`` are spent. With
 ``gate.confirm: paired`` the repeats are followed, on suspicion, by a paired comparison
 with the merge base (``run.paired``); this loop resumes only when no base can be measured.

@@ -48,8 +48,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from perfgate.judge.alerts import AlertPolicy, PushRun, Watcher  # noqa: E402
-from perfgate.judge.stats import CalibratedPolicy, analyse_window, judge  # noqa: E402
+from perfgate.judge.calibrated import calibrated_decide  # noqa: E402
+from perfgate.judge.policies import CalibratedPolicy  # noqa: E402
 from perfgate.judge.verdicts import Verdict  # noqa: E402
+from perfgate.judge.window import analyse_window  # noqa: E402
 from tests.perf import runner_offsets  # noqa: E402
 from tests.perf.targets import Options, SuiteReport, Target, at_least, at_most, upper95  # noqa: E402
 
@@ -133,7 +135,10 @@ class _Block:
     def add(self, values: list[float]) -> bool:
         model = analyse_window(self.history[::-1][: self.policy.max_runs], policy=self.policy)
         self.history.append(values)
-        blocked = judge(model, values, policy=self.policy, final=True).verdict is Verdict.BLOCK
+        blocked = (
+            calibrated_decide(model, values, policy=self.policy, final=True).verdict
+            is Verdict.BLOCK
+        )
         fired = blocked and not self.open
         self.open = blocked
         return fired

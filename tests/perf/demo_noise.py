@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from perfgate.config import load_config  # noqa: E402
-from perfgate.judge.stats import MAD_TO_SIGMA  # noqa: E402
+from perfgate.judge.numerics import MAD_TO_SIGMA  # noqa: E402
 
 # (timer, measure seconds, the statistic the gate judges): the demo before this change.
 BEFORE = ("wall", 1.0, "median")

@@ -54,10 +54,13 @@ from perfgate.judge.budget import (
     unaffordable,
     uncleared,
 )
+from perfgate.judge.calibrated import calibrated_decide
+from perfgate.judge.decision import Decision
 from perfgate.judge.paired import PairedPolicy, PairNoise, paired_decide
+from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.runners import RunnerModel, StoredRun, analyse_for_runner
-from perfgate.judge.stats import CalibratedPolicy, Decision, WindowModel, analyse_window, judge
 from perfgate.judge.verdicts import Verdict
+from perfgate.judge.window import WindowModel, analyse_window
 from perfgate.run.sampling import Step
 from tests.perf.targets import Options, SuiteReport, Target, at_least, at_most, upper95
 
@@ -224,7 +227,7 @@ class Look:
     def decide(self, samples: Sequence[float], policy: CalibratedPolicy, final: bool) -> Decision:
         """The window rule on the run's samples (corrected for its runner when aware)."""
         values = self.runners.correct(samples, self.runner) if self.runners else list(samples)
-        return judge(self.model, values, policy=policy, final=final)
+        return calibrated_decide(self.model, values, policy=policy, final=final)
 
 
 def look(strategy: Strategy, history: Sequence[StoredRun], runner: str) -> Look:

@@ -29,9 +29,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from perfgate.judge.calibrated import calibrated_decide
 from perfgate.judge.paired import PairedPolicy, paired_decide
-from perfgate.judge.stats import CalibratedPolicy, analyse_window, judge
+from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.verdicts import Reason, Verdict
+from perfgate.judge.window import analyse_window
 
 RUNNERS = 8
 OFFSET = 0.05  # runner offsets uniform in [-5 %, +5 %]
@@ -118,13 +120,13 @@ def _point(
     kept = [v for v in (runner.sample(head) for _ in range(policy.initial_repeats)) if v]
     assert model is not None
     if mode == "repeat":
-        while len(kept) and judge(model, kept, policy=policy).need_more:  # type: ignore[arg-type]
+        while len(kept) and calibrated_decide(model, kept, policy=policy).need_more:  # type: ignore[arg-type]
             value = runner.sample(head)
             if value is not None:
                 kept.append(value)
             if runner.taken >= policy.max_repeats + REMEASURE:
                 break
-    decision = judge(model, kept, policy=policy, final=True)  # type: ignore[arg-type]
+    decision = calibrated_decide(model, kept, policy=policy, final=True)  # type: ignore[arg-type]
     if not mode.startswith("paired") or not kept or decision.reasons[0] in _UNJUDGED:
         return decision.verdict, kept, runner.taken, False
     suspicious = decision.verdict in (Verdict.BLOCK, Verdict.INCONCLUSIVE) or (

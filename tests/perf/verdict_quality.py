@@ -54,15 +54,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from perfgate.config import load_config  # noqa: E402
-from perfgate.judge.stats import (  # noqa: E402
-    CalibratedPolicy,
-    Calibration,
-    ReferencePolicy,
-    analyse_window,
-    judge,
-    reference_decide,
-)
+from perfgate.judge.calibrated import calibrated_decide  # noqa: E402
+from perfgate.judge.policies import CalibratedPolicy, Calibration, ReferencePolicy  # noqa: E402
+from perfgate.judge.reference import reference_decide  # noqa: E402
 from perfgate.judge.verdicts import Verdict  # noqa: E402
+from perfgate.judge.window import analyse_window  # noqa: E402
 from tests.perf import economics, runner_offsets  # noqa: E402
 from tests.perf.targets import (  # noqa: E402
     SUITES,
@@ -252,11 +248,11 @@ def _run_series(
                         history[::-1][: policy.max_runs], policy=policy, calibration=calibration
                     )
                     m = policy.initial_repeats
-                    while judge(model, pool[:m], policy=policy).need_more:
+                    while calibrated_decide(model, pool[:m], policy=policy).need_more:
                         m += 1
                     samples = pool[:m]
                     # What the gate decides on the recorded samples (perfgate's oracle).
-                    verdict = judge(model, samples, policy=policy, final=True).verdict
+                    verdict = calibrated_decide(model, samples, policy=policy, final=True).verdict
             history.append(samples)
             if not judged:
                 continue

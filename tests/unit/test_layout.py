@@ -1,8 +1,9 @@
 """The package tree reads as the flow (docs/design.md "Layout"): no import runs back up it.
 
-run -> judge -> report -> github, with baselines beside judge; ci reads only the config;
-the shared vocabulary at the top imports no stage; cli may import anything. Every import
-is read, including those inside functions and under TYPE_CHECKING.
+run -> judge -> baselines -> report -> github: the judge is pure and never reads the
+store; ci reads only the config; the shared vocabulary at the top imports no stage; cli
+may import anything. Every import is read, including those inside functions and under
+TYPE_CHECKING.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ SHARED_PACKAGES = frozenset({"config"})
 EARLIER: dict[str, set[str]] = {
     SHARED: set(),
     "run": set(),
-    "judge": {"run", "baselines"},
+    "judge": {"run"},
     "baselines": {"run", "judge"},
     "report": {"run", "judge", "baselines"},
     "github": {"run", "judge", "baselines", "report"},
@@ -91,3 +92,12 @@ def test_the_rule_catches_a_backward_import(tmp_path: Path) -> None:
     names = [name for _, name in _imports(bad)]
     assert names == ["perfgate.judge.oracle"]
     assert _stage(names[0]) not in {SHARED, "run"} | EARLIER["run"]
+
+
+def test_the_judge_may_not_read_the_store(tmp_path: Path) -> None:
+    # The judge is pure: a judge/ module importing baselines/ (the store) is caught.
+    bad = tmp_path / "bad.py"
+    bad.write_text("from perfgate.baselines.store import BaselineStore\n")
+    (name,) = [name for _, name in _imports(bad)]
+    assert _stage(name) == "baselines"
+    assert _stage(name) not in {SHARED, "judge"} | EARLIER["judge"]

@@ -15,8 +15,8 @@ from perfgate.baselines.qualify.observations import Observation
 from perfgate.baselines.qualify.rule import RuleFigures, rule_figures
 from perfgate.config import QualifyPolicy
 from perfgate.console import format_figure, listing, plural
-from perfgate.judge import stats
 from perfgate.judge.calibration import BucketNoise
+from perfgate.judge.policies import Policy
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,7 +61,7 @@ class BucketMetrics:
 def bucket_metrics(
     observations: Sequence[Observation],
     policy: QualifyPolicy,
-    rule: stats.Policy,
+    rule: Policy,
     noise: BucketNoise | None,
 ) -> tuple[BucketMetrics, list[str]]:
     """Pooled statistics and every limit they exceed (UNSTABLE)."""

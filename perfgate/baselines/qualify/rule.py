@@ -16,8 +16,13 @@ from functools import partial
 
 from perfgate.baselines.qualify.observations import Observation
 from perfgate.config import Direction
-from perfgate.judge import stats
+from perfgate.judge.calibrated import calibrated_decide
 from perfgate.judge.calibration import BucketNoise
+from perfgate.judge.modes import find_modes
+from perfgate.judge.numerics import MAD_TO_SIGMA, robust_scale, t_isf
+from perfgate.judge.policies import CalibratedPolicy, Calibration, Policy, ReferencePolicy
+from perfgate.judge.rule import decide
+from perfgate.judge.window import analyse_window
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,7 +57,7 @@ def _drop_of_g(g: float, direction: Direction) -> float:
 
 
 def _figures(
-    policy: stats.Policy,
+    policy: Policy,
     band_pct: float | None,
     se: float | None,
     *,
@@ -100,7 +105,7 @@ def gate_window(
 def rule_figures(
     runs: Sequence[Sequence[float]],
     *,
-    policy: stats.Policy,
+    policy: Policy,
     direction: Direction,
     power: float,
     run_noise_pct: float | None = None,
@@ -111,7 +116,7 @@ def rule_figures(
     ``run_noise_pct`` is the runner-to-runner noise they measure (``measure_noise``),
     which only the calibrated rule reads.
     """
-    if isinstance(policy, stats.ReferencePolicy):
+    if isinstance(policy, ReferencePolicy):
         return reference_rule_figures(runs, policy=policy, direction=direction, power=power)
     return calibrated_rule_figures(
         runs, policy=policy, direction=direction, power=power, run_noise_pct=run_noise_pct
@@ -121,21 +126,21 @@ def rule_figures(
 def reference_rule_figures(
     runs: Sequence[Sequence[float]],
     *,
-    policy: stats.ReferencePolicy,
+    policy: ReferencePolicy,
     direction: Direction,
     power: float,
 ) -> RuleFigures:
     """The reference rule's block band (median - k x MAD, a floor) on a window of ``runs``,
     and the smallest regression it blocks with probability ``power``."""
     level = statistics.median(value for run in runs for value in run)
-    decision = stats.decide(runs, [level], policy=policy, direction=direction)
+    decision = decide(runs, [level], policy=policy, direction=direction)
     figures = partial(_figures, policy, direction=direction, power=power, false_alarm_rate=None)
     if decision.threshold_pct is None or decision.noise_pct is None:
         return figures(None, None, detail=decision.detail)
     band = max(abs(decision.threshold_pct), policy.min_block_regression_pct)
     # One figure per run: its error is the window's noise, made sigma-consistent (the
     # rule's noise is the unscaled MAD, about 0.67 sigma).
-    se = math.log1p(stats.MAD_TO_SIGMA * decision.noise_pct / 100.0)
+    se = math.log1p(MAD_TO_SIGMA * decision.noise_pct / 100.0)
     floor = policy.min_block_regression_pct
     return figures(band, se, detail=f"median - {policy.k_block:g} x MAD, at least {floor:g} %")
 
@@ -143,7 +148,7 @@ def reference_rule_figures(
 def calibrated_rule_figures(
     runs: Sequence[Sequence[float]],
     *,
-    policy: stats.CalibratedPolicy,
+    policy: CalibratedPolicy,
     direction: Direction,
     power: float,
     run_noise_pct: float | None = None,
@@ -162,15 +167,15 @@ def calibrated_rule_figures(
     measured = (
         None
         if run_noise_pct is None
-        else stats.Calibration(noise_pct=0.0, df=0.0, run_noise_pct=run_noise_pct)
+        else Calibration(noise_pct=0.0, df=0.0, run_noise_pct=run_noise_pct)
     )
-    model = stats.analyse_window(
+    model = analyse_window(
         gate_window(runs, runs=policy.max_runs, repeats=policy.initial_repeats),
         policy=no_shifts,
         direction=direction,
         calibration=measured,
     )
-    decision = stats.judge(model, [level] * policy.max_repeats, policy=no_shifts, final=True)
+    decision = calibrated_decide(model, [level] * policy.max_repeats, policy=no_shifts, final=True)
     resolution, interval = decision.resolution_pct, decision.interval_pct
     figures = partial(
         _figures,
@@ -191,7 +196,7 @@ def calibrated_rule_figures(
     # The standard error of the run's effect with the full budget, from its interval
     # (a saturated end, -100 % of a throughput, means no bound at all).
     lo, hi = (math.log1p(p / 100.0) if p > -100.0 else -math.inf for p in interval)
-    se = (hi - lo) / (2.0 * stats.t_isf((1.0 - decision.confidence) / 2.0, decision.df))
+    se = (hi - lo) / (2.0 * t_isf((1.0 - decision.confidence) / 2.0, decision.df))
     return figures(
         resolution,
         se,
@@ -201,7 +206,7 @@ def calibrated_rule_figures(
 
 
 def measure_noise(
-    observations: Sequence[Observation], *, policy: stats.CalibratedPolicy | None = None
+    observations: Sequence[Observation], *, policy: CalibratedPolicy | None = None
 ) -> BucketNoise | None:
     """The noise calibration these samples measure (allocations x samples, one experiment).
 
@@ -222,15 +227,15 @@ def measure_noise(
     for values in multi.values():
         centre, inflate = statistics.fmean(values), math.sqrt(len(values) / (len(values) - 1))
         within += [(v - centre) * inflate for v in values]
-    sigma, df = stats.robust_scale(within, groups=len(multi) + 1)
+    sigma, df = robust_scale(within, groups=len(multi) + 1)
     means = [statistics.fmean(values) for values in multi.values()]
     centre = statistics.fmean(means)
-    spread, run_df = stats.robust_scale([m - centre for m in means], groups=1)
+    spread, run_df = robust_scale([m - centre for m in means], groups=1)
     mean_inverse_k = statistics.fmean(1.0 / len(values) for values in multi.values())
     run_sigma = math.sqrt(max(spread**2 - sigma**2 * mean_inverse_k, 0.0))
-    rule = policy or stats.CalibratedPolicy()
+    rule = policy or CalibratedPolicy()
     pooled = [math.log(o.value) for o in healthy if o.value is not None]
-    modes = stats.find_modes(
+    modes = find_modes(
         pooled,
         separation=rule.mode_separation,
         min_share=rule.min_mode_share,

@@ -23,9 +23,9 @@ from perfgate.baselines.qualify.observations import (
 from perfgate.baselines.qualify.rule import measure_noise
 from perfgate.config import Bucket, Config, QualifyPolicy
 from perfgate.console import listing, plural
-from perfgate.judge import stats
 from perfgate.judge.calibration import BucketNoise
 from perfgate.judge.oracle import policy_for
+from perfgate.judge.policies import CalibratedPolicy, Policy
 
 SCHEMA_VERSION = 1
 
@@ -102,7 +102,7 @@ def qualify_bucket(
     *,
     design: Design,
     policy: QualifyPolicy,
-    rule: Callable[[Bucket, str], stats.Policy],
+    rule: Callable[[Bucket, str], Policy],
     pool_allocations: Sequence[str] = (),
     unreadable: Sequence[str] = (),
 ) -> BucketQualification:
@@ -122,7 +122,7 @@ def qualify_bucket(
     metrics: BucketMetrics | None = None
     instability: list[str] = []
     gate_policy = rule(bucket, fingerprint.hardware) if fingerprint is not None else None
-    calibrated = gate_policy if isinstance(gate_policy, stats.CalibratedPolicy) else None
+    calibrated = gate_policy if isinstance(gate_policy, CalibratedPolicy) else None
     noise = measure_noise(observations, policy=calibrated) if fingerprint is not None else None
     if gate_policy is not None and len(healthy) >= 2:
         metrics, instability = bucket_metrics(healthy, policy, gate_policy, noise)
@@ -167,7 +167,7 @@ def qualify(
     *,
     design: Design,
     flags: Mapping[str, Sequence[str]] | None = None,
-    rule: Callable[[Bucket, str], stats.Policy] | None = None,
+    rule: Callable[[Bucket, str], Policy] | None = None,
 ) -> QualificationReport:
     """Qualify the pool for the buckets of ``scope`` (only those: a rescoped run is judged
     on what it selected, and never reports other buckets as missing evidence).

@@ -14,7 +14,6 @@ from perfgate.baselines.seed.plan import (
     SeedTarget,
     Selection,
     branch_tip,
-    bucket_hashes,
     build_plan,
     default_samples,
     format_minutes,
@@ -32,7 +31,7 @@ from perfgate.baselines.seed.records import (
     present_records,
     summary_json,
 )
-from perfgate.baselines.seed.replay import ExecuteSettings, execute, replay_checkout
+from perfgate.baselines.seed.replay import ExecuteSettings, execute
 
 __all__ = [
     "DEFAULT_SEED_KEY",
@@ -46,7 +45,6 @@ __all__ = [
     "SeedTarget",
     "Selection",
     "branch_tip",
-    "bucket_hashes",
     "build_plan",
     "default_samples",
     "execute",
@@ -56,7 +54,6 @@ __all__ = [
     "preflight_ancestry",
     "present_records",
     "present_samples",
-    "replay_checkout",
     "reseed_scope",
     "resolve_targets",
     "runner_minutes",

@@ -27,8 +27,7 @@ from perfgate.baselines.store import (
 from perfgate.config import DEFAULT_CONFIG, PRIMARY, Bucket, Config, load_config
 from perfgate.errors import ConfigError, GitError, UsageError
 from perfgate.git import git
-from perfgate.identity import stable_hash
-from perfgate.run.bench import benchmark_identity, launch_identity
+from perfgate.run.bench import bucket_hashes
 
 K = TypeVar("K")
 DEFAULT_SEED_KEY = "seed"
@@ -164,11 +163,6 @@ def select_buckets(
 def default_samples(min_samples: int, commits: int) -> int:
     """Enough samples per commit that the replayed commits together fill one minimum window."""
     return max(1, math.ceil(min_samples / max(1, commits)))
-
-
-def bucket_hashes(bucket: Bucket) -> tuple[str, str]:
-    """The launch and benchmark hashes a run of ``bucket`` will carry (known before running)."""
-    return stable_hash(launch_identity(bucket)), stable_hash(benchmark_identity(bucket))
 
 
 def stored_samples(stored: Sequence[Sample], *, bucket: Bucket, target: SeedTarget) -> int:

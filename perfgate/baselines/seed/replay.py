@@ -8,11 +8,8 @@ KeyboardInterrupt), so its worktree is removed and it exits 128 + the signal's n
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -27,65 +24,12 @@ from perfgate.baselines.store import (
 )
 from perfgate.config import AdmissionMode, AdmissionPolicy, ImageSpec
 from perfgate.context import RunContext
-from perfgate.errors import GitError
-from perfgate.git import git
 from perfgate.result import Hardware, Result, SampleReading, write_result
 from perfgate.run.bench import WARM_CACHE_DIR, BenchSettings, run_bucket
+from perfgate.run.checkout import replay_checkout
 from perfgate.run.drivers import get_driver
 
 TRUSTED_SOURCE = "seed"
-
-
-def _remove_worktree(repo: Path, path: Path) -> None:
-    if path.exists():
-        try:
-            git("worktree", "remove", "--force", "--force", str(path), cwd=repo)
-        except GitError:
-            shutil.rmtree(path, ignore_errors=True)
-    git("worktree", "prune", cwd=repo)
-
-
-def tracks_lfs(repo: Path, commit: str) -> bool:
-    """True when a ``.gitattributes`` at ``commit`` routes files through Git LFS."""
-    found = subprocess.run(
-        ["git", "grep", "-q", "filter=lfs", commit, "--", ":(glob)**/.gitattributes"],
-        cwd=repo,
-        capture_output=True,
-        check=False,
-    )
-    return found.returncode == 0
-
-
-@contextmanager
-def replay_checkout(repo: Path, commit: str, root: Path, *, lfs: bool = False) -> Iterator[Path]:
-    """A throwaway detached worktree of ``commit`` (cleaned), always removed.
-
-    Checked out with LFS smudging off; with ``lfs`` and LFS-tracked files at ``commit``,
-    their content is then fetched (``git lfs pull``), as the change's own checkout has it:
-    a benchmark's assets are part of what it measures. A fetch that fails raises GitError.
-    """
-    path = root / commit[:12]
-    # A seed killed outright (SIGKILL) cannot clean up; its leftover goes first.
-    _remove_worktree(repo, path)
-    root.mkdir(parents=True, exist_ok=True)
-    env = {"GIT_LFS_SKIP_SMUDGE": "1"}
-    try:
-        git("worktree", "add", "--detach", "--force", str(path), commit, cwd=repo, env=env)
-        git("clean", "-fdx", cwd=path, env=env)
-        if lfs and tracks_lfs(repo, commit):
-            try:
-                git("lfs", "pull", cwd=path)
-            except GitError as exc:
-                raise GitError(
-                    exc.args_list,
-                    exc.returncode,
-                    f"{exc.stderr.strip()}\n{commit[:12]} tracks files with Git LFS and its "
-                    "content could not be fetched: install git-lfs (apt-get install git-lfs) "
-                    "and check the remote's LFS storage",
-                ) from None
-        yield path
-    finally:
-        _remove_worktree(repo, path)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from perfgate.baselines.seed import bucket_hashes
 from perfgate.baselines.store import BaselineStore, Sample
 from perfgate.cli import main
 from perfgate.config import load_config
 from perfgate.git import git
 from perfgate.identity import stable_hash
+from perfgate.run.bench import bucket_hashes
 from tests.git_support import MakeClone, commit_all
 from tests.paths import FIXTURES, ROOT
 

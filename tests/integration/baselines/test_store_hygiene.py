@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from perfgate.baselines.evaluate import evaluate
 from perfgate.baselines.store import (
     PushRetryPolicy,
     commit_to_branch,
@@ -17,7 +18,6 @@ from perfgate.baselines.store import (
 from perfgate.config import load_config
 from perfgate.errors import GateMalfunction
 from perfgate.git import git
-from perfgate.judge.gate import evaluate
 from tests.integration.baselines import test_store
 from tests.integration.baselines.test_store import result_at, store_of, window
 

@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 
 from perfgate import cli
-from perfgate.baselines.seed import bucket_hashes
+from perfgate.baselines.evaluate import evaluate
 from perfgate.baselines.store import BaselineStore, samples_from_result
 from perfgate.config import Config, load_config
 from perfgate.git import git
 from perfgate.github.alerts import ACCEPTED_LABEL, LABEL, read_state
-from perfgate.judge.gate import evaluate
+from perfgate.run.bench import bucket_hashes
 from tests.factories import make_result
 from tests.github_server import BOT, READ_TOKEN, WRITE_TOKEN, FakeGitHub, serve
 from tests.trend_stores import IDENTITY

@@ -1,7 +1,7 @@
 """The trend site from a real baseline branch: it agrees with the gate, run by run.
 
 The store is written run by run through the store's own append path; before each run is
-appended, the gate itself (``judge.gate.evaluate``, HEAD at that run's commit) judges the
+appended, the gate itself (``baselines.evaluate``, HEAD at that run's commit) judges the
 run's figure. The site built afterwards must show, for every run, the verdict, window and
 lines the gate gave it then.
 """

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from perfgate.baselines.acks import accepted_levels, acknowledgement, read_acks, record_acks
+from perfgate.baselines.evaluate import evaluate
 from perfgate.baselines.history import read_history
 from perfgate.baselines.store import BaselineStore
 from perfgate.config import load_config
 from perfgate.git import git
-from perfgate.judge.gate import evaluate
 from perfgate.report.rule import TrendRule, judge_series
 from perfgate.report.trend import bucket_charts
 from tests.trend_stores import _result, gated_history

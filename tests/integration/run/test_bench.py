@@ -569,7 +569,7 @@ def test_threads_cap_numeric_libraries_only_when_set(
 class FakePairing:
     """The judge side, scripted: every bucket wants pairs; a shared budget affords one.
 
-    Stands in for judge.confirm.WindowConfirmer (whose statistics and budget arithmetic are
+    Stands in for baselines.confirm.WindowConfirmer (whose statistics and budget arithmetic are
     tested apart): it records the budget the bench says is left, and under a shared budget
     declines pairs to every bucket after the first. The base is the same checkout, so every
     pair measures the same benchmark twice.

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
+from perfgate.baselines.confirm import WindowConfirmer
 from perfgate.config import Bucket, ConfirmMode, load_config
 from perfgate.context import RunContext
 from perfgate.git import git
-from perfgate.judge.confirm import WindowConfirmer
 from perfgate.result import (
     CacheState,
     FailurePhase,

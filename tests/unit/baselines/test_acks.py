@@ -14,13 +14,10 @@ from perfgate.baselines.acks import (
 )
 from perfgate.config import Direction
 from perfgate.errors import UsageError
-from perfgate.judge.stats import (
-    CalibratedPolicy,
-    ReferencePolicy,
-    analyse_window,
-    decide,
-)
+from perfgate.judge.policies import CalibratedPolicy, ReferencePolicy
+from perfgate.judge.rule import decide
 from perfgate.judge.verdicts import Reason, Verdict
+from perfgate.judge.window import analyse_window
 
 C = "c" * 40
 

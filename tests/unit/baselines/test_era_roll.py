@@ -17,11 +17,11 @@ from perfgate.baselines.era_roll import (
     seed_key_for,
 )
 from perfgate.baselines.reseed import ReseedBucket, ReseedPlan
-from perfgate.baselines.seed import bucket_hashes
 from perfgate.baselines.store import Sample
 from perfgate.baselines.verify import BucketReadiness, Readiness, classify
 from perfgate.config import ROLL_PLACEHOLDERS, Bucket, ImageBuild, ImageRoll, ImageSpec, load_config
 from perfgate.errors import ConfigError, UsageError
+from perfgate.run.bench import bucket_hashes
 from perfgate.run.image import Era
 
 Buckets = tuple[Bucket, ...]

@@ -23,7 +23,7 @@ from perfgate.baselines.qualify import (
     rule_figures,
 )
 from perfgate.config import Config, Direction, load_config
-from perfgate.judge import stats
+from perfgate.judge.policies import CalibratedPolicy, Policy, ReferencePolicy
 from perfgate.report.qualification import qualification_json, qualification_markdown
 from perfgate.result import CiInfo, Result, Timings
 from tests.factories import make_result
@@ -125,7 +125,7 @@ def test_a_quiet_pool_is_stable_enough_to_gate() -> None:
 
 def test_the_reference_rule_gives_the_band_of_k_block_mads() -> None:
     """The seed's rule: 4 x max(MAD, the noise floor), at least the 3 % minimum drop."""
-    reference = stats.ReferencePolicy(noise_floor_pct=1.0)
+    reference = ReferencePolicy(noise_floor_pct=1.0)
     figures = run_qualify(pool(), rule=lambda bucket, hardware: reference).buckets[0].metrics.rule
     assert (figures.policy, figures.false_alarm_rate) == ("reference", None)
     assert figures.block_band_pct == pytest.approx(4.0)
@@ -381,7 +381,7 @@ def test_a_noisy_pool_has_a_wide_block_band() -> None:
         )
         for a in range(1, 6)
     ]
-    reference = stats.ReferencePolicy()
+    reference = ReferencePolicy()
     report = run_qualify(runs, rule=lambda bucket, hardware: reference)
     bucket = report.buckets[0]
     assert bucket.verdict is QualVerdict.UNSTABLE
@@ -392,13 +392,13 @@ def test_a_noisy_pool_has_a_wide_block_band() -> None:
 
 def test_the_calibrated_rule_gives_the_band_at_its_false_alarm_rate() -> None:
     """With the calibrated rule in force, band and detectable regression come from it."""
-    calibrated = stats.CalibratedPolicy()
+    calibrated = CalibratedPolicy()
     report = run_qualify(pool(), rule=lambda bucket, hardware: calibrated)
     figures = report.buckets[0].metrics.rule
     assert figures.policy == "calibrated" and figures.false_alarm_rate == 0.001
     # A 0.5 % pool resolves down to the rule's 3 % minimum drop.
     assert figures.block_band_pct == pytest.approx(3.0)
-    strict = stats.CalibratedPolicy(false_alarm_rate=1e-6)
+    strict = CalibratedPolicy(false_alarm_rate=1e-6)
     noisy = pool(offsets={"gpu-3": 0.03})
     loose = run_qualify(noisy, rule=lambda bucket, hardware: calibrated).buckets[0].metrics.rule
     tight = run_qualify(noisy, rule=lambda bucket, hardware: strict).buckets[0].metrics.rule
@@ -408,9 +408,9 @@ def test_the_calibrated_rule_gives_the_band_at_its_false_alarm_rate() -> None:
 
 
 @pytest.mark.parametrize(
-    "policy", [stats.ReferencePolicy(), stats.CalibratedPolicy()], ids=["reference", "calibrated"]
+    "policy", [ReferencePolicy(), CalibratedPolicy()], ids=["reference", "calibrated"]
 )
-def test_rule_figures_are_relative_in_either_direction(policy: stats.Policy) -> None:
+def test_rule_figures_are_relative_in_either_direction(policy: Policy) -> None:
     runs = [[100.0 * (1 + 3 * NOISE[(a * 3 + k) % 11]) for k in range(3)] for a in range(5)]
     higher = rule_figures(runs, policy=policy, direction=Direction.HIGHER, power=0.9)
     lower = rule_figures(runs, policy=policy, direction=Direction.LOWER, power=0.9)
@@ -462,7 +462,7 @@ def test_runner_to_runner_noise_widens_the_calibrated_rules_band() -> None:
     """Two runners 4 % either side of the third pass the 5 % runner limit, yet runs landing
     on them are 8 % apart: the calibrated rule, told the pool's measured run noise, needs
     a drop past the 10 % limit before it could block, and says so."""
-    calibrated = stats.CalibratedPolicy()
+    calibrated = CalibratedPolicy()
 
     def judged(offsets: dict[str, float]) -> Any:
         return run_qualify(pool(offsets=offsets), rule=lambda b, h: calibrated)
@@ -491,7 +491,7 @@ def test_a_pool_too_noisy_to_resolve_anything_is_reported_not_a_crash(
     runs = [[10.9, 11.4, 10.8], [23.0, 12.8, 22.0], [22.2, 11.2, 11.1], [24.3, 10.8, 12.5]]
     figures = rule_figures(
         runs,
-        policy=stats.CalibratedPolicy(),
+        policy=CalibratedPolicy(),
         direction=direction,
         power=0.9,
         run_noise_pct=1e9,

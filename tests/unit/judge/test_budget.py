@@ -19,8 +19,9 @@ from perfgate.judge.budget import (
     unaffordable,
     uncleared,
 )
+from perfgate.judge.decision import Decision
 from perfgate.judge.paired import PairedPolicy
-from perfgate.judge.stats import CalibratedPolicy, Decision
+from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.run.sampling import Step
 

@@ -9,7 +9,7 @@ import pytest
 
 from perfgate.config import Direction
 from perfgate.judge.compare import MIN_SIDE_SAMPLES, Change, compare
-from perfgate.judge.stats import CalibratedPolicy
+from perfgate.judge.policies import CalibratedPolicy
 
 POLICY = CalibratedPolicy()
 

@@ -14,7 +14,7 @@ from perfgate.judge.compare import (
     machine_moved,
     time_apart,
 )
-from perfgate.judge.stats import CalibratedPolicy
+from perfgate.judge.policies import CalibratedPolicy
 from perfgate.result import AdmissionStatus, Hardware, MachineState, SampleAdmission, Timings
 from tests.factories import make_result
 

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from perfgate.artifacts import load_results
 from perfgate.config import Config, load_config
 from perfgate.errors import GateMalfunction
-from perfgate.judge.gate import build_report, load_results
+from perfgate.judge.gate import build_report
 from perfgate.judge.verdicts import Verdict
 from perfgate.report.summary import summary_markdown
 from perfgate.report.verdict import report_json

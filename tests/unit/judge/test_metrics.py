@@ -13,7 +13,7 @@ import pytest
 from perfgate.config import PRIMARY, Config, GatePolicy, PolicyName, load_config
 from perfgate.judge.gate import GateReport, build_report
 from perfgate.judge.oracle import Bisect, policy_for
-from perfgate.judge.stats import CalibratedPolicy, ReferencePolicy
+from perfgate.judge.policies import CalibratedPolicy, ReferencePolicy
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import (
     PairedRecord,

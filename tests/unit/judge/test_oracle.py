@@ -16,7 +16,7 @@ from perfgate.judge.oracle import (
     window_run_limit,
     window_sample_limit,
 )
-from perfgate.judge.stats import CalibratedPolicy, ReferencePolicy
+from perfgate.judge.policies import CalibratedPolicy, ReferencePolicy
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import FailurePhase, SampleReading, StaleImage
 from tests.factories import make_result

@@ -8,7 +8,7 @@ from dataclasses import replace
 from perfgate.config import ConfirmMode
 from perfgate.judge.oracle import Judgement, Method, judge
 from perfgate.judge.paired import PairedPolicy
-from perfgate.judge.stats import CalibratedPolicy
+from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import (
     AdmissionStatus,

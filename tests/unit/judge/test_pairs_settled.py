@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from perfgate.baselines.confirm import WindowConfirmer
 from perfgate.config import load_config
-from perfgate.judge.confirm import WindowConfirmer
 from perfgate.result import PairedRecord, PairedSample, PairedSide, PairedStatus, PairedStop
 from perfgate.run.paired import measure_pairs, pair_order
 from tests.factories import make_result

@@ -6,8 +6,8 @@ import math
 import random
 
 from perfgate.judge.budget import uncleared
+from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.runners import StoredRun, fit_runners, window_view
-from perfgate.judge.stats import CalibratedPolicy
 from perfgate.judge.verdicts import Reason, Verdict
 
 # Eight runners whose offsets stay put, as qualification measures them on a real pool.

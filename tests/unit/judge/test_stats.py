@@ -1,4 +1,5 @@
-"""Each rule of the statistics (judge/stats.py) pinned on constructed cases (R5, issue 11)."""
+"""Each rule of the statistics (judge/rule.py and what it rests on) pinned on constructed
+cases (R5, issue 11)."""
 
 from __future__ import annotations
 
@@ -12,25 +13,21 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from perfgate.config import Direction
-from perfgate.judge.stats import (
-    CalibratedPolicy,
-    Calibration,
-    Decision,
-    ReferencePolicy,
-    WindowModel,
-    analyse_window,
-    decide,
-    find_modes,
+from perfgate.judge.calibrated import calibrated_decide
+from perfgate.judge.decision import Decision
+from perfgate.judge.modes import find_modes
+from perfgate.judge.numerics import (
     huber_location,
-    judge,
     mann_whitney_u,
     mwu_critical,
-    needs_more,
     robust_scale,
     t_isf,
     t_sf,
 )
+from perfgate.judge.policies import CalibratedPolicy, Calibration, ReferencePolicy
+from perfgate.judge.rule import decide, needs_more
 from perfgate.judge.verdicts import Reason, Verdict
+from perfgate.judge.window import WindowModel, analyse_window
 
 REF = ReferencePolicy()
 NEW = CalibratedPolicy()
@@ -56,9 +53,9 @@ def run_to_end(
         else analyse_window(window, policy=policy, direction=direction)
     )
     samples = [draw() for _ in range(policy.initial_repeats)]
-    while judge(model, samples, policy=policy).need_more:
+    while calibrated_decide(model, samples, policy=policy).need_more:
         samples.append(draw())
-    return judge(model, samples, policy=policy, final=True), samples
+    return calibrated_decide(model, samples, policy=policy, final=True), samples
 
 
 # ----------------------------------------------------------------------------------------
@@ -322,7 +319,7 @@ def test_demo_window_is_bimodal_and_the_low_mode_does_not_block() -> None:
         39e6, rel=0.01
     )
     for run in ([17.2e6, 17.9e6], [38.8e6, 39.1e6], [16.1e6, 16.3e6, 16.0e6]):
-        d = judge(model, run, policy=NEW, final=True)
+        d = calibrated_decide(model, run, policy=NEW, final=True)
         assert d.verdict is not Verdict.BLOCK
         assert Reason.MULTIMODAL in d.reasons
     # the seed's rule blocks the low mode of the same window (what issue 11 saw)
@@ -353,10 +350,10 @@ def test_bimodal_window_judges_each_sample_against_its_mode() -> None:
     model = analyse_window(window, policy=NEW)
     assert len(model.modes) == 2
     # an unchanged run that happens to land all in the low mode passes
-    d = judge(model, [80.3, 79.6, 80.1], policy=NEW)
+    d = calibrated_decide(model, [80.3, 79.6, 80.1], policy=NEW)
     assert d.verdict is Verdict.PASS
     # a 6 % regression of both modes blocks, against the matching modes
-    d = judge(model, [94.0, 75.3, 93.8, 94.2], policy=NEW)
+    d = calibrated_decide(model, [94.0, 75.3, 93.8, 94.2], policy=NEW)
     assert d.verdict is Verdict.BLOCK and Reason.MULTIMODAL in d.reasons
     assert d.effect_pct == pytest.approx(-6.0, abs=1.0)
     # a unimodal rule with a robust spread blocks the low mode of the same window
@@ -406,7 +403,7 @@ def test_window_starts_after_a_landed_shift() -> None:
     assert model.shift is not None and model.shift.kept_runs == 3
     assert model.shift.change_pct == pytest.approx(-8.0, abs=1.5)
     assert model.runs_used == 3 and model.samples_used == 6
-    d = judge(model, [92.1, 91.8], policy=NEW)
+    d = calibrated_decide(model, [92.1, 91.8], policy=NEW)
     assert d.verdict is Verdict.PASS and Reason.LEVEL_SHIFT in d.reasons
     assert d.shift is not None and d.shift.kept_runs == 3
     # the seed's rule keeps blaming the commits after the regression landed

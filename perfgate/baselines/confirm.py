@@ -1,0 +1,149 @@
+"""The bench's confirmer on the baseline branch: each bucket's windows read once, read-only.
+
+``judge.confirm`` answers the bench's questions on a suspicious run (pure); this reads the
+windows it answers them on from the store, with the history runner offsets are learned
+from, checks out the merge base for pairs (``run.checkout``), and reads the recorded runs
+a confirmation budget is checked against (R5, R17).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from perfgate.baselines.samples import Window, sample_path
+from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
+from perfgate.baselines.verify import hardware_partitions
+from perfgate.config import PRIMARY, Bucket, Config, Direction
+from perfgate.errors import GateMalfunction
+from perfgate.judge import confirm
+from perfgate.judge.calibration import NoiseCalibration
+from perfgate.judge.oracle import window_run_limit, window_sample_limit
+from perfgate.judge.policies import CalibratedPolicy
+from perfgate.judge.window import WindowModel, analyse_window
+from perfgate.result import Result
+from perfgate.run.checkout import merge_base_checkout
+from perfgate.run.paired import BaseCheckout
+
+# Recorded runs of a bucket read to learn its noise and launch time.
+_RECORDED_RUNS = 100
+
+
+class WindowConfirmer(confirm.Confirmer):
+    """Answers the bench's questions from each bucket's windows, read once per key."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: BaselineStore | None,
+        *,
+        say: Callable[[str], None],
+        calibration: NoiseCalibration | None = None,
+        checkout: Path | None = None,
+        work_dir: Path | None = None,
+    ) -> None:
+        super().__init__(config, calibration=calibration)
+        self.store = store
+        self.say = say
+        # Where the bench runs (the change) and where a merge base may be checked out.
+        self.checkout = checkout or Path.cwd()
+        self.work_dir = work_dir or self.checkout / ".perfgate" / "work"
+        self._ends: tuple[str | None, str | None] | None = None
+        self._unreadable = False
+
+    @contextmanager
+    def base(self, bucket: Bucket, result: Result) -> Iterator[BaseCheckout | str]:
+        """The merge base checked out with its own bucket, or why it cannot be measured."""
+        with merge_base_checkout(
+            self.config,
+            bucket,
+            result,
+            checkout=self.checkout,
+            work_dir=self.work_dir,
+            remote=self.store.remote if self.store is not None else None,
+        ) as found:
+            yield found
+
+    def window_key(self, result: Result, metric: str) -> Hashable:
+        """The store's key of a metric's window."""
+        return WindowKey.for_result(result, metric)
+
+    def read_window(self, bucket: Bucket, key: Hashable) -> Window | None:
+        """A metric's window and history (None when the baseline branch cannot be read)."""
+        assert isinstance(key, WindowKey)
+        if self.store is None or self._unreadable:
+            return None
+        try:
+            return self._read(bucket, key)
+        except GateMalfunction as exc:
+            # Confirming is worth a lot, but never a lost measurement: say so, go on.
+            self._unreadable = True
+            self.say(
+                f"cannot read the baseline window to confirm suspicious buckets ({exc}); "
+                "each bucket takes its planned repeats only"
+            )
+            return None
+
+    def _read(self, bucket: Bucket, key: WindowKey) -> Window:
+        """A window and its history at the baseline tip, against this checkout's merge base."""
+        assert self.store is not None
+        if self._ends is None:
+            tip = self.store.refresh()
+            base = merge_base(self.store.repo, key.target_branch or None, self.store.remote)
+            self._ends = (tip, base)
+        tip, base = self._ends
+        # The gate's limit: both read the same window and history.
+        gate = self.config.gate
+        found = self.store.windows(
+            {bucket.id: key},
+            tip=tip,
+            base=base,
+            max_samples=window_sample_limit(gate, self.config.buckets),
+            max_runs=window_run_limit(gate),
+        )
+        return found[bucket.id]
+
+
+def budget_warnings(
+    config: Config,
+    buckets: Sequence[Bucket],
+    store: BaselineStore | None,
+    calibration: NoiseCalibration | None = None,
+) -> list[tuple[str, str]]:
+    """Each bucket whose confirmation budget cannot decide (``judge.confirm.budget_warnings``),
+    against the noise and launch durations its runs recorded in ``store``."""
+    return confirm.budget_warnings(
+        config, buckets, lambda: recorded_runs(store, buckets), calibration
+    )
+
+
+def recorded_runs(store: BaselineStore | None, buckets: Sequence[Bucket]) -> confirm.Recorded:
+    """Per bucket: its launch minutes from recorded durations, the hardware they were
+    recorded on, and its recorded runs analysed (newest experiment, primary metric)."""
+    if store is None:
+        return {}
+    tip = store.refresh()
+    if tip is None:
+        return {}
+    found: dict[str, tuple[float | None, str, WindowModel | None]] = {}
+    for hardware in hardware_partitions(store.repo, tip):
+        paths = {sample_path(hardware, b.task, b.backend_key): b for b in buckets}
+        for path, samples in store.read(paths, tip).items():
+            primary = [s for s in samples if s.metric == PRIMARY]
+            if not primary or paths[path].id in found:
+                continue
+            newest = primary[-1].launch_hash
+            mine = [s for s in primary if s.launch_hash == newest]
+            runs: dict[tuple[str, str], list[float]] = {}
+            for sample in mine:
+                runs.setdefault((sample.commit, sample.timestamp), []).append(sample.value)
+            nearest = list(runs.values())[::-1][:_RECORDED_RUNS]
+            walls = [s.wall_s for s in mine[-10 * _RECORDED_RUNS :] if s.wall_s]
+            direction = Direction(mine[-1].direction)
+            model = analyse_window(nearest, policy=CalibratedPolicy(max_runs=_RECORDED_RUNS),
+                                   direction=direction)  # fmt: skip
+            launch = statistics.median(walls) / 60.0 if walls else None
+            found[paths[path].id] = (launch, hardware, model)
+    return found

@@ -1,0 +1,308 @@
+"""The calibrated rule's verdict ladder: a run's samples against an analysed window (R5). Pure.
+
+The bench loop (the bench step owns the runner)::
+
+    model = analyse_window(window, policy=policy, direction=direction)
+    samples = [measure() for _ in range(policy.initial_repeats)]
+    while calibrated_decide(model, samples, policy=policy).need_more and time_left():
+        samples.append(measure())
+
+and the verdict, in the bench and again in the gate: ``calibrated_decide(..., final=True)``.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from perfgate.config import Direction
+from perfgate.judge.decision import Decision, DecisionBasis
+from perfgate.judge.goodness import (
+    from_g,
+    g_of_regression,
+    pct_of_g,
+    regression_of_g,
+    signed_pct,
+    to_g,
+)
+from perfgate.judge.modes import nearest
+from perfgate.judge.numerics import (
+    huber_location,
+    location_var,
+    mann_whitney_u,
+    mwu_critical,
+    t_isf,
+)
+from perfgate.judge.policies import CalibratedPolicy
+from perfgate.judge.verdicts import Reason, Verdict
+from perfgate.judge.window import WindowModel
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Evidence:
+    """The run's location against the matched modes, standardised."""
+
+    delta: float  # robust location of the run minus its baseline, g units
+    se: float  # standard error of delta
+    df: float  # degrees of freedom of se
+    baseline_g: float
+    used: int  # samples judged
+    ambiguous: int  # of which between two modes
+    u: float  # Mann-Whitney U of the used residuals against the window residuals
+    center_var: float  # var(matched centre) / sigma^2, averaged over the samples
+    run_var: float  # variance of the noise the run's samples share (not averaged away)
+
+    @property
+    def t(self) -> float:
+        """Studentised change; infinite when a noiseless window meets a different run."""
+        if self.se > 0:
+            return self.delta / self.se
+        return 0.0 if self.delta == 0 else math.copysign(math.inf, self.delta)
+
+
+def _evidence(model: WindowModel, samples_g: Sequence[float]) -> _Evidence:
+    """Match each sample to its mode, then the Huber location of the residuals."""
+    modes = model.modes
+    centers = [m.center for m in modes]
+    sigma = model.sigma
+    resid: list[float] = []
+    var_center = 0.0
+    base = 0.0
+    ambiguous = 0
+    for y in samples_g:
+        k = nearest(y, centers)
+        if len(modes) > 1:
+            # Between two adjacent modes, a sample in the middle third (and > 3 sigma from
+            # both) fits neither: it is counted and named in the verdict; its residual
+            # against the nearer mode still counts, the Huber location bounds its weight.
+            below = max((j for j in range(len(centers)) if centers[j] <= y), default=None)
+            above = min((j for j in range(len(centers)) if centers[j] > y), default=None)
+            if below is not None and above is not None:
+                gap = centers[above] - centers[below]
+                near = min(y - centers[below], centers[above] - y)
+                if near > max(gap / 3.0, 3.0 * sigma):
+                    ambiguous += 1
+        resid.append(y - centers[k])
+        var_center += modes[k].var
+        base += centers[k]
+    m = len(resid)
+    if m == 0:
+        return _Evidence(delta=0.0, se=math.inf, df=model.df, baseline_g=centers[0], used=0,
+                         ambiguous=ambiguous, u=0.0, center_var=0.0, run_var=0.0)  # fmt: skip
+    delta = huber_location(resid, sigma, start=statistics.median(resid))
+    # centre uncertainty: average over the samples' modes (exact when they share one mode,
+    # conservative otherwise)
+    sample_part = sigma * sigma * (location_var(m) + var_center / m)
+    # noise shared by the run's samples does not average out over repeats; the window's
+    # level carries it too, averaged over its runs; the runner correction adds its own
+    run_part = model.run_sigma**2 * (1.0 + 1.0 / max(model.runs_used, 1))
+    run_part += model.history.offset_var
+    se = math.sqrt(sample_part + run_part)
+    df = model.df
+    if run_part > 0.0 and math.isfinite(model.run_df):
+        # Welch-Satterthwaite: the run part is known with the run-level degrees of freedom
+        df = (sample_part + run_part) ** 2 / (
+            sample_part**2 / model.df + run_part**2 / model.run_df
+        )
+    return _Evidence(
+        delta=delta,
+        se=se,
+        df=df,
+        baseline_g=base / m,
+        used=m,
+        ambiguous=ambiguous,
+        u=mann_whitney_u(model.residuals, resid),
+        center_var=var_center / m,
+        run_var=run_part,
+    )
+
+
+def calibrated_decide(
+    model: WindowModel, samples: Sequence[float], *, policy: CalibratedPolicy, final: bool = False
+) -> Decision:
+    """Verdict for the run's samples so far; ``need_more`` asks the bench for another one.
+
+    Sequential rule: every run takes ``initial_repeats`` samples; while the run is
+    suspicious (past the warn line, or a drop of ``min_drop_pct`` not yet confirmed) and
+    could still turn out to be a blocking drop, it takes more, up to ``max_repeats``.
+
+    A BLOCK needs, at one look, all of: the robust t below ``-t_block``, the t critical
+    value at ``false_alarm_rate * share``; the rank test (Mann-Whitney of the run's
+    residuals against the window's) at ``rank_rate * share``; a drop of at least
+    ``min_drop_pct``; ``min_block_samples`` samples. The shares of the looks at which a
+    BLOCK is possible sum to one (Bonferroni, ``CalibratedPolicy.look_share``), so the
+    rates hold per bucket-run however many samples the run takes. The t test holds the
+    rate for near-normal noise; the rank test caps it at ``rank_rate`` for any noise
+    distribution of an exchangeable window.
+    ``final=True`` (time budget spent) turns the current evidence into a verdict.
+    """
+    direction = model.direction
+    basis = DecisionBasis(
+        policy=policy.name,
+        samples=len(samples),
+        window_samples=model.samples_used,
+        window_runs=model.runs_used,
+        modes=model.public_modes(),
+        shift=model.shift,
+    )
+    info: list[Reason] = []
+    if model.shift is not None:
+        info.append(Reason.LEVEL_SHIFT)
+    if model.problem is not None:
+        verdict = Verdict.INCONCLUSIVE if model.problem is Reason.SHIFT_SETTLING else Verdict.WARN
+        return replace(
+            Decision.on(
+                basis, verdict=verdict, reasons=(model.problem, *info), detail=model.detail
+            ),
+            noise_pct=pct_of_g(model.sigma, Direction.HIGHER) if model.sigma else None,
+        )
+    if not samples:
+        return replace(
+            Decision.on(
+                basis, verdict=Verdict.WARN, reasons=(Reason.NO_SAMPLES,), detail="no samples"
+            ),
+            need_more=not final,
+        )
+    if model.multimodal:
+        info.append(Reason.MULTIMODAL)
+    m = len(samples)
+    ev = _evidence(model, [to_g(v, direction) for v in samples])
+    if ev.used == 0:
+        return replace(
+            Decision.on(
+                basis,
+                verdict=Verdict.INCONCLUSIVE,
+                reasons=(Reason.BETWEEN_MODES, *info),
+                detail=f"all {m} samples fall between the window's {len(model.modes)} modes",
+            ),
+            need_more=False,
+            between_modes=ev.ambiguous,
+            noise_pct=pct_of_g(model.sigma, Direction.HIGHER),
+        )
+    last_look = final or m >= policy.max_repeats
+    share = policy.look_share(last_look)
+    level = policy.false_alarm_rate * share
+    t_block = t_isf(level, ev.df)
+    t_improve = t_isf(policy.false_alarm_rate, ev.df)
+    t_warn = t_isf(policy.warn_rate, ev.df)
+    t_ci = t_isf((1.0 - policy.confidence) / 2.0, ev.df)
+    # minimum changes as the metric's own percentages (a 3 % drop of a throughput, a 3 %
+    # rise of a latency), like the reference rule's regression_pct
+    min_drop = g_of_regression(policy.min_drop_pct, direction)
+    min_gain = -g_of_regression(-policy.min_drop_pct, direction)
+    n_window = len(model.residuals)
+    # With too few samples for the rank test to reach its level at all, the run must at
+    # least lie beyond every window sample (U = 0): one-sample buckets can still block.
+    u_block = max(mwu_critical(ev.used, n_window, policy.rank_rate * share), 0)
+    u_improve = max(mwu_critical(ev.used, n_window, policy.rank_rate), 0)
+    may_block = ev.used >= min(policy.min_block_samples, policy.max_repeats)
+
+    significant = ev.t <= -t_block and ev.u <= u_block
+    big = -ev.delta >= min_drop
+    past_warn = ev.t <= -t_warn
+    # Could more samples still make this a BLOCK? Not when even the pessimistic end of
+    # the warn-level interval is a drop under the minimum.
+    could_be_big = -(ev.delta - t_warn * ev.se) >= min_drop
+    budget_left = not final and m < policy.max_repeats
+
+    need_more = False
+    if not final and m < policy.initial_repeats:
+        need_more = True
+    elif budget_left and not (significant and big and may_block):
+        # suspicious: past the warn line with a blocking drop still possible, or samples
+        # that fit no mode of the window (more samples show which mode the run is in)
+        need_more = (past_warn and could_be_big) or ev.ambiguous * 2 >= m
+
+    mode_note = (
+        f" ({len(model.modes)} modes, judged against the matching one)" if model.multimodal else ""
+    )
+    between = f"; {ev.ambiguous} sample(s) between modes not used" if ev.ambiguous else ""
+    change = pct_of_g(ev.delta, direction)
+    if significant and big and may_block:
+        verdict, reason = Verdict.BLOCK, Reason.REGRESSION
+        detail = f"regression {signed_pct(change)} %, past the block line{mode_note}{between}"
+    elif ev.t >= t_improve and ev.delta >= min_gain and ev.u >= ev.used * n_window - u_improve:
+        verdict, reason = Verdict.IMPROVED, Reason.IMPROVEMENT
+        detail = (
+            f"improvement {signed_pct(change)} %{mode_note}; baselines follow once pushes record it"
+        )
+    elif ev.ambiguous * 2 >= m:
+        verdict, reason = Verdict.INCONCLUSIVE, Reason.BETWEEN_MODES
+        modes = len(model.modes)
+        detail = f"{ev.ambiguous} of {m} samples fall between the window's {modes} modes"
+    elif significant and big:
+        verdict, reason = Verdict.INCONCLUSIVE, Reason.UNCONFIRMED
+        need = policy.min_block_samples
+        detail = f"drop {signed_pct(change)} % on {ev.used} sample(s); {need} needed to block"
+    elif significant:
+        verdict, reason = Verdict.WARN, Reason.SMALL_REGRESSION
+        detail = (
+            f"significant drop {signed_pct(change)} %, under the {policy.min_drop_pct:g} % minimum"
+        )
+    elif past_warn and big:
+        verdict, reason = Verdict.INCONCLUSIVE, Reason.UNRESOLVED
+        detail = (
+            f"drop {signed_pct(change)} % cannot be told from noise with {m} sample(s){between}"
+        )
+    elif past_warn and could_be_big:
+        # the budget is spent and a blocking drop is still inside the interval
+        verdict, reason = Verdict.WARN, Reason.POSSIBLE_REGRESSION
+        detail = f"possible regression {signed_pct(change)} %, past the warn line{between}"
+    else:
+        # past the warn line but provably under the minimum drop is noise, not a warning
+        verdict, reason = Verdict.PASS, Reason.WITHIN_NOISE
+        detail = f"within noise ({signed_pct(change)} %){mode_note}{between}"
+
+    # resolution: the drop that would sit on the last look's block line with the full budget
+    t_last = t_isf(policy.false_alarm_rate * policy.look_share(True), ev.df)
+    se_full = math.sqrt(
+        model.sigma**2 * (location_var(policy.max_repeats) + ev.center_var) + ev.run_var
+    )
+    resolution = abs(pct_of_g(-max(t_last * se_full, min_drop), direction))
+    if verdict is Verdict.PASS and resolution > 2.0 * policy.min_drop_pct:
+        detail += f"; this window cannot resolve drops under {resolution:.0f} %"
+    history = model.history
+    if verdict is Verdict.BLOCK and -ev.delta - t_block * ev.se < history.deepest:
+        # Unchanged code has fallen about this far as a whole run on this pool (a slower
+        # machine state for a run's length): the window cannot tell this run from one.
+        deepest = regression_of_g(history.deepest, direction)
+        near = history.as_deep(-ev.delta - t_block * ev.se)
+        verdict, reason = Verdict.INCONCLUSIVE, Reason.RUN_STATE
+        detail = (
+            f"drop {signed_pct(change)} %, but {near} of the last {history.runs} runs of "
+            f"unchanged code fell as a whole nearly as far (up to {deepest:.1f} %); only a "
+            "paired comparison on the same runner can tell this run from one of them"
+        )
+    lo = pct_of_g(ev.delta - t_ci * ev.se, direction)
+    hi = pct_of_g(ev.delta + t_ci * ev.se, direction)
+    block_g = ev.baseline_g - max(t_block * ev.se, min_drop)
+    warn_g = ev.baseline_g - t_warn * ev.se
+    return replace(
+        Decision.on(basis, verdict=verdict, reasons=(reason, *info), detail=detail),
+        need_more=need_more,
+        drop_possible=could_be_big,
+        drop_bound_pct=regression_of_g(-(ev.delta - t_warn * ev.se), direction),
+        drop_pct=regression_of_g(-ev.delta, direction),
+        repeats_bound_pct=regression_of_g(-(ev.delta - t_warn * math.sqrt(ev.run_var)), direction),
+        value=from_g(ev.baseline_g + ev.delta, direction),
+        baseline=from_g(ev.baseline_g, direction),
+        effect_pct=change,
+        interval_pct=(min(lo, hi), max(lo, hi)),
+        confidence=policy.confidence,
+        block_line=from_g(block_g, direction),
+        warn_line=from_g(warn_g, direction),
+        threshold_pct=pct_of_g(block_g - ev.baseline_g, direction),
+        t=ev.t,
+        t_block=t_block,
+        df=ev.df,
+        noise_pct=pct_of_g(model.sigma, Direction.HIGHER),
+        run_noise_pct=pct_of_g(model.run_sigma, Direction.HIGHER),
+        within_noise_pct=pct_of_g(model.within_sigma, Direction.HIGHER)
+        if model.within_df
+        else None,
+        within_df=model.within_df or None,
+        resolution_pct=resolution,
+        between_modes=ev.ambiguous,
+    )
