@@ -762,7 +762,11 @@ def _targets(
                      f"{_pct(today.detection(0.05), 1)} %)"),
         ]  # fmt: skip
         if pool.startswith("states"):
+            # Every confirmation mode of the new rule; today's defaults are the comparison
+            # printed in the table, not a target.
             for name, t in by_strategy.items():
+                if name == TODAY.name:
+                    continue
                 targets.append(
                     at_most(f"{pool}: {name}: false BLOCK <= 0.1 % (run-level states)",
                             t.fa * 100, 0.1, "%",
