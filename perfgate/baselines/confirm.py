@@ -13,6 +13,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from perfgate.baselines.acks import AcceptedLevel, accepted_levels, kept_runs, read_acks
 from perfgate.baselines.samples import Window, sample_path
 from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
 from perfgate.baselines.verify import hardware_partitions
@@ -51,6 +52,7 @@ class WindowConfirmer(confirm.Confirmer):
         self.checkout = checkout or Path.cwd()
         self.work_dir = work_dir or self.checkout / ".perfgate" / "work"
         self._ends: tuple[str | None, str | None] | None = None
+        self._levels: tuple[AcceptedLevel, ...] | None = None
         self._unreadable = False
 
     @contextmanager
@@ -85,6 +87,20 @@ class WindowConfirmer(confirm.Confirmer):
                 "each bucket takes its planned repeats only"
             )
             return None
+
+    def known_shift(
+        self, bucket: Bucket, metric: str, window: confirm.RecordedWindow
+    ) -> int | None:
+        """Where an accepted change starts the window's level, from the acknowledgements on
+        the baseline branch at the tip the window was read at (as the gate reads them)."""
+        assert isinstance(window, Window)
+        if self.store is None or self._ends is None:
+            return None
+        if self._levels is None:
+            tip, base = self._ends
+            acks, _ = read_acks(self.store.repo, tip)
+            self._levels = accepted_levels(self.store.repo, acks, base)
+        return kept_runs(self._levels, bucket.id, metric, window.run_commits())
 
     def _read(self, bucket: Bucket, key: WindowKey) -> Window:
         """A window and its history at the baseline tip, against this checkout's merge base."""

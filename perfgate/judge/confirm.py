@@ -98,7 +98,7 @@ class Confirmer:
         """True when a gating metric's samples so far leave its verdict open."""
         return any(
             decision.need_more
-            for decision in self._decisions(bucket, result, final=False).values()
+            for decision in self.decisions(bucket, result, final=False).values()
             if decision is not None
         )
 
@@ -118,7 +118,7 @@ class Confirmer:
                 samples=counted,
                 most=bucket.max_repeats,
             )
-            for name, decision in self._decisions(bucket, result, final=True).items()
+            for name, decision in self.decisions(bucket, result, final=True).items()
             if decision is not None
         }
         if Step.PAIR in steps:
@@ -144,7 +144,7 @@ class Confirmer:
         run's shared budget is spent in), then the others."""
         claims = {}
         for bucket, result in runs:
-            decisions = [d for d in self._decisions(bucket, result, final=True).values() if d]
+            decisions = [d for d in self.decisions(bucket, result, final=True).values() if d]
             if decisions and self.step(bucket, result) is not Step.DONE:
                 severity, bound = suspicion(max(decisions, key=suspicion))
                 claims[bucket.id] = Claim(bucket=bucket.id, severity=severity,
@@ -166,7 +166,7 @@ class Confirmer:
         if launch is None:
             return None
         plans = []
-        for name, decision in self._decisions(bucket, result, final=True).items():
+        for name, decision in self.decisions(bucket, result, final=True).items():
             drop = self._confirm_drop(bucket, result, name)
             if decision is None or not uncleared(decision, drop):
                 continue
@@ -206,7 +206,7 @@ class Confirmer:
         undecided, and the bench then reports the limit, never a settled comparison.
         """
         hardware = result.hardware.slug
-        decisions = self._decisions(bucket, result, final=True)
+        decisions = self.decisions(bucket, result, final=True)
         return any(
             paired_decide(
                 paired.pairs(metric.name),
@@ -232,7 +232,7 @@ class Confirmer:
         )
         return confirm_drop_for(self.config.gate, minimum)
 
-    def _decisions(
+    def decisions(
         self, bucket: Bucket, result: Result, *, final: bool
     ) -> dict[str, Decision | None]:
         """Each gating metric's window decision on the run's samples so far, by metric name
@@ -268,7 +268,8 @@ class Confirmer:
             window = self._window(bucket, metric, result)
             if window is None:
                 return None
-            return decide(window.runs(), values, direction=direction, policy=policy)
+            return decide(window.runs(), values, direction=direction, policy=policy,
+                          known_shift=self.known_shift(bucket, metric.name, window))  # fmt: skip
         view = self._view(bucket, metric, result, policy)
         return None if view is None else view.decide(values, policy, final=final)
 
@@ -293,6 +294,7 @@ class Confirmer:
                     runner,
                     policy=policy,
                     direction=result.all_metrics[metric.name].direction,
+                    known_shift=self.known_shift(bucket, metric.name, window),
                     # An A/A calibration measures the primary metric's noise.
                     calibration=(
                         measured.for_rule()
@@ -316,6 +318,11 @@ class Confirmer:
 
     def read_window(self, bucket: Bucket, key: Hashable) -> RecordedWindow | None:
         """The window ``key`` selects; here none (``baselines.confirm`` reads the store)."""
+        return None
+
+    def known_shift(self, bucket: Bucket, metric: str, window: RecordedWindow) -> int | None:
+        """After how many of ``window``'s nearest runs an accepted change starts a new level
+        (R18), as the gate judges it; here none (``baselines.confirm`` reads the acks)."""
         return None
 
 

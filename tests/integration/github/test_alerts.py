@@ -21,11 +21,13 @@ from pathlib import Path
 import pytest
 
 from perfgate import cli
+from perfgate.baselines.confirm import WindowConfirmer
 from perfgate.baselines.evaluate import evaluate
 from perfgate.baselines.store import BaselineStore, samples_from_result
-from perfgate.config import Config, load_config
+from perfgate.config import PRIMARY, Config, load_config
 from perfgate.git import git
 from perfgate.github.alerts import ACCEPTED_LABEL, LABEL, read_state
+from perfgate.judge.verdicts import Reason
 from perfgate.run.bench import bucket_hashes
 from tests.factories import make_result
 from tests.github_server import BOT, READ_TOKEN, WRITE_TOKEN, FakeGitHub, serve
@@ -461,3 +463,39 @@ def test_two_racing_alert_jobs_leave_one_issue(
         second["state"] == "closed"
         and f"#{first['number']}" in (server.comments[second["number"]][0]["body"])
     )
+
+
+def test_the_bench_confirms_against_the_accepted_level_as_the_gate_judges(
+    pushes: Pushes,
+) -> None:
+    """An accepted change no run has measured yet: the gate judges the window as settling
+    on the new level (R18), and so must the bench, which reads the same window."""
+    for _ in range(12):
+        pushes.push(100.0)
+    # The slower solver lands, and its push is not measured yet.
+    git("commit", "--allow-empty", "-q", "-m", "slower solver", cwd=pushes.clone, env=IDENTITY)
+    git("push", "-q", "origin", "main", cwd=pushes.clone)
+    step = git("rev-parse", "HEAD", cwd=pushes.clone).strip()
+    bucket = pushes.config.buckets[0]
+    result = make_result("cartpole/numpy", samples=(94.0, 94.2, 93.9), commit=step,
+                         event="pull_request", branch="feature")  # fmt: skip
+    launch, benchmark = bucket_hashes(bucket)
+    result = replace(
+        result, identity=replace(result.identity, launch_hash=launch, benchmark_hash=benchmark)
+    )
+
+    def reasons() -> tuple[Reason, Reason]:
+        """The first reason of the gate's window decision, and of the bench's."""
+        (row,) = evaluate(pushes.config, pushes.config.buckets, [result], pushes.store).rows
+        assert row.judgement is not None and row.judgement.decision is not None
+        confirmer = WindowConfirmer(pushes.config, pushes.store, say=lambda _: None,
+                                    checkout=pushes.clone)  # fmt: skip
+        bench = confirmer.decisions(bucket, result, final=True)[PRIMARY]
+        assert bench is not None
+        return row.judgement.decision.reasons[0], bench.reasons[0]
+
+    # Against the old level the run is a 6 % drop the window cannot settle alone, for both.
+    assert reasons() == (Reason.UNRESOLVED, Reason.UNRESOLVED)
+    args = ["accept", "--bucket", "cartpole/numpy", "--reason", "exact solver", "--remote"]
+    assert cli.main([*args, "--commit", step]) == 0
+    assert reasons() == (Reason.SHIFT_SETTLING, Reason.SHIFT_SETTLING)
