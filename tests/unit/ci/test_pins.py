@@ -10,17 +10,19 @@ import pytest
 import yaml
 
 from perfgate.ci import render
+from perfgate.ci.site import Site
+from perfgate.ci.templating import TEMPLATES_DIR, load_pins
 from perfgate.config import ActionRef, load_config
 from perfgate.errors import ConfigError
 from tests.paths import ROOT
 
-PINS = render.TEMPLATES_DIR / "pins" / "action.yml"
+PINS = TEMPLATES_DIR / "pins" / "action.yml"
 
 
-def _site(action_ref: ActionRef = ActionRef.SELF) -> render.Site:
+def _site(action_ref: ActionRef = ActionRef.SELF) -> Site:
     config = load_config(ROOT / "perfgate.yaml")
     config = dataclasses.replace(config, path=Path("perfgate.yaml"), action_ref=action_ref)
-    return render.Site(config=config, out=Path(), config_ref="perfgate.yaml", self_ci=False)
+    return Site(config=config, out=Path(), config_ref="perfgate.yaml", self_ci=False)
 
 
 def _uses(files: list[render.RenderedFile]) -> list[str]:
@@ -39,14 +41,14 @@ def test_the_pins_file_is_a_composite_action_dependabot_can_update() -> None:
     doc = yaml.safe_load(PINS.read_text(encoding="utf-8"))
     assert doc["runs"]["using"] == "composite"
     steps = doc["runs"]["steps"]
-    assert {step["id"] for step in steps} == set(render.load_pins(PINS))
+    assert {step["id"] for step in steps} == set(load_pins(PINS))
     dependabot = yaml.safe_load((ROOT / ".github" / "dependabot.yml").read_text())
     assert dependabot["updates"][0]["directories"] == ["/templates/pins"]
 
 
 def test_rendered_files_follow_the_pins_file(tmp_path: Path) -> None:
     templates = tmp_path / "templates"
-    shutil.copytree(render.TEMPLATES_DIR, templates)
+    shutil.copytree(TEMPLATES_DIR, templates)
     pins = templates / "pins" / "action.yml"
     new_sha = "0123456789abcdef0123456789abcdef01234567"
     old = pins.read_text(encoding="utf-8")
@@ -68,7 +70,7 @@ def test_a_pin_that_is_not_a_full_sha_is_refused(tmp_path: Path, loose: str) -> 
         encoding="utf-8",
     )
     with pytest.raises(ConfigError, match=r"action\.yml: checkout: .* full commit SHA"):
-        render.load_pins(pins)
+        load_pins(pins)
 
 
 def test_local_action_ref_uses_the_checkout_after_it_is_made() -> None:

@@ -17,6 +17,8 @@ import yaml
 
 from perfgate import cli
 from perfgate.ci import render
+from perfgate.ci.contexts import qualify_pools
+from perfgate.ci.site import QUALIFY_RESULT_PREFIX, Site
 from perfgate.cli.common import SELECTION_FLAGS
 from perfgate.config import load_config
 from tests.paths import ROOT
@@ -35,7 +37,7 @@ SELECTION_LINE = re.compile(
 def _docs(name: str) -> dict[str, Any]:
     config_rel, out_rel = SITES[name]
     config = load_config(ROOT / config_rel)
-    site = render.Site(
+    site = Site(
         config=dataclasses.replace(config, path=Path(config_rel)),
         out=Path(out_rel),
         config_ref="perfgate.yaml",
@@ -129,9 +131,9 @@ def test_allocations_run_on_the_pools_labels_each_with_its_own_run_label(
     action = docs["actions/qualify-bench/action.yml"]["runs"]["steps"]
     assert action[0]["env"]["PERFGATE_RUN_LABEL"] == "${{ inputs.run-label }}"
     uploads = [s for s in action if s.get("uses", "").startswith("actions/upload-artifact@")]
-    assert uploads[0]["with"]["name"] == render.QUALIFY_RESULT_PREFIX + "${{ inputs.run-label }}"
+    assert uploads[0]["with"]["name"] == QUALIFY_RESULT_PREFIX + "${{ inputs.run-label }}"
     download = docs["actions/qualify/action.yml"]["runs"]["steps"][0]
-    assert download["with"]["pattern"] == render.QUALIFY_RESULT_PREFIX + "*"
+    assert download["with"]["pattern"] == QUALIFY_RESULT_PREFIX + "*"
     assert download["with"]["merge-multiple"] is False  # same file names in every allocation
     qualify = jobs["qualify"]
     assert qualify["needs"] == ["plan", "allocation"]
@@ -167,7 +169,7 @@ def test_each_runner_pool_gets_its_own_allocation_job(
         encoding="utf-8",
     )
     config = load_config(path)
-    pools = render.qualify_pools(config)
+    pools = qualify_pools(config)
     assert [(p["job"], p["runner"]) for p in pools] == [
         ("allocation-1", ["self-hosted", "gpu-a"]),
         ("allocation-2", ["self-hosted", "gpu-b"]),

@@ -19,7 +19,11 @@ import yaml
 
 from perfgate import __version__
 from perfgate.ci import render
+from perfgate.ci.contexts import job_timeout_minutes, publish_timeout
+from perfgate.ci.expressions import branch_condition
 from perfgate.ci.selection import affected, matches
+from perfgate.ci.site import HOSTED_RUNNER, REPORT_ARTIFACT, Site, perfgate_source
+from perfgate.ci.templating import TEMPLATES_DIR, Raw, environment, yaml_value
 from perfgate.cli.ci import bench_job_needs
 from perfgate.config import (
     AdmissionMode,
@@ -66,9 +70,9 @@ WRITE_SCOPES = {
 }
 
 
-def _site(config_rel: str, out_rel: str) -> render.Site:
+def _site(config_rel: str, out_rel: str) -> Site:
     config = load_config(ROOT / config_rel)
-    return render.Site(
+    return Site(
         config=dataclasses.replace(config, path=Path(config_rel)),
         out=Path(out_rel),
         config_ref="perfgate.yaml",
@@ -83,7 +87,7 @@ SITES = {
 }
 
 
-def _parsed(site: render.Site) -> dict[str, Any]:
+def _parsed(site: Site) -> dict[str, Any]:
     return {
         str(file.path): yaml.safe_load(file.text)
         for file in render.render_site(site)
@@ -92,7 +96,7 @@ def _parsed(site: render.Site) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module", params=sorted(SITES))
-def rendered(request: pytest.FixtureRequest) -> tuple[render.Site, dict[str, Any]]:
+def rendered(request: pytest.FixtureRequest) -> tuple[Site, dict[str, Any]]:
     site = SITES[request.param]
     return site, _parsed(site)
 
@@ -145,7 +149,7 @@ def test_every_generated_file_has_a_header_naming_template_and_command(rendered:
         first, second = file.text.splitlines()[:2]
         assert first.startswith(render.GENERATED_MARKER)
         template = re.search(r"templates/(\S+);", first)
-        assert template and (render.TEMPLATES_DIR / template.group(1)).is_file()
+        assert template and (TEMPLATES_DIR / template.group(1)).is_file()
         assert "invoke render-workflows" in second
         assert site.command in second
 
@@ -254,7 +258,7 @@ def test_isaaclab_example_has_the_nine_l40s_buckets() -> None:
     cartpole = next(b for b in config.buckets if b.id == "Isaac-Cartpole-Direct/physx")
     assert [f.value for f in cartpole.floors_for("l40s")] == [100.0]
     timeouts = {
-        b.id: render.job_timeout_minutes(b, config.gate.confirm, config.admission)
+        b.id: job_timeout_minutes(b, config.gate.confirm, config.admission)
         for b in config.buckets
         if "Shadow-Camera" in b.task
     }
@@ -297,7 +301,7 @@ def test_isaaclab_example_installs_pinned_perfgate_not_the_checkout() -> None:
         SITES["isaaclab"],
         config=dataclasses.replace(SITES["isaaclab"].config, perfgate_source=None),
     )
-    assert render.perfgate_source(default) == f"perfgate=={__version__}"
+    assert perfgate_source(default) == f"perfgate=={__version__}"
 
 
 def test_actions_call_perfgates_sessions_here_and_the_package_elsewhere(rendered: Any) -> None:
@@ -327,7 +331,7 @@ def test_publish_runs_only_on_pushes_to_protected_branches(rendered: Any) -> Non
     publish = workflow["jobs"]["publish"]
     condition = publish["if"]
     assert "github.event_name == 'push'" in condition
-    assert render.branch_condition(site.config.gate.protected_branches) in condition
+    assert branch_condition(site.config.gate.protected_branches) in condition
     assert _on(workflow)["push"]["branches"] == list(site.config.gate.protected_branches)
     publish_steps = [s for s in publish["steps"] if s.get("uses") == "$/actions/publish-baseline"]
     assert len(publish_steps) == 1
@@ -371,7 +375,7 @@ def test_pull_request_gate_is_read_only_and_only_trusted_events_post(rendered: A
     # The report the comment workflow posts is uploaded whatever the verdict.
     upload = next(s for s in docs["actions/gate/action.yml"]["runs"]["steps"]
                   if "upload-artifact" in s.get("uses", ""))  # fmt: skip
-    assert upload["if"] == "always()" and upload["with"]["name"] == render.REPORT_ARTIFACT
+    assert upload["if"] == "always()" and upload["with"]["name"] == REPORT_ARTIFACT
 
 
 def test_jobs_reading_the_baseline_branch_fetch_full_history(rendered: Any) -> None:
@@ -443,7 +447,7 @@ def test_image_follows_the_target_branch_never_the_merge_ref(rendered: Any) -> N
     assert "github.ref }}" not in text and "head_ref" not in text
 
 
-def _bench_steps(site: render.Site) -> list[dict[str, Any]]:
+def _bench_steps(site: Site) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = _parsed(site)[".github/workflows/perfgate.yml"]["jobs"]["bench"][
         "steps"
     ]
@@ -518,7 +522,7 @@ def test_comment_consumer_never_checks_out_or_runs_the_pr_head(rendered: Any) ->
     assert "head_sha" not in steps_text and "head_branch" not in steps_text
     assert "pull_request_target" not in yaml.safe_dump(workflow)
     download = next(s for s in job["steps"] if "download-artifact" in s.get("uses", ""))
-    assert download["with"]["name"] == render.REPORT_ARTIFACT
+    assert download["with"]["name"] == REPORT_ARTIFACT
     assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
     post = next(s for s in job["steps"] if "run" in s)
     assert 'python -m perfgate post-report --report-dir "$report"' in post["run"]
@@ -595,7 +599,7 @@ def test_era_workflow_rolls_on_protected_pushes_then_seeds_then_verifies() -> No
 
     assert verify["needs"] == ["roll", "seed"]
     assert verify["if"] == "!cancelled() && needs.roll.outputs.reseed-needed == 'true'"
-    assert verify["runs-on"] == render.HOSTED_RUNNER
+    assert verify["runs-on"] == HOSTED_RUNNER
     check = next(s for s in verify["steps"] if "run" in s)
     for flag in ("--all-hardware", "--newest-runtime", "--require", '--target "$RESEED_TARGET"'):
         assert flag in check["run"]
@@ -682,21 +686,21 @@ def test_hostile_bucket_values_cannot_inject_into_yaml_or_shell() -> None:
 
 def test_yaml_value_quotes_everything_and_refuses_unknown_objects() -> None:
     """Printed values are JSON scalars (valid YAML); only Raw text passes verbatim."""
-    assert render.yaml_value("a: b") == '"a: b"'
-    assert render.yaml_value(["x", 1, True]) == '["x", 1, true]'
-    assert render.yaml_value(render.Raw("plain: yes")) == "plain: yes"
-    assert yaml.safe_load(render.yaml_value("${{ x }}")) == "${{ '${{' }} x }}"
+    assert yaml_value("a: b") == '"a: b"'
+    assert yaml_value(["x", 1, True]) == '["x", 1, true]'
+    assert yaml_value(Raw("plain: yes")) == "plain: yes"
+    assert yaml.safe_load(yaml_value("${{ x }}")) == "${{ '${{' }} x }}"
     with pytest.raises(TypeError):
-        render.yaml_value(Path("x"))
+        yaml_value(Path("x"))
 
 
 def test_undefined_template_variables_fail_loudly(tmp_path: Path) -> None:
     """StrictUndefined: a typo in a template is an error, not an empty string."""
     (tmp_path / "t.j2").write_text("a: << missing >>\n")
     with pytest.raises(Exception, match="missing"):
-        render.environment(tmp_path).get_template("t.j2").render({})
+        environment(tmp_path).get_template("t.j2").render({})
     with pytest.raises(UsageError):
-        render.environment(tmp_path / "absent")
+        environment(tmp_path / "absent")
 
 
 def test_job_timeout_covers_every_attempt_plus_margin_at_least_30() -> None:
@@ -706,7 +710,7 @@ def test_job_timeout_covers_every_attempt_plus_margin_at_least_30() -> None:
     cases += [(10, 1, 35), (20, 1, 55), (12.5, 2, 53), (5, 1, 30)]
     for minutes, retries, expected in cases:
         changed = dataclasses.replace(bucket, timeout_minutes=minutes, retries=retries)
-        assert render.job_timeout_minutes(changed, ConfirmMode.OFF) == expected, (minutes, retries)
+        assert job_timeout_minutes(changed, ConfirmMode.OFF) == expected, (minutes, retries)
 
 
 def test_job_timeout_covers_the_confirmation_samples_up_to_the_budget() -> None:
@@ -715,13 +719,13 @@ def test_job_timeout_covers_the_confirmation_samples_up_to_the_budget() -> None:
         SITES["demo"].config.buckets[0], timeout_minutes=10, retries=0, repeats=2, max_repeats=6
     )
     unbounded = dataclasses.replace(bucket, repeat_budget_minutes=None)
-    assert render.job_timeout_minutes(unbounded, ConfirmMode.REPEAT) == 6 * 10 + 15
-    assert render.job_timeout_minutes(unbounded, ConfirmMode.OFF) == max(30, 2 * 10 + 15)
+    assert job_timeout_minutes(unbounded, ConfirmMode.REPEAT) == 6 * 10 + 15
+    assert job_timeout_minutes(unbounded, ConfirmMode.OFF) == max(30, 2 * 10 + 15)
     budget = dataclasses.replace(bucket, repeat_budget_minutes=25)
-    assert render.job_timeout_minutes(budget, ConfirmMode.REPEAT) == 25 + 10 + 15
+    assert job_timeout_minutes(budget, ConfirmMode.REPEAT) == 25 + 10 + 15
     # The repeats are always taken, whatever the budget.
     tight = dataclasses.replace(bucket, repeat_budget_minutes=1, repeats=4)
-    assert render.job_timeout_minutes(tight, ConfirmMode.REPEAT) == 4 * 10 + 15
+    assert job_timeout_minutes(tight, ConfirmMode.REPEAT) == 4 * 10 + 15
 
 
 def test_job_timeout_covers_paired_confirmation_and_admission() -> None:
@@ -730,26 +734,26 @@ def test_job_timeout_covers_paired_confirmation_and_admission() -> None:
         SITES["demo"].config.buckets[0], timeout_minutes=10, retries=0, repeats=2,
         max_repeats=6, repeat_budget_minutes=None, max_pairs=5, pair_budget_minutes=None,
     )  # fmt: skip
-    assert render.job_timeout_minutes(bucket, ConfirmMode.PAIRED) == 6 * 10 + 2 * 5 * 10 + 15
+    assert job_timeout_minutes(bucket, ConfirmMode.PAIRED) == 6 * 10 + 2 * 5 * 10 + 15
     budget = dataclasses.replace(bucket, pair_budget_minutes=30)
-    assert render.job_timeout_minutes(budget, ConfirmMode.PAIRED) == 6 * 10 + 30 + 20 + 15
+    assert job_timeout_minutes(budget, ConfirmMode.PAIRED) == 6 * 10 + 30 + 20 + 15
     policy = AdmissionPolicy(remeasure=2, wait_seconds=90)
-    assert render.job_timeout_minutes(bucket, ConfirmMode.OFF, policy) == 2 * 10 + 20 + 2 + 15
+    assert job_timeout_minutes(bucket, ConfirmMode.OFF, policy) == 2 * 10 + 20 + 2 + 15
     off = dataclasses.replace(policy, mode=AdmissionMode.OFF)
-    assert render.job_timeout_minutes(bucket, ConfirmMode.OFF, off) == max(30, 2 * 10 + 15)
+    assert job_timeout_minutes(bucket, ConfirmMode.OFF, off) == max(30, 2 * 10 + 15)
 
 
 def test_branch_condition_renders_exact_and_prefix_patterns() -> None:
     """Protected branch patterns become GitHub expressions; unsupported globs are refused."""
-    assert render.branch_condition(["main", "release/**"]) == (
+    assert branch_condition(["main", "release/**"]) == (
         "github.ref == 'refs/heads/main' || startsWith(github.ref, 'refs/heads/release/')"
     )
     with pytest.raises(ConfigError, match="release/\\*/x"):
-        render.branch_condition(["release/*/x"])
+        branch_condition(["release/*/x"])
     # Values config validation refuses are refused here again, never printed into an if:.
     for hostile in ("it's", "main${{ github.event.head_commit.message }}", "a}}b", "x\n"):
         with pytest.raises(ConfigError):
-            render.branch_condition([hostile])
+            branch_condition([hostile])
 
 
 def test_drift_reports_edits_and_stale_generated_files(tmp_path: Path) -> None:
@@ -830,4 +834,4 @@ def test_the_publish_job_outlasts_the_publish_deadline(rendered: Any) -> None:
     kept = next(s for s in steps if s["name"] == "Keep the samples that could not land")
     assert kept["if"] == "failure()"
     assert kept["with"]["path"].endswith("/pending-samples.ndjson")
-    assert render.publish_timeout(10) == 25 and render.publish_timeout(0.5) == 16
+    assert publish_timeout(10) == 25 and publish_timeout(0.5) == 16
