@@ -28,7 +28,9 @@ from perfgate.config import Bucket, Config, ConfirmMode, GatePolicy, ImageSpec
 from perfgate.context import RunContext
 from perfgate.errors import ConfigError, GitError, UsageError
 from perfgate.git import git
-from perfgate.judge.oracle import Bisect, judge, policy_for
+from perfgate.judge.bucket_policy import policy_for
+from perfgate.judge.judgement import Bisect
+from perfgate.judge.oracle import judge
 from perfgate.judge.policies import CalibratedPolicy, Policy
 from perfgate.judge.rule import needs_more
 from perfgate.result import Hardware, Result, write_result

@@ -20,8 +20,8 @@ from perfgate.baselines.verify import hardware_partitions
 from perfgate.config import PRIMARY, Bucket, Config, Direction
 from perfgate.errors import GateMalfunction
 from perfgate.judge import confirm
+from perfgate.judge.bucket_policy import window_run_limit, window_sample_limit
 from perfgate.judge.calibration import NoiseCalibration
-from perfgate.judge.oracle import window_run_limit, window_sample_limit
 from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.window import WindowModel, analyse_window
 from perfgate.result import Result

@@ -9,9 +9,9 @@ from perfgate.artifacts import UnreadableArtifact
 from perfgate.baselines.acks import accepted_levels, kept_runs, read_acks
 from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
 from perfgate.config import PRIMARY, Bucket, Config
+from perfgate.judge.bucket_policy import window_run_limit, window_sample_limit
 from perfgate.judge.calibration import configured_calibration
 from perfgate.judge.gate import GateReport, build_report, latest_per_bucket
-from perfgate.judge.oracle import window_run_limit, window_sample_limit
 from perfgate.result import Result
 
 

@@ -195,7 +195,7 @@ def _side(text: str, args: argparse.Namespace, config: Config, buckets: dict[str
 def _policy(bucket: Bucket, config: Config, hardware: str) -> CalibratedPolicy:
     """The calibrated rule's settings for the bucket (gate.policy: reference lends its minimum
     drop and noise floor to it: compare always judges with the calibrated estimators)."""
-    from perfgate.judge.oracle import policy_for
+    from perfgate.judge.bucket_policy import policy_for
     from perfgate.judge.policies import CalibratedPolicy
 
     policy = policy_for(bucket, config.gate, hardware)

@@ -30,6 +30,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Protocol
 
 from perfgate.config import PRIMARY, Bucket, Config, Direction, Metric
+from perfgate.judge.bucket_policy import confirm_drop_for, pair_noise, paired_policy_for, policy_for
 from perfgate.judge.budget import (
     UNJUDGED,
     Affordability,
@@ -45,12 +46,6 @@ from perfgate.judge.budget import (
 from perfgate.judge.calibration import NoiseCalibration
 from perfgate.judge.decision import Decision
 from perfgate.judge.goodness import pct_of_g
-from perfgate.judge.oracle import (
-    confirm_drop_for,
-    pair_noise,
-    paired_policy_for,
-    policy_for,
-)
 from perfgate.judge.paired import paired_decide
 from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.rule import decide

@@ -14,16 +14,10 @@ from pathlib import Path
 from perfgate.artifacts import UnreadableArtifact
 from perfgate.config import PRIMARY, Bucket, Config, ConfirmMode, Mode, PolicyName
 from perfgate.errors import ExitCode
+from perfgate.judge.bucket_policy import paired_policy_for, policy_for
 from perfgate.judge.calibration import NoiseCalibration
-from perfgate.judge.oracle import (
-    Bisect,
-    Judgement,
-    MetricCheck,
-    Signal,
-    judge,
-    paired_policy_for,
-    policy_for,
-)
+from perfgate.judge.judgement import Bisect, Judgement, MetricCheck, Signal
+from perfgate.judge.oracle import judge
 from perfgate.judge.policies import ReferencePolicy
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import Result

@@ -3,7 +3,9 @@
 Health first (a run that did not produce usable figures is a HARD_FAILURE), then, for
 each metric of the bucket apart (the primary and any others it declares), fixed floors
 and the statistical rule (``judge.rule``) on every sample of the run against that
-metric's window; the worst signal of the metrics that gate wins.
+metric's window; the worst signal of the metrics that gate wins. The records it returns
+are in ``judge.judgement``, the policies it is given come from ``judge.bucket_policy``;
+the signals and the ladder they feed stay together here (a little over 500 lines).
 """
 
 from __future__ import annotations
@@ -11,26 +13,25 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from enum import StrEnum
+from dataclasses import replace
 
-from perfgate.config import (
-    PRIMARY,
-    Bucket,
-    ConfirmMode,
-    Direction,
-    Floor,
-    FloorKind,
-    GatePolicy,
-    Metric,
-    PolicyName,
-)
+from perfgate.config import ConfirmMode, Direction, Floor, FloorKind, Metric
 from perfgate.console import failure_cause
-from perfgate.judge.budget import UNJUDGED, clear_drop
+from perfgate.judge.bucket_policy import pair_noise
+from perfgate.judge.budget import UNJUDGED
 from perfgate.judge.decision import Decision
 from perfgate.judge.goodness import figure_text, past, pct_of_g, signed_pct
-from perfgate.judge.paired import PairedDecision, PairedPolicy, PairNoise, paired_decide
-from perfgate.judge.policies import CalibratedPolicy, Calibration, Policy, ReferencePolicy
+from perfgate.judge.judgement import (
+    Confirmation,
+    Judgement,
+    Method,
+    MetricCheck,
+    MetricJudgement,
+    Signal,
+    bisect_label,
+)
+from perfgate.judge.paired import PairedDecision, PairedPolicy, paired_decide
+from perfgate.judge.policies import CalibratedPolicy, Calibration, Policy
 from perfgate.judge.rule import decide
 from perfgate.judge.runners import WindowView, window_view
 from perfgate.judge.verdicts import Reason, Verdict
@@ -41,228 +42,6 @@ from perfgate.result import (
     PairedStatus,
     Result,
 )
-
-
-class Bisect(StrEnum):
-    """What a bisection should make of this commit."""
-
-    GOOD = "GOOD"
-    BAD = "BAD"
-    SKIP = "SKIP"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Signal:
-    """One reason with the verdict it calls for and a human-readable detail."""
-
-    reason: Reason
-    verdict: Verdict
-    detail: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class MetricJudgement:
-    """One metric of a bucket run against its own window: its verdict and why."""
-
-    name: str
-    path: str
-    unit: str
-    direction: Direction
-    # False: reported only, its verdict never counts toward the bucket's.
-    gates: bool
-    verdict: Verdict
-    signals: tuple[Signal, ...]
-    # The run's figure of this metric: the median of its samples admission control kept
-    # (None: not measured).
-    value: float | None
-    decision: Decision | None
-    # The paired test of this metric, when a paired comparison was measured.
-    paired: PairedDecision | None = None
-
-    @property
-    def reasons(self) -> tuple[Reason, ...]:
-        """Every reason, in the order found."""
-        return tuple(signal.reason for signal in self.signals)
-
-
-@dataclass(frozen=True, kw_only=True)
-class MetricCheck:
-    """A metric besides the primary, and what it is judged with."""
-
-    metric: Metric
-    window: Sequence[Sequence[float]]
-    floors: Sequence[Floor] = ()
-    policy: Policy
-    paired_policy: PairedPolicy | None = None
-    # An accepted change starts the level after the window's nearest this many runs.
-    known_shift: int | None = None
-    # The runner of each window run (None: unknown), for a runner-aware window.
-    runners: Sequence[str | None] | None = None
-
-
-class Method(StrEnum):
-    """How a bucket's verdict was reached."""
-
-    WINDOW = "window"  # the run's repeats against its window, nothing more
-    REPEATS = "repeats"  # more samples on the same runner, against the window
-    PAIRED = "paired"  # the merge base and the change, alternately on the same runner
-
-
-@dataclass(frozen=True, kw_only=True)
-class Confirmation:
-    """How the verdict was reached and what confirming it cost (runner minutes)."""
-
-    method: Method
-    # Samples of the change judged against the window, and those set aside.
-    samples: int
-    set_aside: int = 0
-    minutes: float = 0.0
-    # Why a paired comparison could not be made, when one was wanted.
-    note: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Judgement:
-    """The verdict for one bucket and everything that led to it.
-
-    ``value`` and ``decision`` are the primary metric's; ``metrics`` holds every metric's
-    own judgement (the primary first), empty when health stopped the judging. The
-    bucket's signals are the primary's, then each other metric's that is not PASS (its
-    detail naming the metric), when that metric gates or failed outright.
-    """
-
-    verdict: Verdict
-    signals: tuple[Signal, ...]
-    # The run's figure: the median of its samples (those admission control kept).
-    value: float | None
-    # The statistics behind the window signal (None when health stopped the judging).
-    decision: Decision | None
-    bisect: Bisect
-    metrics: tuple[MetricJudgement, ...] = ()
-    # The primary metric's paired test, when a paired comparison was measured.
-    paired: PairedDecision | None = None
-    confirmation: Confirmation | None = None
-
-    def effect_text(self) -> str:
-        """The change the verdict rests on: the paired one when pairs decided, else the
-        window's ('' when neither has one)."""
-        if self.paired is not None and self.paired.effect_pct is not None:
-            return self.paired.effect_text()
-        return self.decision.effect_text() if self.decision else ""
-
-    @property
-    def reasons(self) -> tuple[Reason, ...]:
-        """Every reason, in the order found."""
-        return tuple(signal.reason for signal in self.signals)
-
-    def details(self, at_least: Verdict = Verdict.PASS) -> list[str]:
-        """Details of the signals at or above a severity."""
-        return [s.detail for s in self.signals if s.verdict.severity >= at_least.severity]
-
-
-def window_sample_limit(gate: GatePolicy, buckets: Sequence[Bucket]) -> int:
-    """How many of the nearest samples to read so every bucket's window is whole (R4),
-    and the history runner offsets are learned from (``baseline.history_runs``).
-
-    The bench (confirming) and the gate read with the same limit, so they see one window.
-    """
-    if gate.policy is PolicyName.REFERENCE:
-        return gate.baseline.max_samples
-    most = max((b.most_samples(gate.confirm) for b in buckets), default=1)
-    # The rule keeps the nearest max_runs runs of what is read; runner offsets use more.
-    return max(gate.baseline.max_runs, gate.baseline.history_runs) * most
-
-
-def window_run_limit(gate: GatePolicy) -> int | None:
-    """How many of the nearest runs a window holds: the calibrated rule judges its nearest
-    ``max_runs`` runs and learns runner offsets from ``history_runs``, so farther ones are
-    never read; the reference rule counts samples."""
-    if gate.policy is PolicyName.REFERENCE:
-        return None
-    return max(gate.baseline.max_runs, gate.baseline.history_runs)
-
-
-def policy_for(
-    bucket: Bucket, gate: GatePolicy, hardware: str, metric: Metric | None = None
-) -> Policy:
-    """The rule a metric of ``bucket`` (the primary by default) is judged with (R5).
-
-    The calibrated policy spends its false-alarm budget over the looks the bench can take,
-    so its repeats and confirmation budget are the bucket's own; a bucket whose several
-    metrics gate splits the rate between them, so unchanged code is still BLOCKed in at
-    most ``false_alarm_rate`` of bucket runs. A metric's own minimum drop and noise floor
-    replace the gate's; the per-hardware noise floors are the primary's.
-    """
-    oracle, window = gate.oracle, gate.baseline
-    metric = metric or bucket.metric
-    if metric.noise_floor_pct is not None:
-        floor = metric.noise_floor_pct
-    elif metric.name == PRIMARY:
-        floor = bucket.noise_floor_for(hardware, oracle.noise_floor_pct)
-    else:
-        floor = oracle.noise_floor_pct
-    min_drop = (
-        metric.min_drop_pct if metric.min_drop_pct is not None else oracle.min_block_regression_pct
-    )
-    if gate.policy is PolicyName.REFERENCE:
-        return ReferencePolicy(
-            k_warn=oracle.k_warn,
-            k_block=oracle.k_block,
-            min_block_regression_pct=min_drop,
-            noise_floor_pct=floor,
-            min_samples=window.min_samples,
-            max_samples=window.max_samples,
-        )
-    gating = sum(1 for m in bucket.all_metrics if m.gates)
-    return CalibratedPolicy(
-        false_alarm_rate=gate.false_alarm_rate / max(1, gating),
-        min_drop_pct=min_drop,
-        history_runs=window.history_runs,
-        noise_floor_pct=floor,
-        run_noise_floor_pct=oracle.run_noise_floor_pct,
-        min_samples=window.min_samples,
-        min_runs=window.min_runs,
-        max_runs=window.max_runs,
-        initial_repeats=bucket.repeats,
-        max_repeats=bucket.most_samples(gate.confirm),
-    )
-
-
-def paired_policy_for(
-    bucket: Bucket, gate: GatePolicy, hardware: str, metric: Metric | None = None
-) -> PairedPolicy:
-    """The paired test a metric of ``bucket`` is confirmed with (gate.confirm: paired).
-
-    The same false-alarm rate (split between the metrics that gate), minimum drop and
-    noise floor as the window rule's; the pairs stop once they rule out a drop halfway
-    between the minimum and the drop that matters for this PR (``confirm_drop_for``).
-    """
-    rule = policy_for(bucket, gate, hardware, metric)
-    if isinstance(rule, ReferencePolicy):
-        rate = gate.false_alarm_rate / max(1, sum(1 for m in bucket.all_metrics if m.gates))
-        min_drop, floor = rule.min_block_regression_pct, rule.noise_floor_pct
-    else:
-        rate, min_drop, floor = rule.false_alarm_rate, rule.min_drop_pct, rule.noise_floor_pct
-    return PairedPolicy(
-        false_alarm_rate=rate,
-        min_drop_pct=min_drop,
-        clear_drop_pct=clear_drop(min_drop, confirm_drop_for(gate, min_drop)),
-        noise_floor_pct=floor,
-        max_pairs=bucket.max_pairs,
-    )
-
-
-def confirm_drop_for(gate: GatePolicy, min_drop_pct: float) -> float:
-    """The drop worth confirming for a metric whose minimum drop is ``min_drop_pct``: the
-    gate's ``confirm_drop_pct``, never under the metric's own minimum."""
-    return max(gate.confirm_drop_pct, min_drop_pct)
-
-
-def pair_noise(decision: Decision | None) -> PairNoise | None:
-    """What the window knows of one sample's noise within a run (the pairs' prior)."""
-    if decision is None or not decision.within_noise_pct or not decision.within_df:
-        return None
-    return PairNoise(noise_pct=decision.within_noise_pct, df=decision.within_df)
 
 
 def _health_signals(result: Result) -> list[Signal]:
@@ -407,18 +186,6 @@ def _window_signals(decision: Decision) -> list[Signal]:
             )
         )
     return signals
-
-
-def bisect_label(verdict: Verdict, result: Result | None) -> Bisect:
-    """GOOD for a clean pass, BAD for a regression or a crash in init/runtime, else SKIP."""
-    if verdict.level is Verdict.PASS:
-        return Bisect.SKIP if result is not None and result.health.retried else Bisect.GOOD
-    if verdict is Verdict.BLOCK:
-        return Bisect.BAD
-    if verdict is Verdict.HARD_FAILURE and result is not None:
-        crashed = result.health.phase in (FailurePhase.INIT, FailurePhase.RUNTIME)
-        return Bisect.BAD if crashed and result.health.stale_image is None else Bisect.SKIP
-    return Bisect.SKIP
 
 
 def judge(

@@ -2,9 +2,9 @@
 
 Each run is judged as the gate judged it: its window from the store's own selection with
 the gate's sample limit (:func:`perfgate.baselines.history.windows_before`,
-:func:`perfgate.judge.oracle.window_sample_limit`), grouped into runs as the gate groups
+:func:`perfgate.judge.bucket_policy.window_sample_limit`), grouped into runs as the gate groups
 it (``Window.runs``), and every sample of the run judged by the oracle with the bucket's
-policy (:func:`perfgate.judge.oracle.judge_run`, :func:`perfgate.judge.oracle.policy_for`).
+policy (:func:`perfgate.judge.oracle.judge_run`, :func:`perfgate.judge.bucket_policy.policy_for`).
 A chart's bands, its level-shift marks and the index's verdicts come from here alone, so
 neither can disagree with a gate run.
 """
@@ -17,8 +17,9 @@ from dataclasses import dataclass, replace
 from perfgate.baselines.acks import AcceptedLevel, kept_runs
 from perfgate.baselines.history import BranchCommit, Run, Series, windows_before
 from perfgate.config import PRIMARY, Bucket, ConfirmMode, Direction, GatePolicy, Metric, PolicyName
+from perfgate.judge.bucket_policy import policy_for, window_sample_limit
 from perfgate.judge.calibration import NoiseCalibration
-from perfgate.judge.oracle import judge_run, policy_for, window_sample_limit
+from perfgate.judge.oracle import judge_run
 from perfgate.judge.policies import Calibration, Policy, ReferencePolicy
 from perfgate.judge.verdicts import Reason
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from perfgate.console import format_figure, render_table
 from perfgate.judge.gate import GateReport, Row
-from perfgate.judge.oracle import Signal
+from perfgate.judge.judgement import Signal
 from perfgate.judge.verdicts import Verdict
 from perfgate.report.summary import change_cell, confirmation_text, paired_text
 from perfgate.report.verdict import row_json

@@ -12,7 +12,7 @@ from typing import Any
 
 from perfgate.judge.decision import Decision
 from perfgate.judge.gate import GateReport, Row
-from perfgate.judge.oracle import Confirmation, MetricJudgement
+from perfgate.judge.judgement import Confirmation, MetricJudgement
 from perfgate.judge.paired import PairedDecision
 from perfgate.result import PairedRecord, Result, log_artifact_name
 

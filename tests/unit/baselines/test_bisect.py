@@ -17,7 +17,9 @@ from perfgate.baselines.bisect import (
     window_for,
 )
 from perfgate.config import BaselinePolicy, ConfirmMode, GatePolicy, PolicyName
-from perfgate.judge.oracle import Bisect, judge, policy_for
+from perfgate.judge.bucket_policy import policy_for
+from perfgate.judge.judgement import Bisect
+from perfgate.judge.oracle import judge
 from perfgate.judge.verdicts import Verdict
 from perfgate.result import FailurePhase
 from tests.factories import make_result

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from perfgate.config import PRIMARY, Config, GatePolicy, PolicyName, load_config
+from perfgate.judge.bucket_policy import policy_for
 from perfgate.judge.gate import GateReport, build_report
-from perfgate.judge.oracle import Bisect, policy_for
+from perfgate.judge.judgement import Bisect
 from perfgate.judge.policies import CalibratedPolicy, ReferencePolicy
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import (

@@ -8,14 +8,9 @@ from typing import Any
 import pytest
 
 from perfgate.config import Direction, Floor, FloorKind, GatePolicy, PolicyName, load_config
-from perfgate.judge.oracle import (
-    Bisect,
-    Judgement,
-    judge,
-    policy_for,
-    window_run_limit,
-    window_sample_limit,
-)
+from perfgate.judge.bucket_policy import policy_for, window_run_limit, window_sample_limit
+from perfgate.judge.judgement import Bisect, Judgement
+from perfgate.judge.oracle import judge
 from perfgate.judge.policies import CalibratedPolicy, ReferencePolicy
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import FailurePhase, SampleReading, StaleImage

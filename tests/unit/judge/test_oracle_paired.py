@@ -6,7 +6,8 @@ import random
 from dataclasses import replace
 
 from perfgate.config import ConfirmMode
-from perfgate.judge.oracle import Judgement, Method, judge
+from perfgate.judge.judgement import Judgement, Method
+from perfgate.judge.oracle import judge
 from perfgate.judge.paired import PairedPolicy
 from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.verdicts import Reason, Verdict

@@ -1,0 +1,120 @@
+"""The rules a bucket's metrics are judged with, and how much of a window is read (R4, R5).
+
+One place for the gate, the bench's confirmer and the trend site: each judges a bucket
+with the policy, the paired test and the window depth given here, so they never differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from perfgate.config import PRIMARY, Bucket, GatePolicy, Metric, PolicyName
+from perfgate.judge.budget import clear_drop
+from perfgate.judge.decision import Decision
+from perfgate.judge.paired import PairedPolicy, PairNoise
+from perfgate.judge.policies import CalibratedPolicy, Policy, ReferencePolicy
+
+
+def window_sample_limit(gate: GatePolicy, buckets: Sequence[Bucket]) -> int:
+    """How many of the nearest samples to read so every bucket's window is whole (R4),
+    and the history runner offsets are learned from (``baseline.history_runs``).
+
+    The bench (confirming) and the gate read with the same limit, so they see one window.
+    """
+    if gate.policy is PolicyName.REFERENCE:
+        return gate.baseline.max_samples
+    most = max((b.most_samples(gate.confirm) for b in buckets), default=1)
+    # The rule keeps the nearest max_runs runs of what is read; runner offsets use more.
+    return max(gate.baseline.max_runs, gate.baseline.history_runs) * most
+
+
+def window_run_limit(gate: GatePolicy) -> int | None:
+    """How many of the nearest runs a window holds: the calibrated rule judges its nearest
+    ``max_runs`` runs and learns runner offsets from ``history_runs``, so farther ones are
+    never read; the reference rule counts samples."""
+    if gate.policy is PolicyName.REFERENCE:
+        return None
+    return max(gate.baseline.max_runs, gate.baseline.history_runs)
+
+
+def policy_for(
+    bucket: Bucket, gate: GatePolicy, hardware: str, metric: Metric | None = None
+) -> Policy:
+    """The rule a metric of ``bucket`` (the primary by default) is judged with (R5).
+
+    The calibrated policy spends its false-alarm budget over the looks the bench can take,
+    so its repeats and confirmation budget are the bucket's own; a bucket whose several
+    metrics gate splits the rate between them, so unchanged code is still BLOCKed in at
+    most ``false_alarm_rate`` of bucket runs. A metric's own minimum drop and noise floor
+    replace the gate's; the per-hardware noise floors are the primary's.
+    """
+    oracle, window = gate.oracle, gate.baseline
+    metric = metric or bucket.metric
+    if metric.noise_floor_pct is not None:
+        floor = metric.noise_floor_pct
+    elif metric.name == PRIMARY:
+        floor = bucket.noise_floor_for(hardware, oracle.noise_floor_pct)
+    else:
+        floor = oracle.noise_floor_pct
+    min_drop = (
+        metric.min_drop_pct if metric.min_drop_pct is not None else oracle.min_block_regression_pct
+    )
+    if gate.policy is PolicyName.REFERENCE:
+        return ReferencePolicy(
+            k_warn=oracle.k_warn,
+            k_block=oracle.k_block,
+            min_block_regression_pct=min_drop,
+            noise_floor_pct=floor,
+            min_samples=window.min_samples,
+            max_samples=window.max_samples,
+        )
+    gating = sum(1 for m in bucket.all_metrics if m.gates)
+    return CalibratedPolicy(
+        false_alarm_rate=gate.false_alarm_rate / max(1, gating),
+        min_drop_pct=min_drop,
+        history_runs=window.history_runs,
+        noise_floor_pct=floor,
+        run_noise_floor_pct=oracle.run_noise_floor_pct,
+        min_samples=window.min_samples,
+        min_runs=window.min_runs,
+        max_runs=window.max_runs,
+        initial_repeats=bucket.repeats,
+        max_repeats=bucket.most_samples(gate.confirm),
+    )
+
+
+def paired_policy_for(
+    bucket: Bucket, gate: GatePolicy, hardware: str, metric: Metric | None = None
+) -> PairedPolicy:
+    """The paired test a metric of ``bucket`` is confirmed with (gate.confirm: paired).
+
+    The same false-alarm rate (split between the metrics that gate), minimum drop and
+    noise floor as the window rule's; the pairs stop once they rule out a drop halfway
+    between the minimum and the drop that matters for this PR (``confirm_drop_for``).
+    """
+    rule = policy_for(bucket, gate, hardware, metric)
+    if isinstance(rule, ReferencePolicy):
+        rate = gate.false_alarm_rate / max(1, sum(1 for m in bucket.all_metrics if m.gates))
+        min_drop, floor = rule.min_block_regression_pct, rule.noise_floor_pct
+    else:
+        rate, min_drop, floor = rule.false_alarm_rate, rule.min_drop_pct, rule.noise_floor_pct
+    return PairedPolicy(
+        false_alarm_rate=rate,
+        min_drop_pct=min_drop,
+        clear_drop_pct=clear_drop(min_drop, confirm_drop_for(gate, min_drop)),
+        noise_floor_pct=floor,
+        max_pairs=bucket.max_pairs,
+    )
+
+
+def confirm_drop_for(gate: GatePolicy, min_drop_pct: float) -> float:
+    """The drop worth confirming for a metric whose minimum drop is ``min_drop_pct``: the
+    gate's ``confirm_drop_pct``, never under the metric's own minimum."""
+    return max(gate.confirm_drop_pct, min_drop_pct)
+
+
+def pair_noise(decision: Decision | None) -> PairNoise | None:
+    """What the window knows of one sample's noise within a run (the pairs' prior)."""
+    if decision is None or not decision.within_noise_pct or not decision.within_df:
+        return None
+    return PairNoise(noise_pct=decision.within_noise_pct, df=decision.within_df)
