@@ -23,7 +23,7 @@ from perfgate.result import (
     StaleImage,
     Timings,
 )
-from perfgate.run.bench import benchmark_identity, launch_identity
+from perfgate.run.launch import benchmark_identity, launch_identity
 
 
 def make_result(

@@ -23,7 +23,7 @@ from perfgate.judge.calibration import BucketNoise, NoiseCalibration, write_cali
 from perfgate.judge.gate import Row
 from perfgate.judge.verdicts import Reason
 from perfgate.result import Result
-from perfgate.run.bench import bucket_hashes
+from perfgate.run.launch import bucket_hashes
 from tests.factories import make_result, with_metric
 from tests.git_support import IDENTITY, commit_all
 from tests.paths import ROOT

@@ -34,9 +34,10 @@ from perfgate.judge.oracle import judge
 from perfgate.judge.policies import CalibratedPolicy, Policy
 from perfgate.judge.rule import needs_more
 from perfgate.result import Hardware, Result, write_result
-from perfgate.run.bench import WARM_CACHE_DIR, BenchSettings, Confirm, run_bucket
+from perfgate.run.bench import Confirm, run_bucket
 from perfgate.run.checkout import replay_checkout
 from perfgate.run.drivers import get_driver
+from perfgate.run.launch import WARM_CACHE_DIR, BenchSettings
 from perfgate.run.sampling import SamplingPlan
 
 # 2: a step keeps its runs (each run's samples), not one flat list of figures.

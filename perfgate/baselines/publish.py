@@ -33,7 +33,7 @@ from perfgate.context import RunContext
 from perfgate.errors import GateMalfunction, GitError, PerfgateError, UsageError
 from perfgate.identity import stable_hash
 from perfgate.result import Result
-from perfgate.run.bench import benchmark_identity, launch_identity
+from perfgate.run.launch import benchmark_identity, launch_identity
 
 # Why a sample may not be published (None when it may).
 SampleCheck = Callable[[Sample], str | None]

@@ -22,7 +22,7 @@ from perfgate.config import PRIMARY, Bucket
 from perfgate.console import render_table
 from perfgate.errors import UsageError
 from perfgate.git import git
-from perfgate.run.bench import bucket_hashes
+from perfgate.run.launch import bucket_hashes
 
 VERIFY_SCHEMA_VERSION = 1
 

@@ -36,7 +36,7 @@ from perfgate.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from perfgate.result import Result
-    from perfgate.run.bench import BenchSettings, PlannedLaunch
+    from perfgate.run.launch import BenchSettings, PlannedLaunch
 
 
 def register(verbs: Verbs) -> None:
@@ -143,7 +143,7 @@ def run_cache_key(args: argparse.Namespace) -> int:
     """Print a bucket's warm cache directory and keys; write them as step outputs in CI."""
     from perfgate import context
     from perfgate.console import write_step_outputs
-    from perfgate.run.bench import warm_cache_keys
+    from perfgate.run.launch import warm_cache_keys
 
     config = load_config(args.config)
     bucket = next((b for b in config.buckets if b.id == args.bucket), None)
@@ -190,7 +190,7 @@ def launch_json(planned: PlannedLaunch) -> dict[str, object]:
 
 def _dry_run(buckets: tuple[Bucket, ...], settings: BenchSettings, args: argparse.Namespace) -> int:
     """Print each bucket's first launch as ``bench`` would start it; run nothing."""
-    from perfgate.run.bench import plan_first_launch
+    from perfgate.run.launch import plan_first_launch
 
     out = human(args)
     planned = {bucket.id: plan_first_launch(bucket, settings) for bucket in buckets}
@@ -221,7 +221,8 @@ def run(args: argparse.Namespace) -> int:
     from perfgate import context
     from perfgate.console import Progress, bench_table, on_github, say
     from perfgate.run import hardware
-    from perfgate.run.bench import BenchSettings, run_buckets
+    from perfgate.run.bench import run_buckets
+    from perfgate.run.launch import BenchSettings
     from perfgate.run.sampling import with_sample_count
 
     config: Config = load_config(args.config)

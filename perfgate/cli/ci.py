@@ -84,8 +84,8 @@ def bench_job_needs(config: Config) -> dict[str, Any]:
     """What the buckets' drivers need of the rendered bench job (render.Site's fields): the
     buckets whose caches stay warm (R16), and whether checkouts need Git LFS content."""
     from perfgate.result import CacheState
-    from perfgate.run.bench import cache_state
     from perfgate.run.drivers import get_driver
+    from perfgate.run.launch import cache_state
 
     return {
         "warm_buckets": frozenset(

@@ -339,7 +339,8 @@ def _measure(args: argparse.Namespace, config: Config, buckets: dict[str, Bucket
     from perfgate.result import PairedSide
     from perfgate.run import hardware
     from perfgate.run.admission import AdmissionControl
-    from perfgate.run.bench import BenchSettings, measure_alternately
+    from perfgate.run.alternate import measure_alternately
+    from perfgate.run.launch import BenchSettings
 
     if not 1 <= args.pairs <= 100:
         raise UsageError(f"--pairs {args.pairs}: take between 1 and 100 pairs")

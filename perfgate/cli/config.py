@@ -177,9 +177,9 @@ def _matrix_json(config: Config, bucket: Bucket) -> dict[str, Any]:
     from perfgate import context
     from perfgate.cli.bench import launch_json
     from perfgate.result import Hardware
-    from perfgate.run.bench import BenchSettings, cache_state, container_of, plan_first_launch
     from perfgate.run.container import IMAGE_ENV
     from perfgate.run.drivers import CheckoutUnsupported
+    from perfgate.run.launch import BenchSettings, cache_state, container_of, plan_first_launch
 
     entry = bucket.matrix_entry()
     entry["cache"] = cache_state(bucket).value

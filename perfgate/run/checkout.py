@@ -17,8 +17,8 @@ from perfgate.config import Bucket, Config, load_config
 from perfgate.errors import GitError, PerfgateError
 from perfgate.git import git, resolve, try_git
 from perfgate.result import Result
-from perfgate.run.bench import bucket_hashes
 from perfgate.run.drivers import get_driver
+from perfgate.run.launch import bucket_hashes
 from perfgate.run.paired import BaseCheckout
 
 

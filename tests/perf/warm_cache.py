@@ -31,7 +31,8 @@ sys.path.insert(0, str(ROOT))
 from perfgate.config import ConfirmMode, load_config  # noqa: E402
 from perfgate.context import RunContext  # noqa: E402
 from perfgate.result import Hardware, Result  # noqa: E402
-from perfgate.run.bench import BenchSettings, run_bucket  # noqa: E402
+from perfgate.run.bench import run_bucket  # noqa: E402
+from perfgate.run.launch import BenchSettings  # noqa: E402
 from perfgate.run.sampling import SamplingPlan  # noqa: E402
 from tests.fixtures import fake_docker  # noqa: E402
 from tests.fixtures import isaaclab_standin as standin  # noqa: E402

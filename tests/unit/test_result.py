@@ -9,7 +9,7 @@ import pytest
 from perfgate.config import PRIMARY, load_config
 from perfgate.identity import Identity, stable_hash
 from perfgate.result import IdentityRecord, Result, read_result, validate_result, write_result
-from perfgate.run.bench import benchmark_identity, launch_identity
+from perfgate.run.launch import benchmark_identity, launch_identity
 from tests.factories import make_result, with_metric
 from tests.paths import ROOT
 

@@ -27,7 +27,7 @@ from perfgate.baselines.store import (
 from perfgate.config import DEFAULT_CONFIG, PRIMARY, Bucket, Config, load_config
 from perfgate.errors import ConfigError, GitError, UsageError
 from perfgate.git import git
-from perfgate.run.bench import bucket_hashes
+from perfgate.run.launch import bucket_hashes
 
 K = TypeVar("K")
 DEFAULT_SEED_KEY = "seed"

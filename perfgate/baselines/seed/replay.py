@@ -25,9 +25,10 @@ from perfgate.baselines.store import (
 from perfgate.config import AdmissionMode, AdmissionPolicy, ImageSpec
 from perfgate.context import RunContext
 from perfgate.result import Hardware, Result, SampleReading, write_result
-from perfgate.run.bench import WARM_CACHE_DIR, BenchSettings, run_bucket
+from perfgate.run.bench import run_bucket
 from perfgate.run.checkout import replay_checkout
 from perfgate.run.drivers import get_driver
+from perfgate.run.launch import WARM_CACHE_DIR, BenchSettings
 
 TRUSTED_SOURCE = "seed"
 

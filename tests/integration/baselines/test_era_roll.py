@@ -23,7 +23,7 @@ from perfgate.cli import main
 from perfgate.config import load_config
 from perfgate.git import git
 from perfgate.identity import stable_hash
-from perfgate.run.bench import bucket_hashes
+from perfgate.run.launch import bucket_hashes
 from tests.git_support import MakeClone, commit_all
 from tests.paths import FIXTURES, ROOT
 

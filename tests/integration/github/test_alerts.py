@@ -28,7 +28,7 @@ from perfgate.config import PRIMARY, Config, load_config
 from perfgate.git import git
 from perfgate.github.alerts import ACCEPTED_LABEL, LABEL, read_state
 from perfgate.judge.verdicts import Reason
-from perfgate.run.bench import bucket_hashes
+from perfgate.run.launch import bucket_hashes
 from tests.factories import make_result
 from tests.github_server import BOT, READ_TOKEN, WRITE_TOKEN, FakeGitHub, serve
 from tests.trend_stores import IDENTITY

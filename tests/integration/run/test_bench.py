@@ -27,8 +27,9 @@ from perfgate.result import (
     validate_result,
     write_result,
 )
-from perfgate.run.bench import THREAD_VARIABLES, BenchSettings, run_bucket
-from perfgate.run.execution import LOG_TAIL_BYTES
+from perfgate.run.bench import run_bucket
+from perfgate.run.launch import THREAD_VARIABLES, BenchSettings
+from perfgate.run.logs import LOG_TAIL_BYTES
 from perfgate.run.sampling import SamplingPlan
 from tests.paths import FIXTURES
 

@@ -11,7 +11,8 @@ import pytest
 from perfgate.config import load_config
 from perfgate.context import RunContext
 from perfgate.result import Hardware
-from perfgate.run.bench import BenchSettings, run_bucket
+from perfgate.run.bench import run_bucket
+from perfgate.run.launch import BenchSettings
 
 DUMP = """import json, os, sys
 open(sys.argv[1], "w").write(json.dumps({"fps": 1.0, "env": dict(os.environ)}))

@@ -31,7 +31,8 @@ from perfgate.result import (
     Result,
     validate_result,
 )
-from perfgate.run.bench import BenchSettings, run_bucket
+from perfgate.run.bench import run_bucket
+from perfgate.run.launch import BenchSettings
 from perfgate.run.paired import PairPlan
 from perfgate.run.sampling import SamplingPlan, Step
 from tests import container_support as support

@@ -34,7 +34,8 @@ from perfgate.result import (
     read_result,
     validate_result,
 )
-from perfgate.run.bench import BenchSettings, run_bucket
+from perfgate.run.bench import run_bucket
+from perfgate.run.launch import BenchSettings
 from tests.fixtures import isaaclab_standin as standin
 from tests.git_support import IDENTITY, commit_all, empty_origin
 from tests.paths import FIXTURES, ROOT

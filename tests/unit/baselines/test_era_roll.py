@@ -21,8 +21,8 @@ from perfgate.baselines.store import Sample
 from perfgate.baselines.verify import BucketReadiness, Readiness, classify
 from perfgate.config import ROLL_PLACEHOLDERS, Bucket, ImageBuild, ImageRoll, ImageSpec, load_config
 from perfgate.errors import ConfigError, UsageError
-from perfgate.run.bench import bucket_hashes
 from perfgate.run.image import Era
+from perfgate.run.launch import bucket_hashes
 
 Buckets = tuple[Bucket, ...]
 ERA = Era(key="0123456789abcdef", contract={"image_era_version": 1, "fields": {"V": "6"}})

@@ -33,7 +33,7 @@ from perfgate.baselines.store import Sample, WindowIdentity, samples_from_result
 from perfgate.baselines.verify import Readiness, classify
 from perfgate.config import Bucket, Config, GatePolicy, Metric
 from perfgate.errors import ConfigError, UsageError
-from perfgate.run.bench import bucket_hashes
+from perfgate.run.launch import bucket_hashes
 from tests.factories import make_result
 
 C1, C2 = "1" * 40, "2" * 40

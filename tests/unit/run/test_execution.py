@@ -7,12 +7,8 @@ import pytest
 
 from perfgate.config import PhaseMarkers
 from perfgate.result import FailurePhase
-from perfgate.run.execution import (
-    ProcessOutcome,
-    classify_failure,
-    environment_fix,
-    why_not_retry,
-)
+from perfgate.run.execution import ProcessOutcome, why_not_retry
+from perfgate.run.logs import classify_failure, environment_fix
 
 MARKERS = PhaseMarkers(
     driver_error=("CUDA_ERROR_",),

@@ -22,7 +22,8 @@ from perfgate.run.drivers.isaaclab import (
     runtime_paths,
     scan_sources,
 )
-from perfgate.run.execution import AttemptDirs, classify_failure
+from perfgate.run.execution import AttemptDirs
+from perfgate.run.logs import classify_failure
 from tests.fixtures import isaaclab_standin as standin
 
 CONFIG = """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from perfgate.run.execution import LOG_TAIL_BYTES, LogScan, read_log_excerpt
+from perfgate.run.logs import LOG_TAIL_BYTES, LogScan, read_log_excerpt
 
 
 def test_a_marker_split_across_two_chunks_is_found() -> None:

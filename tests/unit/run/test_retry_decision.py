@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from perfgate.result import FailurePhase
-from perfgate.run.execution import ProcessOutcome, python_crash, why_not_retry
+from perfgate.run.execution import ProcessOutcome, why_not_retry
+from perfgate.run.logs import python_crash
 
 KEY_ERROR = """\
 perfgate-demo: environments ready

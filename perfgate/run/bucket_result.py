@@ -1,0 +1,190 @@
+"""A bucket run's Result assembled from its samples: health, figures, timings, identity."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Collection, Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from perfgate import __version__
+from perfgate.config import Bucket, Metric
+from perfgate.identity import Identity, runtime_inputs
+from perfgate.result import (
+    AttemptTiming,
+    BucketRef,
+    CiInfo,
+    FailurePhase,
+    Health,
+    IdentityRecord,
+    MetricReading,
+    PairedRecord,
+    Result,
+    SampleReading,
+    Sampling,
+    SamplingStop,
+    Source,
+    Timings,
+)
+from perfgate.run import staleness
+from perfgate.run.admission import AdmissionControl
+from perfgate.run.bundle import MetricStats
+from perfgate.run.execution import attempt_log
+from perfgate.run.launch import BenchSettings, benchmark_identity, launch_identity
+from perfgate.run.logs import read_log_excerpt
+from perfgate.run.sample import SampleRun, sample_figure
+from perfgate.run.sampling import SamplingPlan
+
+# Crashes whose log may show a stale image (R7); a hang, an OOM or a mismatch cannot.
+CRASH_PHASES = frozenset(
+    {FailurePhase.IMPORT, FailurePhase.DRIVER, FailurePhase.INIT, FailurePhase.RUNTIME}
+)
+
+
+def _pin_files(bucket: Bucket) -> tuple[str, ...]:
+    declared = bucket.isaaclab.pin_files if bucket.isaaclab else None
+    return declared if declared is not None else staleness.DEFAULT_PIN_FILES
+
+
+def bucket_result(
+    bucket: Bucket,
+    settings: BenchSettings,
+    samples: Sequence[SampleRun],
+    plan: SamplingPlan,
+    stopped: SamplingStop,
+    timing: tuple[datetime, float, datetime, float],
+    replaced: Sequence[int],
+    control: AdmissionControl,
+    paired: PairedRecord | None,
+) -> Result:
+    """The bucket run's Result: health of its last sample, the figures of its healthy ones.
+
+    The figure is the median of the samples admission control kept (of all of them when it
+    set every one aside, so the artifact still says what was measured).
+    """
+    ci = settings.context
+    started_at, _, finished_at, wall_s = timing
+    last = samples[-1]
+    final = last.final
+    measurement, outcome = final.reading, final.outcome
+    phase = outcome.phase
+    if phase is None and measurement.config_mismatch:
+        phase = FailurePhase.CONFIG_MISMATCH
+    elif phase is None and measurement.error:
+        phase = FailurePhase.OUTPUT
+    stale_image = None
+    if phase in CRASH_PHASES:
+        stale_image = staleness.assess(
+            read_log_excerpt(attempt_log(last.work_dir, final.number, warmup=final.warmup)),
+            measurement.versions,
+            settings.checkout,
+            _pin_files(bucket),
+        )
+    identity = Identity(
+        launch=launch_identity(bucket),
+        benchmark=benchmark_identity(bucket),
+        runtime=runtime_inputs(measurement.runtime_fields),
+    )
+    aside = {sample.index for sample in samples if sample.admission.set_aside}
+    # Runner time past the plan: confirmation samples that counted, and any paired comparison.
+    counted = [sample for sample in samples if sample.index not in replaced]
+    confirming = counted[plan.repeats :]
+    return Result(
+        bucket=BucketRef.of(bucket),
+        hardware=settings.hardware,
+        source=Source(**ci.source_json()),
+        ci=CiInfo(**ci.ci_json()),
+        identity=IdentityRecord(**identity.to_json()),
+        metric=replace(
+            _reading(bucket.metric, samples, aside, measurement.stats),
+            figures=dict(measurement.figures),
+        ),
+        metrics={metric.name: _reading(metric, samples, aside) for metric in bucket.metrics},
+        health=Health(
+            exit_code=outcome.exit_code,
+            phase=phase,
+            timed_out=outcome.timed_out,
+            # The sample that needed the most attempts (a retried sample makes a retried run).
+            attempts=max(sample.attempts for sample in samples),
+            retried=any(sample.attempts > 1 for sample in samples),
+            config_mismatch=measurement.config_mismatch,
+            # An environment failure says what to do about it; else what the output lacked.
+            error=outcome.fix or measurement.error,
+            not_retried=final.not_retried,
+            stale_image=stale_image,
+        ),
+        timings=Timings(
+            started_at=started_at.isoformat(),
+            finished_at=finished_at.isoformat(),
+            wall_s=wall_s,
+            attempts=tuple(
+                AttemptTiming(
+                    number=r.number,
+                    exit_code=r.outcome.exit_code,
+                    phase=r.outcome.phase,
+                    timed_out=r.outcome.timed_out,
+                    wall_s=r.outcome.wall_s,
+                    sample_index=sample.index,
+                    cache=r.cache,
+                    warmup=r.warmup,
+                )
+                for sample in samples
+                for r in sample.records
+            ),
+        ),
+        log_tail=outcome.log_tail,
+        log_path=str(attempt_log(last.work_dir, final.number, warmup=final.warmup)),
+        perfgate_version=__version__,
+        sampling=Sampling(
+            confirm=plan.confirm.value,
+            repeats=plan.repeats,
+            max_repeats=plan.max_repeats,
+            stopped=stopped,
+            confirming_samples=len(confirming),
+            confirmation_s=round(
+                sum(s.wall_s for s in confirming) + (paired.wall_s if paired else 0.0), 3
+            ),
+            admission_s=round(control.spent_s, 3),
+        ),
+        admission=tuple(sample.admission for sample in samples),
+        paired=paired,
+    )
+
+
+def _reading(
+    metric: Metric,
+    samples: Sequence[SampleRun],
+    aside: Collection[int],
+    spread: MetricStats | None = None,
+) -> MetricReading:
+    """One metric over the run's samples: each sample's figure, their median and spread.
+
+    The median and spread are of the samples admission control kept (of all of them when
+    it set every one aside, so the artifact still says what was measured). ``spread`` is
+    the benchmark's own (the primary's siblings), shown for a single sample.
+    """
+    readings = tuple(
+        SampleReading(
+            sample_index=sample.index,
+            value=value,
+            wall_s=sample.final.outcome.wall_s,
+            cache=sample.final.cache,
+        )
+        for sample in samples
+        if (value := sample_figure(sample, metric)) is not None
+    )
+    values = [r.value for r in readings if r.sample_index not in aside] or [
+        r.value for r in readings
+    ]
+    several = len(values) > 1
+    own = spread or MetricStats(value=None)
+    return MetricReading(
+        path=metric.path,
+        direction=metric.direction,
+        unit=metric.unit,
+        value=statistics.median(values) if values else None,
+        std=statistics.stdev(values) if several else own.std,
+        min=min(values) if several else own.min,
+        max=max(values) if several else own.max,
+        samples=readings,
+    )

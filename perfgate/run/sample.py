@@ -1,0 +1,210 @@
+"""One sample of a bucket: its launch with retry (R10) between admission control's checks,
+its figures, and the notices a person reads while it runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from perfgate.config import PRIMARY, Bucket, Metric
+from perfgate.result import FailurePhase, SampleAdmission
+from perfgate.run.admission import AdmissionControl
+from perfgate.run.bundle import MetricStats
+from perfgate.run.drivers import CheckoutUnsupported, Measurement, get_driver
+from perfgate.run.execution import (
+    AttemptDirs,
+    AttemptRecord,
+    EnvironmentProblem,
+    Invocation,
+    ProcessOutcome,
+    run_with_retry,
+)
+from perfgate.run.launch import BenchSettings, container_wrap, launch_invocation, warm_cache
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampleRun:
+    """One sample: one run of the benchmark, with its retries (R10)."""
+
+    index: int
+    records: list[AttemptRecord[Measurement]]
+    work_dir: Path
+    admission: SampleAdmission
+
+    @property
+    def wall_s(self) -> float:
+        """Runner time of the sample, every attempt included."""
+        return sum(record.outcome.wall_s for record in self.records)
+
+    @property
+    def value(self) -> float | None:
+        """The sample's figure (None when it has none)."""
+        return self.final.reading.stats.value
+
+    @property
+    def attempts(self) -> int:
+        """Attempts the sample took (a warm-up launch is part of its attempt, not another)."""
+        return max(record.number for record in self.records)
+
+    @property
+    def final(self) -> AttemptRecord[Measurement]:
+        """The attempt that counts: the first success, else the last failure."""
+        return self.records[-1]
+
+    @property
+    def healthy(self) -> bool:
+        """Ran cleanly and gave a positive figure; anything else ends the bucket run."""
+        final = self.final
+        value = final.reading.stats.value
+        return (
+            final.outcome.phase is None and final.reading.usable and value is not None and value > 0
+        )
+
+
+def measure_sample(
+    bucket: Bucket,
+    settings: BenchSettings,
+    run_key: str,
+    index: int,
+    control: AdmissionControl,
+    label: str | None = None,
+    warm_name: str | None = None,
+) -> SampleRun:
+    """Sample ``index`` of the bucket: its own work directory, with retry, between admission
+    control's checks of the machine (``label`` names its directory). Its cache is its own
+    per attempt, or the bucket's warm cache (``warm_name`` under the warm root)."""
+    driver = get_driver(bucket.driver)
+    sample_dir = label or f"sample-{index}"
+    work_dir = settings.work_root / "runs" / bucket.file_stem / sample_dir
+    invocations: dict[int, Invocation] = {}
+
+    def plan(dirs: AttemptDirs) -> Invocation:
+        invocation = launch_invocation(bucket, settings.checkout, dirs)
+        invocations[dirs.number] = invocation
+        return invocation
+
+    def read(dirs: AttemptDirs, outcome: ProcessOutcome) -> Measurement:
+        return _require_metric(bucket, driver.read(bucket, dirs, invocations[dirs.number]))
+
+    cache_root = settings.work_root / "cache" / run_key / bucket.file_stem / sample_dir
+    warm = warm_cache(bucket, settings, warm_name)
+
+    def attempts() -> list[AttemptRecord[Measurement]]:
+        try:
+            records = run_with_retry(
+                plan=plan,
+                read=read,
+                succeeded=lambda outcome, m: outcome.phase is None and m.error is None,
+                retries=bucket.retries,
+                timeout_s=bucket.timeout_minutes * 60,
+                markers=driver.markers(bucket),
+                work_dir=work_dir,
+                cache_root=cache_root,
+                warm=warm,
+                wrap=container_wrap(bucket, settings, f"{run_key}-{label or index}"),
+                # A name the container block passes on is wanted by name: kept for docker to read.
+                keep_env=(*bucket.keep_env, *(bucket.container.env if bucket.container else ())),
+                on_line=settings.echo,
+                on_retry=lambda record: settings.say(_retry_notice(bucket, record)),
+            )
+        except CheckoutUnsupported as exc:
+            return [_not_launched(str(exc), FailurePhase.IMPORT)]
+        except EnvironmentProblem as exc:
+            settings.say(f"{bucket.id}: cannot launch ({exc})")
+            return [_not_launched(str(exc), FailurePhase.ENVIRONMENT)]
+        if records[-1].not_retried:
+            settings.say(_retry_notice(bucket, records[-1]))
+        return records
+
+    records, admission = control.measure(index, attempts)
+    return SampleRun(index=index, records=records, work_dir=work_dir, admission=admission)
+
+
+def grant_remeasure(
+    bucket: Bucket,
+    settings: BenchSettings,
+    control: AdmissionControl,
+    what: str,
+    wall_s: float,
+    admission: SampleAdmission | None,
+) -> bool:
+    """Whether a sample taken on an unfit machine is measured again; says which."""
+    granted = control.may_remeasure(wall_s)
+    why = "; ".join(admission.reasons) if admission else "unfit machine"
+    then = "measuring again" if granted else "set aside (the re-measure budget is spent)"
+    settings.say(f"{bucket.id}: {what} was taken on an unfit machine ({why}); {then}")
+    return granted
+
+
+def sample_figure(sample: SampleRun, metric: Metric) -> float | None:
+    """A sample's figure of ``metric``.
+
+    Another metric than the primary counts only where it is positive (an optional one may
+    be absent) and only in samples with a primary figure, so every metric of a run lists
+    the same sample indices.
+    """
+    reading = sample.final.reading
+    if metric.name == PRIMARY or reading.stats.value is None:
+        return reading.stats.value
+    value = reading.metrics.get(metric.name)
+    return value if value is not None and value > 0 else None
+
+
+def _retry_notice(bucket: Bucket, record: AttemptRecord[Measurement]) -> str:
+    """``cartpole/numpy: attempt 1 of 2 failed (runtime, exit 1: RuntimeError: boom); retrying``,
+    or the one line that says why it was not retried."""
+    outcome, measurement = record.outcome, record.reading
+    what = outcome.phase.value if outcome.phase else "output"
+    exit_text = f", exit {outcome.exit_code}" if outcome.exit_code not in (0, None) else ""
+    last = last_lines(outcome.log_tail, 1)
+    cause = (
+        last[0]
+        if outcome.phase is not None and last
+        else (measurement.config_mismatch or measurement.error or "see its log")
+    )
+    then = record.not_retried or "retrying with fresh outputs and caches"
+    attempt = f"attempt {record.number} of {bucket.retries + 1}"
+    return f"{bucket.id}: {attempt} failed ({what}{exit_text}: {cause}); {then}"
+
+
+def last_lines(text: str, count: int) -> list[str]:
+    """The last ``count`` non-empty lines of a log tail."""
+    return [line for line in text.splitlines() if line.strip()][-count:]
+
+
+def _not_launched(message: str, phase: FailurePhase) -> AttemptRecord[Measurement]:
+    """The attempt that never launched: the checkout cannot load the benchmark (``import``),
+    or the environment cannot run it (``environment``: the message is the fix)."""
+    return AttemptRecord(
+        number=1,
+        outcome=ProcessOutcome(
+            exit_code=None,
+            timed_out=False,
+            wall_s=0.0,
+            log_tail=f"perfgate: {message}\n",
+            phase=phase,
+            fix=message if phase is FailurePhase.ENVIRONMENT else None,
+        ),
+        reading=Measurement(stats=MetricStats(value=None), error=message),
+    )
+
+
+def _require_metric(bucket: Bucket, measurement: Measurement) -> Measurement:
+    """An output without the primary figure, or a required metric, is unreadable (R3)."""
+    if measurement.error is not None:
+        return measurement
+    where = measurement.output_file or "the output"
+    if measurement.stats.value is None:
+        return replace(
+            measurement,
+            error=f"metric {bucket.metric.path!r} is missing or not a finite number in {where}",
+        )
+    for metric in bucket.metrics:
+        value = measurement.metrics.get(metric.name)
+        if metric.required and (value is None or value <= 0):
+            return replace(
+                measurement,
+                error=f"metric {metric.name!r} ({metric.path}) is missing or not a positive "
+                f"finite number in {where}; if some outputs lack it, declare it required: false",
+            )
+    return measurement
