@@ -104,6 +104,10 @@ def plan_launches(buckets: Sequence[Bucket], checkout: Path) -> list[str]:
     if not checkout.is_dir():
         raise UsageError(f"--checkout {checkout}: no such directory")
     problems, warnings = [], []
+    # One scan of the checkout's sources for every isaaclab bucket's task-id check.
+    sources = (
+        isaaclab.scan_sources(checkout) if any(b.driver == "isaaclab" for b in buckets) else None
+    )
     with tempfile.TemporaryDirectory(prefix="perfgate-plan-") as tmp:
         dirs = AttemptDirs(number=1, output_dir=Path(tmp) / "out", cache_dir=Path(tmp) / "cache")
         for bucket in buckets:
@@ -112,7 +116,7 @@ def plan_launches(buckets: Sequence[Bucket], checkout: Path) -> list[str]:
             except (CheckoutUnsupported, ConfigError) as exc:
                 problems.append(f"{bucket.id}: {exc}" if bucket.id not in str(exc) else str(exc))
                 continue
-            if bucket.driver == "isaaclab" and (ids := isaaclab.unregistered_ids(checkout, bucket)):
+            if bucket.driver == "isaaclab" and (ids := isaaclab.unregistered_ids(sources, bucket)):
                 warnings.append(
                     f"{bucket.id}: {checkout} registers none of {', '.join(ids)} by a literal "
                     "gym.register id; the benchmark job runs "

@@ -327,14 +327,14 @@ def resolve_task(bucket: Bucket, sources: Sources | None) -> str:
     return next((task_id for task_id in known if task_id in registered), bucket.task)
 
 
-def unregistered_ids(checkout: Path, bucket: Bucket) -> tuple[str, ...]:
-    """The bucket's task id and aliases when the checkout's sources register task ids by
-    literal ``gym.register`` calls but none of these (empty otherwise): likely a stale id.
+def unregistered_ids(sources: Sources | None, bucket: Bucket) -> tuple[str, ...]:
+    """The bucket's task id and aliases when a checkout's sources (``scan_sources``)
+    register task ids by literal ``gym.register`` calls but none of these (empty
+    otherwise): likely a stale id.
 
     Never a veto (a checkout may register ids through a helper the scan cannot read); the
     hosted check says it so the id is looked at before a GPU minute is spent on it.
     """
-    sources = scan_sources(checkout)
     known = (bucket.task, *spec(bucket).task_aliases)
     if sources is None or not sources.task_ids or any(t in sources.task_ids for t in known):
         return ()
