@@ -39,8 +39,10 @@ defaults:
   steps: 400
   warmup_steps: 5
   retries: 0
-  # The median step: a step another process preempted is an outlier, not a slowdown.
-  metric: {path: runtime.total_fps.median, direction: higher, unit: env-steps/s}
+  # The demo matrix's figure: the fastest block of steps in CPU time, which other work on a
+  # loaded machine can only slow down (the median step moved 1.6 M to 2.7 M between runs of
+  # one unchanged commit in CI and left a 98 % drop undecided).
+  metric: {path: runtime.total_fps.best_block, direction: higher, unit: env-steps/s}
 buckets:
   - task: cartpole
     backends: [{physics: numpy}]
