@@ -20,7 +20,11 @@ from perfgate.baselines.verify import hardware_partitions
 from perfgate.config import PRIMARY, Bucket, Config, Direction
 from perfgate.errors import GateMalfunction
 from perfgate.judge import confirm
-from perfgate.judge.bucket_policy import window_run_limit, window_sample_limit
+from perfgate.judge.bucket_policy import (
+    fitted_window_depth,
+    window_run_limit,
+    window_sample_limit,
+)
 from perfgate.judge.calibration import NoiseCalibration
 from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.window import WindowModel, analyse_window
@@ -118,6 +122,7 @@ class WindowConfirmer(confirm.Confirmer):
             base=base,
             max_samples=window_sample_limit(gate, self.config.buckets),
             max_runs=window_run_limit(gate),
+            fitted=fitted_window_depth(gate, self.config.buckets),
         )
         return found[bucket.id]
 

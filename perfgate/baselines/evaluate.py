@@ -9,9 +9,14 @@ from perfgate.artifacts import UnreadableArtifact
 from perfgate.baselines.acks import accepted_levels, kept_runs, read_acks
 from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
 from perfgate.config import PRIMARY, Bucket, Config
-from perfgate.judge.bucket_policy import window_run_limit, window_sample_limit
+from perfgate.judge.bucket_policy import (
+    fitted_window_depth,
+    window_run_limit,
+    window_sample_limit,
+)
 from perfgate.judge.calibration import configured_calibration
 from perfgate.judge.gate import GateReport, build_report, latest_per_bucket
+from perfgate.judge.runners import WindowRunners
 from perfgate.result import Result
 
 
@@ -38,7 +43,7 @@ def evaluate(
     windows: dict[str, Sequence[Sequence[float]]] = {}
     metric_windows: dict[tuple[str, str], Sequence[Sequence[float]]] = {}
     accepted: dict[tuple[str, str], int] = {}
-    runners: dict[str | tuple[str, str], Sequence[str | None]] = {}
+    runners: dict[str | tuple[str, str], WindowRunners] = {}
     tip = base = source = None
     notes = list(notes)
     if store is None:
@@ -54,6 +59,7 @@ def evaluate(
             base=base,
             max_samples=window_sample_limit(config.gate, config.buckets),
             max_runs=window_run_limit(config.gate),
+            fitted=fitted_window_depth(config.gate, config.buckets),
         )
         windows = {bucket: w.runs() for (bucket, name), w in found.items() if name == PRIMARY}
         metric_windows = {key: w.runs() for key, w in found.items() if key[1] != PRIMARY}
@@ -65,7 +71,7 @@ def evaluate(
                 accepted[(bucket, name)] = kept
         notes.extend(ack_warnings)
         runners = {
-            (bucket if name == PRIMARY else (bucket, name)): [r.runner for r in w.stored_runs()]
+            (bucket if name == PRIMARY else (bucket, name)): w.runners()
             for (bucket, name), w in found.items()
         }
         if store.skipped_lines:

@@ -17,6 +17,7 @@ a line written before metrics existed is the primary's.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -28,7 +29,7 @@ from typing import Any
 from perfgate.config import PRIMARY
 from perfgate.errors import GateMalfunction
 from perfgate.identity import stable_hash
-from perfgate.judge.runners import StoredRun
+from perfgate.judge.runners import RunnerModel, StoredRun, WindowRunners
 from perfgate.result import Result, SampleReading
 
 SAMPLE_SCHEMA_VERSION = 1
@@ -394,9 +395,11 @@ class WindowEntry:
 
 @dataclass(frozen=True, kw_only=True)
 class Window:
-    """The selected baseline samples, nearest commits first."""
+    """The selected baseline samples, nearest commits first, and the runner model fitted
+    when they were stored (None: none trusted; learn it from older runs read with them)."""
 
     entries: tuple[WindowEntry, ...]
+    fitted: RunnerModel | None = None
 
     @property
     def values(self) -> tuple[float, ...]:
@@ -405,11 +408,11 @@ class Window:
 
     def runs(self) -> list[list[float]]:
         """The figures grouped by the run that took them (commit and timestamp), nearest first."""
-        return list(self._by_run().values())
+        return [list(values) for values in self._by_run.values()]
 
     def run_commits(self) -> list[str]:
         """The commit of each of :meth:`runs`, in the same order."""
-        return [commit for commit, _ in self._by_run()]
+        return [commit for commit, _ in self._by_run]
 
     def stored_runs(self) -> list[StoredRun]:
         """The runs with the runner each ran on (what runner offsets are learned from)."""
@@ -417,19 +420,25 @@ class Window:
         for entry in self.entries:
             runners.setdefault((entry.commit, entry.timestamp), entry.runner)
         return [
-            StoredRun(runner=runners[key], values=tuple(values))
-            for key, values in self._by_run().items()
+            StoredRun(runner=runners[key], values=values) for key, values in self._by_run.items()
         ]
+
+    def runners(self) -> WindowRunners:
+        """Who measured each run (as :meth:`runs` orders them), with the fitted model."""
+        return WindowRunners(names=tuple(run.runner for run in self.stored_runs()),
+                             fitted=self.fitted)  # fmt: skip
 
     def launch_seconds(self) -> list[float]:
         """The recorded launch durations of the window's samples (what a launch costs)."""
         return [e.wall_s for e in self.entries if e.wall_s is not None and e.wall_s > 0]
 
-    def _by_run(self) -> dict[tuple[str, str], list[float]]:
+    @functools.cached_property
+    def _by_run(self) -> Mapping[tuple[str, str], tuple[float, ...]]:
+        # Grouped once: the gate asks for runs, commits and runners of every window.
         grouped: dict[tuple[str, str], list[float]] = {}
         for entry in self.entries:
             grouped.setdefault((entry.commit, entry.timestamp), []).append(entry.value)
-        return grouped
+        return {key: tuple(values) for key, values in grouped.items()}
 
 
 def select_window(

@@ -6,7 +6,8 @@ newest at most SEGMENT_LINES samples):
 - ``<backend>.ids``: every sample id ever stored for the bucket, one a line (dedup);
 - ``<backend>/<count>.ndjson``: archived full segments, named by the sample count at
   their end, so names sort oldest first;
-- ``<backend>.idx`` and ``<backend>/<count>.idx``: each segment's index.
+- ``<backend>.idx`` and ``<backend>/<count>.idx``: each segment's index;
+- ``<backend>.runners``: the bucket's runner models (:mod:`perfgate.baselines.runner_file`).
 
 An index lets a reader choose a window without reading the segment at all. Its first line
 names the exact blob it describes (``perfgate-index 2 <blob id> <lines>``); then one line
@@ -194,6 +195,9 @@ class BucketUpdate:
     files: dict[str, str | None]
     added: int
     present: int
+    # The index entries of every line written (archives made, then the live segment),
+    # oldest first; None for a line that cannot be indexed.
+    entries: tuple[Entry | None, ...] = ()
 
 
 def append_to_bucket(
@@ -248,7 +252,7 @@ def append_to_bucket(
         files.update(_segment_files(path, lines[window], entries[window], object_format))
     rest = slice(full * segment_lines_max, None)
     files.update(_segment_files(live_path, lines[rest], entries[rest], object_format))
-    return BucketUpdate(files=files, added=len(fresh), present=present)
+    return BucketUpdate(files=files, added=len(fresh), present=present, entries=tuple(entries))
 
 
 def _segment_files(

@@ -11,8 +11,9 @@ publishers lose nothing.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,14 @@ from perfgate.baselines.reading import (
     object_format,
     stream_blobs,
 )
+from perfgate.baselines.runner_file import (
+    fit_models,
+    kept_models,
+    parse_runner_file,
+    render_runner_file,
+    runners_path,
+    wanted_digests,
+)
 from perfgate.baselines.samples import (
     SAMPLE_SCHEMA_VERSION,
     Sample,
@@ -49,17 +58,23 @@ from perfgate.baselines.segments import (
     RECENT_HORIZON,
     SEGMENT_LINES,
     BucketFiles,
+    BucketUpdate,
+    Entry,
     append_to_bucket,
     archive_dir,
+    blob_id,
     decode,
     encode,
     ids_path,
     index_path,
     is_archive,
+    line_entry,
+    parse_index,
+    segment_lines,
     stored_ids,
 )
 from perfgate.baselines.windows import K, choose_windows
-from perfgate.config import Config
+from perfgate.config import BaselinePolicy, Config
 from perfgate.errors import GateMalfunction
 from perfgate.git import git, resolve, try_git
 from perfgate.run.checkout import merge_base
@@ -126,6 +141,7 @@ class BaselineStore:
         retry: PushRetryPolicy | None = None,
         segment_lines: int = SEGMENT_LINES,
         horizon: int = RECENT_HORIZON,
+        history_runs: int = BaselinePolicy.history_runs,
     ) -> None:
         self.repo = repo
         self.branch = branch
@@ -133,6 +149,9 @@ class BaselineStore:
         self.retry = retry or PushRetryPolicy()
         self.segment_lines = segment_lines
         self.horizon = horizon
+        # Runs of history each bucket's runner models are fitted over as samples land
+        # (``gate.baseline.history_runs``); 0 fits none.
+        self.history_runs = history_runs
         self.warnings: list[str] = []
         # Lines skipped as corrupt (each also has a warning naming its file and line).
         self.skipped_lines = 0
@@ -174,9 +193,12 @@ class BaselineStore:
         base: str | None,
         max_samples: int,
         max_runs: int | None = None,
+        fitted: tuple[int, int] | None = None,
     ) -> dict[K, Window]:
         """Each window, keyed as ``keys`` (bucket, or bucket and metric), at ``tip``: at most
-        ``max_samples`` samples, of at most ``max_runs`` runs when given."""
+        ``max_samples`` samples, of at most ``max_runs`` runs when given. ``fitted``
+        (samples, runs): what a window whose runner model the branch holds (fitted over this
+        store's ``history_runs``) reads instead: the window alone, with its model."""
         if tip is None or base is None:
             return {bucket: Window(entries=()) for bucket in keys}
         outcome = choose_windows(
@@ -188,6 +210,7 @@ class BaselineStore:
             horizon=self.horizon,
             label=self.branch,
             max_runs=max_runs,
+            fitted=(*fitted, self.history_runs) if fitted and self.history_runs > 0 else None,
         )
         self.warnings.extend(outcome.warnings)
         self.skipped_lines += len(outcome.warnings)
@@ -244,7 +267,8 @@ class BaselineStore:
     def _touched(samples: Sequence[Sample]) -> list[str]:
         """Every file an append of ``samples`` may write, besides new archives."""
         paths = {s.path for s in samples}
-        return sorted(name for path in paths for name in (path, ids_path(path), index_path(path)))
+        beside = (ids_path, index_path, runners_path)
+        return sorted([*paths, *(name(path) for path in paths for name in beside)])
 
     def _edit(self, tree: Path, base: str | None, samples: Sequence[Sample]) -> _Edited:
         """Append ``samples`` in the work tree, counting what was new and what was stored."""
@@ -273,10 +297,57 @@ class BaselineStore:
                 segment_lines_max=self.segment_lines,
             )
             changed = changed or update.added > 0
-            for name, text in update.files.items():
+            files = dict(update.files)
+            if update.added and self.history_runs > 0:
+                files[runners_path(path)] = self._runner_file(tree, base, path, stored, update, new)
+            for name, text in files.items():
                 _write(tree / name, text)
         present += len(samples) - len({s.sample_id for s in samples})  # repeats in the input
         return _Edited(added=added, present=present, changed=changed)
+
+    def _runner_file(
+        self,
+        tree: Path,
+        base: str | None,
+        path: str,
+        stored: BucketFiles,
+        update: BucketUpdate,
+        new: Sequence[Sample],
+    ) -> str:
+        """The bucket's runner models after ``update``: those of the digests it appended
+        refitted over their nearest runs, reading archives only while the lines written
+        hold too few; the others kept while their lines are still in the live segment."""
+        live = update.files.get(path)
+        assert live is not None  # an append that added samples always writes its live segment
+        previous = parse_runner_file(
+            _read(tree / runners_path(path)),
+            blob_id(encode(stored.live), self.object_format),
+            self.history_runs,
+        )
+        older = self._archived_entries(base, path, stored.archives) if base else iter(())
+        newest_first = itertools.chain(
+            reversed(update.entries), itertools.chain.from_iterable(older)
+        )
+        refitted = fit_models(newest_first, wanted_digests(new), self.history_runs)
+        models = kept_models(previous, update.entries, refitted)
+        return render_runner_file(blob_id(encode(live), self.object_format), self.history_runs,
+                                  models)  # fmt: skip
+
+    def _archived_entries(
+        self, base: str, path: str, names: Sequence[str]
+    ) -> Iterator[list[Entry | None]]:
+        """The entries of each archived segment of ``path`` at ``base``, the newest first,
+        read one segment at a time as they are asked for."""
+        for leaf in sorted(names, reverse=True):
+            segment = f"{archive_dir(path)}/{leaf}"
+            data, index = (
+                blob.data or b"" for blob in stream_blobs(self.repo, [f"{base}:{segment}",
+                                                                      f"{base}:{index_path(segment)}"])
+            )  # fmt: skip
+            entries = parse_index(decode(index), data, self.object_format) if index else None
+            if entries is None:
+                entries = [line_entry(line) for line in segment_lines(decode(data))]
+            yield entries[::-1]
 
     def _archive_names(self, base: str, live_paths: Sequence[str]) -> dict[str, list[str]]:
         """The archived segment names of each bucket at ``base`` (one ``ls-tree``)."""
@@ -321,4 +392,5 @@ def open_store(config: Config, *, local: bool) -> BaselineStore | None:
         branch=baseline.branch,
         remote=remote,
         retry=PushRetryPolicy(deadline_s=baseline.publish_deadline_minutes * 60),
+        history_runs=baseline.history_runs,
     )

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Generic, NamedTuple, TypeVar
 
 from perfgate.baselines.reading import stream_blobs, tree_blobs
+from perfgate.baselines.runner_file import parse_runner_file, runners_path
 from perfgate.baselines.samples import Sample, Window, WindowEntry, WindowKey
 from perfgate.baselines.segments import (
     CORRUPT,
@@ -42,6 +43,7 @@ from perfgate.baselines.segments import (
     is_archive,
     runner_name,
 )
+from perfgate.judge.runners import RunnerModel
 
 # (distance, timestamp, segment, line number, commit, indexed): a line that may make a
 # window. ``indexed`` is the entry as the index gives it; None when the line must be parsed.
@@ -83,6 +85,10 @@ class _Selection:
     max_runs: int | None = None
     horizon: int = RECENT_HORIZON
     keep_all: bool = False
+    # (samples, runs) read instead when the bucket's runner model is trusted: the window
+    # alone, the history it was fitted over no longer needed (None: always read the history).
+    fitted_depth: tuple[int, int] | None = None
+    fitted: RunnerModel | None = None
     queue: list[str] = field(default_factory=list)
     scanned: int = 0
     # Candidates that can still make the window, nearest first (ties in the order seen).
@@ -98,6 +104,13 @@ class _Selection:
         self.digest = self.key.digest().encode()
         self.needles = tuple(needle.encode() for needle in self.key.needles())
         self.queue = [self.key.path]
+
+    def use_fitted(self, models: Mapping[str, RunnerModel]) -> None:
+        """Read only the window when ``models`` (trusted) holds this window's runner model."""
+        model = models.get(self.key.digest())
+        if model is not None and self.fitted_depth is not None:
+            self.fitted = model
+            self.limit, self.max_runs = self.fitted_depth
 
     @property
     def wants_more(self) -> bool:
@@ -221,35 +234,46 @@ def choose_windows(
     horizon: int = RECENT_HORIZON,
     label: str,
     max_runs: int | None = None,
+    fitted: tuple[int, int, int] | None = None,
 ) -> Outcome[K]:
     """Each bucket's window at ``tip`` (keyed as ``keys``); ``label`` prefixes warnings.
 
     A window holds at most ``limit`` samples, of at most ``max_runs`` runs when given.
+    ``fitted`` (samples, runs, history runs): a bucket whose runner model the store holds
+    fitted over that many history runs reads only that many samples and runs, the window
+    itself, and carries the model (:mod:`perfgate.baselines.runner_file`).
     """
 
     def selection(key: WindowKey, keep_all: bool = False) -> _Selection:
+        depth = fitted[:2] if fitted else None
         return _Selection(key=key, limit=limit, max_runs=max_runs, horizon=horizon,
-                          keep_all=keep_all)  # fmt: skip
+                          keep_all=keep_all, fitted_depth=depth)  # fmt: skip
 
+    history_runs = fitted[2] if fitted else None
     selections = {bucket: selection(key) for bucket, key in keys.items()}
-    _rank(repo, tip, selections, distance)
+    _rank(repo, tip, selections, distance, history_runs)
     windows, warnings, retry = _pick(repo, tip, selections, label)
     if retry:
         # A kept line turned out unreadable although farther candidates were dropped:
         # that bucket is chosen again keeping every candidate.
         again = {bucket: selection(keys[bucket], keep_all=True) for bucket in retry}
-        _rank(repo, tip, again, distance)
+        _rank(repo, tip, again, distance, history_runs)
         more, _, _ = _pick(repo, tip, again, label)
         windows.update(more)
     return Outcome(windows=windows, warnings=tuple(warnings))
 
 
 def _rank(
-    repo: Path, tip: str, selections: Mapping[K, _Selection], distance: Mapping[bytes, int]
+    repo: Path,
+    tip: str,
+    selections: Mapping[K, _Selection],
+    distance: Mapping[bytes, int],
+    history_runs: int | None = None,
 ) -> None:
     """Look at segments round by round (live ones, then archives) until each window is known.
 
-    Segments and indexes are read by blob id, from listings of their directories.
+    Segments and indexes are read by blob id, from listings of their directories; with
+    ``history_runs``, the live segments' runner models first (fitted over that many runs).
     """
     blobs: dict[str, str] = {}
     archives: dict[str, list[str]] = {}
@@ -273,6 +297,15 @@ def _rank(
         present = [path for path in paths if path in blobs]
         indexed = [path for path in present if index_path(path) in blobs]
         unindexed = [path for path in present if index_path(path) not in blobs]
+        if history_runs is not None:
+            modelled = [path for path in present if runners_path(path) in blobs]
+            files = stream_blobs(repo, [blobs[runners_path(path)] for path in modelled])
+            for path, found in zip(modelled, files, strict=True):
+                models = parse_runner_file(found.data, blobs[path], history_runs)
+                for selection in by_path[path]:
+                    selection.use_fitted(models)
+            # Only live segments have models: archives are looked at in later rounds.
+            history_runs = None
         indexes = stream_blobs(repo, [blobs[index_path(path)] for path in indexed])
         for path, blob in zip(indexed, indexes, strict=True):
             index = _read_index(blob.data, blobs[path], distance)
@@ -330,7 +363,7 @@ def _pick(
                                   selection.limit, selection.max_runs)  # fmt: skip
         if dropped and not full and selection.pruned:
             retry.append(bucket)
-        windows[bucket] = Window(entries=tuple(chosen))
+        windows[bucket] = Window(entries=tuple(chosen), fitted=selection.fitted)
         for where in [*selection.suspects, *((c[2], c[3]) for c in selection.kept)]:
             outcome = parsed.get(where)
             if isinstance(outcome, str):

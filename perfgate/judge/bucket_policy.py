@@ -37,6 +37,15 @@ def window_run_limit(gate: GatePolicy) -> int | None:
     return max(gate.baseline.max_runs, gate.baseline.history_runs)
 
 
+def fitted_window_depth(gate: GatePolicy, buckets: Sequence[Bucket]) -> tuple[int, int] | None:
+    """(samples, runs) a window reads when its runner model was fitted as its samples were
+    stored: the nearest ``max_runs`` runs only. None when no model is read (no history)."""
+    if gate.policy is PolicyName.REFERENCE or gate.baseline.history_runs <= 0:
+        return None
+    most = max((b.most_samples(gate.confirm) for b in buckets), default=1)
+    return gate.baseline.max_runs * most, gate.baseline.max_runs
+
+
 def policy_for(
     bucket: Bucket, gate: GatePolicy, hardware: str, metric: Metric | None = None
 ) -> Policy:

@@ -49,7 +49,7 @@ from perfgate.judge.goodness import pct_of_g
 from perfgate.judge.paired import paired_decide
 from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.rule import decide
-from perfgate.judge.runners import StoredRun, WindowView, window_view
+from perfgate.judge.runners import StoredRun, WindowRunners, WindowView, window_view
 from perfgate.judge.verdicts import Reason
 from perfgate.judge.window import WindowModel
 from perfgate.result import PairedRecord, Result
@@ -66,6 +66,10 @@ class RecordedWindow(Protocol):
 
     def stored_runs(self) -> list[StoredRun]:
         """The same runs with the runner each ran on."""
+        ...
+
+    def runners(self) -> WindowRunners:
+        """Who measured each run, and the runner model fitted when they were stored."""
         ...
 
     def launch_seconds(self) -> list[float]:
@@ -285,7 +289,7 @@ class Confirmer:
                 if window is None
                 else window_view(
                     window.runs(),
-                    [run.runner for run in window.stored_runs()],
+                    window.runners(),
                     runner,
                     policy=policy,
                     direction=result.all_metrics[metric.name].direction,

@@ -19,6 +19,7 @@ from perfgate.judge.calibration import NoiseCalibration
 from perfgate.judge.judgement import Bisect, Judgement, MetricCheck, Signal
 from perfgate.judge.oracle import judge
 from perfgate.judge.policies import ReferencePolicy
+from perfgate.judge.runners import WindowRunners
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import Result
 
@@ -309,15 +310,16 @@ def build_report(
     calibration: NoiseCalibration | None = None,
     metric_windows: Mapping[tuple[str, str], Sequence[Sequence[float]]] | None = None,
     accepted: Mapping[tuple[str, str], int] | None = None,
-    runners: Mapping[str | tuple[str, str], Sequence[str | None]] | None = None,
+    runners: Mapping[str | tuple[str, str], WindowRunners] | None = None,
 ) -> GateReport:
     """Judge every expected bucket; pure, so every rule is testable without I/O.
 
     ``windows`` holds each bucket's baseline runs of its primary metric, nearest first,
     each the samples it took (the window, then older history runner offsets are learned
-    from); ``metric_windows`` those of its other metrics, by (bucket id, metric name);
-    ``runners`` the runner of each of those runs, keyed alike (absent: windows are judged
-    as their runners measured them). ``accepted`` says, by (bucket id, metric name), after
+    from when no runner model was fitted as they were stored); ``metric_windows`` those of
+    its other metrics, by (bucket id, metric name); ``runners`` who measured each of those
+    runs and the fitted model, keyed alike (absent: windows are judged as their runners
+    measured them). ``accepted`` says, by (bucket id, metric name), after
     how many of a window's nearest runs an accepted change starts a new level (R18): the
     rule takes it as a known level shift. A bucket that ``calibration`` measured on this
     hardware and

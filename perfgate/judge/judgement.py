@@ -10,6 +10,7 @@ from perfgate.config import Direction, Floor, Metric
 from perfgate.judge.decision import Decision
 from perfgate.judge.paired import PairedDecision, PairedPolicy
 from perfgate.judge.policies import Policy
+from perfgate.judge.runners import WindowRunners
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import FailurePhase, Result
 
@@ -67,8 +68,8 @@ class MetricCheck:
     paired_policy: PairedPolicy | None = None
     # An accepted change starts the level after the window's nearest this many runs.
     known_shift: int | None = None
-    # The runner of each window run (None: unknown), for a runner-aware window.
-    runners: Sequence[str | None] | None = None
+    # Who measured each window run (and a fitted runner model), for a runner-aware window.
+    runners: WindowRunners | None = None
 
 
 class Method(StrEnum):

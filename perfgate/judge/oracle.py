@@ -33,7 +33,7 @@ from perfgate.judge.judgement import (
 from perfgate.judge.paired import PairedDecision, PairedPolicy, paired_decide
 from perfgate.judge.policies import CalibratedPolicy, Calibration, Policy
 from perfgate.judge.rule import decide
-from perfgate.judge.runners import WindowView, window_view
+from perfgate.judge.runners import WindowRunners, WindowView, window_view
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import (
     FailurePhase,
@@ -199,7 +199,7 @@ def judge(
     confirm: ConfirmMode = ConfirmMode.REPEAT,
     paired_policy: PairedPolicy | None = None,
     known_shift: int | None = None,
-    runners: Sequence[str | None] | None = None,
+    runners: WindowRunners | None = None,
     confirm_drop_pct: float | None = None,
 ) -> Judgement:
     """Judge one result: health first, then each metric apart; the worst that gates wins.
@@ -213,10 +213,11 @@ def judge(
     under ``confirm: paired`` a window BLOCK that no paired comparison confirmed is
     INCONCLUSIVE, unless the bench skipped the pairs on purpose (the budget could not
     decide or afford them): then the window's verdict stands, and says so. ``runners``
-    names the runner of each window run: the window is then judged on the result's
-    runner's terms (``judge.runners``). Samples admission control set aside never support
-    a BLOCK. Under ``confirm: paired`` a blocking drop the window could not rule out and
-    no pair measured is named as left to post-merge detection (``confirm_drop_pct``).
+    names the runner of each window run (and the model fitted as they were stored): the
+    window is then judged on the result's runner's terms (``judge.runners``). Samples
+    admission control set aside never support a BLOCK. Under ``confirm: paired`` a
+    blocking drop the window could not rule out and no pair measured is named as left to
+    post-merge detection (``confirm_drop_pct``).
     """
     signals = _health_signals(result)
     samples = result.metric.sample_values(result.set_aside) or result.metric.sample_values()
@@ -279,7 +280,7 @@ def judge_run(
     calibration: Calibration | None = None,
     retried: bool = False,
     known_shift: int | None = None,
-    runners: Sequence[str | None] | None = None,
+    runners: WindowRunners | None = None,
     runner: str | None = None,
 ) -> Judgement:
     """Judge a stored run's samples against its window, as :func:`judge` judges a metric.
@@ -287,7 +288,8 @@ def judge_run(
     The trend site judges the runs the baseline branch holds with it, so a chart draws the
     verdict and lines the rule gave. Paired comparisons are never stored, so this is the
     window's verdict: what the gate says under ``gate.confirm: repeat`` or ``off``. With
-    ``runners`` (each window run's) the window is put on ``runner``'s terms, as the gate does.
+    ``runners`` (who measured each window run) the window is put on ``runner``'s terms, as
+    the gate does.
     """
     value = statistics.median(samples)
     if isinstance(policy, CalibratedPolicy):

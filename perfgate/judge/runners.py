@@ -264,6 +264,22 @@ def analyse_for_runner(
     Judge the run's samples corrected too: ``RunnerModel.correct(values, runner)``.
     """
     runners = fit_runners(history, direction)
+    model = analyse_with_runners(window, runners, runner, policy=policy, direction=direction,
+                                 calibration=calibration, known_shift=known_shift)  # fmt: skip
+    return model, runners
+
+
+def analyse_with_runners(
+    window: Sequence[StoredRun],
+    runners: RunnerModel,
+    runner: str | None,
+    *,
+    policy: CalibratedPolicy,
+    direction: Direction = Direction.HIGHER,
+    calibration: Calibration | None = None,
+    known_shift: int | None = None,
+) -> WindowModel:
+    """The window analysed on ``runner``'s terms with a runner model already fitted."""
     model = analyse_window(
         runners.correct_window(window),
         policy=policy,
@@ -272,7 +288,16 @@ def analyse_for_runner(
         known_shift=known_shift,
         run_excursions=runners.run_excursions,
     )
-    return replace(model, history=runners.history_for(runner)), runners
+    return replace(model, history=runners.history_for(runner))
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowRunners:
+    """Who measured each run of a window (nearest first, None: unknown), and the runner
+    model fitted when its samples were stored (None: learn it from the runs given)."""
+
+    names: tuple[str | None, ...]
+    fitted: RunnerModel | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -291,7 +316,7 @@ class WindowView:
 
 def window_view(
     runs: WindowInput,
-    runners: Sequence[str | None] | None,
+    runners: WindowRunners | None,
     runner: str | None,
     *,
     policy: CalibratedPolicy,
@@ -299,22 +324,24 @@ def window_view(
     calibration: Calibration | None = None,
     known_shift: int | None = None,
 ) -> WindowView:
-    """Analyse ``runs`` (nearest first: the window, then older history) for a run on
-    ``runner``: runner-aware when every run names its runner slot (``runners``, None for
-    an unknown one) and ``policy.history_runs`` allows; else the plain window.
+    """Analyse ``runs`` (nearest first) for a run on ``runner``: runner-aware when every run
+    names its runner slot (``runners``) and ``policy.history_runs`` allows; else the plain
+    window. With a fitted model the runs are the window alone; without one they are the
+    window then older history, which the model is learned from.
     ``known_shift``: as :func:`judge.window.analyse_window` takes it (an accepted change)."""
-    if runners is None or policy.history_runs <= 0 or len(runners) != len(runs):
+    if runners is None or policy.history_runs <= 0 or len(runners.names) != len(runs):
         model = analyse_window(runs, policy=policy, direction=direction, calibration=calibration,
                                known_shift=known_shift)  # fmt: skip
         return WindowView(model=model, fitted=None, runner=runner)
     stored = [
         StoredRun(runner=name, values=(float(run),) if isinstance(run, int | float) else
                   tuple(float(v) for v in run))
-        for name, run in zip(runners, runs, strict=True)
+        for name, run in zip(runners.names, runs, strict=True)
     ]  # fmt: skip
-    model, fitted = analyse_for_runner(
+    fitted = runners.fitted or fit_runners(stored[: policy.history_runs], direction)
+    model = analyse_with_runners(
         stored[: policy.max_runs],
-        stored[: policy.history_runs],
+        fitted,
         runner,
         policy=policy,
         direction=direction,

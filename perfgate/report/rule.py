@@ -149,7 +149,7 @@ def judge_series(series: Series, rule: TrendRule) -> list[JudgedRun]:
             calibration=calibration,
             retried=run.retried,
             known_shift=rule.known_shift(series, run, window.run_commits()),
-            runners=[stored.runner for stored in window.stored_runs()],
+            runners=window.runners(),
             runner=run.samples[0].ci_runner_name,
         )
         decision, figure = judgement.decision, judgement.value

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from perfgate.baselines.runner_file import RUNNERS_VERSION
 from perfgate.baselines.samples import SAMPLE_SCHEMA_VERSION, Sample, samples_from_result
 from perfgate.baselines.segments import (
     INDEX_FIELDS,
@@ -51,7 +52,8 @@ class StoreSpec:
     @property
     def key(self) -> str:
         """The cache key: the parameters, and the versions of the builder and the layout."""
-        layout = f"i{INDEX_VERSION}.{INDEX_FIELDS}-s{SEGMENT_LINES}-f{SAMPLE_SCHEMA_VERSION}"
+        layout = (f"i{INDEX_VERSION}.{INDEX_FIELDS}-r{RUNNERS_VERSION}-s{SEGMENT_LINES}"
+                  f"-f{SAMPLE_SCHEMA_VERSION}")  # fmt: skip
         return f"b{self.buckets}-h{self.history}-p{self.publishes}-v{BUILDER}-{layout}"
 
     def bucket_ids(self) -> list[str]:

@@ -10,6 +10,7 @@ from perfgate.judge.judgement import Judgement, Method
 from perfgate.judge.oracle import judge
 from perfgate.judge.paired import PairedPolicy
 from perfgate.judge.policies import CalibratedPolicy
+from perfgate.judge.runners import WindowRunners
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import (
     AdmissionStatus,
@@ -209,7 +210,7 @@ def test_the_window_is_put_on_the_runs_runners_terms_and_says_so() -> None:
                           ci=CiInfo(run_id="1", run_attempt="1", runner_name="r-3"))  # fmt: skip
     policy = replace(POLICY, max_runs=40)
     aware = judge(on_slow, window, floors=(), policy=policy, confirm=ConfirmMode.REPEAT,
-                  runners=runners)  # fmt: skip
+                  runners=WindowRunners(names=tuple(runners)))  # fmt: skip
     plain = judge(on_slow, window, floors=(), policy=policy, confirm=ConfirmMode.REPEAT)
     assert aware.decision is not None and plain.decision is not None
     assert abs(aware.decision.effect_pct or 0.0) < 0.8  # the slow runner's own level

@@ -7,7 +7,7 @@ import random
 
 from perfgate.judge.budget import uncleared
 from perfgate.judge.policies import CalibratedPolicy
-from perfgate.judge.runners import StoredRun, fit_runners, window_view
+from perfgate.judge.runners import StoredRun, WindowRunners, fit_runners, window_view
 from perfgate.judge.verdicts import Reason, Verdict
 
 # Eight runners whose offsets stay put, as qualification measures them on a real pool.
@@ -52,7 +52,7 @@ def test_a_runner_seen_twice_moves_little_and_one_never_seen_not_at_all() -> Non
 def test_a_slow_runners_unchanged_run_is_cleared_once_its_offset_is_taken_out() -> None:
     past = history(200)
     runs = [list(r.values) for r in past]
-    runners = [r.runner for r in past]
+    runners = WindowRunners(names=tuple(r.runner for r in past))
     slow = [95.6, 95.4]  # runner-0 (-4.5 %) on unchanged code
     plain = window_view(runs, None, "runner-0", policy=POLICY)
     aware = window_view(runs, runners, "runner-0", policy=POLICY)
@@ -69,7 +69,10 @@ def test_a_run_no_deeper_than_a_whole_run_fall_of_unchanged_code_is_not_blocked(
     # Five runs of unchanged code fell 8 % as a whole (a slower machine state).
     falls = {index: 8.0 for index in (25, 60, 95, 130, 170)}
     past = history(200, falls=falls)
-    runs, runners = [list(r.values) for r in past], [r.runner for r in past]
+    runs, runners = (
+        [list(r.values) for r in past],
+        WindowRunners(names=tuple(r.runner for r in past)),
+    )
     fallen = [100.0 * (1 + OFFSETS["runner-4"] / 100) * 0.92 * f for f in (1.0, 0.999, 1.001)]
     view = window_view(runs, runners, "runner-4", policy=POLICY)
     assert view.model.history.excursions >= 3
@@ -78,7 +81,8 @@ def test_a_run_no_deeper_than_a_whole_run_fall_of_unchanged_code_is_not_blocked(
     assert "fell as a whole" in decision.detail
     # Where no run ever fell so far, the same run is a regression.
     clean = history(200)
-    view = window_view([list(r.values) for r in clean], [r.runner for r in clean], "runner-4",
+    view = window_view([list(r.values) for r in clean],
+                       WindowRunners(names=tuple(r.runner for r in clean)), "runner-4",
                        policy=POLICY)  # fmt: skip
     assert view.decide(fallen, POLICY, final=True).verdict is Verdict.BLOCK
 
@@ -88,6 +92,24 @@ def test_runs_without_runner_names_are_judged_as_measured() -> None:
     runs = [list(r.values) for r in past]
     fitted = fit_runners([StoredRun(runner=None, values=r.values) for r in past])
     assert not fitted.corrects and fitted.offset(None).g == 0.0
-    view = window_view(runs, [None] * len(runs), None, policy=POLICY)
+    view = window_view(runs, WindowRunners(names=(None,) * len(runs)), None, policy=POLICY)
     assert view.fitted is not None and not view.fitted.corrects
     assert view.decide([100.0, 100.2], POLICY, final=True).verdict is Verdict.PASS
+
+
+def test_a_model_fitted_when_the_runs_were_stored_judges_the_window_alone_as_the_history_does() -> (
+    None
+):
+    past = history(200, falls={40: 8.0, 120: 8.0})
+    runs, names = [list(r.values) for r in past], tuple(r.runner for r in past)
+    learned = window_view(runs, WindowRunners(names=names), "runner-0", policy=POLICY)
+    fitted = fit_runners(past)
+    stored = window_view(runs[: POLICY.max_runs],
+                         WindowRunners(names=names[: POLICY.max_runs], fitted=fitted),
+                         "runner-0", policy=POLICY)  # fmt: skip
+    assert stored.fitted is fitted and learned.fitted == fitted
+    assert stored.model == learned.model
+    for values in ([95.6, 95.4], [90.0, 90.3], [100.0, 100.1]):
+        assert stored.decide(values, POLICY, final=True) == learned.decide(
+            values, POLICY, final=True
+        )
