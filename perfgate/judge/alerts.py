@@ -18,8 +18,20 @@ is judged against the level before it:
   own runs at ``rank_rate``, which caps false alerts for any distribution of whole-run
   noise: slow machine states, noisy neighbours), and every one of them lies at least
   ``persist_z`` of its noise below the level: one slow run among good ones is no change.
+  The per-run bar is what keeps one or two runs in a slow machine state from alerting
+  with the rest merely low; a weaker one (at most one run short of it, or the runs' joint
+  evidence with the farthest left out) flags a few more true drops on a 2 % noise pool
+  but raises its false alerts by half, past the bound (``nox -s quality``).
 * **An improvement** is the mirror image: recorded, never alerted; the level starts again
   at it.
+* **An improvement that never held** is withdrawn. If a regression against it is found
+  before ``confirm_runs`` runs after those that confirmed it lay nearer its level than the
+  level before it, and the same runs are no regression against that older level, the
+  improvement was undone (fast runs by chance, or a change reverted) and no run is below
+  what the bucket had: nothing is alerted, the improvement leaves the record and the
+  level before it is in force again. Otherwise the regression is alerted as usual. An
+  alert against a level the bucket never really had could not recover, and stayed open
+  over every later drop.
 * **A recovery** closes a regression: the latest ``confirm_runs`` runs are each nearer the
   level from before it than the regression's level, and together within
   ``recovered_share`` of the minimum drop of it.
@@ -471,12 +483,9 @@ class Watcher:
         first, level, test = split
         policy = self.policy
         t_line, u_line = self._lines(len(test.z), level)
-        if (
-            -test.delta >= g_of_regression(policy.min_drop_pct, self.direction)
-            and test.t <= -t_line
-            and test.u <= u_line
-            and max(test.z) <= -policy.persist_z
-        ):
+        if self._regresses(level, test):
+            if self._withdraw_improvement(first, now, level):
+                return
             bounds = self._bounds(first, now, test.delta, level)
             found = self._change(ChangeKind.REGRESSION, first, now, test, bounds)
             self.alert, self.good = found, level
@@ -490,6 +499,44 @@ class Watcher:
             bounds = self._bounds(first, now, test.delta, level)
             self.improvements.append(self._change(ChangeKind.IMPROVEMENT, first, now, test, bounds))
             self._new_level(first)
+
+    def _regresses(self, level: _Level, test: _Test) -> bool:
+        """The regression rule: a drop of the minimum, past the t and rank lines, and every
+        run past the level by ``persist_z`` of its noise."""
+        policy = self.policy
+        t_line, u_line = self._lines(len(test.z), level)
+        return (
+            -test.delta >= g_of_regression(policy.min_drop_pct, self.direction)
+            and test.t <= -t_line
+            and test.u <= u_line
+            and max(test.z) <= -policy.persist_z
+        )
+
+    def _withdraw_improvement(self, first: int, now: int, level: _Level) -> bool:
+        """A regression that only undoes the latest improvement before it held: withdraw
+        the improvement (the level before it is in force again) instead of alerting."""
+        gain = self.improvements[-1] if self.improvements else None
+        if gain is None or gain.first != max(self.boundaries):
+            return False  # the level starts at an accepted change, or at no improvement
+        self.boundaries.remove(gain.first)
+        self.fits.clear()
+        before = self._level_before(first)
+        between = [self.runs[j] for j in range(gain.confirmed + 1, first) if j not in self.excluded]
+        withdrawn = (
+            before is not None
+            # Held: confirm_runs runs after its own nearer its level than the one before it.
+            and sum(
+                1 for run in between if abs(level.residual(run)[0]) < abs(before.residual(run)[0])
+            )
+            < self.policy.confirm_runs
+            # Back at the level before it, not below it: no regression against that level.
+            and not self._regresses(before, _test(before, self.runs[first : now + 1]))
+        )
+        if withdrawn:
+            self.improvements.pop()
+        else:
+            self._new_level(gain.first)
+        return withdrawn
 
     def _follow(self, now: int) -> None:
         """At a push with an open regression: its figures now; has it recovered?"""

@@ -25,7 +25,9 @@ upper bound), how often the suspect range holds the commit that dropped (``range
 how many pushes it spans (``width``, what a bisect narrows), and the share of alerted drops
 closed as recovered after their fix, and how many pushes that took (``rdelay``).
 
-Run: ``nox -s quality`` (quick) or ``python tests/perf/alert_quality.py --series 400``.
+Run: ``nox -s quality`` (quick) or ``python tests/perf/alert_quality.py --series 400``;
+``--seed-offset N`` draws another set of series (the same mix of drops): a rule chosen on
+the default set is confirmed on a held-out one.
 """
 
 from __future__ import annotations
@@ -235,13 +237,14 @@ def run_series(pool: Pool, seed: int, drop: float, policy: AlertPolicy) -> dict[
     return out
 
 
-def _work(args: tuple[Pool, int, int, int, AlertPolicy]) -> dict[str, Tally]:
-    pool, first, count, salt, policy = args
+def _work(args: tuple[Pool, int, int, int, int, AlertPolicy]) -> dict[str, Tally]:
+    pool, first, count, salt, shift, policy = args
     total = {rule: Tally() for rule in RULES}
     for s in range(first, first + count):
-        # Even seeds: unchanged; odd seeds: one drop, its size cycling through DROPS.
+        # Even series: unchanged; odd series: one drop, its size cycling through DROPS.
         drop = DROPS[(s // 2) % len(DROPS)] if s % 2 else 0.0
-        for rule, tally in run_series(pool, salt * 1_000_003 + s, drop, policy).items():
+        seed = salt * 1_000_003 + shift + s
+        for rule, tally in run_series(pool, seed, drop, policy).items():
             total[rule].add(tally)
     return total
 
@@ -250,13 +253,25 @@ POOLS = tuple(Pool(cv=cv, states=states) for states in (False, True) for cv in C
 
 
 def score(
-    series: int, jobs: int, policy: AlertPolicy | None = None, pools: tuple[Pool, ...] = POOLS
+    series: int,
+    jobs: int,
+    policy: AlertPolicy | None = None,
+    pools: tuple[Pool, ...] = POOLS,
+    seed_offset: int = 0,
 ) -> dict[str, dict[str, Tally]]:
-    """Every pool, every rule: ``series`` series per pool (``policy``: the rule's settings)."""
+    """Every pool, every rule: ``series`` series per pool (``policy``: the rule's settings;
+    ``seed_offset``: another set of series, the same mix of drops, for a held-out check)."""
     policy = policy or AlertPolicy()
     chunk = max(5, series // (4 * max(jobs, 1)))
     tasks = [
-        (pool, start, min(chunk, series - start), zlib.crc32(pool.name.encode()), policy)
+        (
+            pool,
+            start,
+            min(chunk, series - start),
+            zlib.crc32(pool.name.encode()),
+            seed_offset,
+            policy,
+        )
         for pool in pools
         for start in range(0, series, chunk)
     ]
@@ -342,14 +357,21 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
         help="override an AlertPolicy field (sensitivity runs)",
     )  # fmt: skip
     parser.add_argument("--pool", action="append", help="only pools whose name starts so")
+    parser.add_argument(
+        "--seed-offset", type=int, default=0, metavar="N",
+        help="shift every series' seed by N (below 1,000,000), the mix of drops kept: a "
+             "held-out set of series for a rule chosen on the default one",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     pools = tuple(p for p in POOLS if not args.pool or any(p.name.startswith(x) for x in args.pool))
     fields = {f.name: f.type for f in dataclasses.fields(AlertPolicy)}
     overrides = dict(item.split("=", 1) for item in args.set)
     policy = AlertPolicy(**{k: int(v) if fields[k] == "int" else float(v)  # type: ignore[arg-type]
                             for k, v in overrides.items()})  # fmt: skip
+    if not 0 <= args.seed_offset < 1_000_000:
+        parser.error("--seed-offset must be in 0 ... 999,999")
     started = time.perf_counter()
-    results = score(args.series, args.jobs, policy, pools)
+    results = score(args.series, args.jobs, policy, pools, args.seed_offset)
     for line in render(results, args.series, time.perf_counter() - started):
         out(line)
     return 0 if all(target.met for target in targets(results)) else 1

@@ -97,6 +97,17 @@ def test_an_improvement_is_recorded_never_alerted_and_starts_the_level() -> None
     assert episode.alert.first_bad == 30
 
 
+def test_an_improvement_that_never_held_is_withdrawn_and_a_later_drop_alerted() -> None:
+    # Three fast runs make an improvement; the runs after them are back where they were:
+    # no regression against the level before it, and a real drop later is alerted.
+    runs = history([100.0] * 20 + [106.0] * 3 + [100.0] * 6 + [94.0] * 6)
+    result = watch(runs)
+    assert result.improvements == ()
+    (episode,) = result.episodes
+    assert episode.alert.first_bad == 29 and episode.alert.confirmed <= 31
+    assert -7.0 < episode.alert.change_pct < -3.0
+
+
 def test_an_accepted_change_at_the_step_is_never_alerted() -> None:
     runs = history([100.0] * 14 + [94.0] * 10)
     assert watch(runs, known_shifts={14}).episodes == ()
