@@ -340,10 +340,8 @@ class BaselineStore:
         read one segment at a time as they are asked for."""
         for leaf in sorted(names, reverse=True):
             segment = f"{archive_dir(path)}/{leaf}"
-            data, index = (
-                blob.data or b"" for blob in stream_blobs(self.repo, [f"{base}:{segment}",
-                                                                      f"{base}:{index_path(segment)}"])
-            )  # fmt: skip
+            specs = [f"{base}:{segment}", f"{base}:{index_path(segment)}"]
+            data, index = (blob.data or b"" for blob in stream_blobs(self.repo, specs))
             entries = parse_index(decode(index), data, self.object_format) if index else None
             if entries is None:
                 entries = [line_entry(line) for line in segment_lines(decode(data))]
