@@ -82,6 +82,10 @@ def loads(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
     except RecursionError:
         # The C parser stops at the interpreter's recursion limit, long before memory runs out.
         raise JsonError(f"nested deeper than the limit of {max_depth} levels") from None
+    # A document nests no deeper than the brackets its text opens (those in strings
+    # included): most never need the walk.
+    if text.count("{") + text.count("[") <= max_depth:
+        return value
     deepest = depth(value)
     if deepest > max_depth:
         raise JsonError(f"nested {deepest} levels deep, over the limit of {max_depth}")

@@ -58,6 +58,13 @@ def test_what_is_not_acceptable_json_is_one_clean_error(text: str, problem: str)
 def test_ordinary_json_within_the_limits_loads() -> None:
     assert jsonfile.loads('{"a": [1, 2.5, "x", null, true]}') == {"a": [1, 2.5, "x", None, True]}
     assert jsonfile.depth(jsonfile.loads("[" * 64 + "]" * 64)) == 64
+    # Brackets inside strings are no nesting, though the text opens more than the limit.
+    assert jsonfile.loads('{"log": "' + "[{" * 100 + '", "v": [[1]]}') == {
+        "log": "[{" * 100,
+        "v": [[1]],
+    }
+    with pytest.raises(jsonfile.JsonError, match="nested 65 levels deep"):
+        jsonfile.loads('{"log": "' + "[" * 100 + '", "v": ' + "[" * 64 + "]" * 64 + "}")
 
 
 def test_the_size_is_refused_before_the_file_is_read(tmp_path: Path) -> None:
