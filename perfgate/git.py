@@ -45,3 +45,19 @@ def resolve(repo: Path, ref: str) -> str | None:
         return git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", cwd=repo).strip()
     except GitError:
         return None
+
+
+def merge_base(repo: Path, target_branch: str | None, remote: str | None) -> str | None:
+    """Where this checkout meets its target branch; HEAD when the target is unknown here."""
+    head = resolve(repo, "HEAD")
+    if head is None or not target_branch:
+        return head
+    candidates = [f"refs/remotes/{remote}/{target_branch}"] if remote else []
+    candidates.append(f"refs/heads/{target_branch}")
+    for ref in candidates:
+        if resolve(repo, ref) is not None:
+            try:
+                return git("merge-base", "HEAD", ref, cwd=repo).strip()
+            except GitError:
+                continue
+    return head

@@ -151,6 +151,11 @@ def write(path: Path, data: Any, *, sort_keys: bool = False) -> Path:
 
 def read(path: Path, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
     """Load ``path`` as strict UTF-8 JSON; its size is checked before it is read."""
+    return loads(read_text(path, max_bytes=max_bytes), max_depth=max_depth)
+
+
+def read_text(path: Path, *, max_bytes: int = MAX_BYTES) -> str:
+    """The UTF-8 text of ``path``; its size is checked before it is read."""
     try:
         size = path.stat().st_size
         if size > max_bytes:
@@ -163,7 +168,6 @@ def read(path: Path, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) 
     if len(data) > max_bytes:
         raise JsonError(f"over the limit of {max_bytes} bytes")
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise JsonError(f"not UTF-8 text (byte {exc.start})") from None
-    return loads(text, max_depth=max_depth)

@@ -747,7 +747,8 @@ def read_result(path: Path) -> Result:
     NaN and Infinity are not JSON, and identity fields must be plain names.
     """
     try:
-        data = jsonfile.read(path, max_bytes=MAX_ARTIFACT_BYTES)
+        text = jsonfile.read_text(path, max_bytes=MAX_ARTIFACT_BYTES)
+        data = jsonfile.loads(text)
     except jsonfile.JsonError as exc:
         raise ArtifactError(f"{path}: not a readable result artifact: {exc}") from None
     problems = validate_result(data)
@@ -757,7 +758,14 @@ def read_result(path: Path) -> Result:
     problems = identity_problems(data)
     if problems:
         raise ArtifactError(f"{path}: not a valid result artifact: {problems[0]}", named)
-    return Result.from_json(clip_text(data))
+    return Result.from_json(clip_text(data) if may_hold_long_text(text) else data)
+
+
+def may_hold_long_text(text: str) -> bool:
+    """False when no string of the JSON ``text`` can be over MAX_TEXT_CHARS: without an
+    escaped quote, each string's text lies whole between two quotes, and is never shorter
+    than the string it encodes. Most artifacts are settled so, without a walk."""
+    return '\\"' in text or max(map(len, text.split('"'))) > MAX_TEXT_CHARS
 
 
 def _bucket_id(data: Any) -> str | None:

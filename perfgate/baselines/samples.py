@@ -406,9 +406,9 @@ class Window:
         """The figures of the window."""
         return tuple(e.value for e in self.entries)
 
-    def runs(self) -> list[list[float]]:
+    def runs(self) -> list[tuple[float, ...]]:
         """The figures grouped by the run that took them (commit and timestamp), nearest first."""
-        return [list(values) for values in self._by_run.values()]
+        return list(self._by_run.values())
 
     def run_commits(self) -> list[str]:
         """The commit of each of :meth:`runs`, in the same order."""

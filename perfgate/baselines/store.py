@@ -76,8 +76,7 @@ from perfgate.baselines.segments import (
 from perfgate.baselines.windows import K, choose_windows
 from perfgate.config import BaselinePolicy, Config
 from perfgate.errors import GateMalfunction
-from perfgate.git import git, resolve, try_git
-from perfgate.run.checkout import merge_base
+from perfgate.git import git, merge_base, resolve, try_git
 
 __all__ = [
     "AUTHOR",

@@ -60,7 +60,7 @@ from perfgate.run.sampling import Step
 class RecordedWindow(Protocol):
     """What the confirmer reads of a bucket's stored window (``baselines.samples.Window``)."""
 
-    def runs(self) -> list[list[float]]:
+    def runs(self) -> Sequence[Sequence[float]]:
         """The window's runs, nearest first, each the samples it took."""
         ...
 

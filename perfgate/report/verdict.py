@@ -40,6 +40,18 @@ def report_json(report: GateReport) -> dict[str, Any]:
     # Start at the longest cut that, by the free text's lengths, could fit: every pass
     # re-encodes the whole document, which at a thousand buckets is most of the gate.
     lengths = list(_free_lengths(document))
+    if max(lengths, default=0) <= _SHORTER[-1]:
+        # No text is long enough to cut: the rows alone are this large (past GitHub's
+        # 256-job matrix). Say so rather than claim a cut that changes nothing.
+        document["notes"] = _capped(
+            [
+                f"verdict.json is {size // 1024} KiB, over post-report's limit of "
+                f"{MAX_VERDICT_BYTES // (1024 * 1024)} MiB: its rows alone are that large",
+                *document["notes"],
+            ],
+            50,
+        )
+        return document
     start = next(
         (i for i, limit in enumerate(_SHORTER)
          if size - sum(n - limit for n in lengths if n > limit) <= _VERDICT_BUDGET),

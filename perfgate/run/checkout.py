@@ -15,7 +15,7 @@ from pathlib import Path
 
 from perfgate.config import Bucket, Config, load_config
 from perfgate.errors import GitError, PerfgateError
-from perfgate.git import git, resolve, try_git
+from perfgate.git import git, merge_base, try_git
 from perfgate.result import Result
 from perfgate.run.drivers import get_driver
 from perfgate.run.launch import bucket_hashes
@@ -72,22 +72,6 @@ def replay_checkout(repo: Path, commit: str, root: Path, *, lfs: bool = False) -
         yield path
     finally:
         _remove_worktree(repo, path)
-
-
-def merge_base(repo: Path, target_branch: str | None, remote: str | None) -> str | None:
-    """Where this checkout meets its target branch; HEAD when the target is unknown here."""
-    head = resolve(repo, "HEAD")
-    if head is None or not target_branch:
-        return head
-    candidates = [f"refs/remotes/{remote}/{target_branch}"] if remote else []
-    candidates.append(f"refs/heads/{target_branch}")
-    for ref in candidates:
-        if resolve(repo, ref) is not None:
-            try:
-                return git("merge-base", "HEAD", ref, cwd=repo).strip()
-            except GitError:
-                continue
-    return head
 
 
 @contextmanager

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from perfgate.config import PRIMARY, load_config
 from perfgate.identity import Identity, stable_hash
-from perfgate.result import IdentityRecord, Result, read_result, validate_result, write_result
+from perfgate.result import (
+    IdentityRecord,
+    Result,
+    may_hold_long_text,
+    read_result,
+    validate_result,
+    write_result,
+)
 from perfgate.run.launch import benchmark_identity, launch_identity
 from tests.factories import make_result, with_metric
 from tests.paths import ROOT
@@ -71,3 +79,28 @@ def test_declaring_metrics_keeps_the_primarys_window() -> None:
     example = load_config(ROOT / "examples" / "isaaclab" / "perfgate.yaml").buckets[0]
     assert len(example.metrics) == 3
     assert stable_hash(benchmark_identity(example)) == "89436d8c8474c8ce"
+
+
+@pytest.mark.parametrize(
+    ("strings", "may_be_long"),
+    [
+        (["cpu", "x" * 1000], False),  # every string at most the limit: no walk
+        (["x" * 1001], True),
+        (['a \\"quoted\\" word'], True),  # an escaped quote: a string may span pieces
+        (["\\u00e9" * 300], True),  # 1,800 characters of text for 300 of string: walked
+    ],
+)
+def test_only_text_that_may_hold_a_long_string_is_walked_for_clipping(
+    strings: list[str], may_be_long: bool
+) -> None:
+    text = "{" + ", ".join(f'"k{i}": "{s}"' for i, s in enumerate(strings)) + "}"
+    assert may_hold_long_text(text) is may_be_long
+
+
+def test_a_long_string_an_escaped_quote_splits_is_still_clipped(tmp_path: Path) -> None:
+    document = make_result("cartpole/numpy", 100.0).to_json()
+    # 1,803 characters, no piece between its escaped quotes over 601.
+    document["hardware"]["cpu_name"] = ("y" * 600 + '"') * 3
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert read_result(path).hardware.cpu_name.endswith("characters clipped]")

@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from perfgate.github.handoff import validate_verdict
 from perfgate.judge.gate import build_report
+from perfgate.report import verdict
 from perfgate.report.summary import MAX_SUMMARY_BYTES, fit_markdown, summary_markdown
 from perfgate.report.verdict import MAX_VERDICT_BYTES, report_json
 from tests.github_support import make_result, write_config
@@ -30,6 +33,22 @@ def test_verdict_json_is_cut_to_its_limit_and_says_so(tmp_path: Path) -> None:
     assert validate_verdict(document, [b.id for b in config.buckets]) == []
     assert [row["verdict"] for row in document["rows"]] == ["HARD_FAILURE"] * 4
     assert len(summary_markdown(report).encode("utf-8")) < MAX_SUMMARY_BYTES
+
+
+def test_a_verdict_too_large_by_its_rows_alone_is_not_cut_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write_config(tmp_path)
+    results = [make_result(bucket, 100.0) for bucket in config.buckets]
+    report = build_report(config=config, expected=config.buckets, results=results, windows={})
+    whole = report_json(report)
+    # As if the rows of a matrix far past GitHub's 256 jobs filled the budget.
+    monkeypatch.setattr(verdict, "_VERDICT_BUDGET", 1000)
+    document = report_json(report)
+    assert document["rows"] == whole["rows"]
+    assert document["notes"][0].startswith("verdict.json is ")
+    assert "its rows alone are that large" in document["notes"][0]
+    assert not any(note.startswith("truncated:") for note in document["notes"])
 
 
 def test_markdown_is_cut_at_a_line_with_its_details_block_closed() -> None:
