@@ -408,7 +408,7 @@ class Window:
 
     def runs(self) -> list[tuple[float, ...]]:
         """The figures grouped by the run that took them (commit and timestamp), nearest first."""
-        return list(self._by_run.values())
+        return [values for _, values in self._by_run.values()]
 
     def run_commits(self) -> list[str]:
         """The commit of each of :meth:`runs`, in the same order."""
@@ -416,16 +416,11 @@ class Window:
 
     def stored_runs(self) -> list[StoredRun]:
         """The runs with the runner each ran on (what runner offsets are learned from)."""
-        runners: dict[tuple[str, str], str | None] = {}
-        for entry in self.entries:
-            runners.setdefault((entry.commit, entry.timestamp), entry.runner)
-        return [
-            StoredRun(runner=runners[key], values=values) for key, values in self._by_run.items()
-        ]
+        return [StoredRun(runner=runner, values=values) for runner, values in self._by_run.values()]
 
     def runners(self) -> WindowRunners:
         """Who measured each run (as :meth:`runs` orders them), with the fitted model."""
-        return WindowRunners(names=tuple(run.runner for run in self.stored_runs()),
+        return WindowRunners(names=tuple(runner for runner, _ in self._by_run.values()),
                              fitted=self.fitted)  # fmt: skip
 
     def launch_seconds(self) -> list[float]:
@@ -433,12 +428,14 @@ class Window:
         return [e.wall_s for e in self.entries if e.wall_s is not None and e.wall_s > 0]
 
     @functools.cached_property
-    def _by_run(self) -> Mapping[tuple[str, str], tuple[float, ...]]:
-        # Grouped once: the gate asks for runs, commits and runners of every window.
-        grouped: dict[tuple[str, str], list[float]] = {}
+    def _by_run(self) -> Mapping[tuple[str, str], tuple[str | None, tuple[float, ...]]]:
+        # Grouped once (the gate asks for runs, commits and runners of every window): each
+        # run's runner (its first sample's) and figures.
+        grouped: dict[tuple[str, str], tuple[str | None, list[float]]] = {}
         for entry in self.entries:
-            grouped.setdefault((entry.commit, entry.timestamp), []).append(entry.value)
-        return {key: tuple(values) for key, values in grouped.items()}
+            key = (entry.commit, entry.timestamp)
+            grouped.setdefault(key, (entry.runner, []))[1].append(entry.value)
+        return {key: (runner, tuple(values)) for key, (runner, values) in grouped.items()}
 
 
 def select_window(

@@ -73,7 +73,7 @@ from perfgate.baselines.segments import (
     segment_lines,
     stored_ids,
 )
-from perfgate.baselines.windows import K, choose_windows
+from perfgate.baselines.windows import FittedDepth, K, choose_windows
 from perfgate.config import BaselinePolicy, Config
 from perfgate.errors import GateMalfunction
 from perfgate.git import git, merge_base, resolve, try_git
@@ -200,6 +200,9 @@ class BaselineStore:
         store's ``history_runs``) reads instead: the window alone, with its model."""
         if tip is None or base is None:
             return {bucket: Window(entries=()) for bucket in keys}
+        depth = None
+        if fitted is not None and self.history_runs > 0:
+            depth = FittedDepth(*fitted, self.history_runs)
         outcome = choose_windows(
             self.repo,
             tip,
@@ -209,7 +212,7 @@ class BaselineStore:
             horizon=self.horizon,
             label=self.branch,
             max_runs=max_runs,
-            fitted=(*fitted, self.history_runs) if fitted and self.history_runs > 0 else None,
+            fitted=depth,
         )
         self.warnings.extend(outcome.warnings)
         self.skipped_lines += len(outcome.warnings)

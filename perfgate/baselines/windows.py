@@ -49,6 +49,16 @@ from perfgate.judge.runners import RunnerModel
 # window. ``indexed`` is the entry as the index gives it; None when the line must be parsed.
 Candidate = tuple[int, bytes, str, int, bytes, WindowEntry | None]
 
+
+class FittedDepth(NamedTuple):
+    """What a window whose runner model the store holds (fitted over ``history_runs``
+    runs) reads instead of its history: ``samples`` and ``runs``, the window alone."""
+
+    samples: int
+    runs: int
+    history_runs: int
+
+
 # What a caller names each window by: a bucket id, or (bucket id, metric name).
 K = TypeVar("K", bound=Hashable)
 # A window's entry, or a candidate for one.
@@ -234,22 +244,21 @@ def choose_windows(
     horizon: int = RECENT_HORIZON,
     label: str,
     max_runs: int | None = None,
-    fitted: tuple[int, int, int] | None = None,
+    fitted: FittedDepth | None = None,
 ) -> Outcome[K]:
     """Each bucket's window at ``tip`` (keyed as ``keys``); ``label`` prefixes warnings.
 
     A window holds at most ``limit`` samples, of at most ``max_runs`` runs when given.
-    ``fitted`` (samples, runs, history runs): a bucket whose runner model the store holds
-    fitted over that many history runs reads only that many samples and runs, the window
-    itself, and carries the model (:mod:`perfgate.baselines.runner_file`).
+    ``fitted``: a bucket whose runner model the store holds reads only the window, and
+    carries the model (:mod:`perfgate.baselines.runner_file`).
     """
 
     def selection(key: WindowKey, keep_all: bool = False) -> _Selection:
-        depth = fitted[:2] if fitted else None
+        depth = (fitted.samples, fitted.runs) if fitted else None
         return _Selection(key=key, limit=limit, max_runs=max_runs, horizon=horizon,
                           keep_all=keep_all, fitted_depth=depth)  # fmt: skip
 
-    history_runs = fitted[2] if fitted else None
+    history_runs = fitted.history_runs if fitted else None
     selections = {bucket: selection(key) for bucket, key in keys.items()}
     _rank(repo, tip, selections, distance, history_runs)
     windows, warnings, retry = _pick(repo, tip, selections, label)
