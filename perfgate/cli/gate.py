@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.console import annotate, say
     from perfgate.report.surfaces import write_github_surfaces, write_report
     from perfgate.report.terminal import terminal_table
-    from perfgate.report.verdict import report_json
+    from perfgate.report.verdict import row_json, verdict_document
 
     config = load_config(args.config)
     expected = selected(config, args)
@@ -87,9 +87,11 @@ def run(args: argparse.Namespace) -> int:
     )
     run = context.detect(os.environ, default_target=config.gate.target_branches[0])
     report = dataclasses.replace(report, run_url=run.run_url)
-    # Every surface renders verdict.json: built once.
-    verdict = report_json(report)
-    paths = write_report(report, args.report_dir, verdict)
+    # Every surface renders verdict.json: its rows built once, the document encoded once.
+    rows = [row_json(row) for row in report.rows]
+    document = verdict_document(report, rows)
+    verdict = document.data
+    paths = write_report(report, args.report_dir, document)
     if run.on_github:
         from perfgate.github.handoff import write_context
 
@@ -97,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         write_context(run, args.report_dir)
     write_github_surfaces(report, verdict=verdict)
     out = human(args)
-    print(terminal_table(report), file=out)
+    print(terminal_table(report, rows_json=rows), file=out)
     for note in report.notes:
         annotate("warning", note, stream=out)
     say(f"report in {paths['summary']} and {paths['verdict']}")

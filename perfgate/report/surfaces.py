@@ -12,24 +12,24 @@ from perfgate.console import write_step_outputs, write_step_summary
 from perfgate.judge.gate import GateReport
 from perfgate.report.junit import write_junit
 from perfgate.report.summary import summary_from_verdict
-from perfgate.report.verdict import report_json, verdict_text
+from perfgate.report.verdict import VerdictDocument, report_json, verdict_document
 
 
 def write_report(
-    report: GateReport, report_dir: Path, verdict: Mapping[str, Any] | None = None
+    report: GateReport, report_dir: Path, verdict: VerdictDocument | None = None
 ) -> dict[str, Path]:
     """Write summary.md, verdict.json and junit.xml into ``report_dir``.
 
     ``verdict`` is the report's verdict.json when the caller has it already: every surface
-    renders that one document, built once.
+    renders that one document, built and encoded once.
     """
-    verdict = report_json(report) if verdict is None else verdict
+    verdict = verdict_document(report) if verdict is None else verdict
     report_dir.mkdir(parents=True, exist_ok=True)
     paths = {"summary": report_dir / "summary.md", "verdict": report_dir / "verdict.json"}
     paths["summary"].write_text(
-        summary_from_verdict(verdict, trend_url=report.trend_url), encoding="utf-8"
+        summary_from_verdict(verdict.data, trend_url=report.trend_url), encoding="utf-8"
     )
-    paths["verdict"].write_text(verdict_text(verdict), encoding="utf-8")
+    paths["verdict"].write_text(verdict.text, encoding="utf-8")
     paths["junit"] = write_junit(report, report_dir / "junit.xml")
     return paths
 

@@ -24,15 +24,23 @@ SHRINKABLE = ((7, 19), (4, 8), (6, 7), (0, 12))
 MIN_WIDTH = 60
 
 
-def terminal_table(report: GateReport, width: int | None = None) -> str:
+def terminal_table(
+    report: GateReport,
+    width: int | None = None,
+    rows_json: Sequence[Mapping[str, Any]] | None = None,
+) -> str:
     """The verdict table within ``width`` columns (the terminal's by default): figure,
     baseline, change with its interval, samples, how it was confirmed and the reason codes;
-    then the full reasons of every bucket that is not a plain PASS, then the verdict."""
+    then the full reasons of every bucket that is not a plain PASS, then the verdict.
+
+    ``rows_json``: the report's rows as :func:`row_json` gives them, when already built.
+    """
     width = max(MIN_WIDTH, width or shutil.get_terminal_size(fallback=(100, 24)).columns)
+    if rows_json is None:
+        rows_json = [row_json(row) for row in report.rows]
     rows: list[list[str]] = []
     explained: dict[str, list[str]] = {}
-    for row in report.rows:
-        row_data = row_json(row)
+    for row, row_data in zip(report.rows, rows_json, strict=True):
         judgement = row.judgement
         decision = judgement.decision if judgement else None
         rows.append(

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from perfgate.judge.decision import Decision
@@ -30,16 +31,36 @@ _SHORTER = (2000, 300, 60)
 _FREE_TEXT = frozenset({"details", "notes", "machines", "note", "reasons"})
 
 
+@dataclass(frozen=True, kw_only=True)
+class VerdictDocument:
+    """verdict.json built once: its data (what every surface renders) and its text."""
+
+    data: dict[str, Any]
+    text: str
+
+
 def report_json(report: GateReport) -> dict[str, Any]:
+    """verdict.json's data (see :func:`verdict_document`)."""
+    return verdict_document(report).data
+
+
+def verdict_document(
+    report: GateReport, rows: Sequence[dict[str, Any]] | None = None
+) -> VerdictDocument:
     """verdict.json: the machine-readable report (an interface other tools rely on), at most
-    MAX_VERDICT_BYTES once written: free text is cut until it fits, and a note says so."""
-    document = _report_json(report)
-    size = _size(document)
+    MAX_VERDICT_BYTES once written: free text is cut until it fits, and a note says so.
+
+    ``rows`` are the report's rows as :func:`row_json` gives them, when the caller has them.
+    """
+    document = _report_json(report, rows)
+    rows_text = _rows_text(document["rows"])
+    text = verdict_text(document, rows_text)
+    size = len(text.encode("utf-8"))
     if size <= _VERDICT_BUDGET:
-        return document
+        return VerdictDocument(data=document, text=text)
     # Start at the longest cut that, by the free text's lengths, could fit: every pass
     # re-encodes the whole document, which at a thousand buckets is most of the gate.
-    lengths = list(_free_lengths(document))
+    lengths = _free_lengths(document)
     if max(lengths, default=0) <= _SHORTER[-1]:
         # No text is long enough to cut: the rows alone are this large (past GitHub's
         # 256-job matrix). Say so rather than claim a cut that changes nothing.
@@ -51,7 +72,7 @@ def report_json(report: GateReport) -> dict[str, Any]:
             ],
             50,
         )
-        return document
+        return VerdictDocument(data=document, text=verdict_text(document, rows_text))
     start = next(
         (i for i, limit in enumerate(_SHORTER)
          if size - sum(n - limit for n in lengths if n > limit) <= _VERDICT_BUDGET),
@@ -68,14 +89,10 @@ def report_json(report: GateReport) -> dict[str, Any]:
             ],
             50,
         )
-        if limit == _SHORTER[-1] or _size(shorter) <= _VERDICT_BUDGET:
-            return shorter
+        text = verdict_text(shorter)
+        if limit == _SHORTER[-1] or len(text.encode("utf-8")) <= _VERDICT_BUDGET:
+            return VerdictDocument(data=shorter, text=text)
     raise AssertionError("unreachable")
-
-
-def _size(document: dict[str, Any]) -> int:
-    """Bytes of verdict.json as :func:`verdict_text` writes it."""
-    return len(verdict_text(document).encode("utf-8"))
 
 
 def clipped(text: str, limit: int) -> str:
@@ -94,20 +111,24 @@ def _shortened(value: Any, limit: int, free: bool = False) -> Any:
     return value
 
 
-def _free_lengths(value: Any, free: bool = False) -> Iterator[int]:
+def _free_lengths(document: dict[str, Any]) -> list[int]:
     """The length of every string under a free-text key (what :func:`_shortened` cuts)."""
-    if isinstance(value, str):
-        if free:
-            yield len(value)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _free_lengths(item, free or key in _FREE_TEXT)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _free_lengths(item, free)
+    lengths: list[int] = []
+    # A stack, not recursion through generators: a thousand rows hold ~100,000 values.
+    stack: list[tuple[Any, bool]] = [(document, False)]
+    while stack:
+        value, free = stack.pop()
+        if isinstance(value, str):
+            if free:
+                lengths.append(len(value))
+        elif isinstance(value, dict):
+            stack.extend((item, free or key in _FREE_TEXT) for key, item in value.items())
+        elif isinstance(value, list):
+            stack.extend((item, free) for item in value)
+    return lengths
 
 
-def _report_json(report: GateReport) -> dict[str, Any]:
+def _report_json(report: GateReport, rows: Sequence[dict[str, Any]] | None) -> dict[str, Any]:
     return {
         "schema_version": 1,
         "overall_verdict": report.overall.label,
@@ -144,26 +165,32 @@ def _report_json(report: GateReport) -> dict[str, Any]:
         "underfilled": list(report.underfilled),
         "confirmation_minutes": round(report.confirmation_minutes, 3),
         "notes": _capped(report.notes, 50),
-        "rows": [row_json(row) for row in report.rows],
+        "rows": list(rows) if rows is not None else [row_json(row) for row in report.rows],
     }
 
 
-def verdict_text(verdict: Mapping[str, Any]) -> str:
+def verdict_text(verdict: Mapping[str, Any], rows_text: str | None = None) -> str:
     """verdict.json's text: a line per key, each row compact on a line of its own.
 
     json indents only in pure Python, at a few times the cost of its compact encoder, and a
     gate over a thousand buckets writes megabytes; a row a line still reads and diffs.
+    ``rows_text`` is :func:`_rows_text` of the verdict's rows, when already encoded.
     """
     parts = []
     for key, value in verdict.items():
         if key == "rows" and value:
-            rows = ",\n".join(f"    {json.dumps(row, allow_nan=False)}" for row in value)
+            rows = _rows_text(value) if rows_text is None else rows_text
             parts.append(f'  "rows": [\n{rows}\n  ]')
         else:
             parts.append(
                 f"  {json.dumps(key, allow_nan=False)}: {json.dumps(value, allow_nan=False)}"
             )
     return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def _rows_text(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The rows of verdict.json's text: each compact, on a line of its own."""
+    return ",\n".join(f"    {json.dumps(row, allow_nan=False)}" for row in rows)
 
 
 def _capped(items: Sequence[str], limit: int) -> list[str]:

@@ -51,6 +51,32 @@ def test_a_verdict_too_large_by_its_rows_alone_is_not_cut_and_says_why(
     assert not any(note.startswith("truncated:") for note in document["notes"])
 
 
+@pytest.mark.parametrize("case", ["fits", "rows alone too large", "cut"])
+def test_verdict_text_is_its_document_encoded_whatever_the_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    # The text is encoded once and its rows reused when only the notes change: it must
+    # still be exactly what the document says.
+    config = write_config(tmp_path)
+    error = HUGE if case == "cut" else None
+    results = [
+        make_result(bucket, None if error else 100.0, exit_code=1 if error else 0, error=error)
+        for bucket in config.buckets
+    ]
+    report = build_report(config=config, expected=config.buckets, results=results, windows={})
+    if case == "rows alone too large":
+        monkeypatch.setattr(verdict, "_VERDICT_BUDGET", 1000)
+    rows = [verdict.row_json(row) for row in report.rows]
+    document = verdict.verdict_document(report, rows)
+    assert document.text == verdict.verdict_text(document.data)
+    assert json.loads(document.text) == document.data
+    assert document.data == report_json(report)
+    first = {"fits": None, "rows alone too large": "verdict.json is ", "cut": "truncated:"}[case]
+    said = [n for n in document.data["notes"] if n.startswith(("verdict.json is ", "truncated:"))]
+    assert said == ([] if first is None else [document.data["notes"][0]])
+    assert first is None or said[0].startswith(first)
+
+
 def test_markdown_is_cut_at_a_line_with_its_details_block_closed() -> None:
     lines = ["## perfgate results", "<details><summary>Technical details</summary>"]
     lines += [f"| row {i} | {'y' * 100} |" for i in range(20_000)]

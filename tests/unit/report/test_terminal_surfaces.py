@@ -13,6 +13,7 @@ from perfgate.config import Config, load_config
 from perfgate.judge.gate import GateReport, build_report
 from perfgate.report.summary import summary_markdown
 from perfgate.report.terminal import terminal_table
+from perfgate.report.verdict import row_json
 from perfgate.result import FailurePhase
 from tests.factories import make_result
 
@@ -81,6 +82,15 @@ def test_a_crashed_bucket_is_explained_by_its_crash_not_by_the_file_it_left_miss
     )
     assert "not retried: KeyError at bench.py:9" in " ".join(table.split())
     assert "KeyError: 'task'" in summary_markdown(gate)
+
+
+def test_the_table_from_rows_already_built_is_the_table_built_alone(tmp_path: Path) -> None:
+    # The gate builds verdict.json's rows once and hands them to the table.
+    gate = report(config(tmp_path), crashed=True, slow=True)
+    rows = [row_json(row) for row in gate.rows]
+    assert terminal_table(gate, width=100, rows_json=rows) == terminal_table(gate, width=100)
+    with pytest.raises(ValueError):
+        terminal_table(gate, width=100, rows_json=rows[:1])  # rows of another report
 
 
 @pytest.mark.parametrize(
