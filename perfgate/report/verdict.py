@@ -114,17 +114,19 @@ def _shortened(value: Any, limit: int, free: bool = False) -> Any:
 def _free_lengths(document: dict[str, Any]) -> list[int]:
     """The length of every string under a free-text key (what :func:`_shortened` cuts)."""
     lengths: list[int] = []
-    # A stack, not recursion through generators: a thousand rows hold ~100,000 values.
+    # A stack of containers, scalars handled where they are found: a thousand rows hold
+    # ~100,000 values, and recursion through generators costs more than the check.
     stack: list[tuple[Any, bool]] = [(document, False)]
     while stack:
-        value, free = stack.pop()
-        if isinstance(value, str):
-            if free:
-                lengths.append(len(value))
-        elif isinstance(value, dict):
-            stack.extend((item, free or key in _FREE_TEXT) for key, item in value.items())
-        elif isinstance(value, list):
-            stack.extend((item, free) for item in value)
+        container, free = stack.pop()
+        items = container.items() if isinstance(container, dict) else ((None, v) for v in container)
+        for key, item in items:
+            inside = free or key in _FREE_TEXT
+            if isinstance(item, str):
+                if inside:
+                    lengths.append(len(item))
+            elif isinstance(item, (dict, list)):
+                stack.append((item, inside))
     return lengths
 
 
