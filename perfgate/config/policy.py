@@ -143,6 +143,11 @@ class GatePolicy:
             fnmatch.fnmatchcase(branch, pattern) for pattern in self.protected_branches
         )
 
+    def is_protected_push(self, event: str, branch: str | None) -> bool:
+        """True for a push to a protected branch: the trusted runs whose samples are
+        published as baselines (R9) and watched by post-merge alerts (R18)."""
+        return event == "push" and self.is_protected(branch)
+
 
 @dataclass(frozen=True, kw_only=True)
 class QualifyPolicy:
@@ -237,3 +242,12 @@ class AlertsSpec:
     # A suspect range is bisected only when the bisection's runner-minute bound is within
     # this (0: never).
     bisect_max_minutes: float = 600.0
+    # Samples a bucket run takes, at least, when it is a push to a protected branch (the
+    # runs that are published and watched): with a bucket's few repeats a pushed run's own
+    # noise is too close to a whole run in a slow machine state for the rule to tell a
+    # 5 % drop within 3 pushes from one (``nox -s quality``, the alert suite).
+    push_repeats: int = 4
+
+    def push_samples(self, repeats: int) -> int:
+        """The samples a protected push takes of a bucket whose runs take ``repeats``."""
+        return max(repeats, self.push_repeats)

@@ -221,7 +221,8 @@ def test_every_checkout_drops_its_credentials(rendered: Any) -> None:
 
 
 def test_bench_matrix_equals_the_config_buckets(rendered: Any) -> None:
-    """The matrix has one row per bucket: id, runner labels, timeout over every sample."""
+    """The matrix has one row per bucket: id, runner labels, timeout over every sample of
+    a pull request's run and of a protected push's (alerts.push_repeats at least)."""
     site, docs = rendered
     bench = docs[".github/workflows/perfgate.yml"]["jobs"]["bench"]
     rows = bench["strategy"]["matrix"]["include"]
@@ -231,7 +232,9 @@ def test_bench_matrix_equals_the_config_buckets(rendered: Any) -> None:
         one = (bucket.retries + 1) * bucket.timeout_minutes  # one sample, every attempt
         budget = bucket.repeat_budget_minutes
         assert budget is not None  # both sites bound their confirmation
-        worst = min(bucket.max_repeats * one, max(bucket.repeats * one, budget + one))
+        repeats = site.config.alerts.push_samples(bucket.repeats)
+        most = max(bucket.max_repeats, repeats)
+        worst = min(most * one, max(repeats * one, budget + one))
         # Paired confirmation: two samples a pair, bounded by both sites' pair budget.
         assert bucket.pair_budget_minutes is not None
         worst += min(2 * bucket.max_pairs * one, bucket.pair_budget_minutes + 2 * one)
