@@ -824,15 +824,15 @@ def test_the_report_block_names_pages_and_the_published_url(tmp_path: Path) -> N
         load_config(path)
 
 
-def test_push_repeats_default_to_four_and_are_read_from_the_alerts_block(tmp_path: Path) -> None:
+def test_push_repeats_default_to_six_and_are_read_from_the_alerts_block(tmp_path: Path) -> None:
     path = tmp_path / "perfgate.yaml"
     path.write_text("version: 1\n" + VALID_BUCKET, encoding="utf-8")
-    assert load_config(path).alerts.push_repeats == AlertsSpec().push_repeats == 4
-    path.write_text("version: 1\nalerts: {push_repeats: 6}\n" + VALID_BUCKET, encoding="utf-8")
+    assert load_config(path).alerts.push_repeats == AlertsSpec().push_repeats == 6
+    path.write_text("version: 1\nalerts: {push_repeats: 4}\n" + VALID_BUCKET, encoding="utf-8")
     alerts = load_config(path).alerts
-    assert alerts.push_repeats == 6
+    assert alerts.push_repeats == 4
     # Never fewer than a bucket's own repeats.
-    assert (alerts.push_samples(2), alerts.push_samples(9)) == (6, 9)
+    assert (alerts.push_samples(2), alerts.push_samples(9)) == (4, 9)
 
 
 def test_an_admission_block_overrides_its_defaults_key_by_key(tmp_path: Path) -> None:
