@@ -29,7 +29,7 @@ def test_a_push_stores_the_samples_perfgate_takes_and_its_cost_is_reported() -> 
 
     # The suite simulates the product's push: alerts.push_repeats' default over a bucket's
     # default repeats (a pull request's run), never a count of its own.
-    assert alert_quality.PUSH_REPEATS == AlertsSpec().push_samples(Bucket.repeats)
+    assert AlertsSpec().push_samples(Bucket.repeats) == alert_quality.PUSH_REPEATS
     options = Options(series=2, quick=True, jobs=1, setup_minutes=5.0, launch_minutes=10.0)
     (pool,) = alert_quality.POOLS[:1]
     pushed = alert_quality.score(series=2, jobs=1, pools=(pool,))[pool.name]["alerts"]
@@ -38,6 +38,7 @@ def test_a_push_stores_the_samples_perfgate_takes_and_its_cost_is_reported() -> 
     assert cost["minutes_per_push"] == 5.0 + 10.0 * cost["launches_per_push"]
     assert cost["cost_over_bucket_repeats"] > 1.0
     # At the bucket's own repeats the same draws cost what the bucket's runs cost.
-    plain = alert_quality.score(series=2, jobs=1, pools=(pool,),
-                                repeats=alert_quality.BUCKET_REPEATS)[pool.name]["alerts"]  # fmt: skip
+    plain = alert_quality.score(
+        series=2, jobs=1, pools=(pool,), repeats=alert_quality.BUCKET_REPEATS
+    )[pool.name]["alerts"]
     assert alert_quality.push_cost(plain, options)["cost_over_bucket_repeats"] == 1.0
