@@ -450,8 +450,9 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
                             for k, v in overrides.items()})  # fmt: skip
     if not 0 <= args.seed_offset < 1_000_000:
         parser.error("--seed-offset must be in 0 ... 999,999")
-    if not 1 <= args.push_repeats <= 100:
-        parser.error("--push-repeats must be in 1 ... 100")
+    if not BUCKET_REPEATS <= args.push_repeats <= 100:
+        # A push never takes fewer than the bucket's repeats (AlertsSpec.push_samples).
+        parser.error(f"--push-repeats must be in {BUCKET_REPEATS} ... 100")
     options = Options(
         series=args.series,
         quick=False,
