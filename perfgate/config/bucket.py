@@ -271,8 +271,9 @@ class Bucket:
 
     def as_pushed(self, alerts: AlertsSpec) -> Bucket:
         """This bucket as a push to a protected branch measures it: at least
-        ``alerts.push_repeats`` samples a run (R18)."""
-        return self.taking(alerts.push_samples(self.repeats))
+        ``alerts.push_repeats`` samples a run when that is set (R18), else unchanged."""
+        pushed = alerts.push_samples(self.repeats)
+        return self if pushed == self.repeats else self.taking(pushed)
 
     def most_samples(self, confirm: ConfirmMode) -> int:
         """The samples one run may take against its window: up to max_repeats when it

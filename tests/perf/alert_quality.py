@@ -6,11 +6,11 @@ sample noise of 1 or 2 %, 3 % of samples taken on a throttled GPU 15-35 % slow (
 control measures again, up to 3 a run, else sets the sample aside). The "states" pools add
 run-level states: ``STATE_SHARE`` of the runs land on a machine in a slower state (a clock
 or boost state, a noisy neighbour for the whole run), every sample of the run
-``STATE_DEPTH`` lower. A push stores its run's admitted samples, as many as a protected push
-takes of a bucket: ``alerts.push_repeats`` (its default) over the bucket's default repeats
-(``PUSH_REPEATS``; ``--push-repeats N`` tries another count). A run the window cannot
-clear may take more at the push itself; that is left out here, and paired samples are
-never stored.
+``STATE_DEPTH`` lower. A push stores its run's admitted samples, as many as a protected
+push takes of a bucket by default: the bucket's default repeats (``PUSH_REPEATS``,
+``alerts.push_repeats`` unset); ``--push-repeats N`` scores the opt-in at N. A run the
+window cannot clear may take more at the push itself; that is left out here, and paired
+samples are never stored.
 
 ``BURN_IN`` pushes make the history; the next ``POINTS`` are watched. In half the series
 nothing changes; in the others the level drops once by 5 % (or 3 or 10 %) at a random push
@@ -68,7 +68,7 @@ CVS = (0.01, 0.02)
 STATE_SHARE = 0.05  # runs in a slower machine state ("states" pools)
 STATE_DEPTH = (0.02, 0.04)  # ... every sample of such a run this much lower
 # Samples a bucket run takes (perfgate's default repeats: what a pull request's run takes)
-# and what a protected push takes and stores (perfgate.yaml ``alerts.push_repeats``).
+# and what a protected push takes and stores by default (``alerts.push_repeats`` unset).
 BUCKET_REPEATS = Bucket.repeats
 PUSH_REPEATS = AlertsSpec().push_samples(BUCKET_REPEATS)
 BURN_IN = 80
@@ -426,7 +426,8 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
     )  # fmt: skip
     parser.add_argument(
         "--push-repeats", type=int, default=PUSH_REPEATS, metavar="N",
-        help="samples a push stores (default %(default)s: alerts.push_repeats' default)",
+        help="samples a push stores (default %(default)s: a bucket's default repeats, "
+             "alerts.push_repeats unset; N tries the opt-in alerts.push_repeats: N)",
     )  # fmt: skip
     parser.add_argument("--pool", action="append", help="only pools whose name starts so")
     parser.add_argument(

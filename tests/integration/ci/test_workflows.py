@@ -533,9 +533,10 @@ def test_rendered_matrix_equals_perfgate_matrix_json() -> None:
     assert [row["runner"] for row in rows] == [b["runner"] for b in buckets]
     # Every sample may use its whole timeout on every attempt; confirmation samples start
     # until the budget is spent (the repeats are always taken: on a protected push at
-    # least alerts.push_repeats of them).
+    # least alerts.push_repeats of them, when that is set).
     one = [(b["retries"] + 1) * b["timeout_minutes"] for b in buckets]
-    pushed = [max(b["repeats"], load_config(ROOT / config).alerts.push_repeats) for b in buckets]
+    alerts = load_config(ROOT / config).alerts
+    pushed = [alerts.push_samples(b["repeats"]) for b in buckets]
     # Paired confirmation adds two samples a pair up to the pair budget; admission control
     # (the example's: three re-measures, two minutes' wait) its own.
     worst = [

@@ -1,6 +1,7 @@
-"""A push to a protected branch measures with ``alerts.push_repeats``; a pull request with
-the bucket's repeats: real ``python -m perfgate bench`` processes on the demo matrix, in
-GitHub's environment (R9, R18).
+"""With ``alerts.push_repeats`` set, a push to a protected branch measures that many samples
+and a pull request the bucket's repeats; unset (the default), a push takes the bucket's
+repeats too: real ``python -m perfgate bench`` processes on the demo matrix, in GitHub's
+environment (R9, R18).
 
 GitHub itself cannot run here: its environment variables and event payload file are what
 the bench reads, so they are set as a runner sets them; the origin is a real bare repo.
@@ -48,20 +49,28 @@ def bench(clone: Path, sha: str, event: str, ref: str, payload: dict[str, Any]) 
     return out / "cartpole__numpy.json"
 
 
+PUSH = {"ref": "refs/heads/main"}
+
+
+def demo_config(push_repeats: int | None) -> str:
+    """The demo's perfgate.yaml, with ``alerts.push_repeats`` set when given."""
+    demo = (ROOT / "perfgate.yaml").read_text(encoding="utf-8")
+    assert "\nalerts:" not in demo  # the demo leaves the alerts block to its defaults
+    return demo if push_repeats is None else demo + f"alerts:\n  push_repeats: {push_repeats}\n"
+
+
 @pytest.mark.slow  # real benchmark processes and git
-def test_a_protected_push_takes_the_push_repeats_and_a_pull_request_its_repeats(
+def test_with_push_repeats_set_a_protected_push_takes_them_and_a_pull_request_its_repeats(
     origin_clone: MakeClone,
 ) -> None:
-    demo = (ROOT / "perfgate.yaml").read_text(encoding="utf-8")
-    made = origin_clone(files={"perfgate.yaml": demo})
+    push_repeats = 5
+    made = origin_clone(files={"perfgate.yaml": demo_config(push_repeats)})
     config = load_config(made.path / "perfgate.yaml")
+    assert config.alerts.push_repeats == push_repeats
     (bucket,) = (b for b in config.buckets if b.id == BUCKET)
-    push_repeats = config.alerts.push_repeats
     assert push_repeats > bucket.repeats  # else the two runs could not differ
 
-    pushed = read_result(
-        bench(made.path, made.head, "push", "refs/heads/main", {"ref": "refs/heads/main"})
-    )
+    pushed = read_result(bench(made.path, made.head, "push", "refs/heads/main", PUSH))
     assert (pushed.source.event, pushed.source.branch) == ("push", "main")
     assert pushed.sampling is not None
     assert pushed.sampling.repeats == push_repeats
@@ -78,3 +87,22 @@ def test_a_protected_push_takes_the_push_repeats_and_a_pull_request_its_repeats(
     assert proposed.sampling.repeats == bucket.repeats
     # No window to confirm against on a fresh baseline branch: the planned repeats only.
     assert len(proposed.metric.sample_values()) == bucket.repeats
+
+
+@pytest.mark.slow  # real benchmark processes and git
+def test_without_push_repeats_a_protected_push_takes_the_buckets_repeats(
+    origin_clone: MakeClone,
+) -> None:
+    made = origin_clone(files={"perfgate.yaml": demo_config(None)})
+    config = load_config(made.path / "perfgate.yaml")
+    assert config.alerts.push_repeats is None
+    (bucket,) = (b for b in config.buckets if b.id == BUCKET)
+
+    pushed = read_result(bench(made.path, made.head, "push", "refs/heads/main", PUSH))
+    assert (pushed.source.event, pushed.source.branch) == ("push", "main")
+    assert pushed.sampling is not None
+    assert (pushed.sampling.repeats, pushed.sampling.max_repeats) == (
+        bucket.repeats,
+        bucket.max_repeats,
+    )
+    assert len(pushed.metric.sample_values()) == bucket.repeats

@@ -19,7 +19,7 @@ import yaml
 
 from perfgate import __version__
 from perfgate.ci import render
-from perfgate.ci.contexts import job_timeout_minutes, publish_timeout
+from perfgate.ci.contexts import bench_matrix, job_timeout_minutes, publish_timeout
 from perfgate.ci.expressions import branch_condition
 from perfgate.ci.selection import affected, matches
 from perfgate.ci.site import HOSTED_RUNNER, REPORT_ARTIFACT, Site, perfgate_source
@@ -28,6 +28,7 @@ from perfgate.cli.ci import bench_job_needs
 from perfgate.config import (
     AdmissionMode,
     AdmissionPolicy,
+    AlertsSpec,
     Config,
     ConfirmMode,
     ImageSpec,
@@ -246,6 +247,24 @@ def test_bench_matrix_equals_the_config_buckets(rendered: Any) -> None:
     assert bench["runs-on"] == "${{ matrix.runner }}"
     assert bench["timeout-minutes"] == "${{ matrix.timeout }}"
     assert bench["strategy"]["fail-fast"] is False
+
+
+def test_bench_timeouts_grow_only_when_push_repeats_is_set() -> None:
+    """Unset (the default), a push takes the bucket's repeats and the job's timeout is a
+    pull request's; ``alerts.push_repeats`` above a bucket's repeats lengthens it."""
+    config = load_config(ROOT / "examples/isaaclab/perfgate.yaml")
+    confirm, admission = config.gate.confirm, config.admission
+
+    def timeouts(alerts: AlertsSpec | None) -> list[int]:
+        return [row["timeout"] for row in bench_matrix(config.buckets, confirm, admission, alerts)]
+
+    plain = timeouts(None)
+    assert timeouts(AlertsSpec()) == plain
+    assert all(b.repeats < 6 for b in config.buckets)  # else nothing could grow
+    grown = timeouts(AlertsSpec(push_repeats=6))
+    assert all(g > p for g, p in zip(grown, plain, strict=True))
+    # A floor at or under every bucket's repeats changes nothing.
+    assert timeouts(AlertsSpec(push_repeats=1)) == plain
 
 
 def test_isaaclab_example_has_the_nine_l40s_buckets() -> None:

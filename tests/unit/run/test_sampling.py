@@ -159,6 +159,16 @@ def test_a_push_to_a_protected_branch_takes_the_push_repeats(tmp_path: Path) -> 
     assert as_run_measures(many, push, config.gate, alerts) == many
 
 
+def test_without_push_repeats_a_protected_push_takes_the_buckets_own_repeats(
+    tmp_path: Path,
+) -> None:
+    """Opt-in: with the key unset (the default) a push measures like any other run."""
+    config = load_config(ROOT / "perfgate.yaml")
+    assert config.alerts.push_repeats is None
+    push = on_github(tmp_path, "push", "refs/heads/main", {"ref": "refs/heads/main"})
+    assert as_run_measures(config.buckets, push, config.gate, config.alerts) == config.buckets
+
+
 def test_every_protected_branch_pattern_counts(tmp_path: Path) -> None:
     declared = load_config(ROOT / "perfgate.yaml").buckets[:1]
     gate = GatePolicy(protected_branches=("main", "release/*"))
