@@ -246,8 +246,9 @@ class AlertsSpec:
     # runs that are published and watched); unset, a push takes the bucket's repeats. With
     # a bucket's two samples the alert suite (``nox -s quality``) misses the target (every
     # 5 % drop within 3 pushes) on its 2 %-noise pools; 6 meets it at 2.58x a push's runner
-    # minutes. Opt-in: a PR's window (gate.baseline.max_samples) then holds fewer, larger
-    # runs, an effect on the PR verdict the verdict-quality suites do not yet measure.
+    # minutes. Opt-in: a PR's window then holds runs of more samples (the same max_runs
+    # runs under the calibrated policy, fewer under the reference policy's max_samples),
+    # an effect on the PR verdict the verdict-quality suites do not yet measure.
     push_repeats: int | None = None
 
     def push_samples(self, repeats: int) -> int:
