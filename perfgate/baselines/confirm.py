@@ -120,9 +120,9 @@ class WindowConfirmer(confirm.Confirmer):
             {bucket.id: key},
             tip=tip,
             base=base,
-            max_samples=window_sample_limit(gate, self.config.buckets),
+            max_samples=window_sample_limit(gate, self.config.buckets, self.config.alerts),
             max_runs=window_run_limit(gate),
-            fitted=fitted_window_depth(gate, self.config.buckets),
+            fitted=fitted_window_depth(gate, self.config.buckets, self.config.alerts),
         )
         return found[bucket.id]
 

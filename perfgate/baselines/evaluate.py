@@ -57,9 +57,9 @@ def evaluate(
             keys,
             tip=tip,
             base=base,
-            max_samples=window_sample_limit(config.gate, config.buckets),
+            max_samples=window_sample_limit(config.gate, config.buckets, config.alerts),
             max_runs=window_run_limit(config.gate),
-            fitted=fitted_window_depth(config.gate, config.buckets),
+            fitted=fitted_window_depth(config.gate, config.buckets, config.alerts),
         )
         windows = {bucket: w.runs() for (bucket, name), w in found.items() if name == PRIMARY}
         metric_windows = {key: w.runs() for key, w in found.items() if key[1] != PRIMARY}

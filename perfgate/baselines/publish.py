@@ -76,7 +76,7 @@ def publishable(results: Sequence[Result]) -> tuple[list[Result], list[str]]:
 def refuse_untrusted_run(config: Config, run: RunContext) -> None:
     """Only a push to a protected branch publishes (R9): anything else is a usage error
     (exit 4) saying what to do locally."""
-    if run.event != "push" or not config.gate.is_protected(run.branch):
+    if not config.gate.is_protected_push(run.event, run.branch):
         protected = ", ".join(config.gate.protected_branches)
         raise UsageError(
             f"refusing to publish: baselines are written only by pushes to protected branches "
@@ -99,7 +99,7 @@ def refuse_untrusted_results(config: Config, results: Sequence[Result]) -> None:
     foreign = [
         r.bucket.id
         for r in results
-        if r.source.event != "push" or not config.gate.is_protected(r.source.branch)
+        if not config.gate.is_protected_push(r.source.event, r.source.branch)
     ]
     if foreign:
         raise UsageError(

@@ -28,6 +28,7 @@ from perfgate.ci.templating import Raw, quoted
 from perfgate.config import (
     AdmissionMode,
     AdmissionPolicy,
+    AlertsSpec,
     Bucket,
     Config,
     ConfirmMode,
@@ -100,16 +101,25 @@ def artifact_name(bucket: Bucket) -> str:
 
 
 def bench_matrix(
-    buckets: Sequence[Bucket], confirm: ConfirmMode, admission: AdmissionPolicy | None = None
+    buckets: Sequence[Bucket],
+    confirm: ConfirmMode,
+    admission: AdmissionPolicy | None = None,
+    alerts: AlertsSpec | None = None,
 ) -> list[dict[str, Any]]:
-    """The static ``strategy.matrix.include`` rows: one per bucket, in config order."""
+    """The static ``strategy.matrix.include`` rows: one per bucket, in config order.
+
+    The same job measures a push to a protected branch, which takes at least
+    ``alerts.push_repeats`` samples when that is set: its timeout covers that run too.
+    """
     return [
         {
             "bucket": bucket.id,
             "artifact": artifact_name(bucket),
             "logs": log_artifact_name(bucket.id),
             "runner": list(bucket.runner),
-            "timeout": job_timeout_minutes(bucket, confirm, admission),
+            "timeout": job_timeout_minutes(
+                bucket if alerts is None else bucket.as_pushed(alerts), confirm, admission
+            ),
         }
         for bucket in buckets
     ]
@@ -176,7 +186,9 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
             "needs.config.outputs.run == 'true' "
             f"&& ({branch_condition(gate.protected_branches)})"
         ),
-        "matrix": bench_matrix(site.config.buckets, gate.confirm, site.config.admission),
+        "matrix": bench_matrix(
+            site.config.buckets, gate.confirm, site.config.admission, site.config.alerts
+        ),
         # The upstream bench job checks out with lfs: true: *.usd and *.pt are LFS-tracked.
         "lfs": site.lfs,
         "publish_timeout": publish_timeout(gate.baseline.publish_deadline_minutes),

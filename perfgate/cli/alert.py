@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     report = args.report_dir / ALERTS_FILE
     if args.dispatch:
         return _dispatch(report, config, here)
-    pushed = here.branch if here.event == "push" and config.gate.is_protected(here.branch) else None
+    pushed = here.branch if config.gate.is_protected_push(here.event, here.branch) else None
     target = args.target or pushed or config.gate.target_branches[0]
     store = open_store(config, local=baseline_is_local(args))
     assert store is not None  # repo_top found the repository

@@ -86,7 +86,8 @@ def register(verbs: Verbs) -> None:
         type=int,
         metavar="N",
         help="take N samples of every bucket instead of its configured repeats (e.g. to "
-        "`compare` two runs, which needs 5 a side); a suspicious bucket may take more",
+        "`compare` two runs, which needs 5 a side); a suspicious bucket may take more, and a push "
+        "to a protected branch at least alerts.push_repeats (when set)",
     )
     count.add_argument(
         "--samples",
@@ -223,13 +224,16 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.run import hardware
     from perfgate.run.bench import run_buckets
     from perfgate.run.launch import BenchSettings
-    from perfgate.run.sampling import with_sample_count
+    from perfgate.run.sampling import as_run_measures, with_sample_count
 
     config: Config = load_config(args.config)
     buckets = with_sample_count(selected(config, args), repeats=args.repeats, samples=args.samples)
     run = context.detect(os.environ, default_target=config.gate.target_branches[0])
     if args.run_label is not None:
         run = dataclasses.replace(run, run_label=context.check_run_label(args.run_label))
+    if args.samples is None:
+        # --samples is an exact design (a qualification allocation): nothing adds to it.
+        buckets = as_run_measures(buckets, run, config.gate, config.alerts)
     settings = BenchSettings(
         checkout=Path.cwd(),
         # Absolute: the benchmark may change directory and must still find its cache.

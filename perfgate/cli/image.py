@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--force REASON goes with --record IMAGE and needs a reason")
     if args.record:
         protected = ", ".join(config.gate.protected_branches)
-        if run.event != "push" or not config.gate.is_protected(run.branch):
+        if not config.gate.is_protected_push(run.event, run.branch):
             raise UsageError(
                 f"refusing to record an image era: the manifest is written only by pushes to "
                 f"protected branches ({protected}); this run is a {run.event!r} event on "

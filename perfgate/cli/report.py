@@ -118,7 +118,9 @@ def run(args: argparse.Namespace) -> int:
     )
     acks, ack_notes = read_acks(store.repo, history.baseline_tip)
     accepted = accepted_levels(store.repo, acks, history.target_tip)
-    rule = TrendRule.of(config.gate, config.buckets, configured_calibration(config), accepted)
+    rule = TrendRule.of(
+        config.gate, config.buckets, configured_calibration(config), accepted, config.alerts
+    )
     site = build_site(
         history, rule=rule, out=args.out, last=args.last, title=args.title, jobs=args.jobs
     )

@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from perfgate.config.policy import ConfirmMode
+from perfgate.config.policy import AlertsSpec, ConfirmMode
 
 #: What a ``command`` driver's argv and output may name (filled per attempt).
 COMMAND_PLACEHOLDERS = (
@@ -263,6 +263,17 @@ class Bucket:
         """
         fields = {name: _plain_json(getattr(self, name)) for name in self.__dataclass_fields__}
         return {"id": self.id, "file_stem": self.file_stem, "backend": self.backend_key, **fields}
+
+    def taking(self, repeats: int) -> Bucket:
+        """This bucket with runs of ``repeats`` samples (a suspicious run may still take up
+        to its max_repeats, and never fewer than ``repeats``)."""
+        return replace(self, repeats=repeats, max_repeats=max(self.max_repeats, repeats))
+
+    def as_pushed(self, alerts: AlertsSpec) -> Bucket:
+        """This bucket as a push to a protected branch measures it: at least
+        ``alerts.push_repeats`` samples a run when that is set (R18), else unchanged."""
+        pushed = alerts.push_samples(self.repeats)
+        return self if pushed == self.repeats else self.taking(pushed)
 
     def most_samples(self, confirm: ConfirmMode) -> int:
         """The samples one run may take against its window: up to max_repeats when it

@@ -8,24 +8,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from perfgate.config import PRIMARY, Bucket, GatePolicy, Metric, PolicyName
+from perfgate.config import PRIMARY, AlertsSpec, Bucket, GatePolicy, Metric, PolicyName
 from perfgate.judge.budget import clear_drop
 from perfgate.judge.decision import Decision
 from perfgate.judge.paired import PairedPolicy, PairNoise
 from perfgate.judge.policies import CalibratedPolicy, Policy, ReferencePolicy
 
 
-def window_sample_limit(gate: GatePolicy, buckets: Sequence[Bucket]) -> int:
+def window_sample_limit(
+    gate: GatePolicy, buckets: Sequence[Bucket], alerts: AlertsSpec | None = None
+) -> int:
     """How many of the nearest samples to read so every bucket's window is whole (R4),
     and the history runner offsets are learned from (``baseline.history_runs``).
 
     The bench (confirming) and the gate read with the same limit, so they see one window.
+    ``alerts``: the config's, whose ``push_repeats`` may make stored runs larger.
     """
     if gate.policy is PolicyName.REFERENCE:
         return gate.baseline.max_samples
-    most = max((b.most_samples(gate.confirm) for b in buckets), default=1)
     # The rule keeps the nearest max_runs runs of what is read; runner offsets use more.
-    return max(gate.baseline.max_runs, gate.baseline.history_runs) * most
+    return max(gate.baseline.max_runs, gate.baseline.history_runs) * _most_stored(
+        gate, buckets, alerts
+    )
 
 
 def window_run_limit(gate: GatePolicy) -> int | None:
@@ -37,13 +41,28 @@ def window_run_limit(gate: GatePolicy) -> int | None:
     return max(gate.baseline.max_runs, gate.baseline.history_runs)
 
 
-def fitted_window_depth(gate: GatePolicy, buckets: Sequence[Bucket]) -> tuple[int, int] | None:
+def fitted_window_depth(
+    gate: GatePolicy, buckets: Sequence[Bucket], alerts: AlertsSpec | None = None
+) -> tuple[int, int] | None:
     """(samples, runs) a window reads when its runner model was fitted as its samples were
     stored: the nearest ``max_runs`` runs only. None when no model is read (no history)."""
     if gate.policy is PolicyName.REFERENCE or gate.baseline.history_runs <= 0:
         return None
-    most = max((b.most_samples(gate.confirm) for b in buckets), default=1)
+    most = _most_stored(gate, buckets, alerts)
     return gate.baseline.max_runs * most, gate.baseline.max_runs
+
+
+def _most_stored(gate: GatePolicy, buckets: Sequence[Bucket], alerts: AlertsSpec | None) -> int:
+    """The most samples a stored run of ``buckets`` may hold: a run's own, confirmation
+    included, or a protected push's (``alerts.push_repeats``): a sample limit below it
+    would cut a window of larger runs short of its ``max_runs``."""
+    return max(
+        (
+            max(b.most_samples(gate.confirm), alerts.push_samples(b.repeats) if alerts else 1)
+            for b in buckets
+        ),
+        default=1,
+    )
 
 
 def policy_for(

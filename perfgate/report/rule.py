@@ -16,7 +16,16 @@ from dataclasses import dataclass, replace
 
 from perfgate.baselines.acks import AcceptedLevel, kept_runs
 from perfgate.baselines.history import BranchCommit, Run, Series, windows_before
-from perfgate.config import PRIMARY, Bucket, ConfirmMode, Direction, GatePolicy, Metric, PolicyName
+from perfgate.config import (
+    PRIMARY,
+    AlertsSpec,
+    Bucket,
+    ConfirmMode,
+    Direction,
+    GatePolicy,
+    Metric,
+    PolicyName,
+)
 from perfgate.judge.bucket_policy import policy_for, window_sample_limit
 from perfgate.judge.calibration import NoiseCalibration
 from perfgate.judge.oracle import judge_run
@@ -42,11 +51,13 @@ class TrendRule:
         buckets: Sequence[Bucket],
         calibration: NoiseCalibration | None = None,
         accepted: Sequence[AcceptedLevel] = (),
+        alerts: AlertsSpec | None = None,
     ) -> TrendRule:
-        """The rule for a perfgate.yaml: ``buckets`` is its whole matrix, as the gate reads."""
+        """The rule for a perfgate.yaml: ``buckets`` is its whole matrix and ``alerts`` its
+        alerts block (a push may store larger runs), as the gate reads."""
         return cls(
             gate=gate,
-            window_limit=window_sample_limit(gate, buckets),
+            window_limit=window_sample_limit(gate, buckets, alerts),
             calibration=calibration,
             accepted=tuple(accepted),
         )

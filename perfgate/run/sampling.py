@@ -7,6 +7,11 @@ does not, ``max_repeats`` are taken, or ``repeat_budget_minutes`` are spent. Wit
 ``gate.confirm: paired`` the repeats are followed, on suspicion, by a paired comparison
 with the merge base (``run.paired``); this loop resumes only when no base can be measured.
 
+With ``alerts.push_repeats`` set (it is opt-in), a push to a protected branch (its
+samples are published and watched by post-merge alerts) takes at least that many samples
+of each bucket, whatever their repeats: the alert rule sees better-measured pushed runs
+(``as_run_measures``). Unset, a push takes the bucket's repeats like any other run.
+
 Admission control may set a sample aside (the machine was unfit): it is then measured
 again while the run's re-measure budget lasts, and the set-aside sample does not count
 towards the plan; once the budget is spent, set-aside samples count as taken.
@@ -20,7 +25,8 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Generic, TypeVar
 
-from perfgate.config import Bucket, ConfirmMode
+from perfgate.config import AlertsSpec, Bucket, ConfirmMode, GatePolicy
+from perfgate.context import RunContext
 from perfgate.errors import UsageError
 from perfgate.result import SamplingStop
 
@@ -151,8 +157,18 @@ def with_sample_count(
     if not 1 <= count <= 100:
         flag = "--samples" if samples is not None else "--repeats"
         raise UsageError(f"{flag} {count}: take between 1 and 100 samples")
-    exact = samples is not None
-    return tuple(
-        replace(b, repeats=count, max_repeats=count if exact else max(b.max_repeats, count))
-        for b in buckets
-    )
+    if samples is not None:
+        return tuple(replace(b, repeats=count, max_repeats=count) for b in buckets)
+    return tuple(b.taking(count) for b in buckets)
+
+
+def as_run_measures(
+    buckets: Sequence[Bucket], run: RunContext, gate: GatePolicy, alerts: AlertsSpec
+) -> tuple[Bucket, ...]:
+    """``buckets`` as ``run`` measures them: a push to a protected branch, whose samples are
+    published and watched by post-merge alerts (R9, R18), takes at least
+    ``alerts.push_repeats`` samples of each when that is set; any other run (a pull
+    request, a merge group, a local run) takes their own repeats."""
+    if not gate.is_protected_push(run.event, run.branch):
+        return tuple(buckets)
+    return tuple(b.as_pushed(alerts) for b in buckets)

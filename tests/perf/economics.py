@@ -501,6 +501,11 @@ def setup_minutes(config: Config) -> float:
     return (UPSTREAM_PR_MINUTES - total) / len(config.buckets)
 
 
+def launch_minutes(config: Config) -> float:
+    """L: the mean of the buckets' ``launch_minutes`` (the cost model's default)."""
+    return sum(b.launch_minutes or 0.0 for b in config.buckets) / len(config.buckets)
+
+
 @dataclass(kw_only=True)
 class PrTally:
     """Relevant pull requests of unchanged code on the example's matrix."""

@@ -435,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--launch-minutes",
         type=float,
-        default=sum(b.launch_minutes or 0.0 for b in example.buckets) / len(example.buckets),
+        default=economics.launch_minutes(example),
         metavar="L",
         help="cost model: one launch (a sample), runner minutes (default %(default).1f: the "
         "mean of the Isaac Lab example's launch_minutes)",

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
+from perfgate.config import load_config
 from tests.paths import ROOT
 
 COPIED = [
@@ -531,16 +532,19 @@ def test_rendered_matrix_equals_perfgate_matrix_json() -> None:
     assert [row["bucket"] for row in rows] == [b["id"] for b in buckets]
     assert [row["runner"] for row in rows] == [b["runner"] for b in buckets]
     # Every sample may use its whole timeout on every attempt; confirmation samples start
-    # until the budget is spent (the repeats are always taken).
+    # until the budget is spent (the repeats are always taken: on a protected push at
+    # least alerts.push_repeats of them, when that is set).
     one = [(b["retries"] + 1) * b["timeout_minutes"] for b in buckets]
+    alerts = load_config(ROOT / config).alerts
+    pushed = [alerts.push_samples(b["repeats"]) for b in buckets]
     # Paired confirmation adds two samples a pair up to the pair budget; admission control
     # (the example's: three re-measures, two minutes' wait) its own.
     worst = [
-        min(b["max_repeats"] * o, max(b["repeats"] * o, b["repeat_budget_minutes"] + o))
+        min(max(b["max_repeats"], n) * o, max(n * o, b["repeat_budget_minutes"] + o))
         + min(2 * b["max_pairs"] * o, b["pair_budget_minutes"] + 2 * o)
         + 3 * o
         + 2
-        for b, o in zip(buckets, one, strict=True)
+        for b, o, n in zip(buckets, one, pushed, strict=True)
     ]
     assert [row["timeout"] for row in rows] == [max(30, math.ceil(w) + 15) for w in worst]
 

@@ -19,7 +19,7 @@ import yaml
 
 from perfgate import __version__
 from perfgate.ci import render
-from perfgate.ci.contexts import job_timeout_minutes, publish_timeout
+from perfgate.ci.contexts import bench_matrix, job_timeout_minutes, publish_timeout
 from perfgate.ci.expressions import branch_condition
 from perfgate.ci.selection import affected, matches
 from perfgate.ci.site import HOSTED_RUNNER, REPORT_ARTIFACT, Site, perfgate_source
@@ -28,6 +28,7 @@ from perfgate.cli.ci import bench_job_needs
 from perfgate.config import (
     AdmissionMode,
     AdmissionPolicy,
+    AlertsSpec,
     Config,
     ConfirmMode,
     ImageSpec,
@@ -221,7 +222,8 @@ def test_every_checkout_drops_its_credentials(rendered: Any) -> None:
 
 
 def test_bench_matrix_equals_the_config_buckets(rendered: Any) -> None:
-    """The matrix has one row per bucket: id, runner labels, timeout over every sample."""
+    """The matrix has one row per bucket: id, runner labels, timeout over every sample of
+    a pull request's run and of a protected push's (alerts.push_repeats at least)."""
     site, docs = rendered
     bench = docs[".github/workflows/perfgate.yml"]["jobs"]["bench"]
     rows = bench["strategy"]["matrix"]["include"]
@@ -231,7 +233,9 @@ def test_bench_matrix_equals_the_config_buckets(rendered: Any) -> None:
         one = (bucket.retries + 1) * bucket.timeout_minutes  # one sample, every attempt
         budget = bucket.repeat_budget_minutes
         assert budget is not None  # both sites bound their confirmation
-        worst = min(bucket.max_repeats * one, max(bucket.repeats * one, budget + one))
+        repeats = site.config.alerts.push_samples(bucket.repeats)
+        most = max(bucket.max_repeats, repeats)
+        worst = min(most * one, max(repeats * one, budget + one))
         # Paired confirmation: two samples a pair, bounded by both sites' pair budget.
         assert bucket.pair_budget_minutes is not None
         worst += min(2 * bucket.max_pairs * one, bucket.pair_budget_minutes + 2 * one)
@@ -243,6 +247,24 @@ def test_bench_matrix_equals_the_config_buckets(rendered: Any) -> None:
     assert bench["runs-on"] == "${{ matrix.runner }}"
     assert bench["timeout-minutes"] == "${{ matrix.timeout }}"
     assert bench["strategy"]["fail-fast"] is False
+
+
+def test_bench_timeouts_grow_only_when_push_repeats_is_set() -> None:
+    """Unset (the default), a push takes the bucket's repeats and the job's timeout is a
+    pull request's; ``alerts.push_repeats`` above a bucket's repeats lengthens it."""
+    config = load_config(ROOT / "examples/isaaclab/perfgate.yaml")
+    confirm, admission = config.gate.confirm, config.admission
+
+    def timeouts(alerts: AlertsSpec | None) -> list[int]:
+        return [row["timeout"] for row in bench_matrix(config.buckets, confirm, admission, alerts)]
+
+    plain = timeouts(None)
+    assert timeouts(AlertsSpec()) == plain
+    assert all(b.repeats < 6 for b in config.buckets)  # else nothing could grow
+    grown = timeouts(AlertsSpec(push_repeats=6))
+    assert all(g > p for g, p in zip(grown, plain, strict=True))
+    # A floor at or under every bucket's repeats changes nothing.
+    assert timeouts(AlertsSpec(push_repeats=1)) == plain
 
 
 def test_isaaclab_example_has_the_nine_l40s_buckets() -> None:

@@ -14,6 +14,7 @@ from perfgate.backends import VOCABULARIES
 from perfgate.config import (
     AdmissionMode,
     AdmissionPolicy,
+    AlertsSpec,
     BaselinePolicy,
     Bucket,
     ConfirmMode,
@@ -657,6 +658,34 @@ BAD_CONFIGS = [
         "use a value >= 0",
     ),
     (
+        "push_repeats_zero",
+        "version: 1\nalerts:\n  push_repeats: 0\n" + VALID_BUCKET,
+        3,
+        "alerts.push_repeats",
+        "use a value >= 1",
+    ),
+    (
+        "push_repeats_over_100",
+        "version: 1\nalerts:\n  push_repeats: 101\n" + VALID_BUCKET,
+        3,
+        "alerts.push_repeats",
+        "use a value <= 100",
+    ),
+    (
+        "push_repeats_not_a_count",
+        "version: 1\nalerts:\n  confirm_runs: 3\n  push_repeats: 2.5\n" + VALID_BUCKET,
+        4,
+        "alerts.push_repeats",
+        "expected an integer",
+    ),
+    (
+        "push_repeats_misspelt",
+        "version: 1\nalerts:\n  push_samples: 4\n" + VALID_BUCKET,
+        3,
+        "alerts.push_samples",
+        "allowed keys: bisect_max_minutes, confirm_runs, false_alert_rate, push_repeats",
+    ),
+    (
         "demo_block_on_another_driver",
         "version: 1\nbuckets:\n  - task: t\n    driver: command\n"
         "    command: {argv: [x], output: '{output_dir}/r.json'}\n"
@@ -793,6 +822,21 @@ def test_the_report_block_names_pages_and_the_published_url(tmp_path: Path) -> N
     )
     with pytest.raises(ConfigError, match=r"report\.url"):
         load_config(path)
+
+
+def test_push_repeats_are_unset_by_default_and_read_from_the_alerts_block(tmp_path: Path) -> None:
+    """Opt-in: unset, a push takes a bucket's own repeats (PR windows keep their runs)."""
+    path = tmp_path / "perfgate.yaml"
+    path.write_text("version: 1\n" + VALID_BUCKET, encoding="utf-8")
+    unset = load_config(path).alerts
+    assert unset == AlertsSpec()
+    assert unset.push_repeats is None
+    assert (unset.push_samples(1), unset.push_samples(2), unset.push_samples(9)) == (1, 2, 9)
+    path.write_text("version: 1\nalerts: {push_repeats: 4}\n" + VALID_BUCKET, encoding="utf-8")
+    alerts = load_config(path).alerts
+    assert alerts.push_repeats == 4
+    # Never fewer than a bucket's own repeats.
+    assert (alerts.push_samples(2), alerts.push_samples(9)) == (4, 9)
 
 
 def test_an_admission_block_overrides_its_defaults_key_by_key(tmp_path: Path) -> None:

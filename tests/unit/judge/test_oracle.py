@@ -7,8 +7,22 @@ from typing import Any
 
 import pytest
 
-from perfgate.config import Direction, Floor, FloorKind, GatePolicy, PolicyName, load_config
-from perfgate.judge.bucket_policy import policy_for, window_run_limit, window_sample_limit
+from perfgate.config import (
+    AlertsSpec,
+    ConfirmMode,
+    Direction,
+    Floor,
+    FloorKind,
+    GatePolicy,
+    PolicyName,
+    load_config,
+)
+from perfgate.judge.bucket_policy import (
+    fitted_window_depth,
+    policy_for,
+    window_run_limit,
+    window_sample_limit,
+)
 from perfgate.judge.judgement import Bisect, Judgement
 from perfgate.judge.oracle import judge
 from perfgate.judge.policies import CalibratedPolicy, ReferencePolicy
@@ -268,6 +282,20 @@ def test_policy_for_reads_every_gate_key() -> None:
     assert policy_for(bucket, off, "cpu-x").max_repeats == bucket.repeats  # type: ignore[union-attr]
     reference = policy_for(bucket, replace(config.gate, policy=PolicyName.REFERENCE), "cpu-x")
     assert reference == ReferencePolicy(noise_floor_pct=2.0, min_samples=5, max_samples=20)
+
+
+def test_a_window_of_larger_pushed_runs_still_holds_max_runs_runs() -> None:
+    # alerts.push_repeats (opt-in) stores pushed runs of more samples than a bucket's own
+    # runs may take: the sample limits must cover them, or the window is cut short of
+    # max_runs runs (with confirm: off a bucket's run takes its 3 repeats).
+    config = load_config(ROOT / "perfgate.yaml")
+    gate = replace(config.gate, confirm=ConfirmMode.OFF)
+    pushed = AlertsSpec(push_repeats=6)
+    assert window_sample_limit(gate, config.buckets) == 200 * 3
+    assert window_sample_limit(gate, config.buckets, AlertsSpec()) == 200 * 3
+    assert window_sample_limit(gate, config.buckets, pushed) == 200 * 6
+    assert fitted_window_depth(gate, config.buckets, pushed) == (20 * 6, 20)
+    assert fitted_window_depth(config.gate, config.buckets, pushed) == (20 * 10, 20)
 
 
 def test_the_window_holds_max_runs_of_the_largest_repeats_and_the_runner_history() -> None:

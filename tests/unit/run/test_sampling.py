@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from perfgate.config import ConfirmMode, load_config
+from perfgate.config import AlertsSpec, ConfirmMode, GatePolicy, load_config
+from perfgate.context import RunContext, detect
 from perfgate.errors import UsageError
 from perfgate.result import SamplingStop
-from perfgate.run.sampling import Sampler, SamplingPlan, take_samples, with_sample_count
+from perfgate.run.sampling import (
+    Sampler,
+    SamplingPlan,
+    as_run_measures,
+    take_samples,
+    with_sample_count,
+)
 from tests.paths import ROOT
 
 REPEAT = SamplingPlan(confirm=ConfirmMode.REPEAT, repeats=2, max_repeats=5, budget_s=60.0)
@@ -114,3 +125,90 @@ def test_a_count_outside_1_to_100_names_its_flag(flag: str, count: int) -> None:
     declared = load_config(ROOT / "perfgate.yaml").buckets
     with pytest.raises(UsageError, match=f"--{flag} {count}: take between 1 and 100 samples"):
         with_sample_count(declared, **{flag: count})
+
+
+QUEUE = f"gh-readonly-queue/main/pr-12-{'2' * 40}"  # a merge queue's branch for main
+
+
+def on_github(tmp_path: Path, event: str, ref: str, payload: dict[str, Any]) -> RunContext:
+    """The run context GitHub's environment gives ``event`` on ``ref``."""
+    event_path = tmp_path / "event.json"
+    event_path.write_text(json.dumps(payload), encoding="utf-8")
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": event, "GITHUB_REF": ref,
+           "GITHUB_EVENT_PATH": str(event_path), "GITHUB_SHA": "1" * 40}  # fmt: skip
+    return detect(env)
+
+
+def test_a_push_to_a_protected_branch_takes_the_push_repeats(tmp_path: Path) -> None:
+    config = load_config(ROOT / "perfgate.yaml")
+    declared = tuple(replace(b, repeats=2, max_repeats=3) for b in config.buckets)
+    push = on_github(tmp_path, "push", "refs/heads/main", {"ref": "refs/heads/main"})
+    alerts = AlertsSpec(push_repeats=5)
+    pushed = as_run_measures(declared, push, config.gate, alerts)
+    assert {(b.repeats, b.max_repeats) for b in pushed} == {(5, 5)}
+    # The plan the bench measures by: five samples, whatever confirmation may add.
+    for confirm in ConfirmMode:
+        assert SamplingPlan.for_bucket(pushed[0], confirm).repeats == 5
+    assert SamplingPlan.for_bucket(pushed[0], ConfirmMode.OFF).max_repeats == 5
+    # Room to confirm stays: a bucket allowed ten samples may still take them.
+    roomy = (replace(declared[0], max_repeats=10),)
+    assert [(b.repeats, b.max_repeats) for b in as_run_measures(roomy, push, config.gate,
+                                                                alerts)] == [(5, 10)]  # fmt: skip
+    # A bucket whose own repeats are more keeps them: push_repeats is a floor.
+    many = (replace(declared[0], repeats=7, max_repeats=7),)
+    assert as_run_measures(many, push, config.gate, alerts) == many
+
+
+def test_without_push_repeats_a_protected_push_takes_the_buckets_own_repeats(
+    tmp_path: Path,
+) -> None:
+    """Opt-in: with the key unset (the default) a push measures like any other run."""
+    config = load_config(ROOT / "perfgate.yaml")
+    assert config.alerts.push_repeats is None
+    push = on_github(tmp_path, "push", "refs/heads/main", {"ref": "refs/heads/main"})
+    assert as_run_measures(config.buckets, push, config.gate, config.alerts) == config.buckets
+
+
+def test_every_protected_branch_pattern_counts(tmp_path: Path) -> None:
+    declared = load_config(ROOT / "perfgate.yaml").buckets[:1]
+    gate = GatePolicy(protected_branches=("main", "release/*"))
+    push = on_github(tmp_path, "push", "refs/heads/release/1.2", {})
+    (bucket,) = as_run_measures(declared, push, gate, AlertsSpec(push_repeats=6))
+    assert bucket.repeats == 6
+
+
+@pytest.mark.parametrize(
+    ("event", "ref", "payload"),
+    [
+        pytest.param("pull_request", "refs/pull/12/merge",
+                     {"pull_request": {"number": 12, "base": {"ref": "main"},
+                                       "head": {"ref": "fix", "sha": "2" * 40}}},
+                     id="pull_request"),
+        pytest.param("pull_request_target", "refs/heads/main",
+                     {"pull_request": {"number": 12, "base": {"ref": "main"},
+                                       "head": {"ref": "fix", "sha": "2" * 40}}},
+                     id="pull_request_target"),
+        pytest.param("merge_group", f"refs/heads/{QUEUE}",
+                     {"merge_group": {"head_sha": "2" * 40, "base_ref": "refs/heads/main",
+                                      "head_ref": f"refs/heads/{QUEUE}"}},
+                     id="merge_group"),
+        pytest.param("push", "refs/heads/feature", {}, id="push_to_an_unprotected_branch"),
+        pytest.param("push", "refs/tags/v1.0", {}, id="tag_push"),
+        pytest.param("workflow_dispatch", "refs/heads/main", {}, id="workflow_dispatch"),
+        pytest.param("schedule", "refs/heads/main", {}, id="schedule"),
+    ],
+)  # fmt: skip
+def test_any_other_run_takes_the_buckets_own_repeats(
+    tmp_path: Path, event: str, ref: str, payload: dict[str, Any]
+) -> None:
+    config = load_config(ROOT / "perfgate.yaml")
+    run = on_github(tmp_path, event, ref, payload)
+    alerts = AlertsSpec(push_repeats=8)
+    assert as_run_measures(config.buckets, run, config.gate, alerts) == config.buckets
+
+
+def test_a_local_run_on_the_protected_branch_takes_the_buckets_own_repeats() -> None:
+    config = load_config(ROOT / "perfgate.yaml")
+    local = RunContext(commit="1" * 40, branch="main", target_branch="main", event="local")
+    alerts = AlertsSpec(push_repeats=8)
+    assert as_run_measures(config.buckets, local, config.gate, alerts) == config.buckets
