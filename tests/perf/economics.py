@@ -28,6 +28,13 @@ false-alarm rate, run-level states included). Regressions: every series drops on
 5 or 10 %, and a drop counts as caught only when the pull request that brings it is
 BLOCKed (PR time). The Isaac Lab example runs its nine buckets a pull request at a time,
 with its own budgets and its shared ``gate.budget_minutes``, read from its perfgate.yaml.
+
+Stored runs: the window is built of the runs before, each as the gate stored it. By default
+that is the run's own samples (its repeats, and what confirmation added), as a push stores
+them with ``alerts.push_repeats`` unset. ``Options.stored_samples`` N (``--stored-samples``)
+models the opt-in: each stored run is topped up with more launches on its runner until N
+were planned, the pull request itself still taking its strategy's repeats; the top-up is the
+push's cost, not the pull request's, so it is not counted in launches.
 """
 
 from __future__ import annotations
@@ -245,7 +252,28 @@ def look(strategy: Strategy, history: Sequence[StoredRun], runner: str) -> Look:
 
 def take_repeats(strategy: Strategy, machine: Machine, head: float) -> list[float]:
     """The run's planned repeats (admitted figures only)."""
-    return [v for v in (machine.sample(head) for _ in range(strategy.repeats)) if v]
+    return take(machine, head, strategy.repeats)
+
+
+def take(machine: Machine, head: float, launches: int) -> list[float]:
+    """``launches`` planned launches at ``head`` (admitted figures only)."""
+    return [v for v in (machine.sample(head) for _ in range(launches)) if v]
+
+
+def stored_run(
+    strategy: Strategy,
+    kept: Sequence[float],
+    *,
+    runner: str,
+    machine: Machine,
+    head: float,
+    stored_samples: int | None,
+) -> StoredRun:
+    """The run the window keeps of a point: its samples, topped up on ``machine`` until
+    ``stored_samples`` were planned (a push with ``alerts.push_repeats``; None: as taken)."""
+    planned = max(strategy.repeats, len(kept))
+    more = 0 if stored_samples is None else max(0, stored_samples - planned)
+    return StoredRun(runner=runner, values=(*kept, *take(machine, head, more)))
 
 
 def first_look(
@@ -430,9 +458,15 @@ def make_series(pool: Pool, rng: np.random.Generator) -> Series:
 
 
 def run_series(
-    pool: Pool, seed: int, drop: float, launch: float, strategies: Sequence[Strategy] = STRATEGIES
+    pool: Pool,
+    seed: int,
+    drop: float,
+    launch: float,
+    strategies: Sequence[Strategy] = STRATEGIES,
+    stored_samples: int | None = None,
 ) -> dict[str, Tally]:
-    """Stream one series through every strategy (same pool, schedule, states and drop)."""
+    """Stream one series through every strategy (same pool, schedule, states and drop);
+    ``stored_samples``: the samples each stored run is topped up to (None: as taken)."""
     series = make_series(pool, np.random.default_rng(seed))
     out: dict[str, Tally] = {}
     for index, strategy in enumerate(strategies):
@@ -445,13 +479,17 @@ def run_series(
             head = 100.0 * (1.0 - drop if point >= series.change else 1.0)
             base = 100.0 * (1.0 - drop if point > series.change else 1.0)
             if point < 0:
-                kept = take_repeats(strategy, Machine(noise, factor, pool.cv), head)
-                history.insert(0, StoredRun(runner=runner, values=tuple(kept)))
+                machine = Machine(noise, factor, pool.cv)
+                kept = take_repeats(strategy, machine, head)
+                history.insert(0, stored_run(strategy, kept, runner=runner, machine=machine,
+                                             head=head, stored_samples=stored_samples))  # fmt: skip
                 continue
             seen = look(strategy, history, runner)
             run = bucket_run(strategy, noise, seen, factor=factor, cv=pool.cv, head=head,
                              base=base, launch=launch)  # fmt: skip
-            history.insert(0, StoredRun(runner=runner, values=tuple(run.kept)))
+            history.insert(0, stored_run(strategy, run.kept, runner=runner, head=head,
+                                         machine=Machine(noise, factor, pool.cv),
+                                         stored_samples=stored_samples))  # fmt: skip
             del history[max(strategy.history_runs, strategy.policy().max_runs) :]
             if point < series.change:
                 tally.unchanged += 1
@@ -528,11 +566,16 @@ class PrTally:
 
 
 def run_example(
-    pool: Pool, seed: int, cases: Sequence[Example], setup: float
+    pool: Pool,
+    seed: int,
+    cases: Sequence[Example],
+    setup: float,
+    stored_samples: int | None = None,
 ) -> dict[str, PrTally]:
     """Unchanged PRs on the example's nine buckets, each bucket a series on ``pool``: every
     bucket takes its repeats, then the ones the window cannot clear are confirmed, the
-    most suspicious first, within what is left of the shared budget."""
+    most suspicious first, within what is left of the shared budget (stored runs as
+    ``run_series`` stores them)."""
     rng = np.random.default_rng(seed)
     width = len(cases[0].buckets)
     serieses = [make_series(pool, rng) for _ in range(width)]
@@ -549,7 +592,9 @@ def run_example(
                 machine = Machine(noise, factor, pool.cv)
                 if i < BURN_IN:
                     kept = take_repeats(strategy, machine, 100.0)
-                    histories[b].insert(0, StoredRun(runner=runner, values=tuple(kept)))
+                    histories[b].insert(0, stored_run(strategy, kept, runner=runner,
+                                                      machine=machine, head=100.0,
+                                                      stored_samples=stored_samples))  # fmt: skip
                     continue
                 seen = look(strategy, histories[b], runner)
                 kept, decision = first_look(strategy, machine, seen, 100.0, launch)
@@ -577,7 +622,10 @@ def run_example(
                 tally.bucket_runs += 1
                 tally.false_blocks += verdict is Verdict.BLOCK
                 tally.inconclusive += verdict is Verdict.INCONCLUSIVE
-                histories[b].insert(0, StoredRun(runner=runner, values=tuple(kept)))
+                histories[b].insert(0, stored_run(strategy, kept, runner=runner, head=100.0,
+                                                  machine=Machine(noise, machine.factor,
+                                                                  pool.cv),
+                                                  stored_samples=stored_samples))  # fmt: skip
                 del histories[b][max(strategy.history_runs, 20) :]
         out[case.name] = tally
     return out
@@ -586,35 +634,39 @@ def run_example(
 # -- the suite ----------------------------------------------------------------------------
 
 
-def _series_work(args: tuple[str, float, int, float]) -> dict[str, Tally]:
-    kind, cv, seed, launch = args
-    return run_series(Pool(kind=kind, cv=cv), 9_100_003 + seed, DROPS[seed % len(DROPS)], launch)
+def _series_work(args: tuple[str, float, int, float, int | None]) -> dict[str, Tally]:
+    kind, cv, seed, launch, stored = args
+    return run_series(Pool(kind=kind, cv=cv), 9_100_003 + seed, DROPS[seed % len(DROPS)], launch,
+                      stored_samples=stored)  # fmt: skip
 
 
-def _example_work(args: tuple[str, float, int, float]) -> dict[str, PrTally]:
-    kind, cv, seed, setup = args
+def _example_work(args: tuple[str, float, int, float, int | None]) -> dict[str, PrTally]:
+    kind, cv, seed, setup, stored = args
     return run_example(Pool(kind=kind, cv=cv), 5_300_009 + seed,
-                       examples(load_config(EXAMPLE_CONFIG)), setup)  # fmt: skip
+                       examples(load_config(EXAMPLE_CONFIG)), setup, stored)  # fmt: skip
 
 
 def quality(options: Options) -> SuiteReport:
     """Run every pool and the example; print the tables; the issue's targets."""
     started = time.perf_counter()
     series = max(12, options.series * 2 // 5)  # 24 quick, 256 full
-    tasks = [(kind, cv, s, options.launch_minutes) for kind, cv in POOLS for s in range(series)]
+    stored = options.stored_samples
+    tasks = [(kind, cv, s, options.launch_minutes, stored) for kind, cv in POOLS
+             for s in range(series)]  # fmt: skip
     results: dict[str, dict[str, Tally]] = {}
     config = load_config(EXAMPLE_CONFIG)
     setup = setup_minutes(config)
     example_pools = (("offsets", 0.01), ("offsets", 0.02), ("states", 0.02))
     prs = max(2, series // 6)
-    example_tasks = [(kind, cv, s, setup) for kind, cv in example_pools for s in range(prs)]
+    example_tasks = [(kind, cv, s, setup, stored) for kind, cv in example_pools
+                     for s in range(prs)]  # fmt: skip
     example: dict[str, dict[str, PrTally]] = {}
     with ProcessPoolExecutor(max_workers=options.jobs) as pool:
-        for (kind, cv, _, _), part in zip(tasks, pool.map(_series_work, tasks), strict=True):
+        for (kind, cv, *_), part in zip(tasks, pool.map(_series_work, tasks), strict=True):
             total = results.setdefault(Pool(kind=kind, cv=cv).name, {})
             for name, tally in part.items():
                 total.setdefault(name, Tally()).add(tally)
-        for (kind, cv, _, _), cases in zip(
+        for (kind, cv, *_), cases in zip(
             example_tasks, pool.map(_example_work, example_tasks), strict=True
         ):
             total_ex = example.setdefault(Pool(kind=kind, cv=cv).name, {})
@@ -647,7 +699,7 @@ def _print(
         f"runner economics: {series} series/pool x {POINTS} points after {BURN_IN} recorded "
         f"runs; {RUNNERS} runners +-{OFFSET:.0%}, {THROTTLE_P:.0%} of samples throttled; "
         f"S = {options.setup_minutes:.1f} min, L = {options.launch_minutes:.1f} min; "
-        f"{elapsed:.0f} s"
+        f"stored runs: {_stored(options)}; {elapsed:.0f} s"
     )
     head = (
         f"{'pool':<12}{'strategy':<24}{'FA%':>7}{'FA95%':>7}{'INC%':>6}{'launch':>7}"
@@ -684,6 +736,13 @@ def _print(
                 f"{pool:<12}{name:<14}{pr.per_pr:7.0f}{pr.per_pr / UPSTREAM_PR_MINUTES:10.2f}"
                 f"{_pct(pr.false_blocks / runs, 3):>7}{_pct(pr.inconclusive / runs, 1):>6}"
             )
+
+
+def _stored(options: Options) -> str:
+    """What a stored run holds, as the header says it."""
+    if options.stored_samples is None:
+        return "as taken (alerts.push_repeats unset)"
+    return f"topped up to {options.stored_samples} samples (alerts.push_repeats)"
 
 
 def _strategy(name: str) -> Strategy:
@@ -731,8 +790,8 @@ def _figures(
         }
         for pool, by_case in example.items()
     }
-    return {"series_per_pool": series, "example_setup_minutes": setup, "pools": pools,
-            "example": cases}  # fmt: skip
+    return {"series_per_pool": series, "stored_samples": options.stored_samples,
+            "example_setup_minutes": setup, "pools": pools, "example": cases}  # fmt: skip
 
 
 def _targets(

@@ -34,6 +34,9 @@ class Options:
     jobs: int
     setup_minutes: float  # S: a bucket job's setup (checkout, image, container start)
     launch_minutes: float  # L: one launch of the benchmark (one sample)
+    # Samples of a stored run in the runner economics' history (alerts.push_repeats);
+    # None: as the run took them (the strategy's repeats and its confirmation)
+    stored_samples: int | None = None
 
     def run_minutes(self, launches: float) -> float:
         """Runner minutes of a bucket run of ``launches`` launches."""

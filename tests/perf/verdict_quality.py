@@ -441,6 +441,14 @@ def main(argv: list[str] | None = None) -> int:
         "mean of the Isaac Lab example's launch_minutes)",
     )
     parser.add_argument(
+        "--stored-samples",
+        type=int,
+        metavar="N",
+        help="runner economics: the window's stored runs hold at least N samples, as pushes "
+        "store them with alerts.push_repeats: N (default: as the run took them, its repeats); "
+        "the pull request still takes its repeats",
+    )
+    parser.add_argument(
         "--json",
         action="store_true",
         help=f"write every figure and the targets to {QUALITY_JSON.relative_to(ROOT)}",
@@ -453,6 +461,8 @@ def main(argv: list[str] | None = None) -> int:
         help="override a CalibratedPolicy field (sensitivity runs)",
     )
     args = parser.parse_args(argv)
+    if args.stored_samples is not None and not 1 <= args.stored_samples <= 100:
+        parser.error(f"--stored-samples {args.stored_samples}: must be in 1 ... 100")
     series = args.series or (60 if args.quick else 640)
     options = Options(
         series=series,
@@ -460,6 +470,7 @@ def main(argv: list[str] | None = None) -> int:
         jobs=args.jobs,
         setup_minutes=args.setup_minutes,
         launch_minutes=args.launch_minutes,
+        stored_samples=args.stored_samples,
     )
     noises = NOISES if args.quick else NOISES + EXTRA
     suites = [Suite(noise=n, cv=c) for n in noises for c in CVS]
