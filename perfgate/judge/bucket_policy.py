@@ -56,13 +56,8 @@ def _most_stored(gate: GatePolicy, buckets: Sequence[Bucket], alerts: AlertsSpec
     """The most samples a stored run of ``buckets`` may hold: a run's own, confirmation
     included, or a protected push's (``alerts.push_repeats``): a sample limit below it
     would cut a window of larger runs short of its ``max_runs``."""
-    return max(
-        (
-            max(b.most_samples(gate.confirm), alerts.push_samples(b.repeats) if alerts else 1)
-            for b in buckets
-        ),
-        default=1,
-    )
+    stored = buckets if alerts is None else [b.as_pushed(alerts) for b in buckets]
+    return max((b.most_samples(gate.confirm) for b in stored), default=1)
 
 
 def policy_for(
