@@ -332,7 +332,7 @@ def quality(options: Options) -> SuiteReport:
     """The alert suite as ``nox -s quality`` runs it: every pool, printed; its targets."""
     series = DEFAULT_SERIES // 4 if options.quick else DEFAULT_SERIES
     started = time.perf_counter()
-    results = score(series, options.jobs)
+    results = score(series, options.jobs, seed_offset=options.seed_offset)
     print()
     for line in render(results, series, time.perf_counter() - started, options):
         print(line)

@@ -634,15 +634,15 @@ def run_example(
 # -- the suite ----------------------------------------------------------------------------
 
 
-def _series_work(args: tuple[str, float, int, float, int | None]) -> dict[str, Tally]:
-    kind, cv, seed, launch, stored = args
-    return run_series(Pool(kind=kind, cv=cv), 9_100_003 + seed, DROPS[seed % len(DROPS)], launch,
-                      stored_samples=stored)  # fmt: skip
+def _series_work(args: tuple[str, float, int, int, float, int | None]) -> dict[str, Tally]:
+    kind, cv, seed, shift, launch, stored = args
+    return run_series(Pool(kind=kind, cv=cv), 9_100_003 + shift + seed, DROPS[seed % len(DROPS)],
+                      launch, stored_samples=stored)  # fmt: skip
 
 
-def _example_work(args: tuple[str, float, int, float, int | None]) -> dict[str, PrTally]:
-    kind, cv, seed, setup, stored = args
-    return run_example(Pool(kind=kind, cv=cv), 5_300_009 + seed,
+def _example_work(args: tuple[str, float, int, int, float, int | None]) -> dict[str, PrTally]:
+    kind, cv, seed, shift, setup, stored = args
+    return run_example(Pool(kind=kind, cv=cv), 5_300_009 + shift + seed,
                        examples(load_config(EXAMPLE_CONFIG)), setup, stored)  # fmt: skip
 
 
@@ -651,14 +651,15 @@ def quality(options: Options) -> SuiteReport:
     started = time.perf_counter()
     series = max(12, options.series * 2 // 5)  # 24 quick, 256 full
     stored = options.stored_samples
-    tasks = [(kind, cv, s, options.launch_minutes, stored) for kind, cv in POOLS
+    shift = options.seed_offset
+    tasks = [(kind, cv, s, shift, options.launch_minutes, stored) for kind, cv in POOLS
              for s in range(series)]  # fmt: skip
     results: dict[str, dict[str, Tally]] = {}
     config = load_config(EXAMPLE_CONFIG)
     setup = setup_minutes(config)
     example_pools = (("offsets", 0.01), ("offsets", 0.02), ("states", 0.02))
     prs = max(2, series // 6)
-    example_tasks = [(kind, cv, s, setup, stored) for kind, cv in example_pools
+    example_tasks = [(kind, cv, s, shift, setup, stored) for kind, cv in example_pools
                      for s in range(prs)]  # fmt: skip
     example: dict[str, dict[str, PrTally]] = {}
     with ProcessPoolExecutor(max_workers=options.jobs) as pool:
@@ -699,7 +700,8 @@ def _print(
         f"runner economics: {series} series/pool x {POINTS} points after {BURN_IN} recorded "
         f"runs; {RUNNERS} runners +-{OFFSET:.0%}, {THROTTLE_P:.0%} of samples throttled; "
         f"S = {options.setup_minutes:.1f} min, L = {options.launch_minutes:.1f} min; "
-        f"stored runs: {_stored(options)}; {elapsed:.0f} s"
+        f"stored runs: {_stored(options)}; "
+        f"{f'seed offset {options.seed_offset}; ' if options.seed_offset else ''}{elapsed:.0f} s"
     )
     head = (
         f"{'pool':<12}{'strategy':<24}{'FA%':>7}{'FA95%':>7}{'INC%':>6}{'launch':>7}"

@@ -37,6 +37,9 @@ class Options:
     # Samples of a stored run in the runner economics' history (alerts.push_repeats);
     # None: as the run took them (the strategy's repeats and its confirmation)
     stored_samples: int | None = None
+    # Another set of series for the suites that draw them (the same mix of pools and
+    # drops): a choice made on the default set (0) is confirmed on a held-out one.
+    seed_offset: int = 0
 
     def run_minutes(self, launches: float) -> float:
         """Runner minutes of a bucket run of ``launches`` launches."""

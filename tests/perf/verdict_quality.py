@@ -449,6 +449,14 @@ def main(argv: list[str] | None = None) -> int:
         "the pull request still takes its repeats",
     )
     parser.add_argument(
+        "--seed-offset",
+        type=int,
+        default=0,
+        metavar="N",
+        help="runner economics and post-merge alerts: draw another set of series (the same "
+        "mix of pools and drops), to confirm on a held-out set a choice made on the default",
+    )
+    parser.add_argument(
         "--json",
         action="store_true",
         help=f"write every figure and the targets to {QUALITY_JSON.relative_to(ROOT)}",
@@ -463,6 +471,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.stored_samples is not None and not 1 <= args.stored_samples <= 100:
         parser.error(f"--stored-samples {args.stored_samples}: must be in 1 ... 100")
+    if not 0 <= args.seed_offset < 1_000_000:
+        parser.error(f"--seed-offset {args.seed_offset}: must be in 0 ... 999,999")
     series = args.series or (60 if args.quick else 640)
     options = Options(
         series=series,
@@ -471,6 +481,7 @@ def main(argv: list[str] | None = None) -> int:
         setup_minutes=args.setup_minutes,
         launch_minutes=args.launch_minutes,
         stored_samples=args.stored_samples,
+        seed_offset=args.seed_offset,
     )
     noises = NOISES if args.quick else NOISES + EXTRA
     suites = [Suite(noise=n, cv=c) for n in noises for c in CVS]

@@ -58,3 +58,12 @@ def test_stored_samples_sets_the_size_of_every_run_the_window_is_built_of(
     # Runs admission control could not fill may hold fewer; none is left at the repeats.
     assert min(sizes[6]) >= 4 and sum(s >= 6 for s in sizes[6]) / len(sizes[6]) > 0.9
     assert sum(sizes[6]) > 2.5 * sum(sizes[None])
+
+
+def test_a_seed_offset_draws_other_series_and_none_leaves_the_default_set() -> None:
+    # A held-out check (--seed-offset) must see other pools' draws, the same mix of drops.
+    drop = economics.DROPS[7 % len(economics.DROPS)]
+    task = ("states", 0.02, 7, 0, 10.0, None)
+    default = run_series(STATES, 9_100_003 + 7, drop, 10.0, strategies=economics.STRATEGIES)
+    assert economics._series_work(task) == default
+    assert economics._series_work(("states", 0.02, 7, 7919, 10.0, None)) != default
