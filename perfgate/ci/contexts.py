@@ -109,7 +109,7 @@ def bench_matrix(
     """The static ``strategy.matrix.include`` rows: one per bucket, in config order.
 
     The same job measures a push to a protected branch, which takes at least
-    ``alerts.push_repeats`` samples when that is set: its timeout covers that run too.
+    ``alerts.push_repeats`` samples: its timeout covers that run too.
     """
     return [
         {

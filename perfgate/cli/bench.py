@@ -87,7 +87,7 @@ def register(verbs: Verbs) -> None:
         metavar="N",
         help="take N samples of every bucket instead of its configured repeats (e.g. to "
         "`compare` two runs, which needs 5 a side); a suspicious bucket may take more, and a push "
-        "to a protected branch at least alerts.push_repeats (when set)",
+        "to a protected branch at least alerts.push_repeats (6 unless set)",
     )
     count.add_argument(
         "--samples",

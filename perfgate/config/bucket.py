@@ -271,7 +271,7 @@ class Bucket:
 
     def as_pushed(self, alerts: AlertsSpec) -> Bucket:
         """This bucket as a push to a protected branch measures it: at least
-        ``alerts.push_repeats`` samples a run when that is set (R18), else unchanged."""
+        ``alerts.push_repeats`` samples a run (R18)."""
         pushed = alerts.push_samples(self.repeats)
         return self if pushed == self.repeats else self.taking(pushed)
 

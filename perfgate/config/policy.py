@@ -243,15 +243,15 @@ class AlertsSpec:
     # this (0: never).
     bisect_max_minutes: float = 600.0
     # Samples a bucket run takes, at least, when it is a push to a protected branch (the
-    # runs that are published and watched); unset, a push takes the bucket's repeats. With
-    # a bucket's two samples the alert suite (``nox -s quality``) misses the target (every
-    # 5 % drop within 3 pushes) on its 2 %-noise pools; 6 meets it at 2.58x a push's runner
-    # minutes. Opt-in: a PR's window then holds runs of more samples (the same max_runs
-    # runs under the calibrated policy, fewer under the reference policy's max_samples),
-    # which costs about 4 points of 5 % drops BLOCKed at PR time on the runner economics
-    # suite's state pools (``--stored-samples 6``; no false BLOCK or INCONCLUSIVE added).
-    push_repeats: int | None = None
+    # runs that are published and watched). A push of a bucket's two samples carries too
+    # little to tell a 5 % drop from a run in a slow machine state within 3 pushes (the
+    # alert suite, ``nox -s quality``: 93 % on its 2 %-noise pools); 6 alerts every one
+    # on three seed sets, at 2.58x a push's runner minutes. Pull-request windows then hold
+    # runs of more samples: on the runner economics suite no false BLOCK or INCONCLUSIVE
+    # is added and every pull-request target holds on a held-out set (1 to 3 points fewer
+    # 5 % drops BLOCKed at PR time on the 2 % pools). 1: a push takes the bucket's repeats.
+    push_repeats: int = 6
 
     def push_samples(self, repeats: int) -> int:
         """The samples a protected push takes of a bucket whose runs take ``repeats``."""
-        return repeats if self.push_repeats is None else max(repeats, self.push_repeats)
+        return max(repeats, self.push_repeats)

@@ -7,10 +7,10 @@ does not, ``max_repeats`` are taken, or ``repeat_budget_minutes`` are spent. Wit
 ``gate.confirm: paired`` the repeats are followed, on suspicion, by a paired comparison
 with the merge base (``run.paired``); this loop resumes only when no base can be measured.
 
-With ``alerts.push_repeats`` set (it is opt-in), a push to a protected branch (its
-samples are published and watched by post-merge alerts) takes at least that many samples
-of each bucket, whatever their repeats: the alert rule sees better-measured pushed runs
-(``as_run_measures``). Unset, a push takes the bucket's repeats like any other run.
+A push to a protected branch (its samples are published and watched by post-merge
+alerts) takes at least ``alerts.push_repeats`` samples of each bucket (6 unless set),
+whatever their repeats: the alert rule sees better-measured pushed runs
+(``as_run_measures``). ``push_repeats: 1`` leaves a push at the bucket's repeats.
 
 Admission control may set a sample aside (the machine was unfit): it is then measured
 again while the run's re-measure budget lasts, and the set-aside sample does not count
@@ -167,8 +167,8 @@ def as_run_measures(
 ) -> tuple[Bucket, ...]:
     """``buckets`` as ``run`` measures them: a push to a protected branch, whose samples are
     published and watched by post-merge alerts (R9, R18), takes at least
-    ``alerts.push_repeats`` samples of each when that is set; any other run (a pull
-    request, a merge group, a local run) takes their own repeats."""
+    ``alerts.push_repeats`` samples of each; any other run (a pull request, a merge
+    group, a local run) takes their own repeats."""
     if not gate.is_protected_push(run.event, run.branch):
         return tuple(buckets)
     return tuple(b.as_pushed(alerts) for b in buckets)

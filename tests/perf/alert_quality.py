@@ -7,10 +7,10 @@ control measures again, up to 3 a run, else sets the sample aside). The "states"
 run-level states: ``STATE_SHARE`` of the runs land on a machine in a slower state (a clock
 or boost state, a noisy neighbour for the whole run), every sample of the run
 ``STATE_DEPTH`` lower. A push stores its run's admitted samples, as many as a protected
-push takes of a bucket by default: the bucket's default repeats (``PUSH_REPEATS``,
-``alerts.push_repeats`` unset); ``--push-repeats N`` scores the opt-in at N. A run the
-window cannot clear may take more at the push itself; that is left out here, and paired
-samples are never stored.
+push takes of a bucket by default (``PUSH_REPEATS``: ``alerts.push_repeats`` unset, 6);
+``--push-repeats N`` scores ``alerts.push_repeats: N`` (2: a push at the bucket's default
+repeats). A run the window cannot clear may take more at the push itself; that is left
+out here, and paired samples are never stored.
 
 ``BURN_IN`` pushes make the history; the next ``POINTS`` are watched. In half the series
 nothing changes; in the others the level drops once by 5 % (or 3 or 10 %) at a random push
@@ -426,8 +426,8 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
     )  # fmt: skip
     parser.add_argument(
         "--push-repeats", type=int, default=PUSH_REPEATS, metavar="N",
-        help="samples a push stores (default %(default)s: a bucket's default repeats, "
-             "alerts.push_repeats unset; N tries the opt-in alerts.push_repeats: N)",
+        help="samples a push stores (default %(default)s: alerts.push_repeats unset; N "
+             f"tries alerts.push_repeats: N, {BUCKET_REPEATS} a push at the bucket's repeats)",
     )  # fmt: skip
     parser.add_argument("--pool", action="append", help="only pools whose name starts so")
     parser.add_argument(

@@ -29,12 +29,12 @@ false-alarm rate, run-level states included). Regressions: every series drops on
 BLOCKed (PR time). The Isaac Lab example runs its nine buckets a pull request at a time,
 with its own budgets and its shared ``gate.budget_minutes``, read from its perfgate.yaml.
 
-Stored runs: the window is built of the runs before, each as the gate stored it. By default
-that is the run's own samples (its repeats, and what confirmation added), as a push stores
-them with ``alerts.push_repeats`` unset. ``Options.stored_samples`` N (``--stored-samples``)
-models the opt-in: each stored run is topped up with more launches on its runner until N
+Stored runs: the window is built of the runs before, each as a protected push stores it.
+``Options.stored_samples`` N (``--stored-samples``; by default perfgate's own
+``alerts.push_repeats``, 6) tops each stored run up with more launches on its runner until N
 were planned, the pull request itself still taking its strategy's repeats; the top-up is the
-push's cost, not the pull request's, so it is not counted in launches.
+push's cost, not the pull request's, so it is not counted in launches. N = 1 stores each
+run as taken (its repeats, and what confirmation added), as ``alerts.push_repeats: 1`` does.
 """
 
 from __future__ import annotations
@@ -270,7 +270,7 @@ def stored_run(
     stored_samples: int | None,
 ) -> StoredRun:
     """The run the window keeps of a point: its samples, topped up on ``machine`` until
-    ``stored_samples`` were planned (a push with ``alerts.push_repeats``; None: as taken)."""
+    ``stored_samples`` were planned (a push of ``alerts.push_repeats``; None or 1: as taken)."""
     planned = max(strategy.repeats, len(kept))
     more = 0 if stored_samples is None else max(0, stored_samples - planned)
     return StoredRun(runner=runner, values=(*kept, *take(machine, head, more)))
@@ -742,9 +742,10 @@ def _print(
 
 def _stored(options: Options) -> str:
     """What a stored run holds, as the header says it."""
-    if options.stored_samples is None:
-        return "as taken (alerts.push_repeats unset)"
-    return f"topped up to {options.stored_samples} samples (alerts.push_repeats)"
+    if options.stored_samples <= 1:
+        return "as taken (alerts.push_repeats: 1)"
+    count = options.stored_samples
+    return f"topped up to {count} samples (alerts.push_repeats: {count})"
 
 
 def _strategy(name: str) -> Strategy:

@@ -18,6 +18,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfgate.config import AlertsSpec
+
 # Modules with ``quality(options) -> SuiteReport``, run after the core suites.
 SUITES: tuple[str, ...] = ("tests.perf.economics", "tests.perf.alert_quality")
 
@@ -34,9 +36,9 @@ class Options:
     jobs: int
     setup_minutes: float  # S: a bucket job's setup (checkout, image, container start)
     launch_minutes: float  # L: one launch of the benchmark (one sample)
-    # Samples of a stored run in the runner economics' history (alerts.push_repeats);
-    # None: as the run took them (the strategy's repeats and its confirmation)
-    stored_samples: int | None = None
+    # Samples of a stored run in the runner economics' history, as a protected push takes
+    # them (alerts.push_repeats, perfgate's default unless asked); 1: as the run took them
+    stored_samples: int = AlertsSpec().push_repeats
     # Another set of series for the suites that draw them (the same mix of pools and
     # drops): a choice made on the default set (0) is confirmed on a held-out one.
     seed_offset: int = 0

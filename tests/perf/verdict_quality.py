@@ -53,7 +53,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from perfgate.config import load_config  # noqa: E402
+from perfgate.config import AlertsSpec, load_config  # noqa: E402
 from perfgate.judge.calibrated import calibrated_decide  # noqa: E402
 from perfgate.judge.policies import CalibratedPolicy, Calibration, ReferencePolicy  # noqa: E402
 from perfgate.judge.reference import reference_decide  # noqa: E402
@@ -443,10 +443,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--stored-samples",
         type=int,
+        default=AlertsSpec().push_repeats,
         metavar="N",
         help="runner economics: the window's stored runs hold at least N samples, as pushes "
-        "store them with alerts.push_repeats: N (default: as the run took them, its repeats); "
-        "the pull request still takes its repeats",
+        "store them with alerts.push_repeats: N (default %(default)s, perfgate's; 1: as each "
+        "run took them); the pull request still takes its repeats",
     )
     parser.add_argument(
         "--seed-offset",
@@ -469,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
         help="override a CalibratedPolicy field (sensitivity runs)",
     )
     args = parser.parse_args(argv)
-    if args.stored_samples is not None and not 1 <= args.stored_samples <= 100:
+    if not 1 <= args.stored_samples <= 100:
         parser.error(f"--stored-samples {args.stored_samples}: must be in 1 ... 100")
     if not 0 <= args.seed_offset < 1_000_000:
         parser.error(f"--seed-offset {args.seed_offset}: must be in 0 ... 999,999")

@@ -533,7 +533,7 @@ def test_rendered_matrix_equals_perfgate_matrix_json() -> None:
     assert [row["runner"] for row in rows] == [b["runner"] for b in buckets]
     # Every sample may use its whole timeout on every attempt; confirmation samples start
     # until the budget is spent (the repeats are always taken: on a protected push at
-    # least alerts.push_repeats of them, when that is set).
+    # least alerts.push_repeats of them).
     one = [(b["retries"] + 1) * b["timeout_minutes"] for b in buckets]
     alerts = load_config(ROOT / config).alerts
     pushed = [alerts.push_samples(b["repeats"]) for b in buckets]

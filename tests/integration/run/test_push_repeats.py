@@ -1,6 +1,6 @@
-"""With ``alerts.push_repeats`` set, a push to a protected branch measures that many samples
-and a pull request the bucket's repeats; unset (the default), a push takes the bucket's
-repeats too: real ``python -m perfgate bench`` processes on the demo matrix, in GitHub's
+"""A push to a protected branch measures ``alerts.push_repeats`` samples (6 unless set) and
+a pull request the bucket's repeats; ``push_repeats: 1`` leaves a push at the bucket's
+repeats: real ``python -m perfgate bench`` processes on the demo matrix, in GitHub's
 environment (R9, R18).
 
 GitHub itself cannot run here: its environment variables and event payload file are what
@@ -90,19 +90,19 @@ def test_with_push_repeats_set_a_protected_push_takes_them_and_a_pull_request_it
 
 
 @pytest.mark.slow  # real benchmark processes and git
-def test_without_push_repeats_a_protected_push_takes_the_buckets_repeats(
-    origin_clone: MakeClone,
+@pytest.mark.parametrize(("push_repeats", "taken"), [(None, 6), (1, None)], ids=["unset", "one"])
+def test_a_protected_push_takes_six_samples_unless_push_repeats_says_otherwise(
+    origin_clone: MakeClone, push_repeats: int | None, taken: int | None
 ) -> None:
-    made = origin_clone(files={"perfgate.yaml": demo_config(None)})
+    made = origin_clone(files={"perfgate.yaml": demo_config(push_repeats)})
     config = load_config(made.path / "perfgate.yaml")
-    assert config.alerts.push_repeats is None
     (bucket,) = (b for b in config.buckets if b.id == BUCKET)
+    assert bucket.repeats < 6  # else the default could change nothing
+    expected = bucket.repeats if taken is None else taken
 
     pushed = read_result(bench(made.path, made.head, "push", "refs/heads/main", PUSH))
     assert (pushed.source.event, pushed.source.branch) == ("push", "main")
     assert pushed.sampling is not None
-    assert (pushed.sampling.repeats, pushed.sampling.max_repeats) == (
-        bucket.repeats,
-        bucket.max_repeats,
-    )
-    assert len(pushed.metric.sample_values()) == bucket.repeats
+    assert pushed.sampling.repeats == expected
+    assert pushed.sampling.max_repeats == max(bucket.max_repeats, expected)
+    assert len(pushed.metric.sample_values()) == expected

@@ -249,9 +249,10 @@ def test_bench_matrix_equals_the_config_buckets(rendered: Any) -> None:
     assert bench["strategy"]["fail-fast"] is False
 
 
-def test_bench_timeouts_grow_only_when_push_repeats_is_set() -> None:
-    """Unset (the default), a push takes the bucket's repeats and the job's timeout is a
-    pull request's; ``alerts.push_repeats`` above a bucket's repeats lengthens it."""
+def test_bench_timeouts_cover_a_protected_push_of_push_repeats_samples() -> None:
+    """The job that runs a pull request also measures a protected push, which takes at
+    least ``alerts.push_repeats`` samples (6 by default): its timeout covers that run, and
+    ``push_repeats: 1`` (a push at the bucket's repeats) leaves a pull request's."""
     config = load_config(ROOT / "examples/isaaclab/perfgate.yaml")
     confirm, admission = config.gate.confirm, config.admission
 
@@ -259,12 +260,12 @@ def test_bench_timeouts_grow_only_when_push_repeats_is_set() -> None:
         return [row["timeout"] for row in bench_matrix(config.buckets, confirm, admission, alerts)]
 
     plain = timeouts(None)
-    assert timeouts(AlertsSpec()) == plain
-    assert all(b.repeats < 6 for b in config.buckets)  # else nothing could grow
-    grown = timeouts(AlertsSpec(push_repeats=6))
-    assert all(g > p for g, p in zip(grown, plain, strict=True))
-    # A floor at or under every bucket's repeats changes nothing.
     assert timeouts(AlertsSpec(push_repeats=1)) == plain
+    assert all(b.repeats < 6 for b in config.buckets)  # else nothing could grow
+    grown = timeouts(AlertsSpec())
+    assert grown == timeouts(AlertsSpec(push_repeats=6))
+    assert all(g > p for g, p in zip(grown, plain, strict=True))
+    assert all(g < m for g, m in zip(grown, timeouts(AlertsSpec(push_repeats=12)), strict=True))
 
 
 def test_isaaclab_example_has_the_nine_l40s_buckets() -> None:

@@ -824,14 +824,18 @@ def test_the_report_block_names_pages_and_the_published_url(tmp_path: Path) -> N
         load_config(path)
 
 
-def test_push_repeats_are_unset_by_default_and_read_from_the_alerts_block(tmp_path: Path) -> None:
-    """Opt-in: unset, a push takes a bucket's own repeats (PR windows keep their runs)."""
+def test_push_repeats_are_six_by_default_and_read_from_the_alerts_block(tmp_path: Path) -> None:
+    """A protected push takes at least 6 samples unless the alerts block says otherwise;
+    1 leaves every push at its bucket's own repeats."""
     path = tmp_path / "perfgate.yaml"
     path.write_text("version: 1\n" + VALID_BUCKET, encoding="utf-8")
     unset = load_config(path).alerts
     assert unset == AlertsSpec()
-    assert unset.push_repeats is None
-    assert (unset.push_samples(1), unset.push_samples(2), unset.push_samples(9)) == (1, 2, 9)
+    assert unset.push_repeats == 6
+    assert (unset.push_samples(1), unset.push_samples(2), unset.push_samples(9)) == (6, 6, 9)
+    path.write_text("version: 1\nalerts: {push_repeats: 1}\n" + VALID_BUCKET, encoding="utf-8")
+    own = load_config(path).alerts
+    assert (own.push_samples(1), own.push_samples(2), own.push_samples(9)) == (1, 2, 9)
     path.write_text("version: 1\nalerts: {push_repeats: 4}\n" + VALID_BUCKET, encoding="utf-8")
     alerts = load_config(path).alerts
     assert alerts.push_repeats == 4

@@ -27,17 +27,18 @@ def test_a_push_stores_the_samples_perfgate_takes_and_its_cost_is_reported() -> 
     from perfgate.config import AlertsSpec, Bucket
     from tests.perf.targets import Options
 
-    # The suite simulates the product's push: by default (alerts.push_repeats unset) the
-    # bucket's default repeats, never a count of its own.
-    assert AlertsSpec().push_samples(Bucket.repeats) == alert_quality.PUSH_REPEATS
-    assert alert_quality.PUSH_REPEATS == alert_quality.BUCKET_REPEATS == Bucket.repeats
+    # The suite simulates the product's push: by default (alerts.push_repeats unset) 6
+    # samples, never a count of its own.
+    assert AlertsSpec().push_samples(Bucket.repeats) == alert_quality.PUSH_REPEATS == 6
+    assert alert_quality.BUCKET_REPEATS == Bucket.repeats < 6
     options = Options(series=2, quick=True, jobs=1, setup_minutes=5.0, launch_minutes=10.0)
     (pool,) = alert_quality.POOLS[:1]
-    # At the default the same draws cost what the bucket's runs cost.
-    plain = alert_quality.score(series=2, jobs=1, pools=(pool,))[pool.name]["alerts"]
-    assert alert_quality.push_cost(plain, options)["cost_over_bucket_repeats"] == 1.0
-    # The opt-in (--push-repeats 6) takes more launches, and says what they cost.
-    pushed = alert_quality.score(series=2, jobs=1, pools=(pool,), repeats=6)[pool.name]["alerts"]
+    # At the bucket's repeats the same draws cost what the bucket's runs cost.
+    plain = alert_quality.score(series=2, jobs=1, pools=(pool,), repeats=Bucket.repeats)
+    plain_cost = alert_quality.push_cost(plain[pool.name]["alerts"], options)
+    assert plain_cost["cost_over_bucket_repeats"] == 1.0
+    # The default takes more launches, and says what they cost.
+    pushed = alert_quality.score(series=2, jobs=1, pools=(pool,))[pool.name]["alerts"]
     cost = alert_quality.push_cost(pushed, options)
     assert cost["launches_per_push"] >= 6
     assert cost["minutes_per_push"] == 5.0 + 10.0 * cost["launches_per_push"]

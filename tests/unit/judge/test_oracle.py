@@ -285,14 +285,14 @@ def test_policy_for_reads_every_gate_key() -> None:
 
 
 def test_a_window_of_larger_pushed_runs_still_holds_max_runs_runs() -> None:
-    # alerts.push_repeats (opt-in) stores pushed runs of more samples than a bucket's own
-    # runs may take: the sample limits must cover them, or the window is cut short of
+    # alerts.push_repeats (6 by default) stores pushed runs of more samples than a bucket's
+    # own runs may take: the sample limits must cover them, or the window is cut short of
     # max_runs runs (with confirm: off a bucket's run takes its 3 repeats).
     config = load_config(ROOT / "perfgate.yaml")
     gate = replace(config.gate, confirm=ConfirmMode.OFF)
-    pushed = AlertsSpec(push_repeats=6)
+    pushed = AlertsSpec()
     assert window_sample_limit(gate, config.buckets) == 200 * 3
-    assert window_sample_limit(gate, config.buckets, AlertsSpec()) == 200 * 3
+    assert window_sample_limit(gate, config.buckets, AlertsSpec(push_repeats=1)) == 200 * 3
     assert window_sample_limit(gate, config.buckets, pushed) == 200 * 6
     assert fitted_window_depth(gate, config.buckets, pushed) == (20 * 6, 20)
     assert fitted_window_depth(config.gate, config.buckets, pushed) == (20 * 10, 20)

@@ -159,14 +159,19 @@ def test_a_push_to_a_protected_branch_takes_the_push_repeats(tmp_path: Path) -> 
     assert as_run_measures(many, push, config.gate, alerts) == many
 
 
-def test_without_push_repeats_a_protected_push_takes_the_buckets_own_repeats(
+def test_by_default_a_protected_push_takes_six_samples_and_one_leaves_the_repeats(
     tmp_path: Path,
 ) -> None:
-    """Opt-in: with the key unset (the default) a push measures like any other run."""
+    """The key unset, a push takes 6 samples of each bucket; ``push_repeats: 1`` measures
+    a push like any other run."""
     config = load_config(ROOT / "perfgate.yaml")
-    assert config.alerts.push_repeats is None
+    assert config.alerts == AlertsSpec()
+    assert all(b.repeats < 6 for b in config.buckets)  # else 6 would change nothing
     push = on_github(tmp_path, "push", "refs/heads/main", {"ref": "refs/heads/main"})
-    assert as_run_measures(config.buckets, push, config.gate, config.alerts) == config.buckets
+    pushed = as_run_measures(config.buckets, push, config.gate, config.alerts)
+    assert {b.repeats for b in pushed} == {6}
+    own = AlertsSpec(push_repeats=1)
+    assert as_run_measures(config.buckets, push, config.gate, own) == config.buckets
 
 
 def test_every_protected_branch_pattern_counts(tmp_path: Path) -> None:
