@@ -53,8 +53,9 @@ def ancestry(repo: Path, base: str) -> dict[str, int]:
     return {sha.decode(): index for sha, index in ancestry_ids(repo, base).items()}
 
 
-def ancestry_ids(repo: Path, base: str) -> dict[bytes, int]:
-    """:func:`ancestry` keyed by the ids as bytes, as segment lines and indexes hold them."""
+def ancestry_ids(repo: Path, base: str, limit: int | None = None) -> dict[bytes, int]:
+    """:func:`ancestry` keyed by the ids as bytes, as segment lines and indexes hold them;
+    with ``limit``, only the nearest that many (fewer: the walk reached the root)."""
     # A shallow clone walks without error but sees almost no history: every sample would
     # fail the ancestry check and every bucket would silently read NO_BASELINE.
     if git("rev-parse", "--is-shallow-repository", cwd=repo).strip() == "true":
@@ -63,8 +64,12 @@ def ancestry_ids(repo: Path, base: str) -> dict[bytes, int]:
             "check out with full history (actions/checkout: fetch-depth: 0, or "
             "git fetch --unshallow)"
         )
+    bounded = [] if limit is None else [f"--max-count={limit}"]
     listing = subprocess.run(
-        ["git", "rev-list", "--topo-order", base], cwd=repo, capture_output=True, check=False
+        ["git", "rev-list", "--topo-order", *bounded, base],
+        cwd=repo,
+        capture_output=True,
+        check=False,
     )
     if listing.returncode != 0:
         raise GateMalfunction(

@@ -73,7 +73,7 @@ from perfgate.baselines.segments import (
     segment_lines,
     stored_ids,
 )
-from perfgate.baselines.windows import FittedDepth, K, choose_windows
+from perfgate.baselines.windows import FittedDepth, K, Outcome, choose_windows
 from perfgate.config import BaselinePolicy, Config
 from perfgate.errors import GateMalfunction
 from perfgate.git import git, merge_base, resolve, try_git
@@ -108,6 +108,10 @@ __all__ = [
     "seed_sample_id",
     "select_window",
 ]
+
+# Commits of the merge base's history walked first: windows of buckets that run on one
+# push in a hundred still fill from them (the rest walk it all).
+NEAR_ANCESTRY = 2_000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -203,17 +207,23 @@ class BaselineStore:
         depth = None
         if fitted is not None and self.history_runs > 0:
             depth = FittedDepth(*fitted, self.history_runs)
-        outcome = choose_windows(
-            self.repo,
-            tip,
-            keys,
-            ancestry_ids(self.repo, base),
-            max_samples,
-            horizon=self.horizon,
-            label=self.branch,
-            max_runs=max_runs,
-            fitted=depth,
-        )
+
+        def choose(
+            wanted: Mapping[K, WindowKey], distance: dict[bytes, int], complete: bool
+        ) -> Outcome[K]:
+            return choose_windows(self.repo, tip, wanted, distance, max_samples,
+                                  horizon=self.horizon, label=self.branch, max_runs=max_runs,
+                                  fitted=depth, complete=complete)  # fmt: skip
+
+        # The nearest commits settle almost every window: only a bucket they cannot settle
+        # walks the whole history, so a long one costs the gate nothing.
+        near = ancestry_ids(self.repo, base, limit=NEAR_ANCESTRY)
+        outcome = choose(keys, near, complete=len(near) < NEAR_ANCESTRY)
+        if outcome.unsettled:
+            unsettled = {k: keys[k] for k in outcome.unsettled}
+            again = choose(unsettled, ancestry_ids(self.repo, base), complete=True)
+            outcome = Outcome(windows=outcome.windows | again.windows,
+                              warned=outcome.warned | again.warned)  # fmt: skip
         self.warnings.extend(outcome.warnings)
         self.skipped_lines += len(outcome.warnings)
         return outcome.windows

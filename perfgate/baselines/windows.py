@@ -186,8 +186,11 @@ class _Selection:
                 self.suspects.append((path, number + 1))
             yield (distance, fields[1], path, number + 1, fields[0], entry)
 
-    def feed_lines(self, path: str, data: bytes, distance: Mapping[bytes, int]) -> None:
-        """Rank a segment from its own lines: commit and timestamp sliced out, nothing parsed."""
+    def feed_lines(
+        self, path: str, data: bytes, distance: Mapping[bytes, int], unknown: int = _FAR
+    ) -> None:
+        """Rank a segment from its own lines: commit and timestamp sliced out, nothing parsed;
+        a commit ``distance`` lacks is ``unknown`` away."""
         launch, runtime, benchmark, epoch, target = self.needles
         lines = data.split(b"\n")
         if lines[-1] == b"":
@@ -203,9 +206,9 @@ class _Selection:
             if commit is None or stamp is None:
                 self.suspects.append((path, number))
                 continue
-            where = distance.get(commit)
+            where = distance.get(commit, unknown)
             if (
-                where is not None
+                where != _FAR
                 and runtime in line
                 and benchmark in line
                 and epoch in line
@@ -228,10 +231,20 @@ class _Selection:
 
 @dataclass(frozen=True, kw_only=True)
 class Outcome(Generic[K]):
-    """The windows chosen, and a warning per line that could not be read."""
+    """The windows chosen, and a warning per line that could not be read (each bucket's).
+
+    ``unsettled``: read against part of the ancestry, the buckets whose window the rest
+    could change (not full, or holding a sample of a commit it did not reach).
+    """
 
     windows: dict[K, Window]
-    warnings: tuple[str, ...]
+    warned: dict[K, tuple[str, ...]]
+    unsettled: tuple[K, ...] = ()
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Every warning once, bucket by bucket."""
+        return tuple(dict.fromkeys(w for found in self.warned.values() for w in found))
 
 
 def choose_windows(
@@ -245,13 +258,20 @@ def choose_windows(
     label: str,
     max_runs: int | None = None,
     fitted: FittedDepth | None = None,
+    complete: bool = True,
 ) -> Outcome[K]:
     """Each bucket's window at ``tip`` (keyed as ``keys``); ``label`` prefixes warnings.
 
     A window holds at most ``limit`` samples, of at most ``max_runs`` runs when given.
     ``fitted``: a bucket whose runner model the store holds reads only the window, and
-    carries the model (:mod:`perfgate.baselines.runner_file`).
+    carries the model (:mod:`perfgate.baselines.runner_file`). Not ``complete``,
+    ``distance`` is the nearest part of the ancestry only: a commit it lacks may be just
+    past the walk (or no ancestor at all), and a window that holds such a commit's sample,
+    or is not full, is ``unsettled`` (the whole ancestry may change it). Every other window
+    is the one the whole ancestry gives: its samples are nearer than any commit the walk
+    did not reach, and it filled where a whole walk fills it.
     """
+    unknown = _FAR if complete else max(distance.values(), default=-1) + 1
 
     def selection(key: WindowKey, keep_all: bool = False) -> _Selection:
         depth = (fitted.samples, fitted.runs) if fitted else None
@@ -260,16 +280,19 @@ def choose_windows(
 
     history_runs = fitted.history_runs if fitted else None
     selections = {bucket: selection(key) for bucket, key in keys.items()}
-    _rank(repo, tip, selections, distance, history_runs)
-    windows, warnings, retry = _pick(repo, tip, selections, label)
-    if retry:
+    _rank(repo, tip, selections, distance, history_runs, unknown)
+    picked = _pick(repo, tip, selections, label, unknown)
+    if picked.retry:
         # A kept line turned out unreadable although farther candidates were dropped:
         # that bucket is chosen again keeping every candidate.
-        again = {bucket: selection(keys[bucket], keep_all=True) for bucket in retry}
-        _rank(repo, tip, again, distance, history_runs)
-        more, _, _ = _pick(repo, tip, again, label)
-        windows.update(more)
-    return Outcome(windows=windows, warnings=tuple(warnings))
+        again = {bucket: selection(keys[bucket], keep_all=True) for bucket in picked.retry}
+        _rank(repo, tip, again, distance, history_runs, unknown)
+        more = _pick(repo, tip, again, label, unknown)
+        picked.windows.update(more.windows)
+        picked.unsettled.difference_update(again)
+        picked.unsettled.update(more.unsettled)
+    unsettled = tuple(bucket for bucket in keys if bucket in picked.unsettled)
+    return Outcome(windows=picked.windows, warned=picked.warned, unsettled=unsettled)
 
 
 def _rank(
@@ -278,6 +301,7 @@ def _rank(
     selections: Mapping[K, _Selection],
     distance: Mapping[bytes, int],
     history_runs: int | None = None,
+    unknown: int = _FAR,
 ) -> None:
     """Look at segments round by round (live ones, then archives) until each window is known.
 
@@ -317,7 +341,7 @@ def _rank(
             history_runs = None
         indexes = stream_blobs(repo, [blobs[index_path(path)] for path in indexed])
         for path, blob in zip(indexed, indexes, strict=True):
-            index = _read_index(blob.data, blobs[path], distance)
+            index = _read_index(blob.data, blobs[path], distance, unknown)
             if index is None:
                 unindexed.append(path)
                 continue
@@ -326,7 +350,7 @@ def _rank(
         segments = stream_blobs(repo, [blobs[path] for path in unindexed])
         for path, segment in zip(unindexed, segments, strict=True):
             for selection in by_path[path]:
-                selection.feed_lines(path, segment.data or b"", distance)
+                selection.feed_lines(path, segment.data or b"", distance, unknown)
         unsettled = []
         for selection in pending:
             path = selection.queue.pop(0)
@@ -341,9 +365,20 @@ def _rank(
                                      reverse=True)  # fmt: skip
 
 
+@dataclass(kw_only=True)
+class _Picked(Generic[K]):
+    """What ``_pick`` chose: the windows, each bucket's warnings (one per unreadable
+    line), the buckets to choose again and those an unwalked commit may change."""
+
+    windows: dict[K, Window]
+    warned: dict[K, tuple[str, ...]]
+    retry: list[K]
+    unsettled: set[K]
+
+
 def _pick(
-    repo: Path, tip: str, selections: Mapping[K, _Selection], label: str
-) -> tuple[dict[K, Window], list[str], list[K]]:
+    repo: Path, tip: str, selections: Mapping[K, _Selection], label: str, unknown: int = _FAR
+) -> _Picked[K]:
     """The windows, a warning per unreadable line, and the buckets to choose again."""
     lines: dict[tuple[str, int], bytes] = {}
     owed: set[tuple[str, int]] = set()
@@ -363,39 +398,39 @@ def _pick(
             parsed[(path, number)] = (
                 f"{label}:{path}:{number}: corrupt baseline line skipped ({exc})"
             )
-    warnings: dict[str, None] = {}
-    windows: dict[K, Window] = {}
-    retry: list[K] = []
+    picked: _Picked[K] = _Picked(windows={}, warned={}, retry=[], unsettled=set())
     for bucket, selection in selections.items():
         dropped: list[Candidate] = []
-        chosen, full = _window_of(_readable(selection, parsed, dropped), _run_of,
+        chosen, full = _window_of(_readable(selection, parsed, dropped), _run_of_ranked,
                                   selection.limit, selection.max_runs)  # fmt: skip
         if dropped and not full and selection.pruned:
-            retry.append(bucket)
-        windows[bucket] = Window(entries=tuple(chosen), fitted=selection.fitted)
-        for where in [*selection.suspects, *((c[2], c[3]) for c in selection.kept)]:
-            outcome = parsed.get(where)
-            if isinstance(outcome, str):
-                warnings[outcome] = None
-    return windows, list(warnings), retry
+            picked.retry.append(bucket)
+        if unknown != _FAR and (not full or any(d >= unknown for d, _ in chosen)):
+            picked.unsettled.add(bucket)
+        picked.windows[bucket] = Window(entries=tuple(e for _, e in chosen),
+                                        fitted=selection.fitted)  # fmt: skip
+        places = [*selection.suspects, *((c[2], c[3]) for c in selection.kept)]
+        found = (parsed.get(where) for where in places)
+        picked.warned[bucket] = tuple(dict.fromkeys(o for o in found if isinstance(o, str)))
+    return picked
 
 
 def _readable(
     selection: _Selection,
     parsed: Mapping[tuple[str, int], Sample | str],
     dropped: list[Candidate],
-) -> Iterator[WindowEntry]:
-    """The kept candidates as window entries, in window order; those that turned out
-    unreadable or another experiment's go to ``dropped``."""
+) -> Iterator[tuple[int, WindowEntry]]:
+    """The kept candidates as window entries (with their distance), in window order; those
+    that turned out unreadable or another experiment's go to ``dropped``."""
     for candidate in selection.ordered():
-        _, _, path, number, _, indexed = candidate
+        distance, _, path, number, _, indexed = candidate
         if indexed is not None:
             # From an index naming this very blob: the writer validated the line.
-            yield indexed
+            yield distance, indexed
             continue
         sample = parsed.get((path, number))
         if isinstance(sample, Sample) and selection.key.matches(sample):
-            yield WindowEntry.of(sample)
+            yield distance, WindowEntry.of(sample)
         else:
             dropped.append(candidate)
 
@@ -418,13 +453,17 @@ def _window_of(
     return taken, len(runs) == max_runs
 
 
-def _run_of(entry: WindowEntry) -> tuple[str, str]:
-    """The run a window entry belongs to: its commit and timestamp."""
+def _run_of_ranked(ranked: tuple[int, WindowEntry]) -> tuple[str, str]:
+    """The run a window entry (with its distance) belongs to: its commit and timestamp."""
+    _, entry = ranked
     return entry.commit, entry.timestamp
 
 
-def _read_index(data: bytes | None, blob: str, distance: Mapping[bytes, int]) -> _Index | None:
-    """The index ``data``, ranked, when it describes exactly the segment blob ``blob``.
+def _read_index(
+    data: bytes | None, blob: str, distance: Mapping[bytes, int], unknown: int = _FAR
+) -> _Index | None:
+    """The index ``data``, ranked, when it describes exactly the segment blob ``blob``; a
+    commit ``distance`` lacks is ``unknown`` away.
 
     None when it does not (an older writer, a hand edit): the segment is read instead.
     Only the commits are looked at here: a line's first ``len(blob)`` bytes.
@@ -442,7 +481,7 @@ def _read_index(data: bytes | None, blob: str, distance: Mapping[bytes, int]) ->
     if lines.pop() != b"" or len(lines) != count:
         return None
     commit = operator.itemgetter(slice(len(blob)))
-    distances = list(map(distance.get, map(commit, lines), itertools.repeat(_FAR)))
+    distances = list(map(distance.get, map(commit, lines), itertools.repeat(unknown)))
     return _Index(
         lines=lines,
         distances=distances,

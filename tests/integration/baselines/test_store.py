@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from perfgate.baselines import store as store_module
+from perfgate.baselines.reading import ancestry_ids
 from perfgate.baselines.store import (
     BaselineStore,
     PushRetryPolicy,
@@ -26,7 +28,7 @@ from perfgate.baselines.store import (
 from perfgate.config import PRIMARY
 from perfgate.git import git
 from tests.factories import make_result, with_metric
-from tests.git_support import commit_all, empty_origin
+from tests.git_support import IDENTITY, commit_all, empty_origin
 from tests.publishers import origin_with_history, run_burst
 
 LIVE_PATH = "samples/cpu-test/cartpole/numpy.ndjson"
@@ -390,3 +392,92 @@ def test_windows_from_indexes_equal_windows_from_lines(  # type: ignore[no-untyp
     for name, key in keys.items():
         plain = select_window(all_samples, key, distance, max_samples)
         assert exact[name] == nearest_runs(plain, max_runs)
+
+
+def test_a_walk_of_the_nearest_commits_is_the_start_of_the_whole_walk(tmp_path: Path) -> None:
+    """``ancestry_ids(limit=k)`` is the whole walk's first k commits, merges included, so a
+    partial walk ranks what it reached as the whole one does."""
+    _, clone = empty_origin(tmp_path)
+    for i in range(3):
+        commit_all(clone, f"m{i}")
+    git("checkout", "-q", "-b", "topic", cwd=clone)
+    for i in range(3):
+        commit_all(clone, f"t{i}")
+    git("checkout", "-q", "main", cwd=clone)
+    for i in range(2):
+        commit_all(clone, f"n{i}")
+    git("merge", "-q", "--no-ff", "-m", "merge topic", "topic", cwd=clone, env=IDENTITY)
+    commit_all(clone, "after")
+    whole = list(ancestry_ids(clone, "main"))
+    assert len(whole) == 10
+    for limit in range(1, 12):
+        assert list(ancestry_ids(clone, "main", limit=limit)) == whole[:limit]
+
+
+def test_only_a_window_the_nearest_commits_cannot_settle_walks_the_whole_history(
+    origin_and_clone, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    _, clone, shas = origin_and_clone
+    store = store_of(clone)
+    store.append([samples_from_result(result_at(sha, 100.0 + i), trusted_source="t")[0]
+                  for i, sha in enumerate(shas)], "one a commit")  # fmt: skip
+    walks: list[int | None] = []
+    real_walk = store_module.ancestry_ids
+
+    def spy(repo: Path, base: str, limit: int | None = None) -> dict[bytes, int]:
+        # A spy, not a double: it records the walk asked for and returns the real one.
+        walks.append(limit)
+        return real_walk(repo, base, limit)
+
+    monkeypatch.setattr(store_module, "ancestry_ids", spy)
+    monkeypatch.setattr(store_module, "NEAR_ANCESTRY", 2)
+    # Two samples: both within the two nearest commits, nothing else can come nearer.
+    assert window(store, shas[4], max_samples=2).values == (104.0, 103.0)
+    assert walks == [2]
+    # Four: the two walked commits cannot fill it, so the whole history is walked.
+    walks.clear()
+    assert window(store, shas[4], max_samples=4).values == (104.0, 103.0, 102.0, 101.0)
+    assert walks == [2, None]
+
+
+@pytest.mark.parametrize("near", [1, 2, 3, 4])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_windows_from_a_partial_walk_equal_those_of_the_whole_walk(  # type: ignore[no-untyped-def]
+    origin_and_clone, monkeypatch: pytest.MonkeyPatch, seed: int, near: int
+) -> None:
+    _, clone, shas = origin_and_clone
+    git("checkout", "-q", "-b", "side", shas[1], cwd=clone)
+    side = commit_all(clone, "unmerged")
+    git("checkout", "-q", "main", cwd=clone)
+    store = BaselineStore(clone, branch="perf-baselines", remote="origin", segment_lines=16,
+                          horizon=20)  # fmt: skip
+    everything = random_samples(shas, side, 45, seed)
+    for start in range(0, len(everything), 13):
+        store.append(everything[start : start + 13], "chunk")
+    path = sample_path("cpu-test", "cartpole", "numpy")
+
+    def corrupt(tree: Path) -> bool:
+        file = tree / path
+        file.write_text(file.read_text() + '{"launch_hash":"' + "a" * 16 + '", broken\n')
+        return True
+
+    commit_to_branch(clone, "perf-baselines", "origin", corrupt, "corrupt", PushRetryPolicy())
+    keys = {
+        f"{target}-{epoch}-{name}": WindowKey.for_result(
+            with_metric(make_result(target_branch=target, epoch=epoch), "startup_s", [1.0]), name
+        )
+        for target in ("main", "develop")
+        for epoch in (1, 2)
+        for name in (PRIMARY, "startup_s")
+    }
+
+    def read() -> tuple[dict[str, Window], list[str]]:
+        reader = BaselineStore(clone, branch="perf-baselines", remote="origin", horizon=20)
+        found = reader.windows(keys, tip=reader.refresh(), base=shas[4], max_samples=6,
+                               max_runs=2)  # fmt: skip
+        return found, reader.warnings
+
+    whole, warned = read()
+    assert warned  # the corrupt line is reported
+    monkeypatch.setattr(store_module, "NEAR_ANCESTRY", near)
+    assert read() == (whole, warned)
