@@ -140,7 +140,13 @@ def load_yaml(path: Path, *, max_bytes: int = MAX_BYTES) -> YamlDocument:
         # libyaml reports some errors (a NUL byte, say) without a position.
         raise ConfigError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
     lines: dict[KeyPath, int] = {}
-    data = None if node is None else _convert(node, (), lines, path)
+    # One constructor for every scalar of the document (a loader each cost more than the
+    # parse of a large matrix).
+    loader = yaml.SafeLoader("")
+    try:
+        data = None if node is None else _convert(node, (), lines, path, loader)
+    finally:
+        loader.dispose()
     return YamlDocument(path=path, data=data, lines=lines)
 
 
@@ -150,7 +156,13 @@ _PLAIN_TAGS: dict[type[yaml.Node], str] = {
 }
 
 
-def _convert(node: yaml.Node, key_path: KeyPath, lines: dict[KeyPath, int], path: Path) -> Any:
+def _convert(
+    node: yaml.Node,
+    key_path: KeyPath,
+    lines: dict[KeyPath, int],
+    path: Path,
+    loader: yaml.SafeLoader,
+) -> Any:
     lines[key_path] = node.start_mark.line + 1
     plain = _PLAIN_TAGS.get(type(node))
     if plain is not None and node.tag != plain:
@@ -173,23 +185,24 @@ def _convert(node: yaml.Node, key_path: KeyPath, lines: dict[KeyPath, int], path
                     "YAML merge keys ('<<') are not supported; put shared settings under "
                     "'defaults'"
                 )
-            key = _scalar(key_node, path)
+            key = _scalar(key_node, path, loader)
             if key in result:
                 raise ConfigError(
                     f"{path}:{key_node.start_mark.line + 1}: "
                     f"{format_key_path((*key_path, key))}: duplicate key (first at line "
                     f"{lines[(*key_path, key)]}); keep one of them"
                 )
-            result[key] = _convert(value_node, (*key_path, key), lines, path)
+            result[key] = _convert(value_node, (*key_path, key), lines, path, loader)
             lines[(*key_path, key)] = key_node.start_mark.line + 1
         return result
     if isinstance(node, yaml.SequenceNode):
-        return [_convert(item, (*key_path, i), lines, path) for i, item in enumerate(node.value)]
-    return _scalar(node, path)
+        return [
+            _convert(item, (*key_path, i), lines, path, loader) for i, item in enumerate(node.value)
+        ]
+    return _scalar(node, path, loader)
 
 
-def _scalar(node: yaml.Node, path: Path) -> Any:
-    loader = yaml.SafeLoader("")
+def _scalar(node: yaml.Node, path: Path, loader: yaml.SafeLoader) -> Any:
     try:
         return loader.construct_object(node, deep=True)
     except yaml.MarkedYAMLError as exc:
@@ -198,5 +211,3 @@ def _scalar(node: yaml.Node, path: Path) -> Any:
             f"{path}:{node.start_mark.line + 1}: not allowed in YAML here: "
             f"{' '.join(str(exc.problem).split())}; use plain strings, numbers, lists and mappings"
         ) from None
-    finally:
-        loader.dispose()
