@@ -50,6 +50,33 @@ from perfgate.judge.runners import RunnerModel
 Candidate = tuple[int, bytes, str, int, bytes, WindowEntry | None]
 
 
+class _Reach(dict[bytes, int]):
+    """Each walked commit's distance from the merge base. Once the walk is complete any
+    other commit is no ancestor (``_FAR``); while it is partial, any other commit may lie
+    just past it, so each gets a distance of its own from ``beyond`` on, in the order
+    first looked up: a window holding one of those is unsettled (see ``choose_windows``)."""
+
+    def __init__(self, walked: Mapping[bytes, int], complete: bool):
+        super().__init__(walked)
+        self.complete = complete
+        self.beyond = _FAR if complete else max(walked.values(), default=-1) + 1
+        self._next = self.beyond
+
+    def __missing__(self, commit: bytes) -> int:
+        if self.complete:
+            return _FAR
+        # Commits differ: two of them must never be taken for one run (distance, time).
+        self[commit] = found = self._next
+        self._next += 1
+        return found
+
+    def of(self, commits: Iterable[bytes]) -> list[int]:
+        """The distance of each of ``commits``."""
+        if self.complete:
+            return list(map(self.get, commits, itertools.repeat(_FAR)))
+        return list(map(self.__getitem__, commits))
+
+
 class FittedDepth(NamedTuple):
     """What a window whose runner model the store holds (fitted over ``history_runs``
     runs) reads instead of its history: ``samples`` and ``runs``, the window alone."""
@@ -99,6 +126,10 @@ class _Selection:
     # alone, the history it was fitted over no longer needed (None: always read the history).
     fitted_depth: tuple[int, int] | None = None
     fitted: RunnerModel | None = None
+    # Distances from here on are commits a partial walk did not reach (_FAR: it was
+    # complete); True once the window held one when deciding what to read next.
+    beyond: int = _FAR
+    reached_past: bool = False
     queue: list[str] = field(default_factory=list)
     scanned: int = 0
     # Candidates that can still make the window, nearest first (ties in the order seen).
@@ -130,6 +161,8 @@ class _Selection:
         lines the window holds when it counts runs (runs of one sample fill it early).
         """
         window, full = self.window()
+        # Its length sets how much is read: past the walk, the whole walk may read otherwise.
+        self.reached_past |= bool(window) and window[-1][0] >= self.beyond
         lines = self.limit if self.max_runs is None else len(window)
         return self.scanned < max(self.horizon, 10 * lines) or not full
 
@@ -186,11 +219,8 @@ class _Selection:
                 self.suspects.append((path, number + 1))
             yield (distance, fields[1], path, number + 1, fields[0], entry)
 
-    def feed_lines(
-        self, path: str, data: bytes, distance: Mapping[bytes, int], unknown: int = _FAR
-    ) -> None:
-        """Rank a segment from its own lines: commit and timestamp sliced out, nothing parsed;
-        a commit ``distance`` lacks is ``unknown`` away."""
+    def feed_lines(self, path: str, data: bytes, reach: _Reach) -> None:
+        """Rank a segment from its own lines: commit and timestamp sliced out, nothing parsed."""
         launch, runtime, benchmark, epoch, target = self.needles
         lines = data.split(b"\n")
         if lines[-1] == b"":
@@ -206,7 +236,7 @@ class _Selection:
             if commit is None or stamp is None:
                 self.suspects.append((path, number))
                 continue
-            where = distance.get(commit, unknown)
+            where = reach[commit]
             if (
                 where != _FAR
                 and runtime in line
@@ -266,28 +296,28 @@ def choose_windows(
     ``fitted``: a bucket whose runner model the store holds reads only the window, and
     carries the model (:mod:`perfgate.baselines.runner_file`). Not ``complete``,
     ``distance`` is the nearest part of the ancestry only: a commit it lacks may be just
-    past the walk (or no ancestor at all), and a window that holds such a commit's sample,
-    or is not full, is ``unsettled`` (the whole ancestry may change it). Every other window
-    is the one the whole ancestry gives: its samples are nearer than any commit the walk
-    did not reach, and it filled where a whole walk fills it.
+    past the walk (or no ancestor at all). A window that is not full, or that held such a
+    commit's sample at any point, is ``unsettled`` (the whole ancestry may change it).
+    Every other window is the one the whole ancestry gives: at each step it held the same
+    nearest samples as a whole walk would, so the same segments were read.
     """
-    unknown = _FAR if complete else max(distance.values(), default=-1) + 1
+    reach = _Reach(distance, complete)
 
     def selection(key: WindowKey, keep_all: bool = False) -> _Selection:
         depth = (fitted.samples, fitted.runs) if fitted else None
         return _Selection(key=key, limit=limit, max_runs=max_runs, horizon=horizon,
-                          keep_all=keep_all, fitted_depth=depth)  # fmt: skip
+                          keep_all=keep_all, fitted_depth=depth, beyond=reach.beyond)  # fmt: skip
 
     history_runs = fitted.history_runs if fitted else None
     selections = {bucket: selection(key) for bucket, key in keys.items()}
-    _rank(repo, tip, selections, distance, history_runs, unknown)
-    picked = _pick(repo, tip, selections, label, unknown)
+    _rank(repo, tip, selections, reach, history_runs)
+    picked = _pick(repo, tip, selections, label, reach.beyond)
     if picked.retry:
         # A kept line turned out unreadable although farther candidates were dropped:
         # that bucket is chosen again keeping every candidate.
         again = {bucket: selection(keys[bucket], keep_all=True) for bucket in picked.retry}
-        _rank(repo, tip, again, distance, history_runs, unknown)
-        more = _pick(repo, tip, again, label, unknown)
+        _rank(repo, tip, again, reach, history_runs)
+        more = _pick(repo, tip, again, label, reach.beyond)
         picked.windows.update(more.windows)
         picked.unsettled.difference_update(again)
         picked.unsettled.update(more.unsettled)
@@ -299,9 +329,8 @@ def _rank(
     repo: Path,
     tip: str,
     selections: Mapping[K, _Selection],
-    distance: Mapping[bytes, int],
+    reach: _Reach,
     history_runs: int | None = None,
-    unknown: int = _FAR,
 ) -> None:
     """Look at segments round by round (live ones, then archives) until each window is known.
 
@@ -341,7 +370,7 @@ def _rank(
             history_runs = None
         indexes = stream_blobs(repo, [blobs[index_path(path)] for path in indexed])
         for path, blob in zip(indexed, indexes, strict=True):
-            index = _read_index(blob.data, blobs[path], distance, unknown)
+            index = _read_index(blob.data, blobs[path], reach)
             if index is None:
                 unindexed.append(path)
                 continue
@@ -350,7 +379,7 @@ def _rank(
         segments = stream_blobs(repo, [blobs[path] for path in unindexed])
         for path, segment in zip(unindexed, segments, strict=True):
             for selection in by_path[path]:
-                selection.feed_lines(path, segment.data or b"", distance, unknown)
+                selection.feed_lines(path, segment.data or b"", reach)
         unsettled = []
         for selection in pending:
             path = selection.queue.pop(0)
@@ -377,9 +406,10 @@ class _Picked(Generic[K]):
 
 
 def _pick(
-    repo: Path, tip: str, selections: Mapping[K, _Selection], label: str, unknown: int = _FAR
+    repo: Path, tip: str, selections: Mapping[K, _Selection], label: str, beyond: int = _FAR
 ) -> _Picked[K]:
-    """The windows, a warning per unreadable line, and the buckets to choose again."""
+    """The windows, a warning per unreadable line, the buckets to choose again, and those
+    a commit past a partial walk (``beyond`` on) may have changed."""
     lines: dict[tuple[str, int], bytes] = {}
     owed: set[tuple[str, int]] = set()
     for selection in selections.values():
@@ -405,7 +435,9 @@ def _pick(
                                   selection.limit, selection.max_runs)  # fmt: skip
         if dropped and not full and selection.pruned:
             picked.retry.append(bucket)
-        if unknown != _FAR and (not full or any(d >= unknown for d, _ in chosen)):
+        if beyond != _FAR and (
+            not full or selection.reached_past or any(d >= beyond for d, _ in chosen)
+        ):
             picked.unsettled.add(bucket)
         picked.windows[bucket] = Window(entries=tuple(e for _, e in chosen),
                                         fitted=selection.fitted)  # fmt: skip
@@ -459,11 +491,9 @@ def _run_of_ranked(ranked: tuple[int, WindowEntry]) -> tuple[str, str]:
     return entry.commit, entry.timestamp
 
 
-def _read_index(
-    data: bytes | None, blob: str, distance: Mapping[bytes, int], unknown: int = _FAR
-) -> _Index | None:
-    """The index ``data``, ranked, when it describes exactly the segment blob ``blob``; a
-    commit ``distance`` lacks is ``unknown`` away.
+def _read_index(data: bytes | None, blob: str, reach: _Reach) -> _Index | None:
+    """The index ``data``, ranked by ``reach``, when it describes exactly the segment blob
+    ``blob``.
 
     None when it does not (an older writer, a hand edit): the segment is read instead.
     Only the commits are looked at here: a line's first ``len(blob)`` bytes.
@@ -481,7 +511,7 @@ def _read_index(
     if lines.pop() != b"" or len(lines) != count:
         return None
     commit = operator.itemgetter(slice(len(blob)))
-    distances = list(map(distance.get, map(commit, lines), itertools.repeat(unknown)))
+    distances = reach.of(map(commit, lines))
     return _Index(
         lines=lines,
         distances=distances,

@@ -441,7 +441,7 @@ def test_only_a_window_the_nearest_commits_cannot_settle_walks_the_whole_history
 
 
 @pytest.mark.parametrize("near", [1, 2, 3, 4])
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", range(1, 9))
 def test_windows_from_a_partial_walk_equal_those_of_the_whole_walk(  # type: ignore[no-untyped-def]
     origin_and_clone, monkeypatch: pytest.MonkeyPatch, seed: int, near: int
 ) -> None:
@@ -481,3 +481,92 @@ def test_windows_from_a_partial_walk_equal_those_of_the_whole_walk(  # type: ign
     assert warned  # the corrupt line is reported
     monkeypatch.setattr(store_module, "NEAR_ANCESTRY", near)
     assert read() == (whole, warned)
+
+
+def test_commits_past_a_partial_walk_are_never_taken_for_one_run(
+    origin_and_clone, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Three older commits seeded with one timestamp are three runs, walked or not: taken
+    for one, the window would read an archive the whole walk never reads, and settle on
+    other runs than the whole walk's."""
+    _, clone, shas = origin_and_clone
+    writer = BaselineStore(clone, branch="perf-baselines", remote="origin", segment_lines=40)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def at(sha: str, minute: int, run: str, epoch: int = 1) -> Sample:
+        result = result_at(sha, 100.0 + minute, run_id=run, epoch=epoch)
+        return samples_from_result(result, trusted_source="t",
+                                   timestamp=start + timedelta(minutes=minute))[0]  # fmt: skip
+
+    filler = iter(range(1000))
+    # Archived once the next append passes 40 lines: two runs of the parent commit.
+    writer.append(
+        [
+            at(shas[3], 1, "a"),
+            at(shas[3], 2, "b"),
+            *(at(shas[0], 3, f"x{next(filler)}", epoch=2) for _ in range(38)),
+        ],
+        "old",
+    )
+    # The live segment: the base's own run, then three older commits seeded at one time.
+    writer.append([at(shas[4], 10, "c"), *(at(sha, 20, f"s{i}") for i, sha in
+                                           enumerate(shas[:3])),
+                   *(at(shas[0], 30, f"y{next(filler)}", epoch=2) for _ in range(30))],
+                  "seeded")  # fmt: skip
+
+    def read() -> Window:
+        reader = BaselineStore(clone, branch="perf-baselines", remote="origin", horizon=1)
+        tip = reader.refresh()
+        return reader.windows({"b": key_for()}, tip=tip, base=shas[4], max_samples=50,
+                              max_runs=3)["b"]  # fmt: skip
+
+    whole = read()
+    assert [e.commit for e in whole.entries] == [shas[4], shas[2], shas[1]]
+    monkeypatch.setattr(store_module, "NEAR_ANCESTRY", 2)
+    assert read() == whole
+
+
+def test_a_window_that_ever_held_a_commit_past_the_walk_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit the walk did not reach (here an unmerged one of five samples) may lengthen
+    the window while segments are read, and so what is read: the window is read again with
+    the whole walk, even when it ends with walked commits only."""
+    _, clone = empty_origin(tmp_path)
+    shas = [commit_all(clone, f"c{i}") for i in range(5)]
+    git("push", "-q", "origin", "main", cwd=clone)
+    git("checkout", "-q", "-b", "side", shas[1], cwd=clone)
+    side = commit_all(clone, "unmerged")
+    git("checkout", "-q", "main", cwd=clone)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    made = iter(range(1000))
+
+    def at(
+        sha: str, value: float, minute: int, count: int = 1, target: str = "main"
+    ) -> list[Sample]:
+        samples = [value + k / 100 for k in range(count)] if count > 1 else ()
+        result = make_result("cartpole/numpy", value, commit=sha, run_id=f"r{next(made)}",
+                             target_branch=target, samples=samples)  # fmt: skip
+        return samples_from_result(result, trusted_source="t",
+                                   timestamp=start + timedelta(minutes=minute))  # fmt: skip
+
+    lines = at(shas[3], 30.0, 1)  # archived: the parent commit
+    lines += [s for i in range(29) for s in at(shas[0], 1.0 + i, 2 + i, target="develop")]
+    lines += at(shas[4], 40.0, 100)  # live: the base,
+    lines += at(side, 50.0, 200, count=5)  # a commit that is no ancestor, looked up first,
+    lines += at(shas[0], 10.0, 101)  # and an old one
+    lines += [s for i in range(15) for s in at(shas[0], 1.0 + i, 300 + i, target="develop")]
+    writer = BaselineStore(clone, branch="perf-baselines", remote="origin", segment_lines=30,
+                           horizon=20)  # fmt: skip
+    writer.append(lines, "all")
+
+    def read() -> tuple[tuple[float, ...], list[str]]:
+        reader = BaselineStore(clone, branch="perf-baselines", remote="origin", horizon=20)
+        found = reader.windows({"b": key_for()}, tip=reader.refresh(), base=shas[4],
+                               max_samples=6, max_runs=2)  # fmt: skip
+        return found["b"].values, reader.warnings
+
+    whole = read()
+    assert whole == ((40.0, 10.0), [])  # the live segment settles it: the archive is not read
+    monkeypatch.setattr(store_module, "NEAR_ANCESTRY", 2)
+    assert read() == whole
