@@ -108,11 +108,9 @@ def test_hash_epoch_and_target_mismatches_are_excluded(origin_and_clone) -> None
     assert window(store, shas[4], epoch=2).values == (2.0,)
 
 
-def test_a_corrupt_line_is_skipped_with_a_warning_naming_file_and_line(origin_and_clone) -> None:  # type: ignore[no-untyped-def]
-    _, clone, shas = origin_and_clone
-    store = store_of(clone)
-    good = samples_from_result(result_at(shas[1], 7.0), trusted_source="t")[0]
-    store.append([good], "one")
+def append_a_corrupt_line(clone: Path) -> str:
+    """A line that is no sample appended to the live segment on the baseline branch (as a
+    hand edit would); the segment's path."""
     path = sample_path("cpu-test", "cartpole", "numpy")
 
     def corrupt(tree: Path) -> bool:
@@ -123,6 +121,15 @@ def test_a_corrupt_line_is_skipped_with_a_warning_naming_file_and_line(origin_an
     commit_to_branch(
         clone, "perf-baselines", "origin", corrupt, "corrupt", PushRetryPolicy(), [path]
     )
+    return path
+
+
+def test_a_corrupt_line_is_skipped_with_a_warning_naming_file_and_line(origin_and_clone) -> None:  # type: ignore[no-untyped-def]
+    _, clone, shas = origin_and_clone
+    store = store_of(clone)
+    good = samples_from_result(result_at(shas[1], 7.0), trusted_source="t")[0]
+    store.append([good], "one")
+    path = append_a_corrupt_line(clone)
     reader = store_of(clone)
     assert window(reader, shas[4]).values == (7.0,)
     assert any(f"{path}:2" in warning for warning in reader.warnings)
@@ -328,6 +335,32 @@ def random_samples(shas: list[str], side: str, count: int, seed: int) -> list[Sa
     return found
 
 
+def random_store(clone: Path, shas: list[str], seed: int) -> BaselineStore:
+    """A store of :func:`random_samples` (an unmerged side commit among them), appended in
+    chunks into segments of 16 lines, so windows read archives."""
+    git("checkout", "-q", "-b", "side", shas[1], cwd=clone)
+    side = commit_all(clone, "unmerged")
+    git("checkout", "-q", "main", cwd=clone)
+    store = BaselineStore(clone, branch="perf-baselines", remote="origin", segment_lines=16,
+                          horizon=20)  # fmt: skip
+    everything = random_samples(shas, side, 45, seed)
+    for start in range(0, len(everything), 13):
+        store.append(everything[start : start + 13], "chunk")
+    return store
+
+
+def experiment_keys() -> dict[str, WindowKey]:
+    """A window key per target branch, baseline epoch and metric of :func:`random_samples`."""
+    return {
+        f"{target}-{epoch}-{name}": WindowKey.for_result(
+            with_metric(make_result(target_branch=target, epoch=epoch), "startup_s", [1.0]), name
+        )
+        for target in ("main", "develop")
+        for epoch in (1, 2)
+        for name in (PRIMARY, "startup_s")
+    }
+
+
 def nearest_runs(window: Window, max_runs: int | None) -> Window:
     """The window cut to its nearest ``max_runs`` runs (commit and timestamp)."""
     runs = dict.fromkeys((e.commit, e.timestamp) for e in window.entries)
@@ -341,22 +374,8 @@ def test_windows_from_indexes_equal_windows_from_lines(  # type: ignore[no-untyp
     origin_and_clone, seed, max_samples, max_runs
 ) -> None:
     _, clone, shas = origin_and_clone
-    git("checkout", "-q", "-b", "side", shas[1], cwd=clone)
-    side = commit_all(clone, "unmerged")
-    git("checkout", "-q", "main", cwd=clone)
-    store = BaselineStore(clone, branch="perf-baselines", remote="origin", segment_lines=16,
-                          horizon=20)  # fmt: skip
-    everything = random_samples(shas, side, 45, seed)
-    for start in range(0, len(everything), 13):
-        store.append(everything[start : start + 13], "chunk")
-    keys = {
-        f"{target}-{epoch}-{name}": WindowKey.for_result(
-            with_metric(make_result(target_branch=target, epoch=epoch), "startup_s", [1.0]), name
-        )
-        for target in ("main", "develop")
-        for epoch in (1, 2)
-        for name in (PRIMARY, "startup_s")
-    }
+    store = random_store(clone, shas, seed)
+    keys = experiment_keys()
     tip = store.refresh()
     chosen = {"max_samples": max_samples, "max_runs": max_runs}
     indexed = store.windows(keys, tip=tip, base=shas[4], **chosen)
@@ -446,30 +465,9 @@ def test_windows_from_a_partial_walk_equal_those_of_the_whole_walk(  # type: ign
     origin_and_clone, monkeypatch: pytest.MonkeyPatch, seed: int, near: int
 ) -> None:
     _, clone, shas = origin_and_clone
-    git("checkout", "-q", "-b", "side", shas[1], cwd=clone)
-    side = commit_all(clone, "unmerged")
-    git("checkout", "-q", "main", cwd=clone)
-    store = BaselineStore(clone, branch="perf-baselines", remote="origin", segment_lines=16,
-                          horizon=20)  # fmt: skip
-    everything = random_samples(shas, side, 45, seed)
-    for start in range(0, len(everything), 13):
-        store.append(everything[start : start + 13], "chunk")
-    path = sample_path("cpu-test", "cartpole", "numpy")
-
-    def corrupt(tree: Path) -> bool:
-        file = tree / path
-        file.write_text(file.read_text() + '{"launch_hash":"' + "a" * 16 + '", broken\n')
-        return True
-
-    commit_to_branch(clone, "perf-baselines", "origin", corrupt, "corrupt", PushRetryPolicy())
-    keys = {
-        f"{target}-{epoch}-{name}": WindowKey.for_result(
-            with_metric(make_result(target_branch=target, epoch=epoch), "startup_s", [1.0]), name
-        )
-        for target in ("main", "develop")
-        for epoch in (1, 2)
-        for name in (PRIMARY, "startup_s")
-    }
+    random_store(clone, shas, seed)
+    append_a_corrupt_line(clone)
+    keys = experiment_keys()
 
     def read() -> tuple[dict[str, Window], list[str]]:
         reader = BaselineStore(clone, branch="perf-baselines", remote="origin", horizon=20)
