@@ -161,8 +161,11 @@ def read_text(path: Path, *, max_bytes: int = MAX_BYTES) -> str:
         if size > max_bytes:
             raise JsonError(f"{size} bytes, over the limit of {max_bytes}")
         with path.open("rb") as handle:
-            # A file still growing (or a FIFO) cannot slip past the limit.
-            data = handle.read(max_bytes + 1)
+            # A file still growing (or a FIFO) cannot slip past the limit. Its size is read
+            # first: asking for the limit at once allocates it for every small file.
+            data = handle.read(min(size, max_bytes) + 1)
+            if len(data) > size:
+                data += handle.read(max_bytes + 1 - len(data))
     except OSError as exc:
         raise JsonError(f"cannot be read: {exc.strerror or exc}") from None
     if len(data) > max_bytes:

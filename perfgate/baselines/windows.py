@@ -19,6 +19,7 @@ come, so memory follows the window, not the segment.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import math
@@ -143,8 +144,12 @@ class _Selection:
 
     def __post_init__(self) -> None:
         self.digest = self.key.digest().encode()
-        self.needles = tuple(needle.encode() for needle in self.key.needles())
         self.queue = [self.key.path]
+
+    @functools.cached_property
+    def needles(self) -> tuple[bytes, ...]:
+        """What each of the window's lines holds, for segments read without an index."""
+        return tuple(needle.encode() for needle in self.key.needles())
 
     def use_fitted(self, models: Mapping[str, RunnerModel]) -> None:
         """Read only the window when ``models`` (trusted) holds this window's runner model."""
@@ -176,7 +181,8 @@ class _Selection:
         Every candidate farther than the one that fills the window is ranked after a whole
         window; ties at that distance stay for the timestamp to decide.
         """
-        merged = heapq.merge(candidates, self.kept, key=_distance)
+        # Most windows are chosen from their live segment alone: nothing kept to merge with.
+        merged = heapq.merge(candidates, self.kept, key=_distance) if self.kept else candidates
         if self.keep_all:
             self.kept = list(merged)
             return

@@ -56,7 +56,9 @@ def _most_stored(gate: GatePolicy, buckets: Sequence[Bucket], alerts: AlertsSpec
     """The most samples a stored run of ``buckets`` may hold: a run's own, confirmation
     included, or a protected push's (``alerts.push_repeats``): a sample limit below it
     would cut a window of larger runs short of its ``max_runs``."""
-    stored = buckets if alerts is None else [b.as_pushed(alerts) for b in buckets]
+    # A run's size follows from its repeats alone: each pair of them is looked at once.
+    distinct = {(b.repeats, b.max_repeats): b for b in buckets}.values()
+    stored = distinct if alerts is None else [b.as_pushed(alerts) for b in distinct]
     return max((b.most_samples(gate.confirm) for b in stored), default=1)
 
 
