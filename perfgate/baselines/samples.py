@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from perfgate.config import PRIMARY
 from perfgate.errors import GateMalfunction
@@ -375,10 +375,10 @@ class WindowKey(WindowIdentity):
         )
 
 
-@dataclass(frozen=True, kw_only=True)
-class WindowEntry:
+class WindowEntry(NamedTuple):
     """One sample of a window: its commit, when it was stored, its figure, its runner and
-    the seconds its launch took (None: not recorded)."""
+    the seconds its launch took (None: not recorded). A tuple: the gate builds one for every
+    sample of every window, and a frozen dataclass costs several times more to build."""
 
     commit: str
     timestamp: str

@@ -10,21 +10,29 @@ newest at most SEGMENT_LINES samples):
 - ``<backend>.runners``: the bucket's runner models (:mod:`perfgate.baselines.runner_file`).
 
 An index lets a reader choose a window without reading the segment at all. Its first line
-names the exact blob it describes (``perfgate-index 2 <blob id> <lines>``); then one line
+names the exact blob it describes (``perfgate-index 3 <blob id> <lines>``); then one line
 per segment line: ``<commit> <timestamp> <window digest> <value> <runner> <seconds>
 <byte offset>`` for a sample (as the writer validated it; the runner is ``=`` and its
 name percent-encoded, or ``-`` when unknown; the seconds its launch took, or ``-``),
 ``! - - - - - <offset>`` for a line that is not one and ``- - - - - - <offset>`` for a
-blank one. A reader trusts an index only when it names the segment's current blob and is
-of this version, so a segment written by an older perfgate (version 1 indexes had no
-runner), or edited by hand, is read line by line instead: never a wrong window.
+blank one. A last line finds a commit's lines without reading the others: one record
+per sample line whose commit starts with 16 hex digits, 32 hex digits each, sorted: the
+commit's first 16 (as a number), the line's number (8, from 0) and where it starts in the
+index (8).
+
+A reader trusts an index only when it names the segment's current blob and is of a
+version it reads (2: the same, without the records), so a segment written by an older
+perfgate (version 1 indexes had no runner), or edited by hand, is read line by line
+instead: never a wrong window.
 
 Everything here is pure: the store's write path applies the files it returns.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import itertools
 import json
 import re
 from collections.abc import Sequence
@@ -40,13 +48,19 @@ SEGMENT_LINES = 1000
 # fills: a later seed of an old commit appends far samples after nearer ones.
 RECENT_HORIZON = 200
 INDEX_MAGIC = "perfgate-index"
-INDEX_VERSION = "2"
+INDEX_VERSION = "3"
+# Versions read: 2 is 3 without the records of its last line.
+INDEX_VERSIONS = ("2", INDEX_VERSION)
 INDEX_FIELDS = 7  # per line: commit, timestamp, window digest, value, runner, seconds, offset
+# A record of an index's last line, in hex digits: a commit's first 16 (its key), a line
+# number and where the line starts.
+RECORD_WIDTH = 32
 CORRUPT = "!"
 BLANK = "-"
 
 _SAMPLE_ID = re.compile(r'"sample_id":"([0-9a-f]+)"')
 _TOKEN = re.compile(r"[!-~]+")  # printable, no whitespace: one index field
+_HEX_KEY = re.compile(r"[0-9a-fA-F]{16}")  # a commit a record can name (git's always can)
 
 # (commit, timestamp, window digest, value, runner, seconds) of a sample line; CORRUPT or
 # BLANK otherwise.
@@ -138,18 +152,30 @@ def render_index(lines: Sequence[str], entries: Sequence[Entry], object_format: 
         fields = f"{entry} - - - - -" if isinstance(entry, str) else " ".join(entry)
         out.append(f"{fields} {offset}\n")
         offset += len(encode(line)) + 1
-    return "".join(out)
+    # Every field is ASCII (tokens, digits, percent-encoded names): characters are bytes.
+    at = list(itertools.accumulate(map(len, out)))
+    if at[-1] >= 1 << 32:
+        raise Unindexable(f"{len(lines)} lines of {at[-1]} bytes: past what an index records")
+    records = sorted(
+        (int(entry[0][:16], 16), number, at[number])
+        for number, entry in enumerate(entries)
+        if not isinstance(entry, str) and _HEX_KEY.match(entry[0])
+    )
+    out.append("".join(f"{key:016x}{number:08x}{start:08x}" for key, number, start in records))
+    return "".join(out) + "\n"
 
 
 def parse_index(text: str, segment: bytes, object_format: str) -> list[Entry | None] | None:
     """The entries of an index that describes exactly ``segment``; None when it does not."""
     head, _, body = text.partition("\n")
     parts = head.split()
-    if len(parts) != 4 or parts[:2] != [INDEX_MAGIC, INDEX_VERSION]:
+    if len(parts) != 4 or parts[0] != INDEX_MAGIC or parts[1] not in INDEX_VERSIONS:
         return None
     if parts[2] != blob_id(segment, object_format):
         return None
     rows = [row.split() for row in body.splitlines()]
+    if parts[1] != "2" and rows:
+        rows.pop()  # the records: rewritten from the entries
     if len(rows) != int(parts[3]) or any(len(row) != INDEX_FIELDS for row in rows):
         return None
     entries: list[Entry | None] = [
@@ -259,9 +285,8 @@ def _segment_files(
     path: str, lines: Sequence[str], entries: Sequence[Entry | None], object_format: str
 ) -> dict[str, str | None]:
     """A segment and its index; no index when a line cannot be indexed (readers scan it)."""
-    index = (
-        None
-        if any(entry is None for entry in entries)
-        else render_index(lines, [e for e in entries if e is not None], object_format)
-    )
+    index = None
+    if all(entry is not None for entry in entries):
+        with contextlib.suppress(Unindexable):
+            index = render_index(lines, [e for e in entries if e is not None], object_format)
     return {path: segment_text(lines), index_path(path): index}

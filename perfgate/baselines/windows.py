@@ -9,16 +9,22 @@ hold (at least the horizon): a later seed of an old commit appends far samples a
 nearer ones.
 
 A segment whose sidecar index names its current blob is chosen from the index alone, as
-the writer validated it, so the segment itself is never read: each line's commit is
-looked up in the ancestry, and only the nearest lines, up to the one that fills the
-window, are split into their fields. A segment without one (an older writer, a hand edit)
-is read and ranked line by line; only the lines that can make the window are parsed. Both
-give the same window. Candidates that can no longer make the window are dropped as they
-come, so memory follows the window, not the segment.
+the writer validated it, so the segment itself is never read. The index's records give
+the lines of each ancestor, nearest first, so a window that fills from its nearest runs
+looks at those lines only; past a few dozen commits (or with an index written before
+records), every line's commit is looked up in the ancestry instead. Only the nearest
+lines, up to the one that fills the window, are split into their fields. A segment
+without an index (an older writer, a hand edit) is read and ranked line by line; only the
+lines that can make the window are parsed. All three give the same window. Candidates
+that can no longer make the window are dropped as they come, so memory follows the
+window, not the segment.
 """
 
 from __future__ import annotations
 
+import array
+import binascii
+import bisect
 import functools
 import heapq
 import itertools
@@ -37,8 +43,9 @@ from perfgate.baselines.segments import (
     CORRUPT,
     INDEX_FIELDS,
     INDEX_MAGIC,
-    INDEX_VERSION,
+    INDEX_VERSIONS,
     RECENT_HORIZON,
+    RECORD_WIDTH,
     archive_dir,
     index_path,
     is_archive,
@@ -62,6 +69,14 @@ class _Reach(dict[bytes, int]):
         self.complete = complete
         self.beyond = _FAR if complete else max(walked.values(), default=-1) + 1
         self._next = self.beyond
+        self._walked = walked
+
+    @functools.cached_property
+    def walk(self) -> list[tuple[int, list[bytes]]]:
+        """The walked commits nearest first, those at one distance together."""
+        ordered = sorted(self._walked.items(), key=_second)
+        groups = itertools.groupby(ordered, key=_second)
+        return [(distance, [commit for commit, _ in group]) for distance, group in groups]
 
     def __missing__(self, commit: bytes) -> int:
         if self.complete:
@@ -92,26 +107,123 @@ K = TypeVar("K", bound=Hashable)
 # A window's entry, or a candidate for one.
 E = TypeVar("E")
 
-_INDEX_HEAD = (INDEX_MAGIC.encode(), INDEX_VERSION.encode())
+_MAGIC, _VERSIONS = INDEX_MAGIC.encode(), tuple(v.encode() for v in INDEX_VERSIONS)
+_MARK, _NEWLINE = CORRUPT.encode(), ord("\n")
+# Commits of the walk whose lines an index's records are asked for before every line of
+# it is ranked instead: about what ranking a thousand lines costs.
+PROBES = 64
 _NOT_A_SAMPLE = CORRUPT.encode() + b" "
 _COMMIT, _TIMESTAMP = b'"commit":"', b'"timestamp":"'
 # The distance of a line whose commit is no ancestor (or that is no sample): past all.
 _FAR = sys.maxsize
-_distance = operator.itemgetter(0)
+_distance, _second = operator.itemgetter(0), operator.itemgetter(1)
 
 
-class _Index(NamedTuple):
-    """A trusted index, ranked once for every window that reads its segment."""
+class _Index:
+    """A trusted index, ranked for every window that reads its segment: its lines nearest
+    first, as (distance, line number from 0, line).
 
-    lines: list[bytes]
-    # Each line's distance, and its line number (from 0) in order, nearest first (lines
-    # of one commit as stored).
-    distances: list[int]
-    nearest: list[int]
-    # The length of a commit id (the repository's hash), and whether a line is marked
-    # as not being a sample.
-    width: int
-    marked: bool
+    A version 3 index finds each walked commit's lines from its records, nearest commits
+    first, so a window that fills from its nearest runs never looks at the other lines.
+    After ``PROBES`` commits (a bucket that ran on few of them), or once the walk is used
+    up, every line is ranked instead, and the lines past the commits looked at follow in
+    that order: the same lines in the same order as ranking them all from the start.
+    """
+
+    def __init__(self, data: bytes, body: int, count: int, width: int, reach: _Reach,
+                 records: int | None) -> None:  # fmt: skip
+        self.data, self.body, self.count, self.width, self.reach = data, body, count, width, reach
+        # Where the records start (None: a version 2 index, ranked whole).
+        self.records = records
+        # No field of a sample's line holds the mark: one byte search says whether to look.
+        self.marked = data.find(_MARK, body, records) >= 0
+        self._found: dict[bytes, list[tuple[int, bytes]]] = {}
+
+    @functools.cached_property
+    def lines(self) -> list[bytes]:
+        """Every line of the index after its head, records left out."""
+        lines = self.data[self.body : self.records].split(b"\n")
+        lines.pop()
+        return lines
+
+    @functools.cached_property
+    def ranked(self) -> tuple[list[int], list[int]]:
+        """Each line's distance, and the line numbers nearest first (as stored in a tie)."""
+        distances = self.reach.of(map(operator.itemgetter(slice(self.width)), self.lines))
+        return distances, sorted(range(len(distances)), key=distances.__getitem__)
+
+    def nearest(self) -> Iterator[tuple[int, int, bytes]]:
+        """The lines whose commit may be an ancestor, nearest first."""
+        looked = -1  # every line of a commit this near was given
+        if self.records is not None:
+            walk = self.reach.walk
+            try:
+                for distance, commits in walk[:PROBES]:
+                    found = self._lines_of(commits[0])
+                    if len(commits) > 1:  # commits at one distance: their lines as stored
+                        found = sorted(
+                            line for commit in commits for line in self._lines_of(commit)
+                        )
+                    looked = distance
+                    for number, line in found:
+                        yield distance, number, line
+            except _Untrusted:
+                pass  # records that do not match their lines: every line is ranked instead
+            else:
+                if len(walk) <= PROBES and self.reach.complete:
+                    return  # every ancestor was looked at: no other line is one
+        distances, order = self.ranked
+        for number in order:
+            distance = distances[number]
+            if distance == _FAR:
+                return
+            if distance > looked:
+                yield distance, number, self.lines[number]
+
+    @functools.cached_property
+    def _records(self) -> tuple[array.array[int], memoryview]:
+        """The records as numbers, two a record (its key, then its line number and where
+        the line starts, 32 bits each), and the keys alone, for a binary search."""
+        try:
+            numbers = array.array("Q", binascii.unhexlify(self.data[self.records : -1]))
+        except binascii.Error:
+            raise _Untrusted from None
+        if sys.byteorder == "little":
+            numbers.byteswap()  # written most significant digit first
+        return numbers, memoryview(numbers)[::2]
+
+    def _lines_of(self, commit: bytes) -> list[tuple[int, bytes]]:
+        """The lines of ``commit`` (number, line), from the records; memoised, as every
+        window of the segment asks for the same commits."""
+        if commit in self._found:
+            return self._found[commit]
+        if len(commit) != self.width:
+            return []  # not a commit of this repository's hash: ranking matches no line
+        try:
+            key = int(commit[:16], 16)
+        except ValueError:
+            raise _Untrusted from None  # a commit a record cannot name: rank every line
+        numbers, keys = self._records
+        data, body, end = self.data, self.body, self.records
+        found = []
+        at = bisect.bisect_left(keys, key)
+        while at < len(keys) and keys[at] == key:
+            number, begins = divmod(numbers[2 * at + 1], 1 << 32)
+            ends = data.find(b"\n", begins, end)
+            if begins < body or data[begins - 1] != _NEWLINE or ends < 0:
+                raise _Untrusted
+            line = data[begins:ends]
+            if line.startswith(commit):  # as ranking matches it (a bad field is reported)
+                found.append((number, line))
+            elif line[:16].lower() != commit[:16]:
+                raise _Untrusted  # a record naming another commit's line
+            at += 1
+        self._found[commit] = found
+        return found
+
+
+class _Untrusted(Exception):
+    """An index whose records do not describe its lines (edited by hand)."""
 
 
 @dataclass(kw_only=True)
@@ -153,7 +265,7 @@ class _Selection:
 
     def use_fitted(self, models: Mapping[str, RunnerModel]) -> None:
         """Read only the window when ``models`` (trusted) holds this window's runner model."""
-        model = models.get(self.key.digest())
+        model = models.get(self.digest.decode())
         if model is not None and self.fitted_depth is not None:
             self.fitted = model
             self.limit, self.max_runs = self.fitted_depth
@@ -201,7 +313,7 @@ class _Selection:
 
     def feed_index(self, path: str, index: _Index) -> None:
         """Rank a segment from its index: only its nearest lines are split into fields."""
-        self.scanned += len(index.lines)
+        self.scanned += index.count
         self.offer(self._from_index(path, index))
         if index.marked:
             self.suspects += [(path, number) for number, line in enumerate(index.lines, 1)
@@ -209,11 +321,8 @@ class _Selection:
 
     def _from_index(self, path: str, index: _Index) -> Iterator[Candidate]:
         """The index's lines that match this window, nearest first, split as they are asked."""
-        for number in index.nearest:
-            distance = index.distances[number]
-            if distance == _FAR:
-                return
-            fields = index.lines[number].split(b" ")
+        for distance, number, line in index.nearest():
+            fields = line.split(b" ")
             if len(fields) != INDEX_FIELDS or len(fields[0]) != index.width:
                 # An index edited by hand: the segment's own line says what it is.
                 self.suspects.append((path, number + 1))
@@ -502,30 +611,27 @@ def _read_index(data: bytes | None, blob: str, reach: _Reach) -> _Index | None:
     ``blob``.
 
     None when it does not (an older writer, a hand edit): the segment is read instead.
-    Only the commits are looked at here: a line's first ``len(blob)`` bytes.
     """
     if not data:
         return None
-    head, _, body = data.partition(b"\n")
-    tokens = head.split()
-    if len(tokens) != 4 or tuple(tokens[:2]) != _INDEX_HEAD or tokens[2] != blob.encode():
+    head = data.find(b"\n")
+    tokens = data[:head].split()
+    if len(tokens) != 4 or tokens[0] != _MAGIC or tokens[1] not in _VERSIONS:
         return None
-    if not tokens[3].isdigit():
+    if tokens[2] != blob.encode() or not tokens[3].isdigit():
         return None
     count = int(tokens[3])
-    lines = body.split(b"\n")
-    if lines.pop() != b"" or len(lines) != count:
+    if not data.endswith(b"\n"):
         return None
-    commit = operator.itemgetter(slice(len(blob)))
-    distances = reach.of(map(commit, lines))
-    return _Index(
-        lines=lines,
-        distances=distances,
-        nearest=sorted(range(count), key=distances.__getitem__),
-        width=len(blob),
-        # No field of a sample's line holds the mark: one byte search says whether to look.
-        marked=CORRUPT.encode() in body,
-    )
+    if tokens[1] == b"2":
+        # Without records every line is ranked: split now, they must be as many as it says.
+        whole = _Index(data, head + 1, count, len(blob), reach, None)
+        return whole if len(whole.lines) == count else None
+    # The records are its last line; each of the lines they lead to is checked as read.
+    records = data.rfind(b"\n", 0, len(data) - 1) + 1
+    if records <= head or (len(data) - 1 - records) % RECORD_WIDTH:
+        return None
+    return _Index(data, head + 1, count, len(blob), reach, records)
 
 
 def _indexed_entry(fields: list[bytes]) -> WindowEntry | None:

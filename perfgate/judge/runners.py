@@ -66,6 +66,10 @@ class Offset:
     runs: int  # history runs of this runner behind it
 
 
+# A runner's offset where none is taken out: asked for every run of every window.
+_NO_OFFSET = Offset(g=0.0, var=0.0, runs=0)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Excursions:
     """How the history's runs fell as a whole below their neighbours (runner corrected)."""
@@ -93,7 +97,7 @@ class RunnerModel:
     def offset(self, runner: str | None) -> Offset:
         """A runner's offset; an unknown one is the pool's (zero) with the pool's spread."""
         if not self.corrects:
-            return Offset(g=0.0, var=0.0, runs=0)
+            return _NO_OFFSET
         known = self.offsets.get(runner) if runner is not None else None
         return known or Offset(g=0.0, var=self.tau * self.tau, runs=0)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import random
+import re
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from perfgate.baselines import store as store_module
+from perfgate.baselines import windows as windows_module
 from perfgate.baselines.reading import ancestry_ids
 from perfgate.baselines.store import (
     BaselineStore,
@@ -411,6 +414,60 @@ def test_windows_from_indexes_equal_windows_from_lines(  # type: ignore[no-untyp
     for name, key in keys.items():
         plain = select_window(all_samples, key, distance, max_samples)
         assert exact[name] == nearest_runs(plain, max_runs)
+
+
+def rewrite_indexes(clone: Path, tip: str, edit: Callable[[list[str]], list[str]]) -> None:
+    """Commit every index of the branch with its lines (head, entries, records) edited."""
+    names = [n for n in git("ls-tree", "-r", "--name-only", tip, "samples/", cwd=clone).split()
+             if n.endswith(".idx")]  # fmt: skip
+
+    def rewrite(tree: Path) -> bool:
+        for name in names:
+            lines = (tree / name).read_text().splitlines()
+            (tree / name).write_text("".join(f"{line}\n" for line in edit(lines)))
+        return True
+
+    assert names
+    commit_to_branch(clone, "perf-baselines", "origin", rewrite, "rewrite", PushRetryPolicy())
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_windows_from_index_records_equal_windows_ranked_from_every_line(  # type: ignore[no-untyped-def]
+    origin_and_clone, seed, monkeypatch
+) -> None:
+    _, clone, shas = origin_and_clone
+    store = random_store(clone, shas, seed)
+    keys = experiment_keys()
+    chosen = {"max_samples": 6, "max_runs": 2}
+
+    def read() -> dict[str, Window]:
+        reader = BaselineStore(clone, branch="perf-baselines", remote="origin", horizon=20)
+        return reader.windows(keys, tip=reader.refresh(), base=shas[4], **chosen)
+
+    probed = read()
+    assert any(w.entries for w in probed.values())
+    # Probing stops after the nearest commit, or at once: the other lines are ranked.
+    for probes in (1, 0):
+        monkeypatch.setattr(windows_module, "PROBES", probes)
+        assert read() == probed
+    monkeypatch.undo()
+    tip = store.refresh()
+    assert tip is not None
+    # Records that point at no line are not trusted: the index's lines are ranked.
+    rewrite_indexes(
+        clone,
+        tip,
+        lambda lines: [*lines[:-1], re.sub(r"(.{23}).{9}", r"\g<1>000000000", lines[-1])],
+    )
+    assert read() == probed
+    # An index written before records (version 2) is ranked the same.
+    rewrite_indexes(clone, tip, lambda lines: [lines[0].replace(" 3 ", " 2 ", 1), *lines[1:-1]])
+    assert read() == probed
+    # Records cut short: the index is not trusted at all and the segment's lines are read.
+    rewrite_indexes(
+        clone, tip, lambda lines: [lines[0].replace(" 2 ", " 3 ", 1), *lines[1:], "0" * 31]
+    )
+    assert read() == probed
 
 
 def test_a_walk_of_the_nearest_commits_is_the_start_of_the_whole_walk(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from perfgate.baselines.samples import Sample, samples_from_result
 from perfgate.baselines.segments import (
     BLANK,
     CORRUPT,
+    RECORD_WIDTH,
     BucketFiles,
     append_to_bucket,
     archive_dir,
@@ -119,8 +120,42 @@ def test_the_index_keeps_each_samples_runner_and_launch_seconds_whatever_the_nam
 
 def test_a_version_1_index_is_not_trusted_and_the_lines_are_read_instead() -> None:
     files, _ = apply(BucketFiles(), samples(2))
-    old = (files.index or "").replace("perfgate-index 2 ", "perfgate-index 1 ", 1)
+    old = (files.index or "").replace("perfgate-index 3 ", "perfgate-index 1 ", 1)
     assert parse_index(old, files.live.encode(), "sha1") is None
+
+
+def test_each_sample_line_has_a_sorted_record_naming_where_it_starts() -> None:
+    # Commits that sort otherwise than they were appended, one of them twice, a bad line.
+    commits = ["e" * 40, "a" * 40, "e" * 40, "c" * 40]
+    stored = [replace(s, commit=c) for s, c in zip(samples(4), commits, strict=True)]
+    files = BucketFiles(live="not a sample\n" + "".join(s.to_line() + "\n" for s in stored))
+    update = append_to_bucket(LIVE, BucketFiles(live=files.live), samples(1, 9))
+    index = update.files[index_path(LIVE)] or ""
+    *lines, records = index.splitlines()
+    assert len(records) % RECORD_WIDTH == 0
+    found = [records[i : i + RECORD_WIDTH] for i in range(0, len(records), RECORD_WIDTH)]
+    assert found == sorted(found) and len(found) == 5  # every sample line, not the bad one
+    for record in found:
+        key, number, start = record[:16], int(record[16:24], 16), int(record[24:], 16)
+        assert index[start:].startswith(lines[1 + number]) and lines[1 + number].startswith(key)
+    assert [int(r[16:24], 16) for r in found if r.startswith("e")] == [1, 3]
+
+
+def test_a_commit_no_record_can_name_is_indexed_without_one() -> None:
+    # Written by hand: not the 16 hex digits a record keys a commit by.
+    update = append_to_bucket(LIVE, BucketFiles(), [replace(samples(1)[0], commit="v1.2-rc")])
+    index = update.files[index_path(LIVE)] or ""
+    assert index.endswith(" 0\n\n")  # its line, and no record
+    assert parse_index(index, (update.files[LIVE] or "").encode(), "sha1") is not None
+
+
+def test_an_index_of_version_2_is_still_read() -> None:
+    files, _ = apply(BucketFiles(), samples(2))
+    head, *lines, _records = (files.index or "").splitlines()
+    older = "\n".join([head.replace("perfgate-index 3 ", "perfgate-index 2 ", 1), *lines]) + "\n"
+    assert parse_index(older, files.live.encode(), "sha1") == parse_index(
+        files.index or "", files.live.encode(), "sha1"
+    )
 
 
 def test_an_index_an_older_writer_left_stale_is_rebuilt_from_the_lines() -> None:
