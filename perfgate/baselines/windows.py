@@ -30,6 +30,7 @@ import heapq
 import itertools
 import math
 import operator
+import re
 import sys
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -72,11 +73,12 @@ class _Reach(dict[bytes, int]):
         self._walked = walked
 
     @functools.cached_property
-    def walk(self) -> list[tuple[int, list[bytes]]]:
-        """The walked commits nearest first, those at one distance together."""
-        ordered = sorted(self._walked.items(), key=_second)
-        groups = itertools.groupby(ordered, key=_second)
-        return [(distance, [commit for commit, _ in group]) for distance, group in groups]
+    def nearest_walked(self) -> list[tuple[int, list[bytes]]]:
+        """The walked commits nearest first, those at one distance together: the nearest
+        ``PROBES + 1`` distances (more means the walk holds more than indexes are probed for)."""
+        groups = itertools.groupby(sorted(self._walked.items(), key=_second), key=_second)
+        return [(distance, [commit for commit, _ in group])
+                for distance, group in itertools.islice(groups, PROBES + 1)]  # fmt: skip
 
     def __missing__(self, commit: bytes) -> int:
         if self.complete:
@@ -109,6 +111,7 @@ E = TypeVar("E")
 
 _MAGIC, _VERSIONS = INDEX_MAGIC.encode(), tuple(v.encode() for v in INDEX_VERSIONS)
 _MARK, _NEWLINE = CORRUPT.encode(), ord("\n")
+_HEX_KEY = re.compile(rb"[0-9a-fA-F]{16}")  # what an index record names a commit by
 # Commits of the walk whose lines an index's records are asked for before every line of
 # it is ranked instead: about what ranking a thousand lines costs.
 PROBES = 64
@@ -128,6 +131,9 @@ class _Index:
     After ``PROBES`` commits (a bucket that ran on few of them), or once the walk is used
     up, every line is ranked instead, and the lines past the commits looked at follow in
     that order: the same lines in the same order as ranking them all from the start.
+    Records are trusted as written, as the lines and the count are (the index names the
+    segment's blob): one that leads to no line of its commit (a hand edit) stops the
+    probing, and the lines not given yet are ranked.
     """
 
     def __init__(self, data: bytes, body: int, count: int, width: int, reach: _Reach,
@@ -154,21 +160,18 @@ class _Index:
 
     def nearest(self) -> Iterator[tuple[int, int, bytes]]:
         """The lines whose commit may be an ancestor, nearest first."""
-        looked = -1  # every line of a commit this near was given
+        looked = -_FAR  # every line of a commit this near was given
         if self.records is not None:
-            walk = self.reach.walk
+            walk = self.reach.nearest_walked
             try:
                 for distance, commits in walk[:PROBES]:
-                    found = self._lines_of(commits[0])
-                    if len(commits) > 1:  # commits at one distance: their lines as stored
-                        found = sorted(
-                            line for commit in commits for line in self._lines_of(commit)
-                        )
+                    # Commits at one distance: their lines as stored.
+                    found = sorted(itertools.chain.from_iterable(map(self._lines_of, commits)))
                     looked = distance
                     for number, line in found:
                         yield distance, number, line
             except _Untrusted:
-                pass  # records that do not match their lines: every line is ranked instead
+                pass  # records that lead elsewhere than their commit's lines: rank them all
             else:
                 if len(walk) <= PROBES and self.reach.complete:
                     return  # every ancestor was looked at: no other line is one
@@ -199,18 +202,17 @@ class _Index:
             return self._found[commit]
         if len(commit) != self.width:
             return []  # not a commit of this repository's hash: ranking matches no line
-        try:
-            key = int(commit[:16], 16)
-        except ValueError:
-            raise _Untrusted from None  # a commit a record cannot name: rank every line
+        if not _HEX_KEY.match(commit):
+            raise _Untrusted  # a commit no record can name: rank every line
+        key = int(commit[:16], 16)
         numbers, keys = self._records
         data, body, end = self.data, self.body, self.records
         found = []
         at = bisect.bisect_left(keys, key)
         while at < len(keys) and keys[at] == key:
             number, begins = divmod(numbers[2 * at + 1], 1 << 32)
-            ends = data.find(b"\n", begins, end)
-            if begins < body or data[begins - 1] != _NEWLINE or ends < 0:
+            ends = data.find(b"\n", begins, end) if body <= begins < end else -1
+            if ends < 0 or data[begins - 1] != _NEWLINE:
                 raise _Untrusted
             line = data[begins:ends]
             if line.startswith(commit):  # as ranking matches it (a bad field is reported)

@@ -60,3 +60,29 @@ def test_a_walk_probed_whole_never_ranks_the_index() -> None:
     assert found and "ranked" not in vars(index) and "lines" not in vars(index)
     # Its lines nearest first, each of an ancestor: what ranking them all would give.
     assert found == ranked(index)
+
+
+def test_a_record_leading_past_the_index_ranks_every_line_instead_of_failing() -> None:
+    data, blob = an_index(random.Random(2), lines=40, commits=5)
+    # A hand edit: the first record's line starts past the end of the index.
+    records = data.rindex(b"\n", 0, len(data) - 1) + 1
+    edited = data[: records + 24] + b"ffffffff" + data[records + 32 :]
+    walked = {commit(c).encode(): c for c in range(5)}
+    index = windows._read_index(edited, blob, windows._Reach(walked, complete=True))
+    assert index is not None
+    assert list(index.nearest()) == ranked(index) != []
+
+
+def test_walked_names_no_record_can_hold_are_ranked() -> None:
+    # Not 16 hex digits at its start (a map of names, not git's ids): no record names it.
+    odd = "0x" + "1" * 38
+    text = [f"line {n}" for n in range(3)]
+    entries = [(name, "2026-01-01T00:00:00", "d" * 16, "1.0", "-", "-")
+               for name in (odd, commit(1), odd)]  # fmt: skip
+    data = encode(render_index(text, entries, "sha1"))
+    blob = blob_id(encode(segment_text(text)))
+    for distance in (0, -2):  # any distance, those below zero too
+        walked = {odd.encode(): distance, commit(1).encode(): 5}
+        index = windows._read_index(data, blob, windows._Reach(walked, complete=True))
+        assert index is not None
+        assert [n for _, n, _ in index.nearest()] == [0, 2, 1]
