@@ -156,12 +156,13 @@ def render_index(lines: Sequence[str], entries: Sequence[Entry], object_format: 
     at = list(itertools.accumulate(map(len, out)))
     if at[-1] >= 1 << 32:
         raise Unindexable(f"{len(lines)} lines of {at[-1]} bytes: past what an index records")
+    # Each record as one number (key, number, start: 64, 32 and 32 bits), sorted as such.
     records = sorted(
-        (int(entry[0][:16], 16), number, at[number])
+        int(entry[0][:16], 16) << 64 | number << 32 | at[number]
         for number, entry in enumerate(entries)
         if not isinstance(entry, str) and _HEX_KEY.match(entry[0])
     )
-    out.append("".join(f"{key:016x}{number:08x}{start:08x}" for key, number, start in records))
+    out.append("".join(f"{record:032x}" for record in records))
     return "".join(out) + "\n"
 
 
