@@ -207,6 +207,7 @@ class _Index:
         key = int(commit[:16], 16)
         numbers, keys = self._records
         data, body, end = self.data, self.body, self.records
+        assert end is not None  # only an index with records is probed
         found = []
         at = bisect.bisect_left(keys, key)
         while at < len(keys) and keys[at] == key:
