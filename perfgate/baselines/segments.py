@@ -60,7 +60,8 @@ BLANK = "-"
 
 _SAMPLE_ID = re.compile(r'"sample_id":"([0-9a-f]+)"')
 _TOKEN = re.compile(r"[!-~]+")  # printable, no whitespace: one index field
-_HEX_KEY = re.compile(r"[0-9a-fA-F]{16}")  # a commit a record can name (git's always can)
+# A commit a record can name, by the 16 hex digits it starts with (git's ids always can).
+RECORD_KEY = re.compile(r"[0-9a-fA-F]{16}")
 
 # (commit, timestamp, window digest, value, runner, seconds) of a sample line; CORRUPT or
 # BLANK otherwise.
@@ -160,7 +161,7 @@ def render_index(lines: Sequence[str], entries: Sequence[Entry], object_format: 
     records = sorted(
         int(entry[0][:16], 16) << 64 | number << 32 | at[number]
         for number, entry in enumerate(entries)
-        if not isinstance(entry, str) and _HEX_KEY.match(entry[0])
+        if not isinstance(entry, str) and RECORD_KEY.match(entry[0])
     )
     out.append("".join(f"{record:032x}" for record in records))
     return "".join(out) + "\n"

@@ -46,6 +46,7 @@ from perfgate.baselines.segments import (
     INDEX_MAGIC,
     INDEX_VERSIONS,
     RECENT_HORIZON,
+    RECORD_KEY,
     RECORD_WIDTH,
     archive_dir,
     index_path,
@@ -111,7 +112,7 @@ E = TypeVar("E")
 
 _MAGIC, _VERSIONS = INDEX_MAGIC.encode(), tuple(v.encode() for v in INDEX_VERSIONS)
 _MARK, _NEWLINE = CORRUPT.encode(), ord("\n")
-_HEX_KEY = re.compile(rb"[0-9a-fA-F]{16}")  # what an index record names a commit by
+_RECORD_KEY = re.compile(RECORD_KEY.pattern.encode())
 # Commits of the walk whose lines an index's records are asked for before every line of
 # it is ranked instead: about what ranking a thousand lines costs.
 PROBES = 64
@@ -202,7 +203,7 @@ class _Index:
             return self._found[commit]
         if len(commit) != self.width:
             return []  # not a commit of this repository's hash: ranking matches no line
-        if not _HEX_KEY.match(commit):
+        if not _RECORD_KEY.match(commit):
             raise _Untrusted  # a commit no record can name: rank every line
         key = int(commit[:16], 16)
         numbers, keys = self._records
