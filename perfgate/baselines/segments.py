@@ -53,15 +53,15 @@ INDEX_VERSION = "3"
 INDEX_VERSIONS = ("2", INDEX_VERSION)
 INDEX_FIELDS = 7  # per line: commit, timestamp, window digest, value, runner, seconds, offset
 # A record of an index's last line, in hex digits: a commit's first 16 (its key), a line
-# number and where the line starts.
-RECORD_WIDTH = 32
+# number and where the line starts (8 each).
+RECORD_KEY_DIGITS, RECORD_WIDTH = 16, 32
 CORRUPT = "!"
 BLANK = "-"
 
 _SAMPLE_ID = re.compile(r'"sample_id":"([0-9a-f]+)"')
 _TOKEN = re.compile(r"[!-~]+")  # printable, no whitespace: one index field
 # A commit a record can name, by the 16 hex digits it starts with (git's ids always can).
-RECORD_KEY = re.compile(r"[0-9a-fA-F]{16}")
+RECORD_KEY = re.compile(f"[0-9a-fA-F]{{{RECORD_KEY_DIGITS}}}")
 
 # (commit, timestamp, window digest, value, runner, seconds) of a sample line; CORRUPT or
 # BLANK otherwise.
@@ -159,11 +159,11 @@ def render_index(lines: Sequence[str], entries: Sequence[Entry], object_format: 
         raise Unindexable(f"{len(lines)} lines of {at[-1]} bytes: past what an index records")
     # Each record as one number (key, number, start: 64, 32 and 32 bits), sorted as such.
     records = sorted(
-        int(entry[0][:16], 16) << 64 | number << 32 | at[number]
+        int(entry[0][:RECORD_KEY_DIGITS], 16) << 64 | number << 32 | at[number]
         for number, entry in enumerate(entries)
         if not isinstance(entry, str) and RECORD_KEY.match(entry[0])
     )
-    out.append("".join(f"{record:032x}" for record in records))
+    out.append("".join(f"{record:0{RECORD_WIDTH}x}" for record in records))
     return "".join(out) + "\n"
 
 

@@ -47,6 +47,7 @@ from perfgate.baselines.segments import (
     INDEX_VERSIONS,
     RECENT_HORIZON,
     RECORD_KEY,
+    RECORD_KEY_DIGITS,
     RECORD_WIDTH,
     archive_dir,
     index_path,
@@ -205,7 +206,7 @@ class _Index:
             return []  # not a commit of this repository's hash: ranking matches no line
         if not _RECORD_KEY.match(commit):
             raise _Untrusted  # a commit no record can name: rank every line
-        key = int(commit[:16], 16)
+        key = int(commit[:RECORD_KEY_DIGITS], 16)
         numbers, keys = self._records
         data, body, end = self.data, self.body, self.records
         assert end is not None  # only an index with records is probed
@@ -219,7 +220,7 @@ class _Index:
             line = data[begins:ends]
             if line.startswith(commit):  # as ranking matches it (a bad field is reported)
                 found.append((number, line))
-            elif line[:16].lower() != commit[:16]:
+            elif line[:RECORD_KEY_DIGITS].lower() != commit[:RECORD_KEY_DIGITS]:
                 raise _Untrusted  # a record naming another commit's line
             at += 1
         self._found[commit] = found
