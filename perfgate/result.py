@@ -292,7 +292,11 @@ class PairedSample:
     # output had of them).
     value: float | None
     metrics: Mapping[str, float] = field(default_factory=dict)
+    # Runner time of the sample, every launch included: its retries and a warm-up launch
+    # (``warmup_s`` of it), which the base side's cache needs for every new merge base.
     wall_s: float = 0.0
+    launches: int = 1
+    warmup_s: float = 0.0
     phase: FailurePhase | None = None
     admission: SampleAdmission | None = None
 
@@ -365,6 +369,8 @@ class PairedRecord:
                     value=raw.get("value"),
                     metrics=dict(raw.get("metrics", {})),
                     wall_s=raw.get("wall_s", 0.0),
+                    launches=raw.get("launches", 1),
+                    warmup_s=raw.get("warmup_s", 0.0),
                     phase=FailurePhase(raw["phase"]) if raw.get("phase") else None,
                     admission=None if admission is None else SampleAdmission.from_json(admission),
                 )
@@ -389,6 +395,83 @@ class SamplingStop(StrEnum):
     MAX_REPEATS = "max_repeats"  # max_repeats reached
     TIME_BUDGET = "time_budget"  # repeat_budget_minutes spent
     FAILED = "failed"  # a sample failed; a failed run is not measured further
+
+
+class SpendKind(StrEnum):
+    """What a bucket run's runner time went to, as a runner bills it (R17)."""
+
+    SETUP = "setup"  # the job's start to its first launch: checkout, image, cache restore
+    MEASURE = "measure"  # the planned repeats
+    CONFIRM = "confirm"  # further samples against the window
+    PAIR = "pair"  # both sides of every pair (their retries included)
+    BASE_CHECKOUT = "base_checkout"  # the merge base's worktree and its LFS content
+    WARMUP = "warmup"  # unmeasured launches that fill a cold cache (the base's included)
+    RETRY = "retry"  # failed attempts that were retried
+    REMEASURE = "remeasure"  # samples admission control set aside and measured again
+    WAIT = "wait"  # waiting for a fit machine
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpendLine:
+    """Launches and runner seconds of one kind of spending."""
+
+    launches: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Spend:
+    """What one bucket run cost its runner, by kind (R17): every launch, setup and wait."""
+
+    lines: Mapping[SpendKind, SpendLine] = field(default_factory=dict)
+
+    @property
+    def seconds(self) -> float:
+        """Runner seconds in all."""
+        return sum(line.seconds for line in self.lines.values())
+
+    @property
+    def launches(self) -> int:
+        """Launches in all: samples, warm-ups, retries, re-measures, both sides of pairs."""
+        return sum(line.launches for line in self.lines.values())
+
+    def of(self, kind: SpendKind) -> SpendLine:
+        """One kind's line (empty when nothing went to it)."""
+        return self.lines.get(kind, SpendLine())
+
+    def __add__(self, other: Spend) -> Spend:
+        kinds = dict.fromkeys([*self.lines, *other.lines])
+        return Spend(
+            lines={
+                kind: SpendLine(
+                    launches=self.of(kind).launches + other.of(kind).launches,
+                    seconds=round(self.of(kind).seconds + other.of(kind).seconds, 3),
+                )
+                for kind in SpendKind
+                if kind in kinds
+            }
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"seconds": total, "launches": total, "lines": {kind: {launches, seconds}}}``."""
+        return {
+            "seconds": round(self.seconds, 3),
+            "launches": self.launches,
+            "lines": {
+                kind.value: {"launches": line.launches, "seconds": round(line.seconds, 3)}
+                for kind, line in self.lines.items()
+            },
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Spend:
+        """Rebuild from an artifact's dict (its totals are derived, not read)."""
+        return cls(
+            lines={
+                SpendKind(kind): SpendLine(launches=raw["launches"], seconds=raw["seconds"])
+                for kind, raw in data.get("lines", {}).items()
+            }
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -531,6 +614,8 @@ class Result:
     admission: tuple[SampleAdmission, ...] = ()
     # The paired comparison with the merge base, when the run asked for one.
     paired: PairedRecord | None = None
+    # What the run cost its runner (None in artifacts from before it was recorded).
+    spend: Spend | None = None
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -568,9 +653,11 @@ class Result:
             into["samples"] = [_recorded(asdict(s)) for s in reading.samples]
         if not self.metrics:
             del data["metrics"]  # a single-metric artifact reads as it did before
-        for name in ("sampling", "paired"):
+        for name in ("sampling", "paired", "spend"):
             if data[name] is None:
                 del data[name]
+        if self.spend is not None:
+            data["spend"] = self.spend.to_json()
         # Enums to values; allow_nan=False: a non-finite number never becomes "JSON" (R3).
         converted: dict[str, Any] = json.loads(json.dumps(data, default=str, allow_nan=False))
         return converted
@@ -616,6 +703,7 @@ class Result:
             ),
             admission=tuple(SampleAdmission.from_json(a) for a in data.get("admission", ())),
             paired=PairedRecord.from_json(data["paired"]) if data.get("paired") else None,
+            spend=Spend.from_json(data["spend"]) if data.get("spend") else None,
             schema_version=data["schema_version"],
         )
 

@@ -12,7 +12,7 @@ import dataclasses
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -245,6 +245,7 @@ def run(args: argparse.Namespace) -> int:
         say=say,
         admission=config.admission,
         image=config.image,
+        job_started_at=job_started_at(os.environ, say),
     )
     if args.dry_run:
         return _dry_run(buckets, settings, args)
@@ -305,6 +306,33 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"results": [r.to_json() for r in results], "verdict": report_json(report)})
     return report.exit_code
+
+
+#: Set by the rendered bench job's first step: when the runner job began (epoch seconds).
+JOB_STARTED_ENV = "PERFGATE_JOB_STARTED"
+# A job runs at most GitHub's 35 days (self-hosted); an older start is not this job's.
+_JOB_AGE_LIMIT_S = 35 * 24 * 3600.0
+
+
+def job_started_at(env: Mapping[str, str], say: Callable[[str], None]) -> float | None:
+    """When the runner job began, from ``$PERFGATE_JOB_STARTED`` (None when unset); a value
+    that is no time of this job is said and ignored, never charged as setup."""
+    import math
+    import time
+
+    raw = env.get(JOB_STARTED_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        started = float(raw)
+    except ValueError:
+        started = math.nan
+    age = time.time() - started
+    if not (math.isfinite(started) and -60.0 <= age <= _JOB_AGE_LIMIT_S):
+        say(f"{JOB_STARTED_ENV}={raw[:40]!r} is not when this job began (epoch seconds, as "
+            "`date +%s` prints them); the job's setup is not recorded")  # fmt: skip
+        return None
+    return min(started, time.time())
 
 
 def _health_exit(results: Sequence[Result], config: Config) -> int:

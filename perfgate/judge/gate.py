@@ -21,7 +21,7 @@ from perfgate.judge.oracle import judge
 from perfgate.judge.policies import ReferencePolicy
 from perfgate.judge.runners import WindowRunners
 from perfgate.judge.verdicts import Reason, Verdict
-from perfgate.result import Result
+from perfgate.result import Result, Spend
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,6 +139,24 @@ class GateReport:
     def count(self, verdict: Verdict) -> int:
         """How many rows have ``verdict``."""
         return sum(1 for row in self.rows if row.verdict is verdict)
+
+    @property
+    def spend(self) -> Spend:
+        """What every bucket run that reported cost its runner, summed (R17)."""
+        total = Spend()
+        for row in self.rows:
+            if row.result is not None and row.result.spend is not None:
+                total = total + row.result.spend
+        return total
+
+    @property
+    def spend_unrecorded(self) -> tuple[str, ...]:
+        """Buckets that reported a result without a record of what it cost (older perfgate)."""
+        return tuple(
+            row.bucket.id
+            for row in self.rows
+            if row.result is not None and row.result.spend is None
+        )
 
     @property
     def confirmation_minutes(self) -> float:

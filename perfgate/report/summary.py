@@ -335,6 +335,7 @@ def summary_from_verdict(data: Mapping[str, Any], trend_url: str | None = None) 
     machines = _texts(data.get("machines"))
     if machines:
         lines += ["", "Machines: " + "; ".join(md_text(m) for m in machines) + "."]
+    lines += ["", cost_text(data.get("cost"))]
     lines += [
         "",
         "### Results",
@@ -371,6 +372,7 @@ def summary_from_verdict(data: Mapping[str, Any], trend_url: str | None = None) 
                 [
                     md_text(str(row["phase"])) if row.get("phase") else "—",
                     str(attempts) if isinstance(attempts, int) else "—",
+                    _minutes_cell(row.get("runner_minutes")),
                     md_text(str(row["hardware"])) if row.get("hardware") else "—",
                     md_text(str(row["bisect"])) if was_reported and row.get("bisect") else "—",
                     admission_text(row.get("admission")),
@@ -385,17 +387,16 @@ def summary_from_verdict(data: Mapping[str, Any], trend_url: str | None = None) 
             why = _clipped("; ".join(_texts(metric.get("details"))))
             how = paired_text(metric.get("paired"), metric)
             lines.append(_result_line(name, judged, metric, how, f"{gates}{md_text(why)}"))
-            technical.append(_technical_line(name, judged, metric, ["—"] * 5))
+            technical.append(_technical_line(name, judged, metric, ["—"] * 6))
     lines += [
         "",
         TECHNICAL_DETAILS,
         "",
         "| Bucket | Verdict | Reasons | Noise | Warn line | Block line | t (block at) "
-        "| Resolves | Phase | Attempts | Hardware | Bisect | Admission (per sample) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| Resolves | Phase | Attempts | Runner min | Hardware | Bisect | Admission (per sample) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         *technical,
         "",
-        *_confirmation_cost(data),
         "</details>",
         "",
     ]
@@ -417,15 +418,49 @@ def summary_from_verdict(data: Mapping[str, Any], trend_url: str | None = None) 
     return "\n".join(lines)
 
 
-def _confirmation_cost(data: Mapping[str, Any]) -> list[str]:
-    """What confirming the verdicts cost in runner time, when it cost anything."""
-    minutes = _number(data.get("confirmation_minutes"))
-    if not minutes:
-        return []
-    return [
-        f"Runner time spent confirming verdicts (repeats and paired A/B): {minutes:.1f} min.",
-        "",
-    ]
+#: How the cost line names each kind of runner time, in the order it lists them.
+SPEND_WORDS = {
+    "setup": "setup",
+    "measure": "samples",
+    "confirm": "confirming samples",
+    "pair": "paired A/B",
+    "base_checkout": "merge-base checkout",
+    "warmup": "warm-ups",
+    "retry": "retries",
+    "remeasure": "re-measures",
+    "wait": "waits for a fit machine",
+}
+
+
+def cost_text(cost: object, escape: Callable[[str], str] = md_text, strong: str = "**") -> str:
+    """What the run cost its runners, in one sentence: the total, then each kind with its
+    launches (verdict.json's ``cost``); or that no result recorded it. ``escape`` and
+    ``strong`` suit it to Markdown (the default) or a terminal (``str``, "")."""
+    cost = _mapping(cost)
+    unrecorded = _texts(cost.get("unrecorded"))
+    minutes = _number(cost.get("runner_minutes"))
+    by_kind = _mapping(cost.get("by_kind"))
+    if minutes is None or not by_kind:
+        named = ", ".join(escape(b) for b in unrecorded)
+        return (f"Runner time: not recorded by the results of {named}."
+                if named else "Runner time: none (no bucket reported a result).")  # fmt: skip
+    parts = []
+    for kind, words in SPEND_WORDS.items():
+        line = _mapping(by_kind.get(kind))
+        spent = _number(line.get("minutes"))
+        if spent is None:
+            continue
+        launches = _count(line.get("launches"))
+        counted = f", {launches} launch{'es' if launches != 1 else ''}" if launches else ""
+        parts.append(f"{words} {spent:.1f}{counted}")
+    launches = _count(cost.get("launches"))
+    plural = "es" if launches != 1 else ""
+    text = f"Runner time: {strong}{minutes:.1f} min{strong} in {launches} launch{plural}"
+    if parts:
+        text += f" ({'; '.join(parts)})"
+    if unrecorded:
+        text += f"; not recorded by {', '.join(escape(b) for b in unrecorded)}"
+    return text + "."
 
 
 def _noted_metrics(row: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -477,6 +512,12 @@ def _samples_cell(baseline: Mapping[str, Any], test: Mapping[str, Any]) -> str:
     if isinstance(run, int) and not isinstance(run, bool):
         return f"{run} / {window_text}"
     return window_text
+
+
+def _minutes_cell(value: object) -> str:
+    """A bucket run's runner minutes, or a dash when its result did not record them."""
+    minutes = _number(value)
+    return "—" if minutes is None else f"{minutes:.1f}"
 
 
 def _percent(value: float | None) -> str:

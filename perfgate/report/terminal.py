@@ -11,8 +11,8 @@ from perfgate.console import format_figure, render_table
 from perfgate.judge.gate import GateReport, Row
 from perfgate.judge.judgement import Signal
 from perfgate.judge.verdicts import Verdict
-from perfgate.report.summary import change_cell, confirmation_text, paired_text
-from perfgate.report.verdict import row_json
+from perfgate.report.summary import change_cell, confirmation_text, cost_text, paired_text
+from perfgate.report.verdict import cost_json, row_json
 
 HEADERS = ("bucket", "verdict", "figure", "baseline", "change (95 % interval)", "samples",
            "confirmed by", "why")  # fmt: skip
@@ -98,6 +98,8 @@ def terminal_table(
                 break_on_hyphens=False,
             )
         lines.append("")
+    lines += textwrap.wrap(cost_text(cost_json(report), escape=str, strong=""), width=width,
+                           subsequent_indent="  ")  # fmt: skip
     for closing in (*report.headlines, f"{report.overall.label}: {report.description}"):
         lines += textwrap.wrap(closing, width=width, subsequent_indent="  ") or [""]
     return "\n".join(lines)

@@ -166,6 +166,7 @@ def _report_json(report: GateReport, rows: Sequence[dict[str, Any]] | None) -> d
         },
         "underfilled": list(report.underfilled),
         "confirmation_minutes": round(report.confirmation_minutes, 3),
+        "cost": cost_json(report),
         "notes": _capped(report.notes, 50),
         "rows": list(rows) if rows is not None else [row_json(row) for row in report.rows],
     }
@@ -207,6 +208,28 @@ def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
+def cost_json(report: GateReport) -> dict[str, Any]:
+    """What the run cost its runners (R17): runner minutes in all and by kind, and the
+    buckets whose result did not record it."""
+    spend = report.spend
+    return {
+        "runner_minutes": round(spend.seconds / 60.0, 3),
+        "launches": spend.launches,
+        "by_kind": {
+            kind.value: {"launches": line.launches, "minutes": round(line.seconds / 60.0, 3)}
+            for kind, line in spend.lines.items()
+        },
+        "unrecorded": _capped(report.spend_unrecorded, 100),
+    }
+
+
+def _row_minutes(result: Result | None) -> float | None:
+    """A bucket run's runner minutes, when its result recorded them."""
+    if result is None or result.spend is None:
+        return None
+    return round(result.spend.seconds / 60.0, 3)
+
+
 def row_json(row: Row) -> dict[str, Any]:
     """One bucket's row of verdict.json (before the document's size cap)."""
     judgement, result = row.judgement, row.result
@@ -226,6 +249,7 @@ def row_json(row: Row) -> dict[str, Any]:
         "hardware": result.hardware.slug if result else None,
         "phase": result.health.phase.value if result and result.health.phase else None,
         "attempts": result.health.attempts if result else None,
+        "runner_minutes": _row_minutes(result),
         "log": _log_json(result),
         "baseline": _baseline_json(decision),
         "statistics": _statistics_json(decision),

@@ -69,6 +69,8 @@ def measure_alternately(
             value=run.value if run.healthy else None,
             metrics={name: value for name, value in others.items() if value is not None},
             wall_s=round(run.wall_s, 3),
+            launches=len(run.records),
+            warmup_s=round(sum(r.outcome.wall_s for r in run.records if r.warmup), 3),
             phase=_phase(run),
             admission=run.admission,
         )

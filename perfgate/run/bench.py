@@ -18,6 +18,9 @@ from perfgate.result import (
     Result,
     SampleAdmission,
     SamplingStop,
+    Spend,
+    SpendKind,
+    SpendLine,
     write_result,
 )
 from perfgate.run.admission import AdmissionControl
@@ -76,6 +79,8 @@ class BucketRun:
         self.paired: PairedRecord | None = None
         self.stopped = SamplingStop.PLANNED
         self.confirming_s = 0.0  # runner seconds ``confirm`` spent
+        # The runner job's setup, charged to the first bucket the job runs (None: unknown).
+        self.setup_s: float | None = None
         self.sampler = Sampler(
             lambda index: measure_sample(bucket, settings, self.run_key, index, self.control),
             healthy=lambda sample: sample.healthy,
@@ -92,9 +97,13 @@ class BucketRun:
     def result(self, stopped: SamplingStop | None = None) -> Result:
         """The run so far as a Result."""
         timing = (self.started_at, self.started, self.finished_at, self.wall_s)
-        return bucket_result(self.bucket, self.settings, self.sampler.taken, self.plan,
-                       stopped or self.stopped, timing, self.sampler.replaced, self.control,
-                       self.paired)  # fmt: skip
+        result = bucket_result(self.bucket, self.settings, self.sampler.taken, self.plan,
+                               stopped or self.stopped, timing, self.sampler.replaced,
+                               self.control, self.paired)  # fmt: skip
+        if self.setup_s is None or result.spend is None:
+            return result
+        setup = Spend(lines={SpendKind.SETUP: SpendLine(seconds=round(self.setup_s, 3))})
+        return replace(result, spend=setup + result.spend)
 
     def _worked(self, since: float) -> None:
         """Count the time since ``since`` as this run's own, ending now."""
@@ -266,6 +275,8 @@ def run_buckets(
     for bucket in buckets:
         on_start(bucket)
         run = BucketRun(bucket, settings, SamplingPlan.for_bucket(bucket, confirm_mode))
+        if not runs and settings.job_started_at is not None:
+            run.setup_s = max(0.0, time.time() - settings.job_started_at)
         run.take(confirm)
         result = (
             run.finish()

@@ -24,6 +24,9 @@ from perfgate.result import (
     Sampling,
     SamplingStop,
     Source,
+    Spend,
+    SpendKind,
+    SpendLine,
     Timings,
 )
 from perfgate.run import staleness
@@ -148,7 +151,69 @@ def bucket_result(
         ),
         admission=tuple(sample.admission for sample in samples),
         paired=paired,
+        spend=run_spend(samples, replaced, plan.repeats, paired),
     )
+
+
+def run_spend(
+    samples: Sequence[SampleRun],
+    replaced: Collection[int],
+    repeats: int,
+    paired: PairedRecord | None,
+) -> Spend:
+    """What the run's launches and waits cost, by kind (R17); the job's setup is the
+    caller's to add. Every launch counts once: a warm-up, a retried attempt, a sample
+    admission control replaced, both sides of every pair."""
+    launches: dict[SpendKind, list[float]] = {}
+    waited = 0.0
+    counted = 0
+    for position, sample in enumerate(samples):
+        waited += sample.admission.waited_s
+        if position in replaced:
+            kind = SpendKind.REMEASURE
+        else:
+            kind = SpendKind.MEASURE if counted < repeats else SpendKind.CONFIRM
+            counted += 1
+        for record in sample.records:
+            if record.warmup:
+                what = SpendKind.WARMUP
+            elif record is not sample.final and kind is not SpendKind.REMEASURE:
+                what = SpendKind.RETRY
+            else:
+                what = kind
+            launches.setdefault(what, []).append(record.outcome.wall_s)
+    lines = {kind: SpendLine(launches=len(walls), seconds=round(sum(walls), 3))
+             for kind, walls in launches.items()}  # fmt: skip
+    spend = Spend(lines=lines)
+    if paired is not None and paired.samples:
+        spend = spend + paired_spend(paired)
+    if waited > 0:
+        spend = spend + Spend(lines={SpendKind.WAIT: SpendLine(seconds=round(waited, 3))})
+    return spend
+
+
+def paired_spend(paired: PairedRecord) -> Spend:
+    """A paired comparison's cost: both sides' launches (their warm-ups apart), the waits
+    for a fit machine, and the rest of its time: the merge base's worktree and LFS pull."""
+    warmups = [s for s in paired.samples if s.warmup_s > 0]
+    waited = sum(s.admission.waited_s for s in paired.samples if s.admission is not None)
+    launched = sum(s.wall_s for s in paired.samples)
+    lines = {
+        SpendKind.PAIR: SpendLine(
+            launches=sum(s.launches for s in paired.samples) - len(warmups),
+            seconds=round(launched - sum(s.warmup_s for s in warmups), 3),
+        ),
+        SpendKind.BASE_CHECKOUT: SpendLine(
+            seconds=round(max(0.0, paired.wall_s - launched - waited), 3)
+        ),
+    }
+    if warmups:
+        lines[SpendKind.WARMUP] = SpendLine(
+            launches=len(warmups), seconds=round(sum(s.warmup_s for s in warmups), 3)
+        )
+    if waited > 0:
+        lines[SpendKind.WAIT] = SpendLine(seconds=round(waited, 3))
+    return Spend(lines=lines)
 
 
 def _reading(

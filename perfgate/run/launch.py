@@ -39,6 +39,9 @@ class BenchSettings:
     image: ImageSpec | None = None
     # Where buckets keep their warm caches (None: under the work root, where CI restores them).
     warm_caches: Path | None = None
+    # When the runner job began (seconds since the epoch; None: not known, as locally): its
+    # setup, up to the first launch, is part of what the run cost (R17).
+    job_started_at: float | None = None
 
     @property
     def warm_root(self) -> Path:
