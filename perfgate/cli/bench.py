@@ -97,6 +97,14 @@ def register(verbs: Verbs) -> None:
         "allocation: the same design for every bucket and runner)",
     )
     bench.add_argument(
+        "--budget-minutes",
+        type=float,
+        metavar="M",
+        help="runner minutes this run may spend beyond its plan (retries, re-measures, "
+        "confirmation), shared by its buckets: a CI job's share of gate.budget_minutes, as "
+        "the plan allots it (default: gate.budget_minutes, unlimited when unset)",
+    )
+    bench.add_argument(
         "--run-label",
         default=os.environ.get("PERFGATE_RUN_LABEL") or None,
         metavar="LABEL",
@@ -279,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
         confirm_mode=ConfirmMode.OFF if args.samples is not None else config.gate.confirm,
         confirm=confirmer,
         pairing=confirmer,
-        budget_minutes=config.gate.budget_minutes,
+        budget_minutes=run_budget(config, args.budget_minutes),
     )
     out = human(args)
     if args.no_judge or on_github():
@@ -306,6 +314,19 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"results": [r.to_json() for r in results], "verdict": report_json(report)})
     return report.exit_code
+
+
+def run_budget(config: Config, given: float | None) -> float | None:
+    """The runner minutes this run may spend beyond its plan: ``--budget-minutes`` (a CI
+    job's share), else ``gate.budget_minutes``; a share that is no number of minutes is a
+    usage error."""
+    import math
+
+    if given is None:
+        return config.gate.budget_minutes
+    if not math.isfinite(given) or given < 0:
+        raise UsageError(f"--budget-minutes {given}: give the runner minutes, 0 or more")
+    return given
 
 
 #: Set by the rendered bench job's first step: when the runner job began (epoch seconds).

@@ -238,19 +238,21 @@ def repeat_affordability(
 
 
 def pairs_affordable(budget_minutes: float | None, launch_minutes: float, max_pairs: int) -> int:
-    """Pairs a budget lets the bench take: no pair starts once the pairs took the budget."""
+    """Pairs a budget lets the bench take: a cap, so only the pairs that finish within it
+    (0 when not even one does)."""
     if budget_minutes is None or launch_minutes <= 0:
         return max_pairs
-    return min(max_pairs, max(1, math.ceil(budget_minutes / (2.0 * launch_minutes))))
+    return min(max_pairs, math.floor(budget_minutes / (2.0 * launch_minutes) + 1e-9))
 
 
 def samples_affordable(
     budget_minutes: float | None, launch_minutes: float, repeats: int, max_repeats: int
 ) -> int:
-    """Samples a run takes at most: its repeats, then none starts once they took the budget."""
+    """Samples a run takes at most: its repeats, then only those that finish within the
+    budget (a cap)."""
     if budget_minutes is None or launch_minutes <= 0:
         return max_repeats
-    return min(max_repeats, max(repeats, math.ceil(budget_minutes / launch_minutes)))
+    return min(max_repeats, max(repeats, math.floor(budget_minutes / launch_minutes + 1e-9)))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -33,6 +33,7 @@ def measure_alternately(
     budget_s: float | None,
     wants_more: Callable[[PairedRecord], bool],
     started: float | None = None,
+    expected_s: float | None = None,
 ) -> PairedRecord:
     """The base side and the head side, alternately on this machine, pair by pair (A B,
     B A, ...), until ``wants_more`` is satisfied, ``max_pairs`` are in or the budget is spent.
@@ -41,7 +42,8 @@ def measure_alternately(
     that run it there; ``bucket`` names the metrics every pair records. Both sides run the
     same way (R16): the base's own benchmark with the head's container profile and cache
     state, each side warming a cache of its own, so no launch of one side compiles the
-    other's kernels.
+    other's kernels. Every launch is optional: charged to the run's allowance, a retry or
+    a re-measure started only when it affords one at ``expected_s``.
     """
     started = time.monotonic() if started is None else started
     head_bucket, head_settings = sides[PairedSide.HEAD]
@@ -59,7 +61,7 @@ def measure_alternately(
         which, where, warm_name = runs[side]
         run = measure_sample(
             which, where, run_key, index, control, label=f"paired-{index}-{side}",
-            warm_name=warm_name,
+            warm_name=warm_name, planned=False, expected_s=expected_s,
         )  # fmt: skip
         others = {m.name: sample_figure(run, m) for m in bucket.metrics} if run.healthy else {}
         return PairedSample(
@@ -95,13 +97,16 @@ def measure_alternately(
         max_pairs=max_pairs,
         budget_s=budget_s,
         measure=measure,
-        remeasure=lambda s: grant_remeasure(
-            head_bucket,
-            head_settings,
-            control,
-            f"paired {s.side.value} sample {s.sample_index}",
-            s.wall_s,
-            s.admission,
+        remeasure=lambda s: (
+            head_settings.allowance.affords(expected_s or s.wall_s)
+            and grant_remeasure(
+                head_bucket,
+                head_settings,
+                control,
+                f"paired {s.side.value} sample {s.sample_index}",
+                s.wall_s,
+                s.admission,
+            )
         ),
         wants_more=lambda taken: wants_more(record(taken, None)),
     )

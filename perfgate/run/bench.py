@@ -3,6 +3,7 @@ the merge base) and the matrix in turn, one Result artifact per bucket."""
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
@@ -24,11 +25,12 @@ from perfgate.result import (
     write_result,
 )
 from perfgate.run.admission import AdmissionControl
+from perfgate.run.allowance import Allowance
 from perfgate.run.alternate import measure_alternately
 from perfgate.run.bucket_result import bucket_result
 from perfgate.run.launch import BenchSettings, run_key_of
 from perfgate.run.paired import BaseCheckout, PairPlan
-from perfgate.run.sample import SampleRun, grant_remeasure, measure_sample
+from perfgate.run.sample import SampleRun, declared_launch_s, grant_remeasure, measure_sample
 from perfgate.run.sampling import Sampler, SamplingPlan, Step
 
 #: After the initial repeats, and after every further sample: does the verdict need another?
@@ -65,8 +67,9 @@ class BucketRun:
     """One bucket run in progress: its samples, admission control, its pairs, its Result.
 
     ``take`` measures the planned repeats (and, under ``gate.confirm: repeat``, more while
-    the rule asks); ``confirm`` spends confirmation under ``gate.confirm: paired`` within an
-    allowance of runner seconds (the share of a run's budget the matrix gave it).
+    the rule asks); ``confirm`` spends confirmation under ``gate.confirm: paired``. What it
+    spends beyond its plan comes out of the run's allowance (``settings.allowance``, shared
+    by the matrix): nothing optional starts that cannot finish within what is left.
     """
 
     def __init__(self, bucket: Bucket, settings: BenchSettings, plan: SamplingPlan) -> None:
@@ -78,11 +81,10 @@ class BucketRun:
         self.control = AdmissionControl(settings.admission, settings.hardware)
         self.paired: PairedRecord | None = None
         self.stopped = SamplingStop.PLANNED
-        self.confirming_s = 0.0  # runner seconds ``confirm`` spent
         # The runner job's setup, charged to the first bucket the job runs (None: unknown).
         self.setup_s: float | None = None
         self.sampler = Sampler(
-            lambda index: measure_sample(bucket, settings, self.run_key, index, self.control),
+            self._measure,
             healthy=lambda sample: sample.healthy,
             set_aside=lambda sample: sample.admission.set_aside,
             remeasure=lambda sample: self.remeasure(
@@ -90,8 +92,33 @@ class BucketRun:
             ),
         )
 
+    def _measure(self, index: int) -> SampleRun:
+        """Sample ``index``: planned while the plan's repeats are not in and it measures
+        nothing again; else optional, out of the run's allowance."""
+        taken = self.sampler
+        again = bool(taken.replaced) and taken.replaced[-1] == index - 1
+        planned = not again and taken.counted < self.plan.repeats
+        return measure_sample(self.bucket, self.settings, self.run_key, index, self.control,
+                              planned=planned, expected_s=self.launch_s())  # fmt: skip
+
+    def launch_s(self) -> float:
+        """One launch as this run measured it (its samples' median), else as declared."""
+        walls = [s.final.outcome.wall_s for s in self.sampler.taken if s.final.outcome.wall_s]
+        return statistics.median(walls) if walls else declared_launch_s(self.bucket)
+
+    def affords_launch(self) -> bool:
+        """True when the run's allowance can afford one more launch of this bucket."""
+        return self.settings.allowance.affords(self.launch_s())
+
     def remeasure(self, what: str, wall_s: float, admission: SampleAdmission | None) -> bool:
-        """Whether admission control grants measuring ``what`` again; says what it does."""
+        """Whether admission control grants measuring ``what`` again (and the run's allowance
+        affords it); says what it does."""
+        if not self.affords_launch():
+            self.settings.say(
+                f"{self.bucket.id}: {what} was taken on an unfit machine; set aside (the "
+                "run's budget cannot afford measuring it again)"
+            )
+            return False
         return grant_remeasure(self.bucket, self.settings, self.control, what, wall_s, admission)
 
     def result(self, stopped: SamplingStop | None = None) -> Result:
@@ -121,38 +148,35 @@ class BucketRun:
         self._worked(began)
 
     def asks(self, confirm: Confirm) -> Callable[[Sequence[SampleRun]], bool]:
-        """The question the sampler asks after each sample: does ``confirm`` want more?"""
-        return lambda taken: confirm(self.bucket, self.result(SamplingStop.PLANNED))
+        """The question the sampler asks after each sample: does ``confirm`` want more (and
+        can the run's allowance afford it)?"""
+        return lambda taken: (
+            self.affords_launch() and confirm(self.bucket, self.result(SamplingStop.PLANNED))
+        )
 
-    def confirm(
-        self, pairing: Pairing, confirm: Confirm | None, allowance_s: float | None = None
-    ) -> None:
+    def confirm(self, pairing: Pairing, confirm: Confirm | None) -> None:
         """``gate.confirm: paired``: more launches here while they may still clear the run,
         then pairs with the merge base when the window still cannot, within the bucket's
-        budgets and ``allowance_s``; none that cannot decide. Without a merge base to
+        budgets and the run's allowance; none that cannot decide. Without a merge base to
         measure, by repeats against the window (``confirm``)."""
         if self.stopped is not SamplingStop.PLANNED:
             return  # a failed run is not measured further
         bucket, began = self.bucket, time.monotonic()
+        allowance = self.settings.allowance
         # The repeat budget counts this run's own time, not the other buckets' repeats.
         self.sampler.started = began - self.wall_s
 
-        def left() -> float | None:
-            return None if allowance_s is None else allowance_s - (time.monotonic() - began)
-
         def repeat() -> bool:
-            room = left()
-            return (room is None or room > 0) and pairing.step(bucket, self.result()) is Step.REPEAT
+            return self.affords_launch() and pairing.step(bucket, self.result()) is Step.REPEAT
 
         if pairing.step(bucket, self.result()) is Step.REPEAT:
             self.stopped = self.sampler.run(self.plan, lambda taken: repeat())
         elif pairing.step(bucket, self.result()) is Step.DONE:
             self.stopped = SamplingStop.SETTLED
         if self.stopped is SamplingStop.FAILED or pairing.step(bucket, self.result()) is Step.DONE:
-            self.confirming_s += time.monotonic() - began
             self._worked(began)
             return
-        room = left()
+        room = allowance.left_s
         plan = pairing.pair_plan(bucket, self.result(), None if room is None else room / 60.0)
         if plan.pairs <= 0:
             self.paired = PairedRecord(
@@ -165,6 +189,8 @@ class BucketRun:
             ]
             self.paired = _pair(self, pairing, max_pairs=min(bucket.max_pairs, plan.pairs),
                                 budget_s=min(limits) if limits else None)  # fmt: skip
+            # The launches were charged as they ran; the rest is the merge base's checkout.
+            allowance.charge(self.paired.wall_s - sum(s.wall_s for s in self.paired.samples))
         self.settings.say(_paired_notice(bucket, self.paired))
         unavailable = self.paired.status is PairedStatus.UNAVAILABLE
         if unavailable or (self.paired.status is PairedStatus.FAILED and
@@ -173,7 +199,6 @@ class BucketRun:
             self.stopped = self.sampler.run(
                 self.plan, None if confirm is None else self.asks(confirm)
             )
-        self.confirming_s += time.monotonic() - began
         self._worked(began)
 
     def finish(self) -> Result:
@@ -246,6 +271,7 @@ def _pair(
             base_commit=base.commit,
             run_key=run.run_key,
             control=run.control,
+            expected_s=run.launch_s(),
             max_pairs=max_pairs,
             budget_s=budget_s,
             wants_more=lambda record: pairing.wants_more(bucket, head, record),
@@ -268,9 +294,11 @@ def run_buckets(
 
     Under ``gate.confirm: paired`` every bucket takes its repeats first; then the buckets
     the window cannot clear are confirmed in the order ``pairing.order`` gives (the most
-    suspicious first), each within its own budgets and what is left of ``budget_minutes``
-    (the run's, shared by the matrix), its artifact rewritten.
+    suspicious first), each within its own budgets, its artifact rewritten. Whatever the
+    buckets spend beyond their plans (retries, re-measures, confirmation) comes out of one
+    allowance of ``budget_minutes`` (the run's, or this job's share of it; None: unlimited).
     """
+    settings = replace(settings, allowance=Allowance(budget_minutes))
     runs: list[BucketRun] = []
     for bucket in buckets:
         on_start(bucket)
@@ -289,11 +317,8 @@ def run_buckets(
     if pairing is None or confirm_mode is not ConfirmMode.PAIRED:
         return [run.result() for run in runs]
     by_bucket = {run.bucket.id: run for run in runs}
-    spent_s = 0.0
     for bucket in pairing.order([(run.bucket, run.result()) for run in runs]):
         run = by_bucket[bucket.id]
-        left = None if budget_minutes is None else budget_minutes * 60.0 - spent_s
-        run.confirm(pairing, confirm, left)
-        spent_s += run.confirming_s
+        run.confirm(pairing, confirm)
         write_result(run.finish(), settings.out_dir)
     return [run.result() for run in runs]

@@ -162,25 +162,24 @@ def run_spend(
     paired: PairedRecord | None,
 ) -> Spend:
     """What the run's launches and waits cost, by kind (R17); the job's setup is the
-    caller's to add. Every launch counts once: a warm-up, a retried attempt, a sample
-    admission control replaced, both sides of every pair."""
+    caller's to add. Every launch counts once: a sample's first attempt (and the warm-up
+    its cold cache needed) as the sample, every later attempt as a retry, a sample
+    admission control replaced as a re-measure, both sides of every pair."""
     launches: dict[SpendKind, list[float]] = {}
     waited = 0.0
     counted = 0
     for position, sample in enumerate(samples):
         waited += sample.admission.waited_s
-        if position in replaced:
-            kind = SpendKind.REMEASURE
-        else:
+        kind: SpendKind = SpendKind.REMEASURE
+        if position not in replaced:
             kind = SpendKind.MEASURE if counted < repeats else SpendKind.CONFIRM
             counted += 1
         for record in sample.records:
-            if record.warmup:
-                what = SpendKind.WARMUP
-            elif record is not sample.final and kind is not SpendKind.REMEASURE:
+            what = kind
+            if kind is not SpendKind.REMEASURE and record.number > 1:
                 what = SpendKind.RETRY
-            else:
-                what = kind
+            elif kind is not SpendKind.REMEASURE and record.warmup:
+                what = SpendKind.WARMUP
             launches.setdefault(what, []).append(record.outcome.wall_s)
     lines = {kind: SpendLine(launches=len(walls), seconds=round(sum(walls), 3))
              for kind, walls in launches.items()}  # fmt: skip

@@ -380,6 +380,7 @@ def run_with_retry(
     keep_env: Iterable[str] = DEFAULT_KEEP_ENV,
     on_line: Callable[[str], None] | None = None,
     on_retry: Callable[[AttemptRecord[T]], None] | None = None,
+    may_retry: Callable[[AttemptRecord[T]], str | None] | None = None,
 ) -> list[AttemptRecord[T]]:
     """Run up to ``1 + retries`` attempts, each with fresh outputs and a fresh cache.
 
@@ -390,7 +391,9 @@ def run_with_retry(
     (validation sees to it), so removing that directory removes everything a failed attempt
     wrote (R10), and nothing outside it is ever deleted (R14). ``on_line`` sees the
     benchmark's output live; ``on_retry`` hears of each failed attempt another one follows.
-    A failure :func:`why_not_retry` says would repeat ends the attempts; its record says why.
+    A failure :func:`why_not_retry` says would repeat ends the attempts; its record says why,
+    and so does one ``may_retry`` refuses (the run's budget cannot afford another launch
+    after the one that failed).
     """
     records: list[AttemptRecord[T]] = []
 
@@ -440,7 +443,7 @@ def run_with_retry(
             break
         if number > retries:
             break
-        refusal = why_not_retry(record.outcome)
+        refusal = why_not_retry(record.outcome) or (may_retry(record) if may_retry else None)
         if refusal is not None:
             records[-1] = replace(record, not_retried=refusal)
             break

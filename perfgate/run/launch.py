@@ -13,6 +13,7 @@ from perfgate.context import RunContext
 from perfgate.identity import BENCHMARK_CONTRACT_VERSION, metric_contract, stable_hash
 from perfgate.result import CacheState, Hardware
 from perfgate.run import container, staleness
+from perfgate.run.allowance import Allowance
 from perfgate.run.drivers import get_driver
 from perfgate.run.execution import AttemptDirs, Invocation, WarmCache, with_cache_env
 
@@ -42,6 +43,8 @@ class BenchSettings:
     # When the runner job began (seconds since the epoch; None: not known, as locally): its
     # setup, up to the first launch, is part of what the run cost (R17).
     job_started_at: float | None = None
+    # What the run may spend beyond its plan, shared by every bucket it runs (R17).
+    allowance: Allowance = field(default_factory=lambda: Allowance(None))
 
     @property
     def warm_root(self) -> Path:

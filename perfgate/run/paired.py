@@ -58,7 +58,8 @@ def measure_pairs(
     wants_more: Callable[[Sequence[PairedSample]], bool],
     clock: Callable[[], float] = time.monotonic,
 ) -> tuple[list[PairedSample], PairedStop]:
-    """Take pairs until the judge is satisfied, ``max_pairs`` are in, or the budget is spent.
+    """Take pairs until the judge is satisfied, ``max_pairs`` are in, or another pair would
+    not finish within the budget.
 
     ``measure(side, pair, index)`` takes one sample; a failed one (either side) ends the
     comparison. A sample admission control set aside is measured again while
@@ -78,6 +79,10 @@ def measure_pairs(
                     break
         if not wants_more(samples):
             return samples, PairedStop.SETTLED
-        if budget_s is not None and clock() - started >= budget_s:
-            return samples, PairedStop.TIME_BUDGET
+        # A cap: the next pair starts only when it can finish within the budget, at the
+        # time a pair has taken so far (the merge base's checkout and warm-up included).
+        if budget_s is not None:
+            elapsed = clock() - started
+            if elapsed + elapsed / (pair + 1) > budget_s:
+                return samples, PairedStop.TIME_BUDGET
     return samples, PairedStop.MAX_PAIRS

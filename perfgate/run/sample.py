@@ -69,10 +69,18 @@ def measure_sample(
     control: AdmissionControl,
     label: str | None = None,
     warm_name: str | None = None,
+    *,
+    planned: bool = True,
+    expected_s: float | None = None,
 ) -> SampleRun:
     """Sample ``index`` of the bucket: its own work directory, with retry, between admission
     control's checks of the machine (``label`` names its directory). Its cache is its own
-    per attempt, or the bucket's warm cache (``warm_name`` under the warm root)."""
+    per attempt, or the bucket's warm cache (``warm_name`` under the warm root).
+
+    A ``planned`` sample's first launch (and the warm-up its cold cache needs) is the
+    plan; its retries, and every launch of a sample that is not planned, are charged to
+    the run's allowance, and a retry it cannot afford at ``expected_s`` is not started.
+    """
     driver = get_driver(bucket.driver)
     sample_dir = label or f"sample-{index}"
     work_dir = settings.work_root / "runs" / bucket.file_stem / sample_dir
@@ -88,6 +96,7 @@ def measure_sample(
 
     cache_root = settings.work_root / "cache" / run_key / bucket.file_stem / sample_dir
     warm = warm_cache(bucket, settings, warm_name)
+    expected = expected_s if expected_s is not None else declared_launch_s(bucket)
 
     def attempts() -> list[AttemptRecord[Measurement]]:
         try:
@@ -106,6 +115,10 @@ def measure_sample(
                 keep_env=(*bucket.keep_env, *(bucket.container.env if bucket.container else ())),
                 on_line=settings.echo,
                 on_retry=lambda record: settings.say(_retry_notice(bucket, record)),
+                # A retry takes as long as a launch of this run, or the attempt it repeats.
+                may_retry=lambda failed: settings.allowance.refusal(
+                    "a retry", max(expected, failed.outcome.wall_s)
+                ),
             )
         except CheckoutUnsupported as exc:
             return [_not_launched(str(exc), FailurePhase.IMPORT)]
@@ -117,7 +130,14 @@ def measure_sample(
         return records
 
     records, admission = control.measure(index, attempts)
+    settings.allowance.charge(sum(r.outcome.wall_s for r in records if not planned or r.number > 1))
     return SampleRun(index=index, records=records, work_dir=work_dir, admission=admission)
+
+
+def declared_launch_s(bucket: Bucket) -> float:
+    """One launch of ``bucket`` before any was measured: its ``launch_minutes``, else the
+    longest it may take (its timeout)."""
+    return 60.0 * (bucket.launch_minutes or bucket.timeout_minutes)
 
 
 def grant_remeasure(

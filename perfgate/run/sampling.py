@@ -122,7 +122,11 @@ class Sampler(Generic[T]):
                 return SamplingStop.MAX_REPEATS if more else SamplingStop.PLANNED
             if not wants_more(self.taken):
                 return SamplingStop.SETTLED
-            if plan.budget_s is not None and self.clock() - self.started >= plan.budget_s:
+            # A cap: another sample starts only when it can finish within the budget, at the
+            # time a sample has taken so far.
+            elapsed = self.clock() - self.started
+            per_sample = elapsed / max(len(self.taken), 1)
+            if plan.budget_s is not None and elapsed + per_sample > plan.budget_s:
                 return SamplingStop.TIME_BUDGET
             if not self.take():
                 return SamplingStop.FAILED

@@ -125,3 +125,71 @@ def test_a_job_start_that_is_no_time_of_this_job_is_said_and_never_billed(
     spend = read_result(out / "fake__one.json").spend
     assert spend is not None and SpendKind.SETUP not in spend.lines
     assert "is not when this job began" in capsys.readouterr().err
+
+
+def _flaky_matrix(tmp_path: Path, backends: int, launch_s: float) -> Path:
+    """``backends`` buckets of a benchmark whose every first attempt fails after
+    ``launch_s``: each sample needs a retry as long as its launch."""
+    document = {
+        "version": 1,
+        "defaults": {
+            "driver": "command",
+            "timeout_minutes": 1,
+            "retries": 1,
+            "repeats": 1,
+            "launch_minutes": launch_s / 60.0,
+            "metric": {"path": "results.throughput.mean", "direction": "higher", "unit": "it/s"},
+        },
+        "buckets": [
+            {
+                "task": "flaky",
+                "backends": [{"physics": f"b{k}"} for k in range(backends)],
+                "command": {
+                    "argv": [
+                        sys.executable,
+                        str(FIXTURES / "fake_benchmark.py"),
+                        "slow_flaky",
+                        "{output_dir}/result.json",
+                        str(tmp_path / "state-{backend}"),
+                    ],
+                    "output": "{output_dir}/result.json",
+                },
+            }
+        ],
+    }
+    path = tmp_path / "perfgate.yaml"
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    return path
+
+
+def test_the_run_budget_caps_what_every_bucket_spends_beyond_its_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Retries are optional spending: the run's budget pays for as many as finish within
+    it, and a retry it cannot afford is not started (the bucket fails, saying why)."""
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    launch_s = 0.4
+    monkeypatch.setenv("FAKE_LAUNCH_S", str(launch_s))
+    budget_s = 2.5 * launch_s
+    out = tmp_path / "results"
+    code = cli.main(["bench", "--config", str(_flaky_matrix(tmp_path, 4, launch_s)),
+                     "--out", str(out), "--no-judge",
+                     "--budget-minutes", str(budget_s / 60.0)])  # fmt: skip
+    results = [read_result(path) for path in sorted(out.glob("*.json"))]
+    assert len(results) == 4
+    retried = [r for r in results if r.health.retried]
+    refused = [r for r in results if r.health.not_retried]
+    assert retried and refused, "some retries fit the budget and some did not"
+    assert code == 2, "a bucket whose retry was refused is a HARD_FAILURE"
+    for result in refused:
+        assert "the run's budget cannot afford a retry" in (result.health.not_retried or "")
+    spent = sum(r.spend.of(SpendKind.RETRY).seconds for r in results if r.spend)
+    assert spent <= budget_s, f"retries took {spent:.2f} s of a {budget_s:.2f} s budget"
+    # Unlimited (no budget anywhere): every sample takes its retry.
+    out = tmp_path / "unlimited"
+    (tmp_path / "u").mkdir()
+    code = cli.main(["bench", "--config", str(_flaky_matrix(tmp_path / "u", 4, launch_s)),
+                     "--out", str(out), "--no-judge"])  # fmt: skip
+    assert code == 0
+    assert all(read_result(p).health.retried for p in out.glob("*.json"))

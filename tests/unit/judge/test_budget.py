@@ -46,11 +46,13 @@ def decision(verdict: Verdict, reason: Reason, *, bound: float | None, drop: flo
 
 
 def test_no_pair_starts_once_the_budget_is_spent() -> None:
-    assert pairs_affordable(60.0, 14.0, 12) == 3  # pairs start at 0, 28 and 56 minutes
-    assert pairs_affordable(60.0, 10.0, 12) == 3  # at 0, 20, 40: the fourth would start at 60
+    # A cap: only what finishes within the budget (pairs of 28 min end at 28 and 56).
+    assert pairs_affordable(60.0, 14.0, 12) == 2
+    assert pairs_affordable(60.0, 10.0, 12) == 3  # ends at 20, 40 and 60: exactly the budget
     assert pairs_affordable(60.0, 6.0, 4) == 4  # max_pairs first
+    assert pairs_affordable(20.0, 14.0, 8) == 0  # not even one pair fits
     assert pairs_affordable(None, 14.0, 8) == 8
-    assert samples_affordable(40.0, 14.0, 1, 6) == 3  # at 0, 14 and 28 minutes
+    assert samples_affordable(40.0, 14.0, 1, 6) == 2  # end at 14 and 28; a third at 42
     assert samples_affordable(10.0, 14.0, 2, 6) == 2  # the repeats are always taken
 
 
@@ -75,10 +77,10 @@ def test_repeats_cannot_average_away_the_noise_a_runs_samples_share() -> None:
 def test_a_budget_that_cannot_decide_is_named_with_its_numbers() -> None:
     plan = pair_affordability(budget_minutes=60.0, max_pairs=12, launch_minutes=14.0,
                               drop_pct=5.0, noise_pct=2.0, policy=PAIRED)  # fmt: skip
-    assert plan.afforded == 3 and plan.needed is not None and plan.needed > 3
+    assert plan.afforded == 2 and plan.needed is not None and plan.needed > 2
     assert not plan.decides
     assert plan.text() == (
-        f"pair budget 60 min allows 3 pairs at 14 min a launch; BLOCKing a 5 % drop at 2 % "
+        f"pair budget 60 min allows 2 pairs at 14 min a launch; BLOCKing a 5 % drop at 2 % "
         f"noise needs {plan.needed}"
     )
     roomy = replace(plan, budget_minutes=None, afforded=12, most=12)

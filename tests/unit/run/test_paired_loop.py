@@ -58,7 +58,10 @@ def test_max_pairs_and_the_time_budget_stop_it() -> None:
         return len(samples), stop
 
     assert run(None, [0.0]) == (6, PairedStop.MAX_PAIRS)
+    # A cap: a pair of 30 s fits once more in 60 s (a slower second one still ends it) ...
     assert run(60.0, [0.0, 30.0, 61.0]) == (4, PairedStop.TIME_BUDGET)
+    # ... one of 35 s does not, so the second pair never starts (the budget is not overrun).
+    assert run(60.0, [0.0, 35.0]) == (2, PairedStop.TIME_BUDGET)
 
 
 def test_a_set_aside_sample_is_measured_again_in_its_pair() -> None:
