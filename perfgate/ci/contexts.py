@@ -7,8 +7,8 @@ evaluates) is made here, in Python; the Jinja templates only lay the values out.
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable
+from dataclasses import replace
 from typing import Any
 
 from perfgate.ci.expressions import (
@@ -18,9 +18,9 @@ from perfgate.ci.expressions import (
     expr_string,
     trusted_event_condition,
 )
+from perfgate.ci.lanes import Lane, planned_minutes
 from perfgate.ci.site import (
     HOSTED_RUNNER,
-    RESULT_ARTIFACT_PREFIX,
     Site,
     common_context,
 )
@@ -28,12 +28,10 @@ from perfgate.ci.templating import Raw, quoted
 from perfgate.config import (
     AdmissionMode,
     AdmissionPolicy,
-    AlertsSpec,
     Bucket,
     Config,
     ConfirmMode,
 )
-from perfgate.result import log_artifact_name
 
 #: Labels GitHub provides itself; anything else in a bucket's runner is a self-hosted label.
 GITHUB_HOSTED_LABELS = frozenset(
@@ -88,41 +86,25 @@ def sampling_minutes(
     return worst
 
 
-def job_timeout_minutes(
-    bucket: Bucket, confirm: ConfirmMode, admission: AdmissionPolicy | None = None
-) -> int:
-    """The bench job's ``timeout-minutes``: every sample's worst case plus setup margin, >= 30."""
-    return max(30, math.ceil(sampling_minutes(bucket, confirm, admission)) + 15)
+def lane_timeout_minutes(lane: Lane, config: Config, warm: Collection[str] = ()) -> int:
+    """A lane job's ``timeout-minutes``, >= 30: its setup margin, and every launch it may
+    start, each allowed its timeout (a push to a protected branch plans the most samples).
 
-
-def artifact_name(bucket: Bucket) -> str:
-    """The result artifact name of one bucket; only characters GitHub accepts in names."""
-    return RESULT_ARTIFACT_PREFIX + re.sub(r"[^A-Za-z0-9._-]", "-", bucket.file_stem)
-
-
-def bench_matrix(
-    buckets: Sequence[Bucket],
-    confirm: ConfirmMode,
-    admission: AdmissionPolicy | None = None,
-    alerts: AlertsSpec | None = None,
-) -> list[dict[str, Any]]:
-    """The static ``strategy.matrix.include`` rows: one per bucket, in config order.
-
-    The same job measures a push to a protected branch, which takes at least
-    ``alerts.push_repeats`` samples: its timeout covers that run too.
+    Under a run budget that is the planned launches (with a cold cache's warm-up), the
+    longest admission waits, the lane's share of the budget and one launch that overruns
+    its expected time; without one, every launch its buckets' counts allow.
     """
-    return [
-        {
-            "bucket": bucket.id,
-            "artifact": artifact_name(bucket),
-            "logs": log_artifact_name(bucket.id),
-            "runner": list(bucket.runner),
-            "timeout": job_timeout_minutes(
-                bucket if alerts is None else bucket.as_pushed(alerts), confirm, admission
-            ),
-        }
-        for bucket in buckets
-    ]
+    buckets = [bucket.as_pushed(config.alerts) for bucket in lane.buckets]
+    share = lane.budget_minutes if lane.budget_minutes is not None else config.gate.budget_minutes
+    if share is None:
+        worst = sum(sampling_minutes(b, config.gate.confirm, config.admission) for b in buckets)
+    else:
+        planned = sum(
+            planned_minutes(replace(b, launch_minutes=b.timeout_minutes), config.admission, warm)
+            for b in buckets
+        )
+        worst = planned + share + max(b.timeout_minutes for b in buckets)
+    return max(30, math.ceil(worst) + 15)
 
 
 def resolves_image(config: Config) -> bool:
@@ -185,9 +167,6 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
             "!cancelled() && github.event_name == 'push' && "
             "needs.config.outputs.run == 'true' "
             f"&& ({branch_condition(gate.protected_branches)})"
-        ),
-        "matrix": bench_matrix(
-            site.config.buckets, gate.confirm, site.config.admission, site.config.alerts
         ),
         # The upstream bench job checks out with lfs: true: *.usd and *.pt are LFS-tracked.
         "lfs": site.lfs,

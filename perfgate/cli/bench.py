@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -132,41 +133,52 @@ def _register_cache_key(verbs: Verbs) -> None:
     cache_key = add_verb(
         verbs,
         "cache-key",
-        help="print where a bucket's warm cache lives in CI and its actions-cache keys",
-        description="Print the directory a warm bucket keeps its cache in (R16) and the keys "
-        "the rendered bench job restores it by: the same launch, then the same backend, then "
-        "the same task, each following the driver's pins in this checkout (Isaac Lab: the "
-        "warp-lang pin of pyproject.toml). A cold bucket has none. In CI the values also go "
-        "to $GITHUB_OUTPUT (path, key, restore-launch, restore-backend, restore-task).",
+        help="print where a CI job keeps its buckets' warm caches and its actions-cache keys",
+        description="Print the directory a CI job keeps its buckets' warm caches in (R16) and "
+        "the keys the rendered bench job restores them by: one cache for the lane (the "
+        "buckets one runner job measures in turn), restored from the same launches, else the "
+        "same lane, each following the drivers' pins in this checkout (Isaac Lab: the "
+        "warp-lang pin of pyproject.toml). Buckets that all run cold have none. In CI the "
+        "values also go to $GITHUB_OUTPUT (path, key, restore-launches, restore-lane).",
         handler=run_cache_key,
-        examples=("perfgate cache-key --bucket Isaac-Cartpole-Direct/physx",),
+        examples=(
+            "perfgate cache-key --lane lane-1 --bucket Isaac-Cartpole-Direct/physx "
+            "--bucket Isaac-Cartpole-Direct/newton",
+        ),
     )
     add_config(cache_key)
-    cache_key.add_argument("--bucket", required=True, metavar="ID", help="the bucket id")
+    cache_key.add_argument(
+        "--bucket", action="append", required=True, metavar="ID", help="a bucket the job runs"
+    )
+    cache_key.add_argument(
+        "--lane", default="lane-1", help="the lane's name, as `affected` plans it (%(default)s)"
+    )
     cache_key.add_argument(
         "--work-dir", type=Path, default=DEFAULT_WORK, help="as bench's (default: %(default)s)"
     )
 
 
 def run_cache_key(args: argparse.Namespace) -> int:
-    """Print a bucket's warm cache directory and keys; write them as step outputs in CI."""
+    """Print a lane's warm cache directory and keys; write them as step outputs in CI."""
     from perfgate import context
     from perfgate.console import write_step_outputs
     from perfgate.run.launch import warm_cache_keys
 
     config = load_config(args.config)
-    bucket = next((b for b in config.buckets if b.id == args.bucket), None)
-    if bucket is None:
-        raise UsageError(f"no bucket {args.bucket!r} in {config.path}; see `perfgate matrix`")
-    keys = warm_cache_keys(bucket, Path.cwd(), args.work_dir)
+    buckets = config.select(ids=args.bucket)
+    if not re.fullmatch(r"lane-[1-9][0-9]{0,3}", args.lane):
+        raise UsageError(
+            f"--lane {args.lane[:40]!r}: a lane is named lane-N, as `affected` plans it"
+        )
+    keys = warm_cache_keys(buckets, args.lane, Path.cwd(), args.work_dir)
     run = context.detect(os.environ, default_target=config.gate.target_branches[0])
     if keys is None:
         outputs = {"path": ""}
     else:
-        launch, backend, task = keys.restore
-        saved = f"{launch}{run.run_id or 'local'}-{run.run_attempt or '1'}"
-        outputs = {"path": keys.path, "key": saved, "restore-launch": launch,
-                   "restore-backend": backend, "restore-task": task}  # fmt: skip
+        launches, lane = keys.restore
+        saved = f"{launches}{run.run_id or 'local'}-{run.run_attempt or '1'}"
+        outputs = {"path": keys.path, "key": saved, "restore-launches": launches,
+                   "restore-lane": lane}  # fmt: skip
     write_step_outputs(outputs)
     print_json(outputs)
     return ExitCode.OK

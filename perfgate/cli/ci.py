@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from perfgate.cli.common import Verbs, add_config, add_verb
-from perfgate.config import Config, load_config
+from perfgate.config import Bucket, Config, load_config
 from perfgate.errors import ExitCode, UsageError
 
 RENDER_HELP = """Render workflows and composite actions from templates/ by perfgate.yaml.
@@ -17,10 +18,14 @@ RENDER_HELP = """Render workflows and composite actions from templates/ by perfg
 --check re-renders in memory, prints a unified diff and exits 1 when any generated file
 is stale (the drift check CI runs).
 """
-AFFECTED_HELP = """List the buckets whose `paths:` globs match a change.
+AFFECTED_HELP = """List the buckets whose `paths:` globs match a change, and the runner
+jobs (lanes) that measure them.
 
 Reads one repository-relative path per line; a bucket without `paths:` is always
-affected. On GitHub it also writes the `run` and `buckets` step outputs.
+affected. The matrix is split into at most `workflows.bench_jobs` lanes per runner pool
+(fixed by the whole matrix, so a lane keeps its warm caches); only the lanes holding an
+affected bucket run, and the run's budget (`gate.budget_minutes`) is shared out over them.
+On GitHub it also writes the `run`, `buckets` and `lanes` (the bench matrix) step outputs.
 """
 
 
@@ -146,7 +151,39 @@ def run_affected(args: argparse.Namespace) -> int:
     for bucket_id in ids:
         print(bucket_id)
     say(f"{len(ids)} of {len(config.buckets)} bucket(s) affected")
+    rows = lane_rows(config, selected)
+    for row in rows:
+        budget = f", {row['budget']} min of the run's budget" if row["budget"] else ""
+        say(f"{row['lane']} on {'+'.join(row['runner'])}: {row['buckets']}{budget}")
     write_step_outputs(
-        {"run": "true" if ids else "false", "buckets": json.dumps(ids, allow_nan=False)}
+        {
+            "run": "true" if ids else "false",
+            "buckets": json.dumps(ids, allow_nan=False),
+            "lanes": json.dumps({"include": rows}, allow_nan=False),
+        }
     )
     return ExitCode.OK
+
+
+def lane_rows(config: Config, measured: Sequence[Bucket]) -> list[dict[str, Any]]:
+    """The bench matrix's ``include`` rows: one per lane that measures any of ``measured``."""
+    from perfgate.ci.contexts import lane_timeout_minutes
+    from perfgate.ci.lanes import plan
+    from perfgate.ci.site import RESULT_ARTIFACT_PREFIX
+    from perfgate.result import LOG_ARTIFACT_PREFIX
+
+    warm = bench_job_needs(config)["warm_buckets"]
+    return [
+        {
+            "lane": lane.name,
+            "title": lane.title,
+            "buckets": " ".join(b.id for b in lane.buckets),
+            "artifact": RESULT_ARTIFACT_PREFIX + lane.name,
+            "logs": LOG_ARTIFACT_PREFIX + lane.name,
+            "runner": list(lane.runner),
+            "timeout": lane_timeout_minutes(lane, config, warm),
+            # A string: an empty one leaves the bench at gate.budget_minutes (none set).
+            "budget": "" if lane.budget_minutes is None else f"{lane.budget_minutes:g}",
+        }
+        for lane in plan(config, measured)
+    ]

@@ -80,6 +80,8 @@ def run_validate(args: argparse.Namespace) -> int:
     for notice in config.notices:
         print(f"notice: {notice}")
     report_budgets(config, config.buckets, calibration)
+    for line in worst_case_lines(config):
+        print(line)
     if args.checkout is not None:
         from perfgate.console import annotate
 
@@ -151,6 +153,39 @@ def report_budgets(
         warnings = budget_warnings(config, buckets, None, calibration)
     for level, text in warnings:
         annotate(level, text, stream=stream)
+
+
+def worst_case_lines(config: Config) -> list[str]:
+    """The most a pull request's run, a push's and a merged pull request (both) may cost in
+    runner minutes as this configuration bounds them (R17), and what each figure rests on."""
+    from perfgate.ci.lanes import worst_case
+    from perfgate.cli.ci import bench_job_needs
+
+    warm = bench_job_needs(config)["warm_buckets"]
+    bills = {"a pull request": worst_case(config, push=False, warm=warm),
+             "a push": worst_case(config, push=True, warm=warm)}  # fmt: skip
+    lines = []
+    for what, bill in bills.items():
+        extra = (
+            f"the run's budget {bill.extra:g}"
+            if bill.capped
+            else f"{bill.extra:.0f} of retries and confirmation its counts allow "
+            "(no gate.budget_minutes caps them)"
+        )
+        lines.append(
+            f"worst case, {what}: {bill.total:.0f} runner-min ({bill.jobs} job(s): setup "
+            f"{bill.setup:.0f}, planned launches and waits {bill.planned:.0f}, {extra})"
+        )
+    merged = sum(bill.total for bill in bills.values())
+    lines.append(f"worst case, a merged pull request (its run and its push): {merged:.0f} "
+                 "runner-min, at the buckets' launch_minutes (else their timeouts)")  # fmt: skip
+    unknown = bills["a push"].unknown_setup
+    if unknown:
+        lines.append(
+            f"notice: no setup_minutes for the runners {', '.join(unknown)}: each job's setup "
+            "(checkout, image, caches) is counted as 0 until declared"
+        )
+    return lines
 
 
 def run_matrix(args: argparse.Namespace) -> int:

@@ -226,6 +226,9 @@ class Bucket:
     # Runner minutes of one launch (a sample) before recorded samples' durations say better:
     # what budgets are checked against (None: unknown until samples are recorded).
     launch_minutes: float | None = None
+    # Runner minutes a CI job on this bucket's runners takes before its first launch
+    # (checkout, image, cache restore): what the worst-case bill counts (None: unknown).
+    setup_minutes: float | None = None
     # Threads of numeric libraries in the benchmark (None: the driver's choice).
     threads: int | None = None
     command: CommandSpec | None = None

@@ -323,6 +323,7 @@ def _build(
             max_pairs=settings["max_pairs"],
             pair_budget_minutes=_minutes(settings, "pair_budget_minutes"),
             launch_minutes=_minutes(settings, "launch_minutes"),
+            setup_minutes=_minutes(settings, "setup_minutes"),
             threads=settings.get("threads"),
             command=command,
             isaaclab=_isaaclab_spec(settings.get("isaaclab")) if driver == "isaaclab" else None,

@@ -36,6 +36,8 @@ class Config:
     notices: tuple[str, ...] = ()
     # workflows.action_ref: how workflows reference the composite actions (self or local).
     action_ref: ActionRef = ActionRef.SELF
+    # workflows.bench_jobs: runner jobs a run fans out to, at most, per runner pool.
+    bench_jobs: int = 1
     report: ReportSpec = field(default_factory=ReportSpec)
     admission: AdmissionPolicy = field(default_factory=AdmissionPolicy)
     alerts: AlertsSpec = field(default_factory=AlertsSpec)

@@ -74,6 +74,9 @@ class Coverage:
     missing: tuple[str, ...]
     duplicates: tuple[str, ...]
     unexpected: tuple[str, ...]
+    # Buckets of the matrix this run did not set out to measure (a change that touches none
+    # of their paths, or a run narrowed by --bucket/--tag): named, never counted as passing.
+    not_selected: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -418,6 +421,7 @@ def build_report(
         missing=tuple(b for b in expected_ids if b not in arrived),
         duplicates=tuple(b for b, n in counts.items() if n > 1 and b in expected_ids),
         unexpected=tuple(sorted(b for b in by_bucket if b not in expected_ids)),
+        not_selected=tuple(b for b in config.bucket_ids() if b not in expected_ids),
     )
     all_notes = list(notes)
     all_notes += [

@@ -299,6 +299,10 @@ def summary_from_verdict(data: Mapping[str, Any], trend_url: str | None = None) 
     counts = " · ".join(t for t in tallies if t)
     if missing:
         counts += f" · ❔ {len(missing)} did not report ({', '.join(md_text(b) for b in missing)})"
+    skipped = _texts(coverage.get("not_selected"))
+    if skipped:
+        named = ", ".join(md_text(b) for b in skipped)
+        counts += f" · ⏭️ {len(skipped)} not selected for this run ({named})"
     if data.get("always_pass") is True:
         mode = (
             "**Always green (`gate.always_pass`):** the job exits 0 whatever the verdict; the "

@@ -163,6 +163,7 @@ def _report_json(report: GateReport, rows: Sequence[dict[str, Any]] | None) -> d
             "missing": list(report.coverage.missing),
             "duplicates": list(report.coverage.duplicates),
             "unexpected": list(report.coverage.unexpected),
+            "not_selected": list(report.coverage.not_selected),
         },
         "underfilled": list(report.underfilled),
         "confirmation_minutes": round(report.confirmation_minutes, 3),

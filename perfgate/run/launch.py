@@ -4,7 +4,7 @@ it launches, its warm cache and container, and its first command planned (nothin
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -59,33 +59,38 @@ WARM_CACHE_DIR = "warm-cache"
 
 @dataclass(frozen=True, kw_only=True)
 class WarmCacheKeys:
-    """Where CI keeps a bucket's warm cache and the actions-cache keys it is restored by.
+    """Where a CI job keeps its buckets' warm caches and the actions-cache keys they are
+    restored by: one cache for a lane (the buckets one runner job measures in turn).
 
-    ``restore`` runs from the most specific prefix (the same launch) to the widest (the same
-    task), as upstream's restore-keys do; the key saved is the first plus the run's id, so
-    each run saves its own (the cache rolls) and the next restores the newest.
+    ``restore`` runs from the most specific prefix (every launch of the lane the same, with
+    the driver's pins) to the widest (the same lane and pins), as upstream's restore-keys
+    do; the key saved is the first plus the run's id, so each run saves its own (the cache
+    rolls) and the next restores the newest.
     """
 
     path: str
-    restore: tuple[str, str, str]
+    restore: tuple[str, str]
 
 
-def warm_cache_keys(bucket: Bucket, checkout: Path, work_dir: Path) -> WarmCacheKeys | None:
-    """The bucket's warm-cache keys, following its driver's pins read from ``checkout``
-    (ConfigError when one cannot be read); None for a bucket that runs cold."""
-    if cache_state(bucket) is not CacheState.WARM:
+def warm_cache_keys(
+    buckets: Sequence[Bucket], lane: str, checkout: Path, work_dir: Path
+) -> WarmCacheKeys | None:
+    """The warm-cache keys of the lane that measures ``buckets``, following their drivers'
+    pins read from ``checkout`` (ConfigError when one cannot be read); None when every
+    bucket runs cold."""
+    warm = [b for b in buckets if cache_state(b) is CacheState.WARM]
+    if not warm:
         return None
     pins = ""
-    for file, package in get_driver(bucket.driver).cache_pins:
+    for file, package in dict.fromkeys(p for b in warm for p in get_driver(b.driver).cache_pins):
         version = staleness.required_pin(
             checkout, file, package, needed_by="the warm cache key", fix=file
         )
         pins += f"{package}{version}-"
-    task = f"perfgate-warm-{pins}{bucket.task}-"
-    backend = f"{task}{bucket.backend_key}-"
-    launch = f"{backend}{stable_hash(launch_identity(bucket))}-"
+    widest = f"perfgate-warm-{pins}{lane}-"
+    launches = stable_hash(sorted(stable_hash(launch_identity(b)) for b in warm))
     return WarmCacheKeys(
-        path=str(work_dir / WARM_CACHE_DIR / bucket.file_stem), restore=(launch, backend, task)
+        path=str(work_dir / WARM_CACHE_DIR), restore=(f"{widest}{launches}-", widest)
     )
 
 

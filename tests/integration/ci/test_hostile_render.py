@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from perfgate.ci import render
+from perfgate.cli.ci import lane_rows
 from perfgate.config import load_config
 from perfgate.errors import ConfigError
 
@@ -88,8 +89,11 @@ def test_hostile_values_render_to_workflows_the_validators_pass(tmp_path: Path) 
     # Each hostile value arrives intact, as one string, where it was meant to go.
     workflow = yaml.safe_load((tmp_path / ".github/workflows/perfgate.yml").read_text())
     assert workflow["env"]["PERFGATE_CONFIG"] == config_path.name
-    rows = workflow["jobs"]["bench"]["strategy"]["matrix"]["include"]
-    assert [row["bucket"] for row in rows] == ["A-b.c_9/x_1", "A-b.c_9/y_z_2"]
+    assert workflow["jobs"]["bench"]["strategy"]["matrix"] == (
+        "${{ fromJSON(needs.config.outputs.lanes) }}"
+    )
+    rows = lane_rows(config, config.buckets)  # what the config job's lanes output holds
+    assert [row["buckets"] for row in rows] == ["A-b.c_9/x_1 A-b.c_9/y_z_2"]
     assert all(row["runner"] == ["self-hosted", LABEL] for row in rows)
     on = workflow.get("on", workflow.get(True))
     assert on["pull_request"]["branches"] == list(config.gate.target_branches)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -183,6 +182,66 @@ def test_select_step_skips_gpu_jobs_for_unrelated_pull_requests(
     outputs = _outputs(output)
     assert outputs["run"] == run
     assert len(json.loads(outputs["buckets"])) == (9 if run == "true" else 0)
+
+
+def _pushed_repo(tmp_path: Path, changed: str) -> tuple[Path, str]:
+    """A clone of a bare origin whose last push changed ``changed``; the commit it follows."""
+    origin, work = tmp_path / "origin.git", tmp_path / "work"
+    _git(tmp_path, "init", "-q", "--bare", str(origin))
+    # GitHub serves any reachable commit by its SHA (a fetch of github.event.before).
+    _git(origin, "config", "uploadpack.allowReachableSHA1InWant", "true")
+    work.mkdir()
+    shutil.copy2(ROOT / "examples/isaaclab/perfgate.yaml", work / "perfgate.yaml")
+    _git(work, "init", "-q")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-qm", "before")
+    before = _git(work, "rev-parse", "HEAD").strip()
+    (work / changed).parent.mkdir(parents=True, exist_ok=True)
+    (work / changed).write_text("change\n")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-qm", "the push")
+    _git(work, "push", "-q", str(origin), "HEAD:refs/heads/main")
+    clone = tmp_path / "clone"
+    # What the config job checks out: the pushed commit and its parent only.
+    _git(tmp_path, "clone", "-q", "--depth=1", "--branch=main", f"file://{origin}", str(clone))
+    return clone, before
+
+
+@pytest.mark.parametrize(
+    ("changed", "before", "run"),
+    [
+        ("README.md", "parent", "false"),  # a push that touches no bucket runs no GPU job
+        ("source/isaaclab/envs/x.py", "parent", "true"),
+        ("README.md", "0" * 40, "true"),  # a new branch: every bucket
+        ("README.md", "f" * 40, "true"),  # a rewritten history: every bucket, said
+    ],
+)
+def test_a_push_runs_only_the_buckets_it_touches_since_the_commit_it_follows(
+    tmp_path: Path, changed: str, before: str, run: str
+) -> None:
+    step = _step(ROOT / "examples/isaaclab/.github/workflows/perfgate.yml", "config", "select")
+    clone, parent = _pushed_repo(tmp_path, changed)
+    output = tmp_path / "out"
+    env = {
+        "EVENT_NAME": "push",
+        "HAS_RUN_LABEL": "false",
+        "PUSH_BEFORE": parent if before == "parent" else before,
+        "PERFGATE_CONFIG": "perfgate.yaml",
+        "RUNNER_TEMP": str(tmp_path),
+        "GITHUB_OUTPUT": str(output),
+        "GITHUB_TOKEN": "tok",
+        "GITHUB_SERVER_URL": "https://github.example",
+        "PYTHONPATH": str(ROOT),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    result = _bash(step["run"], clone, env)
+    assert result.returncode == 0, result.stderr
+    outputs = _outputs(output)
+    assert outputs["run"] == run
+    assert len(json.loads(outputs["buckets"])) == (9 if run == "true" else 0)
+    assert json.loads(outputs["lanes"])["include"] or run == "false"
+    if before == "f" * 40:
+        assert "cannot be read (a rewritten history): every bucket runs" in result.stdout
 
 
 def _fake_python(tmp_path: Path, exit_code: int = 0, verdict: str | None = None) -> Path:
@@ -483,7 +542,8 @@ def test_bench_and_publish_actions_call_their_sessions_as_designed(tmp_path: Pat
     """`perfgate bench --bucket ID --out DIR` and `perfgate publish --results DIR`."""
     bin_dir = _fake_python(tmp_path)
     env = {
-        "PERFGATE_BUCKET": 'a"b/physx',
+        "PERFGATE_BUCKETS": 'a"b/physx c*/newton',
+        "PERFGATE_BUDGET": "12.5",
         "PERFGATE_RESULTS": "results dir",
         "PERFGATE_CONFIG": "perfgate.yaml",
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
@@ -493,12 +553,16 @@ def test_bench_and_publish_actions_call_their_sessions_as_designed(tmp_path: Pat
     header = base64.b64encode(b"x-access-token:tok").decode()
     auth = f"http.https://ghe.example/.extraheader AUTHORIZATION: basic {header}\n"
     bench = yaml.safe_load((ROOT / "actions/bench/action.yml").read_text())["runs"]["steps"][0]
+    (tmp_path / "cx").mkdir()  # a glob character in an id stays a character
     benched = _bash(bench["run"], tmp_path, env)
     assert benched.returncode == 0
     assert _perfgate_args(tmp_path) == [
-        *("bench", "--bucket", 'a"b/physx', "--out", "results dir"),
-        *("--config", "perfgate.yaml"),
+        *("bench", "--bucket", 'a"b/physx', "--bucket", "c*/newton"),
+        *("--budget-minutes", "12.5", "--out", "results dir", "--config", "perfgate.yaml"),
     ]
+    # No share given: the bench falls back to gate.budget_minutes itself.
+    assert _bash(bench["run"], tmp_path, {**env, "PERFGATE_BUDGET": ""}).returncode == 0
+    assert "--budget-minutes" not in _perfgate_args(tmp_path)
     # The bench reads the baseline window to confirm a suspicious bucket (its benchmark
     # never sees the header: execution drops GIT_CONFIG* and *TOKEN* from its environment).
     assert (tmp_path / "git-auth").read_text() == auth
@@ -519,34 +583,37 @@ def test_bench_and_publish_actions_call_their_sessions_as_designed(tmp_path: Pat
     assert f"::add-mask::{header}" in published.stdout
 
 
-def test_rendered_matrix_equals_perfgate_matrix_json() -> None:
-    """The bench matrix is the `perfgate matrix --json` interface, rendered statically."""
+def test_the_lanes_the_config_job_plans_hold_every_bucket_of_perfgate_matrix_json(
+    tmp_path: Path,
+) -> None:
+    """The bench matrix is the config job's `lanes` output: every bucket of
+    `perfgate matrix --json` in one lane of its runners, each lane's timeout and budget
+    share as planned."""
+    from perfgate.ci.contexts import lane_timeout_minutes
+    from perfgate.ci.lanes import plan
+    from perfgate.cli.ci import bench_job_needs
+
     config = "examples/isaaclab/perfgate.yaml"
     listed = _run([sys.executable, "-m", "perfgate", "matrix", "--json", "--config", config], ROOT)
     assert listed.returncode == 0, listed.stderr
-    buckets = json.loads(listed.stdout)
-    workflow = yaml.safe_load(
-        (ROOT / "examples/isaaclab/.github/workflows/perfgate.yml").read_text()
-    )
-    rows = workflow["jobs"]["bench"]["strategy"]["matrix"]["include"]
-    assert [row["bucket"] for row in rows] == [b["id"] for b in buckets]
-    assert [row["runner"] for row in rows] == [b["runner"] for b in buckets]
-    # Every sample may use its whole timeout on every attempt; confirmation samples start
-    # until the budget is spent (the repeats are always taken: on a protected push at
-    # least alerts.push_repeats of them).
-    one = [(b["retries"] + 1) * b["timeout_minutes"] for b in buckets]
-    alerts = load_config(ROOT / config).alerts
-    pushed = [alerts.push_samples(b["repeats"]) for b in buckets]
-    # Paired confirmation adds two samples a pair up to the pair budget; admission control
-    # (the example's: three re-measures, two minutes' wait) its own.
-    worst = [
-        min(max(b["max_repeats"], n) * o, max(n * o, b["repeat_budget_minutes"] + o))
-        + min(2 * b["max_pairs"] * o, b["pair_budget_minutes"] + 2 * o)
-        + 3 * o
-        + 2
-        for b, o, n in zip(buckets, one, pushed, strict=True)
-    ]
-    assert [row["timeout"] for row in rows] == [max(30, math.ceil(w) + 15) for w in worst]
+    buckets = {b["id"]: b for b in json.loads(listed.stdout)}
+    step = _step(ROOT / "examples/isaaclab/.github/workflows/perfgate.yml", "config", "select")
+    output = tmp_path / "out"
+    env = {"EVENT_NAME": "workflow_dispatch", "HAS_RUN_LABEL": "false", "PUSH_BEFORE": "",
+           "PERFGATE_CONFIG": str(ROOT / config), "RUNNER_TEMP": str(tmp_path),
+           "GITHUB_OUTPUT": str(output), "PYTHONPATH": str(ROOT),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
+    result = _bash(step["run"], tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(_outputs(output)["lanes"])["include"]
+    ids = [bucket for row in rows for bucket in row["buckets"].split()]
+    assert sorted(ids) == sorted(buckets)
+    loaded = load_config(ROOT / config)
+    warm = bench_job_needs(loaded)["warm_buckets"]
+    for row, lane in zip(rows, plan(loaded, loaded.buckets), strict=True):
+        assert all(buckets[b]["runner"] == row["runner"] for b in row["buckets"].split())
+        assert row["timeout"] == lane_timeout_minutes(lane, loaded, warm)
+        assert float(row["budget"]) == lane.budget_minutes
 
 
 def test_affected_without_a_readable_file_is_a_usage_error(tmp_path: Path) -> None:

@@ -19,16 +19,18 @@ import yaml
 
 from perfgate import __version__
 from perfgate.ci import render
-from perfgate.ci.contexts import bench_matrix, job_timeout_minutes, publish_timeout
+from perfgate.ci.contexts import lane_timeout_minutes, publish_timeout
 from perfgate.ci.expressions import branch_condition
+from perfgate.ci.lanes import Lane, plan, split
 from perfgate.ci.selection import affected, matches
 from perfgate.ci.site import HOSTED_RUNNER, REPORT_ARTIFACT, Site, perfgate_source
 from perfgate.ci.templating import TEMPLATES_DIR, Raw, environment, yaml_value
-from perfgate.cli.ci import bench_job_needs
+from perfgate.cli.ci import bench_job_needs, lane_rows
 from perfgate.config import (
     AdmissionMode,
     AdmissionPolicy,
     AlertsSpec,
+    Bucket,
     Config,
     ConfirmMode,
     ImageSpec,
@@ -221,51 +223,66 @@ def test_every_checkout_drops_its_credentials(rendered: Any) -> None:
         assert step["with"]["persist-credentials"] is False
 
 
-def test_bench_matrix_equals_the_config_buckets(rendered: Any) -> None:
-    """The matrix has one row per bucket: id, runner labels, timeout over every sample of
-    a pull request's run and of a protected push's (alerts.push_repeats at least)."""
+def test_the_bench_matrix_is_the_config_jobs_lanes_and_they_cover_every_bucket_once(
+    rendered: Any,
+) -> None:
+    """The bench job fans out over the lanes the config job planned (``affected``): every
+    bucket in exactly one lane of its runner pool, each lane's artifacts named by it."""
     site, docs = rendered
     bench = docs[".github/workflows/perfgate.yml"]["jobs"]["bench"]
-    rows = bench["strategy"]["matrix"]["include"]
-    assert [row["bucket"] for row in rows] == list(site.config.bucket_ids())
-    for row, bucket in zip(rows, site.config.buckets, strict=True):
-        assert row["runner"] == list(bucket.runner)
-        one = (bucket.retries + 1) * bucket.timeout_minutes  # one sample, every attempt
-        budget = bucket.repeat_budget_minutes
-        assert budget is not None  # both sites bound their confirmation
-        repeats = site.config.alerts.push_samples(bucket.repeats)
-        most = max(bucket.max_repeats, repeats)
-        worst = min(most * one, max(repeats * one, budget + one))
-        # Paired confirmation: two samples a pair, bounded by both sites' pair budget.
-        assert bucket.pair_budget_minutes is not None
-        worst += min(2 * bucket.max_pairs * one, bucket.pair_budget_minutes + 2 * one)
-        # Admission control: its re-measured samples and its wait.
-        admission = site.config.admission
-        worst += admission.remeasure * one + admission.wait_seconds / 60
-        assert row["timeout"] == max(30, math.ceil(worst) + 15)
-        assert row["artifact"] == f"perfgate-result-{bucket.file_stem}"
+    assert bench["strategy"]["matrix"] == "${{ fromJSON(needs.config.outputs.lanes) }}"
     assert bench["runs-on"] == "${{ matrix.runner }}"
     assert bench["timeout-minutes"] == "${{ matrix.timeout }}"
     assert bench["strategy"]["fail-fast"] is False
+    rows = lane_rows(site.config, site.config.buckets)
+    ids = [bucket for row in rows for bucket in row["buckets"].split()]
+    assert sorted(ids) == sorted(site.config.bucket_ids())
+    by_id = {b.id: b for b in site.config.buckets}
+    for row in rows:
+        assert all(list(by_id[b].runner) == row["runner"] for b in row["buckets"].split())
+        assert row["artifact"] == f"perfgate-result-{row['lane']}"
+        assert row["logs"] == f"perfgate-log-{row['lane']}"
+    per_pool = {tuple(r["runner"]) for r in rows}
+    assert len(rows) <= site.config.bench_jobs * len(per_pool)
 
 
-def test_bench_timeouts_cover_a_protected_push_of_push_repeats_samples() -> None:
-    """The job that runs a pull request also measures a protected push, which takes at
-    least ``alerts.push_repeats`` samples (6 by default): its timeout covers that run, and
-    ``push_repeats: 1`` (a push at the bucket's repeats) leaves a pull request's."""
+def test_a_lanes_timeout_covers_its_planned_launches_its_budget_share_and_one_overrun() -> None:
+    """Under a run budget a lane may start its planned launches (a protected push's,
+    alerts.push_repeats of them, each allowed its timeout, a cold cache's warm-up first),
+    wait for a fit machine, spend its share of the budget and overrun by one launch."""
     config = load_config(ROOT / "examples/isaaclab/perfgate.yaml")
-    confirm, admission = config.gate.confirm, config.admission
+    warm = bench_job_needs(config)["warm_buckets"]
+    assert config.gate.budget_minutes is not None
+    for lane in plan(config, config.buckets):
+        pushed = [b.as_pushed(config.alerts) for b in lane.buckets]
+        wait = config.admission.wait_seconds / 60.0
+        planned = sum((b.repeats + 1) * b.timeout_minutes + wait for b in pushed)
+        overrun = max(b.timeout_minutes for b in pushed)
+        assert lane.budget_minutes is not None
+        expected = max(30, math.ceil(planned + lane.budget_minutes + overrun) + 15)
+        assert lane_timeout_minutes(lane, config, warm) == expected
+    # A push of more samples needs longer: the timeout covers it.
+    more = dataclasses.replace(config, alerts=AlertsSpec(push_repeats=12))
+    lane = plan(config, config.buckets)[0]
+    assert lane_timeout_minutes(lane, more, warm) > lane_timeout_minutes(lane, config, warm)
 
-    def timeouts(alerts: AlertsSpec | None) -> list[int]:
-        return [row["timeout"] for row in bench_matrix(config.buckets, confirm, admission, alerts)]
 
-    plain = timeouts(None)
-    assert timeouts(AlertsSpec(push_repeats=1)) == plain
-    assert all(b.repeats < 6 for b in config.buckets)  # else nothing could grow
-    grown = timeouts(AlertsSpec())
-    assert grown == timeouts(AlertsSpec(push_repeats=6))
-    assert all(g > p for g, p in zip(grown, plain, strict=True))
-    assert all(g < m for g, m in zip(grown, timeouts(AlertsSpec(push_repeats=12)), strict=True))
+def test_lanes_are_fixed_by_the_matrix_and_a_run_starts_only_those_it_measures() -> None:
+    """The split keeps a lane's buckets (and its warm cache) whatever a change touches;
+    the run's budget is shared out over the lanes that run, in proportion to launch time."""
+    config = dataclasses.replace(load_config(ROOT / "examples/isaaclab/perfgate.yaml"),
+                                 bench_jobs=3)  # fmt: skip
+    lanes = split(config)
+    assert len(lanes) == 3
+    assert sorted(b.id for lane in lanes for b in lane.buckets) == sorted(config.bucket_ids())
+    loads = [sum(b.launch_minutes or 0 for b in lane.buckets) for lane in lanes]
+    assert max(loads) - min(loads) <= max(b.launch_minutes or 0 for b in config.buckets)
+    touched = [lanes[1].buckets[0]]
+    (only,) = plan(config, touched)
+    assert (only.number, [b.id for b in only.buckets]) == (2, [touched[0].id])
+    assert only.budget_minutes == config.gate.budget_minutes  # the whole budget for one lane
+    shares = [lane.budget_minutes or 0.0 for lane in plan(config, config.buckets)]
+    assert config.gate.budget_minutes - 0.01 < sum(shares) <= config.gate.budget_minutes
 
 
 def test_isaaclab_example_has_the_nine_l40s_buckets() -> None:
@@ -280,15 +297,13 @@ def test_isaaclab_example_has_the_nine_l40s_buckets() -> None:
     assert g1.noise_floor_for("l40s", 0.0) == 2.06
     cartpole = next(b for b in config.buckets if b.id == "Isaac-Cartpole-Direct/physx")
     assert [f.value for f in cartpole.floors_for("l40s")] == [100.0]
-    timeouts = {
-        b.id: job_timeout_minutes(b, config.gate.confirm, config.admission)
-        for b in config.buckets
-        if "Shadow-Camera" in b.task
+    camera = [b for b in config.buckets if "Shadow-Camera" in b.task]
+    # Without a run budget: 20 min, one retry: 40 per sample. One repeat, or a sample
+    # started at the 40-minute budget: 80; pairs up to the 180-minute budget, the last
+    # pair 80 more: 260; three re-measured samples and two minutes' wait: 122; plus 15.
+    assert {job_timeout_minutes(b, config.gate.confirm, config.admission) for b in camera} == {
+        80 + 260 + 122 + 15
     }
-    # 20 min, one retry: 40 per sample. One repeat, or a sample started at the 40-minute
-    # budget: 80; pairs started up to the 180-minute budget, the last pair 80 more: 260;
-    # three re-measured samples and two minutes' wait: 122; plus 15.
-    assert set(timeouts.values()) == {80 + 260 + 122 + 15}
 
 
 def test_isaaclab_example_benches_its_checkout_in_the_resolved_image() -> None:
@@ -470,6 +485,13 @@ def test_image_follows_the_target_branch_never_the_merge_ref(rendered: Any) -> N
     assert "github.ref }}" not in text and "head_ref" not in text
 
 
+def _checkout_step(site: Site) -> dict[str, Any]:
+    """The bench job's checkout (after the step that notes when the job began)."""
+    steps = _bench_steps(site)
+    assert steps[0]["run"].startswith('echo "PERFGATE_JOB_STARTED=$(date +%s)"')
+    return next(s for s in steps if s.get("uses", "").startswith("actions/checkout@"))
+
+
 def _bench_steps(site: Site) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = _parsed(site)[".github/workflows/perfgate.yml"]["jobs"]["bench"][
         "steps"
@@ -499,26 +521,28 @@ def test_a_warm_buckets_job_restores_its_cache_and_fetches_lfs_content() -> None
     keyed as upstream's perf-smoke job keys its JIT cache; its checkout has LFS content."""
     example = _parsed(SITES["isaaclab"])
     bench = next(s for s in _bench_steps(SITES["isaaclab"]) if s.get("uses") == "$/actions/bench")
-    checkout = _bench_steps(SITES["isaaclab"])[0]
+    checkout = _checkout_step(SITES["isaaclab"])
     assert checkout["with"]["lfs"] is True
     steps = example["actions/bench/action.yml"]["runs"]["steps"]
     names = [s["name"] for s in steps]
-    assert names.index("Restore the warm cache") < names.index("Benchmark the bucket")
+    assert names.index("Restore the warm cache") < names.index("Benchmark the buckets")
     keys = next(s for s in steps if s["name"] == "Warm cache keys")
     assert "perfgate cache-key" in keys["run"] and keys["id"] == "warm"
+    assert keys["env"]["PERFGATE_LANE"] == "${{ inputs.lane }}"
     restore = next(s for s in steps if s["name"] == "Restore the warm cache")
     assert restore["with"]["restore-keys"].splitlines() == [
-        "${{ steps.warm.outputs.restore-launch }}",
-        "${{ steps.warm.outputs.restore-backend }}",
-        "${{ steps.warm.outputs.restore-task }}",
+        "${{ steps.warm.outputs.restore-launches }}",
+        "${{ steps.warm.outputs.restore-lane }}",
     ]
-    assert bench["with"]["bucket"] == "${{ matrix.bucket }}"
+    assert bench["with"]["buckets"] == "${{ matrix.buckets }}"
+    assert bench["with"]["lane"] == "${{ matrix.lane }}"
+    assert bench["with"]["budget-minutes"] == "${{ matrix.budget }}"
     # The demo's buckets run cold, with nothing in LFS: neither step exists there.
     demo = _parsed(SITES["demo"])
     assert "Warm cache keys" not in [
         s["name"] for s in demo["actions/bench/action.yml"]["runs"]["steps"]
     ]
-    assert "lfs" not in _bench_steps(SITES["demo"])[0]["with"]
+    assert "lfs" not in _checkout_step(SITES["demo"])["with"]
     # An image per commit replaces the era's image: no resolve-image step then.
     demo_site = SITES["demo"]
     per_commit = dataclasses.replace(
@@ -692,16 +716,19 @@ def test_hostile_bucket_values_cannot_inject_into_yaml_or_shell() -> None:
     workflow = docs[".github/workflows/perfgate.yml"]
     assert set(workflow) == set(normal[".github/workflows/perfgate.yml"])
     assert set(workflow["jobs"]) == set(normal[".github/workflows/perfgate.yml"]["jobs"])
-    row = workflow["jobs"]["bench"]["strategy"]["matrix"]["include"][0]
-    assert set(row) == {"bucket", "artifact", "logs", "runner", "timeout"}
+    # The matrix is the config job's output, never rendered text; its rows reach shell
+    # only through env: (the bench action), and name their artifacts by lane alone.
+    assert workflow["jobs"]["bench"]["strategy"]["matrix"] == (
+        "${{ fromJSON(needs.config.outputs.lanes) }}"
+    )
+    (row, *_) = lane_rows(config, config.buckets)
+    assert row["buckets"].split()[0] == f"{hostile}/{bucket.backend_key}".split()[0]
+    assert re.fullmatch(r"perfgate-result-lane-[0-9]+", row["artifact"])
+    assert re.fullmatch(r"perfgate-log-lane-[0-9]+", row["logs"])
     # GitHub evaluates ${{ }} in any string: every expression left in a value is the
     # escape ${{ '${{' }}, which evaluates to the literal text.
-    for value in (row["bucket"], *row["runner"], workflow["env"]["PERFGATE_CONFIG"]):
-        assert all(e == "${{ '${{' }}" for e in re.findall(r"\$\{\{.*?\}\}", value)), value
-    unescaped = row["bucket"].replace("${{ '${{' }}", "${{")
-    assert unescaped == f"{hostile}/{bucket.backend_key}"
-    assert re.fullmatch(r"perfgate-result-[A-Za-z0-9._-]+", row["artifact"])
-    assert re.fullmatch(r"perfgate-log-[A-Za-z0-9._-]+", row["logs"])
+    value = workflow["env"]["PERFGATE_CONFIG"]
+    assert all(e == "${{ '${{' }}" for e in re.findall(r"\$\{\{.*?\}\}", value)), value
     for step in _steps(docs):
         assert "secrets.TOKEN" not in step.get("run", "")
         assert "${{" not in step.get("run", "")
@@ -724,6 +751,21 @@ def test_undefined_template_variables_fail_loudly(tmp_path: Path) -> None:
         environment(tmp_path).get_template("t.j2").render({})
     with pytest.raises(UsageError):
         environment(tmp_path / "absent")
+
+
+def job_timeout_minutes(
+    bucket: Bucket, confirm: ConfirmMode, admission: AdmissionPolicy | None = None
+) -> int:
+    """The timeout of a lane of ``bucket`` alone, without a run budget, in a pull request's
+    run (no push samples added)."""
+    demo = SITES["demo"].config
+    config = dataclasses.replace(
+        demo,
+        gate=dataclasses.replace(demo.gate, confirm=confirm, budget_minutes=None),
+        admission=admission or AdmissionPolicy(mode=AdmissionMode.OFF),
+        alerts=AlertsSpec(push_repeats=1),
+    )
+    return lane_timeout_minutes(Lane(number=1, runner=bucket.runner, buckets=(bucket,)), config)
 
 
 def test_job_timeout_covers_every_attempt_plus_margin_at_least_30() -> None:

@@ -753,7 +753,12 @@ def test_valid_config_reports_its_bucket_count(
     path = tmp_path / "perfgate.yaml"
     path.write_text("version: 1\n" + VALID_BUCKET, encoding="utf-8")
     assert cli.main(["validate", "--config", str(path)]) == 0
-    assert capsys.readouterr().out.strip() == f"{path}: ok, 1 buckets"
+    first, *worst = capsys.readouterr().out.strip().splitlines()
+    assert first == f"{path}: ok, 1 buckets"
+    assert [line.split(":")[0] for line in worst[:3]] == [
+        "worst case, a pull request", "worst case, a push",
+        "worst case, a merged pull request (its run and its push)",
+    ]  # fmt: skip
 
 
 def test_demo_vocabulary_matches_the_demo_benchmark() -> None:
