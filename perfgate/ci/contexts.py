@@ -161,7 +161,10 @@ def gate_workflow_context(site: Site) -> dict[str, Any]:
         **common_context(site),
         "target_branches": list(gate.target_branches),
         "protected_branches": list(gate.protected_branches),
-        "concurrency_group": quoted(concurrency_group("perfgate")),
+        "concurrency_group": quoted(
+            concurrency_group("perfgate", coalesce_pushes=site.config.coalesce_pushes)
+        ),
+        "coalesce_pushes": site.config.coalesce_pushes,
         "config_condition": quoted(config_condition()),
         "publish_condition": quoted(
             "!cancelled() && github.event_name == 'push' && "

@@ -44,7 +44,7 @@ def branch_condition(patterns: Sequence[str], ref: str = "github.ref") -> str:
     return " || ".join(terms)
 
 
-def concurrency_group(prefix: str) -> str:
+def concurrency_group(prefix: str, *, coalesce_pushes: bool = False) -> str:
     """Pull requests share one group per PR (cancelled on update); everything else per commit.
 
     A ``labeled`` event for some other label gets a group of its own, so adding an
@@ -52,15 +52,24 @@ def concurrency_group(prefix: str) -> str:
     ref and commit: a push of a commit to two protected branches, or a merge-group run and
     the push of the same commit, never wait on each other, and a third run of one of them
     can never cancel the other's pending run (and its publish) from the queue.
+
+    ``coalesce_pushes`` keys pushes by branch alone: one push run per branch at a time,
+    and GitHub keeps only the newest pending one (the others' changes are measured with
+    it), so the pushes a branch pays for are bounded by how long a push run takes.
     """
     pr = "github.event_name == 'pull_request'"
     other_label = (
         f"github.event.action == 'labeled' && github.event.label.name != {expr_string(RUN_LABEL)}"
     )
+    pushes = (
+        "github.event_name == 'push' && format('push-{0}', github.ref) || "
+        if coalesce_pushes
+        else ""
+    )
     return (
         f"{prefix}-${{{{ {pr} && !({other_label}) && "
         f"format('pr-{{0}}', github.event.pull_request.number) || "
-        f"{pr} && format('label-{{0}}', github.run_id) || "
+        f"{pr} && format('label-{{0}}', github.run_id) || {pushes}"
         f"format('{{0}}-{{1}}-{{2}}', github.event_name, github.ref, github.sha) }}}}"
     )
 

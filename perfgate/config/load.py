@@ -112,6 +112,7 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
         perfgate_source=source,
         action_ref=ActionRef(data.get("workflows", {}).get("action_ref", ActionRef.SELF)),
         bench_jobs=data.get("workflows", {}).get("bench_jobs", Config.bench_jobs),
+        coalesce_pushes=data.get("workflows", {}).get("coalesce_pushes", Config.coalesce_pushes),
         report=ReportSpec(**data.get("report", {})),
         notices=_deprecations(document, gate),
         admission=_admission_policy(data.get("admission", {})),

@@ -38,6 +38,8 @@ class Config:
     action_ref: ActionRef = ActionRef.SELF
     # workflows.bench_jobs: runner jobs a run fans out to, at most, per runner pool.
     bench_jobs: int = 1
+    # workflows.coalesce_pushes: one push run per branch at a time, the newest pending wins.
+    coalesce_pushes: bool = False
     report: ReportSpec = field(default_factory=ReportSpec)
     admission: AdmissionPolicy = field(default_factory=AdmissionPolicy)
     alerts: AlertsSpec = field(default_factory=AlertsSpec)

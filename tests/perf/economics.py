@@ -431,9 +431,8 @@ class Series:
         return self.names[run][slot], float(self.offsets[run, slot] * self.states[run])
 
 
-def make_series(pool: Pool, rng: np.random.Generator) -> Series:
-    """Draw one series of ``BURN_IN + POINTS`` runs on ``pool``."""
-    n = BURN_IN + POINTS
+def make_series(pool: Pool, rng: np.random.Generator, n: int = BURN_IN + POINTS) -> Series:
+    """Draw one series of ``n`` runs on ``pool`` (``BURN_IN + POINTS`` unless given)."""
     start = rng.uniform(math.log1p(-OFFSET), math.log1p(OFFSET), RUNNERS)
     logs = np.tile(start, (n, 1))
     names = [[f"runner-{k}" for k in range(RUNNERS)] for _ in range(n)]
@@ -534,7 +533,11 @@ def examples(config: Config) -> tuple[Example, Example]:
 
 
 def setup_minutes(config: Config) -> float:
-    """S such that one launch per bucket costs the upstream gate's 145 minutes a PR."""
+    """S: a job's setup as the buckets declare it (``setup_minutes``), else solved so that
+    one launch per bucket costs the upstream gate's 145 minutes a PR."""
+    declared = [b.setup_minutes for b in config.buckets if b.setup_minutes is not None]
+    if declared:
+        return max(declared)
     total = sum(b.launch_minutes or 10.0 for b in config.buckets)
     return (UPSTREAM_PR_MINUTES - total) / len(config.buckets)
 

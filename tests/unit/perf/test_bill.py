@@ -1,0 +1,52 @@
+"""The whole-bill suite's accounting: what a merged pull request is charged, and when a
+coalesced push is measured."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from tests.perf import bill, economics
+
+CONFIG = economics.load_config(economics.EXAMPLE_CONFIG)
+OFFSETS = economics.Pool(kind="offsets", cv=0.01)
+SETUP = economics.setup_minutes(CONFIG)
+LAUNCHES = sum(b.launch_minutes or 10.0 for b in CONFIG.buckets)
+
+
+def upstream() -> bill.Case:
+    return next(c for c in bill.cases(CONFIG) if c.upstream)
+
+
+def test_upstreams_merged_pr_is_two_runs_of_a_launch_a_bucket_and_a_job_a_bucket() -> None:
+    tally = bill.live(CONFIG, upstream(), OFFSETS, 11, 0.0, SETUP)
+    assert len(tally.merged) == bill.MERGES
+    one_run = 9 * SETUP + LAUNCHES  # the 145 L40S-minutes the upstream gate's reviewers quote
+    assert one_run == pytest.approx(economics.UPSTREAM_PR_MINUTES, abs=1.0)
+    # Throttled samples admission control measures again add a few per cent, no more.
+    for minutes in (tally.pr_minutes / bill.MERGES, tally.push_minutes / bill.MERGES):
+        assert one_run <= minutes <= one_run * 1.1
+    assert sum(tally.merged) == pytest.approx(tally.pr_minutes + tally.push_minutes)
+
+
+def test_one_job_pays_its_setup_once_and_a_push_its_samples() -> None:
+    case = bill.Case(name="one job, push 2", lanes=1, push_samples=2)
+    tally = bill.live(CONFIG, case, OFFSETS, 11, 0.0, SETUP)
+    push = tally.push_minutes / bill.MERGES
+    assert SETUP + 2 * LAUNCHES <= push <= (SETUP + 2 * LAUNCHES) * 1.1
+
+
+def test_coalesced_pushes_measure_fewer_pushes_when_runs_outlast_the_gap_between_merges(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    case = bill.Case(name="push 2", lanes=1, push_samples=2)
+    every = bill.live(CONFIG, case, OFFSETS, 11, 0.0, SETUP)
+    coalesced = bill.live(CONFIG, replace(case, coalesce=True), OFFSETS, 11, 0.0, SETUP)
+    # A push run of the nine buckets twice takes about 200 minutes; merges come 100 apart.
+    assert coalesced.push_minutes < 0.8 * every.push_minutes
+    # Merges far apart (the gaps are random: one in fifty still falls inside a run): about
+    # every push is measured, coalesced or not.
+    monkeypatch.setattr(bill, "MERGE_GAP", 10_000.0)
+    apart = bill.live(CONFIG, replace(case, coalesce=True), OFFSETS, 11, 0.0, SETUP)
+    assert apart.push_minutes >= 0.9 * every.push_minutes
