@@ -184,6 +184,46 @@ def test_select_step_skips_gpu_jobs_for_unrelated_pull_requests(
     assert len(json.loads(outputs["buckets"])) == (9 if run == "true" else 0)
 
 
+def _select_step(tmp_path: Path, *, coalesce_pushes: bool) -> dict[str, Any]:
+    """The config job's select step of the Isaac Lab example rendered with pushes
+    coalesced or not."""
+    import dataclasses
+
+    from perfgate.ci import render
+
+    site = tmp_path / "site"
+    site.mkdir()
+    shutil.copy2(ROOT / "examples/isaaclab/perfgate.yaml", site / "perfgate.yaml")
+    config = dataclasses.replace(
+        load_config(site / "perfgate.yaml"), coalesce_pushes=coalesce_pushes
+    )
+    render.write(render.render_site(render.site_for(config, site)), site)
+    return _step(site / ".github/workflows/perfgate.yml", "config", "select")
+
+
+def test_coalesced_pushes_share_a_group_per_branch_and_measure_every_bucket(
+    tmp_path: Path,
+) -> None:
+    """workflows.coalesce_pushes: the push a run follows may have been superseded
+    unmeasured, so a push measures every bucket, whatever it touched."""
+    workflow = yaml.safe_load(
+        (ROOT / "examples/isaaclab/.github/workflows/perfgate.yml").read_text()
+    )
+    assert "format('push-{0}', github.ref)" in workflow["concurrency"]["group"]
+    step = _select_step(tmp_path, coalesce_pushes=True)
+    assert step == _step(ROOT / "examples/isaaclab/.github/workflows/perfgate.yml",
+                         "config", "select")  # fmt: skip
+    clone, _ = _pushed_repo(tmp_path, "README.md")
+    output = tmp_path / "out"
+    env = {"EVENT_NAME": "push", "HAS_RUN_LABEL": "false", "PERFGATE_CONFIG": "perfgate.yaml",
+           "RUNNER_TEMP": str(tmp_path), "GITHUB_OUTPUT": str(output),
+           "PYTHONPATH": str(ROOT),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
+    result = _bash(step["run"], clone, env)
+    assert result.returncode == 0, result.stderr
+    assert len(json.loads(_outputs(output)["buckets"])) == 9
+
+
 def _pushed_repo(tmp_path: Path, changed: str) -> tuple[Path, str]:
     """A clone of a bare origin whose last push changed ``changed``; the commit it follows."""
     origin, work = tmp_path / "origin.git", tmp_path / "work"
@@ -219,7 +259,7 @@ def _pushed_repo(tmp_path: Path, changed: str) -> tuple[Path, str]:
 def test_a_push_runs_only_the_buckets_it_touches_since_the_commit_it_follows(
     tmp_path: Path, changed: str, before: str, run: str
 ) -> None:
-    step = _step(ROOT / "examples/isaaclab/.github/workflows/perfgate.yml", "config", "select")
+    step = _select_step(tmp_path, coalesce_pushes=False)
     clone, parent = _pushed_repo(tmp_path, changed)
     output = tmp_path / "out"
     env = {
