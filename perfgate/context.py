@@ -54,6 +54,9 @@ class RunContext:
     runner_name: str | None = None
     # Names the allocation a run belongs to (bench --run-label, PERFGATE_RUN_LABEL).
     run_label: str | None = None
+    # The CI artifact this job uploads its attempt logs as (PERFGATE_LOG_ARTIFACT, which
+    # the rendered bench job sets): one per runner job, which may run several buckets.
+    log_artifact: str | None = None
 
     @property
     def is_pull_request(self) -> bool:
@@ -85,6 +88,7 @@ class RunContext:
             "job": self.job,
             "runner_name": self.runner_name,
             "run_label": self.run_label,
+            "log_artifact": self.log_artifact,
         }
 
     def source_json(self) -> dict[str, Any]:
@@ -190,4 +194,11 @@ def _from_github(env: Mapping[str, str]) -> RunContext:
         workflow=env.get("GITHUB_WORKFLOW"),
         job=env.get("GITHUB_JOB"),
         runner_name=env.get("RUNNER_NAME"),
+        log_artifact=_artifact_name(env.get("PERFGATE_LOG_ARTIFACT")),
     )
+
+
+def _artifact_name(name: str | None) -> str | None:
+    """An artifact name GitHub accepts (letters, digits, ``._-``), else None: it is only
+    shown, as a link's text, so a bad one is dropped rather than failing the run."""
+    return name if name and re.fullmatch(r"[A-Za-z0-9._-]{1,200}", name) else None

@@ -152,6 +152,8 @@ class CiInfo:
     runner_name: str | None = None
     # The allocation (one runner job of a qualification) this run belongs to.
     run_label: str | None = None
+    # The CI artifact holding this job's attempt logs (None: per bucket, as before lanes).
+    log_artifact: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

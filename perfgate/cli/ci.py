@@ -183,7 +183,8 @@ def lane_rows(config: Config, measured: Sequence[Bucket]) -> list[dict[str, Any]
             "runner": list(lane.runner),
             "timeout": lane_timeout_minutes(lane, config, warm),
             # A string: an empty one leaves the bench at gate.budget_minutes (none set).
-            "budget": "" if lane.budget_minutes is None else f"{lane.budget_minutes:g}",
+            # Exact: the shares, rounded down to 3 decimals, add up to at most the budget.
+            "budget": "" if lane.budget_minutes is None else f"{lane.budget_minutes:.3f}",
         }
         for lane in plan(config, measured)
     ]

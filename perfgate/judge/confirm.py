@@ -53,6 +53,7 @@ from perfgate.judge.runners import StoredRun, WindowRunners, WindowView, window_
 from perfgate.judge.verdicts import Reason
 from perfgate.judge.window import WindowModel
 from perfgate.result import PairedRecord, Result
+from perfgate.run.allowance import MARGIN
 from perfgate.run.paired import PairPlan
 from perfgate.run.sampling import Step
 
@@ -135,7 +136,9 @@ class Confirmer:
             return PairPlan(pairs=bucket.max_pairs)
         if not plan.decides:
             return PairPlan(pairs=0, skipped=f"the pairs cannot decide: {plan.text()}")
-        why = unaffordable(plan.minutes, left_minutes)
+        # What deciding needs as the bench spends it: the pairs, the merge base's warm-up
+        # (its cache is keyed by its commit) and the margin nothing optional starts without.
+        why = unaffordable(plan.minutes * MARGIN + plan.launch_minutes, left_minutes)
         return PairPlan(pairs=0, skipped=why) if why else PairPlan(pairs=plan.afforded)
 
     def order(self, runs: Sequence[tuple[Bucket, Result]]) -> list[Bucket]:

@@ -440,7 +440,8 @@ def cost_text(cost: object, escape: Callable[[str], str] = md_text, strong: str 
     """What the run cost its runners, in one sentence: the total, then each kind with its
     launches (verdict.json's ``cost``); or that no result recorded it. ``escape`` and
     ``strong`` suit it to Markdown (the default) or a terminal (``str``, "")."""
-    cost = _mapping(cost)
+    if not isinstance(cost, Mapping):
+        return "Runner time: not recorded (this report was made before perfgate recorded it)."
     unrecorded = _texts(cost.get("unrecorded"))
     minutes = _number(cost.get("runner_minutes"))
     by_kind = _mapping(cost.get("by_kind"))
@@ -448,15 +449,20 @@ def cost_text(cost: object, escape: Callable[[str], str] = md_text, strong: str 
         named = ", ".join(escape(b) for b in unrecorded)
         return (f"Runner time: not recorded by the results of {named}."
                 if named else "Runner time: none (no bucket reported a result).")  # fmt: skip
+    lines = {kind: _mapping(by_kind.get(kind)) for kind in SPEND_WORDS if kind in by_kind}
     parts = []
-    for kind, words in SPEND_WORDS.items():
-        line = _mapping(by_kind.get(kind))
+    for kind, line in lines.items():
         spent = _number(line.get("minutes"))
         if spent is None:
             continue
         launches = _count(line.get("launches"))
-        counted = f", {launches} launch{'es' if launches != 1 else ''}" if launches else ""
-        parts.append(f"{words} {spent:.1f}{counted}")
+        # A kind's launches, when there are several kinds to tell apart.
+        counted = (
+            f", {launches} launch{'es' if launches != 1 else ''}"
+            if launches and len(lines) > 1
+            else ""
+        )
+        parts.append(f"{SPEND_WORDS[kind]} {spent:.1f}{counted}")
     launches = _count(cost.get("launches"))
     plural = "es" if launches != 1 else ""
     text = f"Runner time: {strong}{minutes:.1f} min{strong} in {launches} launch{plural}"

@@ -405,6 +405,8 @@ def _log_json(result: Result | None) -> dict[str, Any] | None:
         return None
     in_ci = result.ci.run_id is not None
     return {
-        "artifact": log_artifact_name(result.bucket.id) if in_ci else None,
+        "artifact": (result.ci.log_artifact or log_artifact_name(result.bucket.id))
+        if in_ci
+        else None,
         "path": result.log_path,
     }

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from perfgate.config import Bucket
 from perfgate.result import (
+    CacheState,
     FailurePhase,
     PairedRecord,
     PairedSample,
@@ -17,7 +18,7 @@ from perfgate.result import (
     PairedStop,
 )
 from perfgate.run.admission import AdmissionControl
-from perfgate.run.launch import BenchSettings
+from perfgate.run.launch import BenchSettings, warm_cache
 from perfgate.run.paired import measure_pairs
 from perfgate.run.sample import SampleRun, grant_remeasure, measure_sample, sample_figure
 
@@ -93,9 +94,16 @@ def measure_alternately(
             wall_s=round(time.monotonic() - started, 3),
         )
 
+    # The first pair's estimate: a launch a side, and the base's warm-up when its cache
+    # is cold (it is keyed by the base commit, so it is cold for every new merge base).
+    warm_base = warm_cache(runs[PairedSide.BASE][0], base_settings, runs[PairedSide.BASE][2])
+    launch_s = expected_s or 0.0
+    cold_base = warm_base is not None and warm_base.state is CacheState.COLD
     samples, stop = measure_pairs(
         max_pairs=max_pairs,
         budget_s=budget_s,
+        started=started,
+        first_pair_s=launch_s * (3 if cold_base else 2),
         measure=measure,
         remeasure=lambda s: (
             head_settings.allowance.affords(expected_s or s.wall_s)

@@ -83,6 +83,7 @@ class BucketRun:
         self.stopped = SamplingStop.PLANNED
         # The runner job's setup, charged to the first bucket the job runs (None: unknown).
         self.setup_s: float | None = None
+        self.out_of_budget = False  # the last sampling stopped for the run's budget
         self.sampler = Sampler(
             self._measure,
             healthy=lambda sample: sample.healthy,
@@ -107,8 +108,24 @@ class BucketRun:
         return statistics.median(walls) if walls else declared_launch_s(self.bucket)
 
     def affords_launch(self) -> bool:
-        """True when the run's allowance can afford one more launch of this bucket."""
-        return self.settings.allowance.affords(self.launch_s())
+        """True when the run's allowance can afford one more launch of this bucket; when it
+        cannot, the run stops for its budget (said, and recorded as TIME_BUDGET)."""
+        if self.settings.allowance.affords(self.launch_s()):
+            return True
+        self.out_of_budget = True
+        return False
+
+    def _sample_until(
+        self, plan: SamplingPlan, wants_more: Callable[[Sequence[SampleRun]], bool] | None
+    ) -> SamplingStop:
+        """The sampler's run, a stop for the run's budget said as one."""
+        self.out_of_budget = False
+        stopped = self.sampler.run(plan, wants_more)
+        if stopped is SamplingStop.SETTLED and self.out_of_budget:
+            self.settings.say(f"{self.bucket.id}: no further sample: the run's budget cannot "
+                              "afford another launch")  # fmt: skip
+            return SamplingStop.TIME_BUDGET
+        return stopped
 
     def remeasure(self, what: str, wall_s: float, admission: SampleAdmission | None) -> bool:
         """Whether admission control grants measuring ``what`` again (and the run's allowance
@@ -144,7 +161,7 @@ class BucketRun:
         if confirm is None or paired:
             self.stopped = self.sampler.run(replace(self.plan, confirm=ConfirmMode.OFF), None)
         else:
-            self.stopped = self.sampler.run(self.plan, self.asks(confirm))
+            self.stopped = self._sample_until(self.plan, self.asks(confirm))
         self._worked(began)
 
     def asks(self, confirm: Confirm) -> Callable[[Sequence[SampleRun]], bool]:
@@ -170,7 +187,7 @@ class BucketRun:
             return self.affords_launch() and pairing.step(bucket, self.result()) is Step.REPEAT
 
         if pairing.step(bucket, self.result()) is Step.REPEAT:
-            self.stopped = self.sampler.run(self.plan, lambda taken: repeat())
+            self.stopped = self._sample_until(self.plan, lambda taken: repeat())
         elif pairing.step(bucket, self.result()) is Step.DONE:
             self.stopped = SamplingStop.SETTLED
         if self.stopped is SamplingStop.FAILED or pairing.step(bucket, self.result()) is Step.DONE:
@@ -196,7 +213,7 @@ class BucketRun:
         if unavailable or (self.paired.status is PairedStatus.FAILED and
                            self.paired.head_failure is None):  # fmt: skip
             # No merge base to measure: confirm against the window by repeats instead.
-            self.stopped = self.sampler.run(
+            self.stopped = self._sample_until(
                 self.plan, None if confirm is None else self.asks(confirm)
             )
         self._worked(began)
@@ -265,7 +282,11 @@ def _pair(
         return measure_alternately(
             bucket,
             {
-                PairedSide.BASE: (base.bucket, replace(settings, checkout=base.checkout)),
+                # The base's warm caches live beside the lane's, never in what CI saves.
+                PairedSide.BASE: (
+                    base.bucket,
+                    replace(settings, checkout=base.checkout, warm_caches=settings.base_warm_root),
+                ),
                 PairedSide.HEAD: (bucket, settings),
             },
             base_commit=base.commit,

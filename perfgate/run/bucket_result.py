@@ -163,15 +163,18 @@ def run_spend(
 ) -> Spend:
     """What the run's launches and waits cost, by kind (R17); the job's setup is the
     caller's to add. Every launch counts once: a sample's first attempt (and the warm-up
-    its cold cache needed) as the sample, every later attempt as a retry, a sample
-    admission control replaced as a re-measure, both sides of every pair."""
+    its cold cache needed) as the sample, every later attempt as a retry, a sample taken
+    again for one admission control set aside as a re-measure, both sides of every pair
+    (and the time spent on a merge base that could not be measured)."""
     launches: dict[SpendKind, list[float]] = {}
     waited = 0.0
     counted = 0
     for position, sample in enumerate(samples):
         waited += sample.admission.waited_s
+        # A sample taken again for one admission control set aside is the re-measure; the
+        # one set aside was the plan's (or confirmation's) launch.
         kind: SpendKind = SpendKind.REMEASURE
-        if position not in replaced:
+        if position - 1 not in replaced:
             kind = SpendKind.MEASURE if counted < repeats else SpendKind.CONFIRM
             counted += 1
         for record in sample.records:
@@ -184,7 +187,7 @@ def run_spend(
     lines = {kind: SpendLine(launches=len(walls), seconds=round(sum(walls), 3))
              for kind, walls in launches.items()}  # fmt: skip
     spend = Spend(lines=lines)
-    if paired is not None and paired.samples:
+    if paired is not None and paired.wall_s > 0:
         spend = spend + paired_spend(paired)
     if waited > 0:
         spend = spend + Spend(lines={SpendKind.WAIT: SpendLine(seconds=round(waited, 3))})
@@ -212,7 +215,7 @@ def paired_spend(paired: PairedRecord) -> Spend:
         )
     if waited > 0:
         lines[SpendKind.WAIT] = SpendLine(seconds=round(waited, 3))
-    return Spend(lines=lines)
+    return Spend(lines={k: line for k, line in lines.items() if line.seconds or line.launches})
 
 
 def _reading(

@@ -51,10 +51,18 @@ class BenchSettings:
         """The directory holding one warm cache per bucket (R16)."""
         return self.warm_caches or self.work_root / WARM_CACHE_DIR
 
+    @property
+    def base_warm_root(self) -> Path:
+        """Where merge bases measured beside a change keep their warm caches: beside the
+        buckets' own, never inside what CI restores and saves (each is keyed by its base
+        commit, and would pile up there)."""
+        return self.work_root / BASE_WARM_CACHE_DIR
 
-#: Under the work root: one warm cache per bucket (R16), ``<file stem>`` for the change and
-#: ``<file stem>.base-<commit>`` for a merge base measured beside it.
+
+#: Under the work root: one warm cache per bucket (R16), ``<file stem>``.
 WARM_CACHE_DIR = "warm-cache"
+#: Under the work root: the merge bases' warm caches, ``<file stem>.base-<commit>``.
+BASE_WARM_CACHE_DIR = "warm-cache-bases"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from perfgate.config import Bucket
 from perfgate.result import PairedSample, PairedSide, PairedStop
+from perfgate.run.allowance import MARGIN
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,6 +58,8 @@ def measure_pairs(
     remeasure: Callable[[PairedSample], bool],
     wants_more: Callable[[Sequence[PairedSample]], bool],
     clock: Callable[[], float] = time.monotonic,
+    started: float | None = None,
+    first_pair_s: float = 0.0,
 ) -> tuple[list[PairedSample], PairedStop]:
     """Take pairs until the judge is satisfied, ``max_pairs`` are in, or another pair would
     not finish within the budget.
@@ -65,10 +68,19 @@ def measure_pairs(
     comparison. A sample admission control set aside is measured again while
     ``remeasure`` grants it (then its pair uses the new one), else its pair is left out.
     ``wants_more`` says whether the judge is still undecided: SETTLED only when it is not.
+
+    The budget is a cap counted from ``started`` (the merge base's checkout included): a
+    pair starts only when it can finish within it, at ``first_pair_s`` for the first pair
+    and afterwards at what the last pair's launches took, its warm-ups left out (a cold
+    cache is warmed once).
     """
-    started = clock()
+    started = clock() if started is None else started
     samples: list[PairedSample] = []
+    per_pair = first_pair_s
     for pair in range(max_pairs):
+        if budget_s is not None and clock() - started + per_pair * MARGIN > budget_s:
+            return samples, PairedStop.TIME_BUDGET
+        first = len(samples)
         for side in pair_order(pair):
             while True:
                 sample = measure(side, pair, len(samples))
@@ -79,10 +91,5 @@ def measure_pairs(
                     break
         if not wants_more(samples):
             return samples, PairedStop.SETTLED
-        # A cap: the next pair starts only when it can finish within the budget, at the
-        # time a pair has taken so far (the merge base's checkout and warm-up included).
-        if budget_s is not None:
-            elapsed = clock() - started
-            if elapsed + elapsed / (pair + 1) > budget_s:
-                return samples, PairedStop.TIME_BUDGET
+        per_pair = sum(s.wall_s - s.warmup_s for s in samples[first:])
     return samples, PairedStop.MAX_PAIRS

@@ -70,6 +70,7 @@ def test_pull_request_targets_the_base_ref_not_the_merge_ref(tmp_path: Path) -> 
         "job": "bench",
         "runner_name": "gpu-runner-7",
         "run_label": None,
+        "log_artifact": None,
     }
 
 
@@ -152,3 +153,15 @@ def test_run_labels_are_plain_names_and_local_runs_name_their_runner(tmp_path: P
     local = detect({"RUNNER_NAME": "laptop-b"}, cwd=tmp_path)
     assert (local.runner_name, local.event) == ("laptop-b", "local")
     assert detect({}, cwd=tmp_path).runner_name is None
+
+
+def test_a_runner_jobs_log_artifact_is_recorded_when_it_is_a_name_github_accepts(
+    tmp_path: Path,
+) -> None:
+    """A job of several buckets uploads one log artifact; results name it for the reports."""
+    env = github_env(tmp_path, "push", {}, GITHUB_REF="refs/heads/main",
+                     PERFGATE_LOG_ARTIFACT="perfgate-log-lane-2")  # fmt: skip
+    assert detect(env).ci_json()["log_artifact"] == "perfgate-log-lane-2"
+    for bad in ("", "logs with spaces", "a/b", "x" * 201):
+        env["PERFGATE_LOG_ARTIFACT"] = bad
+        assert detect(env).log_artifact is None, bad

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from perfgate.result import (
     AdmissionStatus,
     FailurePhase,
@@ -47,21 +49,40 @@ def test_pairs_until_the_judge_is_satisfied() -> None:
 
 
 def test_max_pairs_and_the_time_budget_stop_it() -> None:
-    def run(budget: float | None, ticks: list[float]) -> tuple[int, PairedStop]:
-        clock = iter(ticks)
-        samples, stop = measure_pairs(
-            max_pairs=3, budget_s=budget,
-            measure=lambda side, pair, index: sample(side, pair, index),
-            remeasure=lambda s: False, wants_more=lambda taken: True,
-            clock=lambda: next(clock),
-        )  # fmt: skip
-        return len(samples), stop
+    """The budget is a cap: a pair starts only when, at what a pair takes, it ends within
+    the budget, counted from the merge base's checkout; the first at its estimate."""
 
-    assert run(None, [0.0]) == (6, PairedStop.MAX_PAIRS)
-    # A cap: a pair of 30 s fits once more in 60 s (a slower second one still ends it) ...
-    assert run(60.0, [0.0, 30.0, 61.0]) == (4, PairedStop.TIME_BUDGET)
-    # ... one of 35 s does not, so the second pair never starts (the budget is not overrun).
-    assert run(60.0, [0.0, 35.0]) == (2, PairedStop.TIME_BUDGET)
+    def run(
+        budget: float | None,
+        *,
+        started: float = 0.0,
+        first: float = 0.0,
+        launch: float = 15.0,
+        warmup: float = 0.0,
+    ) -> tuple[int, PairedStop, float]:
+        now = [0.0]
+
+        def measure(side: PairedSide, pair: int, index: int) -> PairedSample:
+            cold = warmup if (index == 0 and side is BASE) else 0.0
+            now[0] += launch + cold
+            return replace(sample(side, pair, index), wall_s=launch + cold, warmup_s=cold)
+
+        samples, stop = measure_pairs(
+            max_pairs=3, budget_s=budget, measure=measure, remeasure=lambda s: False,
+            wants_more=lambda taken: True, clock=lambda: now[0], started=started,
+            first_pair_s=first,
+        )  # fmt: skip
+        return len(samples), stop, now[0] - started
+
+    assert run(None)[:2] == (6, PairedStop.MAX_PAIRS)
+    # Pairs of 30 s: two end by 60 s; a third (90 s) would not, so it never starts.
+    assert run(70.0, first=30.0) == (4, PairedStop.TIME_BUDGET, 60.0)
+    # 20 s of checkout before the first pair count: only one pair fits in 60 s.
+    assert run(60.0, started=-20.0, first=30.0) == (2, PairedStop.TIME_BUDGET, 50.0)
+    # A first pair that cannot finish within the budget never starts.
+    assert run(30.0, first=30.0)[:2] == (0, PairedStop.TIME_BUDGET)
+    # The base's warm-up is paid once: after a first pair of 45 s the next costs 30.
+    assert run(110.0, first=45.0, warmup=15.0) == (6, PairedStop.MAX_PAIRS, 105.0)
 
 
 def test_a_set_aside_sample_is_measured_again_in_its_pair() -> None:

@@ -1,6 +1,9 @@
-"""A paired comparison's bill: both sides' launches, the base's warm-up, waits, its checkout."""
+"""A bucket run's bill by kind: its samples, warm-ups, retries, re-measures, confirmation, and
+a paired comparison's both sides, the base's warm-up, waits and checkout."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +18,11 @@ from perfgate.result import (
     SpendKind,
     SpendLine,
 )
-from perfgate.run.bucket_result import paired_spend
+from perfgate.run.bucket_result import paired_spend, run_spend
+from perfgate.run.bundle import MetricStats
+from perfgate.run.drivers import Measurement
+from perfgate.run.execution import AttemptRecord, ProcessOutcome
+from perfgate.run.sample import SampleRun
 
 
 def sample(index: int, side: PairedSide, wall_s: float, **more: object) -> PairedSample:
@@ -55,3 +62,42 @@ def test_spends_add_kind_by_kind_and_read_back_from_their_json() -> None:
     assert (both.seconds, both.launches) == (190.5, 3)
     assert Spend.from_json(both.to_json()) == both
     assert both.to_json()["seconds"] == 190.5
+
+
+def test_time_spent_on_a_merge_base_that_could_not_be_measured_is_billed_as_its_checkout() -> None:
+    unavailable = PairedRecord(status=PairedStatus.UNAVAILABLE, reason="no merge base",
+                               wall_s=12.5)  # fmt: skip
+    assert paired_spend(unavailable).lines == {SpendKind.BASE_CHECKOUT: SpendLine(seconds=12.5)}
+
+
+def _sample(index: int, *walls: float, warmup: bool = False) -> SampleRun:
+    """A sample whose attempts took ``walls`` (the first a warm-up when ``warmup``)."""
+    records = [
+        AttemptRecord(
+            number=max(1, n) if warmup else n + 1,  # a warm-up shares its attempt's number
+            outcome=ProcessOutcome(exit_code=0, timed_out=False, wall_s=wall, log_tail="",
+                                   phase=None),
+            reading=Measurement(stats=MetricStats(value=100.0)),
+            warmup=warmup and n == 0,
+        )
+        for n, wall in enumerate(walls)
+    ]  # fmt: skip
+    admission = SampleAdmission(sample_index=index, status=AdmissionStatus.ADMITTED)
+    return SampleRun(index=index, records=records, work_dir=Path("w"), admission=admission)
+
+
+def test_each_launch_is_billed_as_what_the_allowance_charged_it_for() -> None:
+    """The plan's launch (and its warm-up), a retry, the sample taken again for one set
+    aside (the re-measure, not the one set aside), and confirmation past the repeats."""
+    samples = [
+        _sample(0, 30.0, 60.0, warmup=True),  # a cold cache's warm-up, then the sample
+        _sample(1, 60.0),  # set aside by admission control ...
+        _sample(2, 61.0),  # ... and taken again: the re-measure
+        _sample(3, 5.0, 62.0),  # confirmation past the repeats, its first attempt retried
+    ]
+    spend = run_spend(samples, replaced=[1], repeats=2, paired=None)
+    assert spend.of(SpendKind.WARMUP) == SpendLine(launches=1, seconds=30.0)
+    assert spend.of(SpendKind.MEASURE) == SpendLine(launches=2, seconds=120.0)
+    assert spend.of(SpendKind.REMEASURE) == SpendLine(launches=1, seconds=61.0)
+    assert spend.of(SpendKind.CONFIRM) == SpendLine(launches=1, seconds=5.0)
+    assert spend.of(SpendKind.RETRY) == SpendLine(launches=1, seconds=62.0)
