@@ -68,6 +68,7 @@ from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.runners import RunnerModel, StoredRun, analyse_for_runner
 from perfgate.judge.verdicts import Verdict
 from perfgate.judge.window import WindowModel, analyse_window
+from perfgate.run.allowance import MARGIN
 from perfgate.run.sampling import Step
 from tests.perf.targets import Options, SuiteReport, Target, at_least, at_most, upper95
 
@@ -360,7 +361,8 @@ def pair_phase(
             policy=paired_policy,
             prior_df=prior.df if prior else 0.0,
         )
-        if not plan.decides or unaffordable(plan.minutes, left_minutes):
+        # As the bench plans it: the pairs, the merge base's warm-up, and the margin.
+        if not plan.decides or unaffordable(plan.minutes * MARGIN + launch, left_minutes):
             return None
     pairs: list[tuple[float, float]] = []
     for index in range(afford):
