@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import statistics
+import sys
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from perfgate.config import Config, Direction
 from perfgate.identity import stable_hash
@@ -24,6 +28,7 @@ from perfgate.result import (
     Timings,
 )
 from perfgate.run.launch import benchmark_identity, launch_identity
+from tests.paths import FIXTURES
 
 
 def make_result(
@@ -145,3 +150,38 @@ def of_experiment(result: Result, config: Config) -> Result:
         identity=identity,
         bucket=replace(result.bucket, baseline_epoch=bucket.baseline_epoch),
     )
+
+
+def fake_matrix(directory: Path, mode: str, backends: Sequence[str], **defaults: Any) -> Path:
+    """A perfgate.yaml in ``directory`` of one command task that runs
+    ``tests/fixtures/fake_benchmark.py MODE`` once a sample, a bucket per backend, each
+    backend keeping its own state (attempt counter); ``defaults`` join its defaults."""
+    document = {
+        "version": 1,
+        "defaults": {
+            "driver": "command",
+            "timeout_minutes": 1,
+            "repeats": 1,
+            **defaults,
+            "metric": {"path": "results.throughput.mean", "direction": "higher", "unit": "it/s"},
+        },
+        "buckets": [
+            {
+                "task": "fake",
+                "backends": [{"physics": name} for name in backends],
+                "command": {
+                    "argv": [
+                        sys.executable,
+                        str(FIXTURES / "fake_benchmark.py"),
+                        mode,
+                        "{output_dir}/result.json",
+                        str(directory / "state-{backend}"),
+                    ],
+                    "output": "{output_dir}/result.json",
+                },
+            }
+        ],
+    }
+    path = directory / "perfgate.yaml"
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    return path

@@ -22,44 +22,21 @@ import yaml
 from perfgate.ci import render
 from perfgate.config import load_config
 from perfgate.result import SpendKind, read_result
-from tests.paths import FIXTURES, ROOT
+from tests.factories import fake_matrix
+from tests.paths import ROOT
 
 LAUNCH_S = 0.5
 BUDGET_S = 3 * LAUNCH_S
 
 
 def _config(repo: Path) -> Path:
-    document: dict[str, Any] = {
-        "version": 1,
-        "gate": {"budget_minutes": BUDGET_S / 60.0},
-        "workflows": {"bench_jobs": 2},
-        "defaults": {
-            "driver": "command",
-            "runner": ["ubuntu-latest"],
-            "timeout_minutes": 1,
-            "retries": 1,
-            "repeats": 1,
-            "launch_minutes": LAUNCH_S / 60.0,
-            "metric": {"path": "results.throughput.mean", "direction": "higher", "unit": "it/s"},
-        },
-        "buckets": [
-            {
-                "task": "flaky",
-                "backends": [{"physics": f"b{k}"} for k in range(6)],
-                "command": {
-                    "argv": [
-                        sys.executable,
-                        str(FIXTURES / "fake_benchmark.py"),
-                        "slow_flaky",
-                        "{output_dir}/result.json",
-                        str(repo / "state-{backend}"),
-                    ],
-                    "output": "{output_dir}/result.json",
-                },
-            }
-        ],
-    }
-    path = repo / "perfgate.yaml"
+    """Six buckets of a benchmark whose every first attempt fails, in two runner jobs,
+    under a budget of three launches."""
+    path = fake_matrix(repo, "slow_flaky", [f"b{k}" for k in range(6)], runner=["ubuntu-latest"],
+                       retries=1, launch_minutes=LAUNCH_S / 60.0)  # fmt: skip
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    document["gate"] = {"budget_minutes": BUDGET_S / 60.0}
+    document["workflows"] = {"bench_jobs": 2}
     path.write_text(yaml.safe_dump(document), encoding="utf-8")
     return path
 

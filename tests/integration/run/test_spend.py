@@ -4,17 +4,15 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from perfgate import cli
 from perfgate.result import SpendKind, read_result
+from tests.factories import fake_matrix
 from tests.integration.run.test_bench import artifact, fake_bucket, run
-from tests.paths import FIXTURES
 
 
 def test_a_retried_attempt_is_billed_as_a_retry_beside_the_sample_it_made(
@@ -50,34 +48,7 @@ def test_samples_past_the_repeats_are_billed_as_confirmation(tmp_path: Path) -> 
 
 def _matrix(tmp_path: Path) -> Path:
     """Two command buckets of one fake benchmark, one sample each."""
-    document = {
-        "version": 1,
-        "defaults": {
-            "driver": "command",
-            "timeout_minutes": 1,
-            "repeats": 1,
-            "metric": {"path": "results.throughput.mean", "direction": "higher", "unit": "it/s"},
-        },
-        "buckets": [
-            {
-                "task": "fake",
-                "backends": [{"physics": "one"}, {"physics": "two"}],
-                "command": {
-                    "argv": [
-                        sys.executable,
-                        str(FIXTURES / "fake_benchmark.py"),
-                        "ok",
-                        "{output_dir}/result.json",
-                        str(tmp_path / "state"),
-                    ],
-                    "output": "{output_dir}/result.json",
-                },
-            }
-        ],
-    }
-    path = tmp_path / "perfgate.yaml"
-    path.write_text(yaml.safe_dump(document), encoding="utf-8")
-    return path
+    return fake_matrix(tmp_path, "ok", ("one", "two"))
 
 
 def test_the_jobs_setup_is_billed_once_to_its_first_bucket_and_the_gate_sums_every_bucket(
@@ -130,36 +101,8 @@ def test_a_job_start_that_is_no_time_of_this_job_is_said_and_never_billed(
 def _flaky_matrix(tmp_path: Path, backends: int, launch_s: float) -> Path:
     """``backends`` buckets of a benchmark whose every first attempt fails after
     ``launch_s``: each sample needs a retry as long as its launch."""
-    document = {
-        "version": 1,
-        "defaults": {
-            "driver": "command",
-            "timeout_minutes": 1,
-            "retries": 1,
-            "repeats": 1,
-            "launch_minutes": launch_s / 60.0,
-            "metric": {"path": "results.throughput.mean", "direction": "higher", "unit": "it/s"},
-        },
-        "buckets": [
-            {
-                "task": "flaky",
-                "backends": [{"physics": f"b{k}"} for k in range(backends)],
-                "command": {
-                    "argv": [
-                        sys.executable,
-                        str(FIXTURES / "fake_benchmark.py"),
-                        "slow_flaky",
-                        "{output_dir}/result.json",
-                        str(tmp_path / "state-{backend}"),
-                    ],
-                    "output": "{output_dir}/result.json",
-                },
-            }
-        ],
-    }
-    path = tmp_path / "perfgate.yaml"
-    path.write_text(yaml.safe_dump(document), encoding="utf-8")
-    return path
+    return fake_matrix(tmp_path, "slow_flaky", [f"b{k}" for k in range(backends)], retries=1,
+                       launch_minutes=launch_s / 60.0)  # fmt: skip
 
 
 def test_the_run_budget_caps_what_every_bucket_spends_beyond_its_plan(
