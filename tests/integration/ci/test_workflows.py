@@ -137,6 +137,21 @@ def test_target_branch_follows_the_base_never_the_merge_ref(
     assert _outputs(output) == {"target-branch": expected}
 
 
+def _select_env(tmp_path: Path, event: str, **more: str) -> dict[str, str]:
+    """The environment the rendered select step gets for ``event``: no run label, the
+    step outputs in ``tmp_path/out``, this repository's perfgate and Python first."""
+    return {
+        "EVENT_NAME": event,
+        "HAS_RUN_LABEL": "false",
+        "PERFGATE_CONFIG": "perfgate.yaml",
+        "RUNNER_TEMP": str(tmp_path),
+        "GITHUB_OUTPUT": str(tmp_path / "out"),
+        "PYTHONPATH": str(ROOT),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        **more,
+    }
+
+
 def _pr_repo(tmp_path: Path, changed: str) -> Path:
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -168,16 +183,7 @@ def test_select_step_skips_gpu_jobs_for_unrelated_pull_requests(
     step = _step(ROOT / "examples/isaaclab/.github/workflows/perfgate.yml", "config", "select")
     repo = _pr_repo(tmp_path, changed)
     output = tmp_path / "out"
-    env = {
-        "EVENT_NAME": event,
-        "HAS_RUN_LABEL": label,
-        "PERFGATE_CONFIG": "perfgate.yaml",
-        "RUNNER_TEMP": str(tmp_path),
-        "GITHUB_OUTPUT": str(output),
-        "PYTHONPATH": str(ROOT),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    }
-    result = _bash(step["run"], repo, env)
+    result = _bash(step["run"], repo, _select_env(tmp_path, event, HAS_RUN_LABEL=label))
     assert result.returncode == 0, result.stderr
     outputs = _outputs(output)
     assert outputs["run"] == run
@@ -215,11 +221,7 @@ def test_coalesced_pushes_share_a_group_per_branch_and_measure_every_bucket(
                          "config", "select")  # fmt: skip
     clone, _ = _pushed_repo(tmp_path, "README.md")
     output = tmp_path / "out"
-    env = {"EVENT_NAME": "push", "HAS_RUN_LABEL": "false", "PERFGATE_CONFIG": "perfgate.yaml",
-           "RUNNER_TEMP": str(tmp_path), "GITHUB_OUTPUT": str(output),
-           "PYTHONPATH": str(ROOT),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
-    result = _bash(step["run"], clone, env)
+    result = _bash(step["run"], clone, _select_env(tmp_path, "push"))
     assert result.returncode == 0, result.stderr
     assert len(json.loads(_outputs(output)["buckets"])) == 9
 
@@ -262,18 +264,8 @@ def test_a_push_runs_only_the_buckets_it_touches_since_the_commit_it_follows(
     step = _select_step(tmp_path, coalesce_pushes=False)
     clone, parent = _pushed_repo(tmp_path, changed)
     output = tmp_path / "out"
-    env = {
-        "EVENT_NAME": "push",
-        "HAS_RUN_LABEL": "false",
-        "PUSH_BEFORE": parent if before == "parent" else before,
-        "PERFGATE_CONFIG": "perfgate.yaml",
-        "RUNNER_TEMP": str(tmp_path),
-        "GITHUB_OUTPUT": str(output),
-        "GITHUB_TOKEN": "tok",
-        "GITHUB_SERVER_URL": "https://github.example",
-        "PYTHONPATH": str(ROOT),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    }
+    env = _select_env(tmp_path, "push", PUSH_BEFORE=parent if before == "parent" else before,
+                      GITHUB_TOKEN="tok", GITHUB_SERVER_URL="https://github.example")  # fmt: skip
     result = _bash(step["run"], clone, env)
     assert result.returncode == 0, result.stderr
     outputs = _outputs(output)
@@ -639,10 +631,8 @@ def test_the_lanes_the_config_job_plans_hold_every_bucket_of_perfgate_matrix_jso
     buckets = {b["id"]: b for b in json.loads(listed.stdout)}
     step = _step(ROOT / "examples/isaaclab/.github/workflows/perfgate.yml", "config", "select")
     output = tmp_path / "out"
-    env = {"EVENT_NAME": "workflow_dispatch", "HAS_RUN_LABEL": "false", "PUSH_BEFORE": "",
-           "PERFGATE_CONFIG": str(ROOT / config), "RUNNER_TEMP": str(tmp_path),
-           "GITHUB_OUTPUT": str(output), "PYTHONPATH": str(ROOT),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
+    env = _select_env(tmp_path, "workflow_dispatch", PUSH_BEFORE="",
+                      PERFGATE_CONFIG=str(ROOT / config))  # fmt: skip
     result = _bash(step["run"], tmp_path, env)
     assert result.returncode == 0, result.stderr
     rows = json.loads(_outputs(output)["lanes"])["include"]
