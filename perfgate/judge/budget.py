@@ -66,6 +66,7 @@ def next_step(decision: Decision, *, confirm_drop_pct: float, samples: int, most
     if (
         decision.verdict is Verdict.BLOCK
         or Reason.RUN_STATE in decision.reasons
+        or Reason.SLOWER_STATE in decision.reasons
         or decision.repeats_bound_pct is None  # the reference rule takes no more samples
         or decision.repeats_bound_pct >= confirm_drop_pct
         or samples >= most

@@ -53,6 +53,9 @@ class _Evidence:
     u: float  # Mann-Whitney U of the used residuals against the window residuals
     center_var: float  # var(matched centre) / sigma^2, averaged over the samples
     run_var: float  # variance of the noise the run's samples share (not averaged away)
+    # How far below the window's best mode the matched modes sit, g units, when every
+    # sample matched a slower state of whole runs (0: not so).
+    state_gap: float = 0.0
 
     @property
     def t(self) -> float:
@@ -71,19 +74,30 @@ def _evidence(model: WindowModel, samples_g: Sequence[float]) -> _Evidence:
     var_center = 0.0
     base = 0.0
     ambiguous = 0
+    gaps: list[float] = []
+    best = len(modes) - 1  # modes ascend in goodness
+    # States of whole runs hold a run with all its samples: the run is matched as a whole
+    # (its median), or a drop halfway between two states would match half its samples to
+    # each and average out.
+    whole = len(modes) > 1 and all(m.run_level for m in modes)
+    anchor = statistics.median(samples_g) if whole and samples_g else None
     for y in samples_g:
-        k = nearest(y, centers)
+        at = y if anchor is None else anchor
+        k = nearest(at, centers)
+        state = k  # the state the sample may be in: its mode, or the one below the gap
         if len(modes) > 1:
             # Between two adjacent modes, a sample in the middle third (and > 3 sigma from
             # both) fits neither: it is counted and named in the verdict; its residual
             # against the nearer mode still counts, the Huber location bounds its weight.
-            below = max((j for j in range(len(centers)) if centers[j] <= y), default=None)
-            above = min((j for j in range(len(centers)) if centers[j] > y), default=None)
+            below = max((j for j in range(len(centers)) if centers[j] <= at), default=None)
+            above = min((j for j in range(len(centers)) if centers[j] > at), default=None)
             if below is not None and above is not None:
                 gap = centers[above] - centers[below]
-                near = min(y - centers[below], centers[above] - y)
+                near = min(at - centers[below], centers[above] - at)
                 if near > max(gap / 3.0, 3.0 * sigma):
                     ambiguous += 1
+                    state = below
+        gaps.append(centers[best] - centers[state] if modes[state].run_level else 0.0)
         resid.append(y - centers[k])
         var_center += modes[k].var
         base += centers[k]
@@ -116,6 +130,7 @@ def _evidence(model: WindowModel, samples_g: Sequence[float]) -> _Evidence:
         u=mann_whitney_u(model.residuals, resid),
         center_var=var_center / m,
         run_var=run_part,
+        state_gap=math.fsum(gaps) / m if all(g > 0.0 for g in gaps) else 0.0,
     )
 
 
@@ -263,6 +278,26 @@ def calibrated_decide(
     resolution = abs(pct_of_g(-max(t_last * se_full, min_drop), direction))
     if verdict is Verdict.PASS and resolution > 2.0 * policy.min_drop_pct:
         detail += f"; this window cannot resolve drops under {resolution:.0f} %"
+    # A run that matches a slower state of whole runs may be that state, or a drop from
+    # the best one: the window cannot tell them apart, and the run's repeats share its
+    # state. Never cleared or called an improvement on the window alone: pairs on one
+    # runner, in one state, decide.
+    # the run against the best state, and the drop from it the warn line leaves possible
+    # (-inf: the run is in the best state, or in a mode of single samples)
+    best_drop = -(ev.delta + ev.baseline_g - model.modes[-1].center) if ev.state_gap else -math.inf
+    state_bound = best_drop + t_warn * ev.se
+    slower_state = ev.state_gap > 0.0 and verdict in (Verdict.PASS, Verdict.IMPROVED, Verdict.WARN)
+    if slower_state and state_bound >= min_drop:
+        gap = regression_of_g(ev.state_gap, direction)
+        verdict, reason = Verdict.WARN, Reason.SLOWER_STATE
+        detail = (
+            f"matches the window's slower state ({gap:.1f} % below its best runs); a drop of "
+            f"up to {regression_of_g(state_bound, direction):.1f} % from the best state cannot "
+            "be told from it without a paired comparison on the same runner"
+        )
+    elif slower_state and verdict is Verdict.IMPROVED:
+        verdict, reason = Verdict.PASS, Reason.WITHIN_NOISE
+        detail = f"within noise ({signed_pct(change)} % against the window's slower state)"
     history = model.history
     if verdict is Verdict.BLOCK and -ev.delta - t_block * ev.se < history.deepest:
         # Unchanged code has fallen about this far as a whole run on this pool (a slower
@@ -283,9 +318,16 @@ def calibrated_decide(
         Decision.on(basis, verdict=verdict, reasons=(reason, *info), detail=detail),
         need_more=need_more,
         drop_possible=could_be_big,
-        drop_bound_pct=regression_of_g(-(ev.delta - t_warn * ev.se), direction),
+        drop_bound_pct=regression_of_g(
+            max(-(ev.delta - t_warn * ev.se), state_bound),
+            direction,
+        ),
         drop_pct=regression_of_g(-ev.delta, direction),
-        repeats_bound_pct=regression_of_g(-(ev.delta - t_warn * math.sqrt(ev.run_var)), direction),
+        # what no number of repeats can rule out: the noise the run shares, its state
+        repeats_bound_pct=regression_of_g(
+            max(-(ev.delta - t_warn * math.sqrt(ev.run_var)), best_drop),
+            direction,
+        ),
         value=from_g(ev.baseline_g + ev.delta, direction),
         baseline=from_g(ev.baseline_g, direction),
         effect_pct=change,

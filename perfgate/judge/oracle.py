@@ -30,7 +30,7 @@ from perfgate.judge.judgement import (
     Signal,
     bisect_label,
 )
-from perfgate.judge.paired import PairedDecision, PairedPolicy, paired_decide
+from perfgate.judge.paired import PairedDecision, PairedPolicy, settled_decision
 from perfgate.judge.policies import CalibratedPolicy, Calibration, Policy
 from perfgate.judge.rule import decide
 from perfgate.judge.runners import WindowRunners, WindowView, window_view
@@ -383,9 +383,9 @@ def _judge_metric(
         evidence = record is not None and _measured(record) and record.measures(metric.name)
         pairs = record.pairs(metric.name) if record is not None and evidence else None
         if pairs is not None:
-            paired = paired_decide(
+            paired = settled_decision(
                 pairs, direction=direction, policy=check.paired_policy or PairedPolicy(),
-                final=True, prior=pair_noise(decision),
+                prior=pair_noise(decision),
             )  # fmt: skip
             window = [_informational(window[0]), *window[1:], _paired_signal(paired, record)]
         elif record is not None and record.status is PairedStatus.SKIPPED:

@@ -42,8 +42,11 @@ from perfgate.judge.goodness import (
     signed_pct,
     to_g,
 )
-from perfgate.judge.numerics import f_sf, t_isf
+from perfgate.judge.numerics import MAD_TO_SIGMA, f_sf, t_isf
 from perfgate.judge.verdicts import Reason, Verdict
+
+# Pairs further than this many sigmas from the pairs' median are set aside (_set_aside).
+OUTLIER = 4.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,15 +125,20 @@ def paired_decide(
     ``prior`` (the window's per-sample noise) is pooled into the pairs' spread.
     """
     policy = policy or PairedPolicy()
-    n = len(pairs)
-    last = final or n >= policy.max_pairs
+    taken = len(pairs)
+    last = final or taken >= policy.max_pairs
+    base_g = [to_g(b, direction) for b, _ in pairs]
+    head_g = [to_g(h, direction) for _, h in pairs]
+    diffs = _set_aside([h - b for b, h in zip(base_g, head_g, strict=True)], prior)
+    n = len(diffs)
+    aside = f"; {taken - n} pair(s) set aside as outliers" if n < taken else ""
     # With the window's noise known, two pairs (A B, B A) may clear; a BLOCK needs min_pairs.
     early_clear = prior is not None and n >= 2
     if n < policy.min_pairs and not early_clear:
         detail = (
-            f"paired A/B: {n} usable pair(s), {policy.min_pairs} are needed to decide"
+            f"paired A/B: {n} usable pair(s), {policy.min_pairs} are needed to decide{aside}"
             if last
-            else f"paired A/B: {n} pair(s) so far"
+            else f"paired A/B: {n} pair(s) so far{aside}"
         )
         return PairedDecision(
             verdict=Verdict.INCONCLUSIVE,
@@ -139,9 +147,6 @@ def paired_decide(
             need_more=not last,
             pairs=n,
         )
-    base_g = [to_g(b, direction) for b, _ in pairs]
-    head_g = [to_g(h, direction) for _, h in pairs]
-    diffs = [h - b for b, h in zip(base_g, head_g, strict=True)]
     mean = math.fsum(diffs) / n
     # One pair's ratio has the noise of two samples: the per-sample floor, sqrt(2) times.
     floor = math.sqrt(2.0) * math.log1p(policy.noise_floor_pct / 100.0)
@@ -168,16 +173,16 @@ def paired_decide(
     text = effect_text(change, (min(lo, hi), max(lo, hi)))
     if blocking:
         verdict, reason = Verdict.BLOCK, Reason.PAIRED_REGRESSION
-        detail = f"confirmed on the same runner: paired A/B {text}, {n} pairs"
+        detail = f"confirmed on the same runner: paired A/B {text}, {n} pairs{aside}"
     elif cleared and significant:
         verdict, reason = Verdict.WARN, Reason.SMALL_REGRESSION
         detail = (
             f"paired A/B: significant drop {signed_pct(change)} %, under the "
-            f"{policy.min_drop_pct:g} % minimum ({n} pairs)"
+            f"{policy.min_drop_pct:g} % minimum ({n} pairs{aside})"
         )
     elif cleared:
         verdict, reason = Verdict.PASS, Reason.NOT_CONFIRMED
-        detail = f"not confirmed on the same runner: paired A/B {text}, {n} pairs"
+        detail = f"not confirmed on the same runner: paired A/B {text}, {n} pairs{aside}"
         bound = regression_of_g(drop + t_clear * se, direction)
         if bound >= policy.min_drop_pct:
             detail += (
@@ -186,15 +191,15 @@ def paired_decide(
             )
     else:
         verdict, reason = Verdict.INCONCLUSIVE, Reason.PAIRED_UNRESOLVED
-        detail = f"paired A/B cannot separate base and head: {text} after {n} pairs"
+        detail = f"paired A/B cannot separate base and head: {text} after {n} pairs{aside}"
     return PairedDecision(
         verdict=verdict,
         reason=reason,
         detail=detail,
         need_more=need_more,
         pairs=n,
-        base=from_g(math.fsum(base_g) / n, direction),
-        head=from_g(math.fsum(head_g) / n, direction),
+        base=from_g(math.fsum(base_g) / taken, direction),
+        head=from_g(math.fsum(head_g) / taken, direction),
         effect_pct=change,
         interval_pct=(min(lo, hi), max(lo, hi)),
         confidence=policy.confidence,
@@ -206,6 +211,58 @@ def paired_decide(
     )
 
 
+def settled_decision(
+    pairs: Sequence[tuple[float, float]],
+    *,
+    direction: Direction = Direction.HIGHER,
+    policy: PairedPolicy | None = None,
+    prior: PairNoise | None = None,
+) -> PairedDecision:
+    """The verdict of the look at which the bench stopped taking pairs: one rule for both.
+
+    The bench stops at the first look that decides, or when it may take no more (the
+    limit, the budget). The decision at a deciding look stands; only pairs that never
+    decided are judged as a last look. Re-judging a decided look as the last would move
+    the block line, and the gate would not reach the bench's verdict.
+    """
+    step = paired_decide(pairs, direction=direction, policy=policy, prior=prior)
+    if not step.need_more:
+        return step
+    return paired_decide(pairs, direction=direction, policy=policy, prior=prior, final=True)
+
+
+def _pair_noise(prior: PairNoise) -> float:
+    """One pair's log-ratio noise from one sample's: a pair carries two samples' noise."""
+    return math.sqrt(2.0) * math.log1p(prior.noise_pct / 100.0)
+
+
+def _set_aside(diffs: Sequence[float], prior: PairNoise | None) -> list[float]:
+    """The pairs' log ratios without those further than ``OUTLIER`` sigmas from their median.
+
+    A GPU that throttles unseen for one launch puts one pair far out: its whole excursion
+    would move the mean by 1/n of it and inflate the variance past the window's noise, so
+    one sample could decide the test or keep it from ever deciding. Such a pair is set
+    aside, as admission control sets aside a sample it saw throttle. The sigma is the
+    window's noise when it is known (a pair carries two samples' noise), else the pairs'
+    scaled MAD from five pairs on (fewer cannot tell an outlier); never the pairs'
+    variance, which the outlier itself inflates. At the normal a pair is set aside about
+    once in 16,000, so clean pairs are judged as before.
+    """
+    if not diffs:
+        return []
+    centre = statistics.median(diffs)
+    if prior is not None and prior.df > 0 and prior.noise_pct > 0:
+        sigma = max(_pair_noise(prior),
+                    MAD_TO_SIGMA * statistics.median(abs(d - centre) for d in diffs))  # fmt: skip
+    elif len(diffs) >= 5:
+        sigma = MAD_TO_SIGMA * statistics.median(abs(d - centre) for d in diffs)
+    else:
+        return list(diffs)
+    if sigma <= 0.0:
+        return list(diffs)
+    return [d for d in diffs if abs(d - centre) <= OUTLIER * sigma]
+
+
 def _spread(
     diffs: Sequence[float], prior: PairNoise | None, rate: float
 ) -> tuple[float, float, bool]:
@@ -214,8 +271,7 @@ def _spread(
     df = float(len(diffs) - 1)
     if prior is None or prior.df <= 0 or prior.noise_pct <= 0:
         return own, df, False
-    # One pair's ratio carries two samples' noise.
-    known = 2.0 * math.log1p(prior.noise_pct / 100.0) ** 2
+    known = _pair_noise(prior) ** 2
     if f_sf(own / known, df, prior.df) < rate:
         return own, df, False  # the pairs are noisier than the window says: they stand alone
     return (df * own + prior.df * known) / (df + prior.df), df + prior.df, True

@@ -47,6 +47,9 @@ HALF_LIFE = 100
 # A run further below its local level than this many robust run-level sigmas moved as a
 # whole (p ~ 1.3e-3 per run for normal noise): an excursion of unchanged code.
 EXCURSION_SIGMAS = 3.0
+# Past this share of runs beyond EXCURSION_SIGMAS, whole-run states are a part of the
+# pool's noise, not excursions from it.
+FREQUENT = 0.05
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,17 +158,26 @@ def fit_runners(
     for age, (run, resid) in enumerate(zip(runs, residuals, strict=True)):
         if run.runner is not None:
             by_runner.setdefault(run.runner, []).append((resid, 0.5 ** (age / half_life)))
-    # One residual's noise, robustly: the spread around each runner's median.
+    # One residual's noise: the spread around each runner's median, robust to a rare run
+    # that fell, yet with the states runs often sit in (then the MAD sees one state only,
+    # and a runner that happened to land in the slower one more often would be taken for
+    # a slower runner): the larger of the MAD's and the plain variance's figure.
     medians = {name: statistics.median(r for r, _ in points) for name, points in by_runner.items()}
-    s2 = _robust_var([r - medians[run.runner] for run, r in zip(runs, residuals, strict=True)
-                      if run.runner is not None])  # fmt: skip
+    centred = [r - medians[run.runner] for run, r in zip(runs, residuals, strict=True)
+               if run.runner is not None]  # fmt: skip
+    s2 = _robust_var(centred)
+    if len(centred) >= 2 and _frequent_states(centred, s2):
+        s2 = max(s2, statistics.variance(centred))
     raw = {name: _weighted(points, s2) for name, points in by_runner.items()}
-    tau2 = _between_var(raw, s2)
+    tau2 = _between_var(raw)
+    # Offsets are against the pool: its runs' residuals centre below zero when whole runs
+    # often sit in a slower state (the local level is the usual state's).
+    total = math.fsum(n_eff for _, n_eff, _, _ in raw.values())
+    pool = math.fsum(mean * n_eff for mean, n_eff, _, _ in raw.values()) / total if total else 0.0
     offsets = {}
-    for name, (mean, n_eff, count) in raw.items():
-        noise = s2 / n_eff if n_eff > 0 else math.inf
+    for name, (mean, _, count, noise) in raw.items():
         shrink = tau2 / (tau2 + noise) if tau2 > 0 else 0.0
-        offsets[name] = Offset(g=shrink * mean, var=shrink * noise if tau2 > 0 else 0.0,
+        offsets[name] = Offset(g=shrink * (mean - pool), var=shrink * noise if tau2 > 0 else 0.0,
                                runs=count)  # fmt: skip
     corrected = [
         r - (offsets[run.runner].g if run.runner is not None else 0.0)
@@ -187,10 +199,15 @@ def _local_level(means: Sequence[float], index: int) -> float:
     return statistics.median(around)
 
 
-def _weighted(points: Sequence[tuple[float, float]], s2: float) -> tuple[float, float, int]:
-    """(weighted Huber mean, effective count, runs) of (residual, weight) points.
+def _weighted(points: Sequence[tuple[float, float]], s2: float) -> tuple[float, float, int, float]:
+    """(weighted Huber mean, effective count, runs, the mean's variance) of (residual,
+    weight) points.
 
     Huber-weighted (k = 1.5 sigma): a run that fell as a whole barely moves its runner.
+    The variance is the sandwich one, from the clipped residuals themselves: when whole
+    runs often sit in a slower state, a runner's mean moves with how many of its runs
+    did, by more than the MAD (which sees the main state only) says. Never below what
+    the MAD says.
     """
     k = 1.5 * math.sqrt(s2)
     mean = statistics.median(r for r, _ in points)
@@ -207,7 +224,21 @@ def _weighted(points: Sequence[tuple[float, float]], s2: float) -> tuple[float, 
             break
     total = math.fsum(w for _, w in points)
     n_eff = total * total / math.fsum(w * w for _, w in points)
-    return mean, n_eff, len(points)
+    floor = s2 / n_eff if n_eff > 0 else math.inf
+    slope = math.fsum(w for r, w in points if abs(r - mean) <= k)
+    if k <= 0.0 or slope <= 0.0:
+        return mean, n_eff, len(points), floor
+    # psi's spread over its slope: the Huber mean's variance from the data (n/(n-1)).
+    psi2 = math.fsum((w * min(max(r - mean, -k), k)) ** 2 for r, w in points)
+    count = len(points)
+    sandwich = psi2 / (slope * slope) * (count / (count - 1) if count > 1 else 1.0)
+    return mean, n_eff, count, max(sandwich, floor)
+
+
+def _frequent_states(centred: Sequence[float], s2: float) -> bool:
+    """More runs fell past ``EXCURSION_SIGMAS`` than a rare excursion explains (5 %)."""
+    reach = EXCURSION_SIGMAS * math.sqrt(s2)
+    return sum(1 for r in centred if abs(r) > reach) > FREQUENT * len(centred)
 
 
 def _robust_var(values: Sequence[float]) -> float:
@@ -219,20 +250,23 @@ def _robust_var(values: Sequence[float]) -> float:
     return (MAD_TO_SIGMA * mad) ** 2
 
 
-def _between_var(raw: Mapping[str, tuple[float, float, int]], s2: float) -> float:
+def _between_var(raw: Mapping[str, tuple[float, float, int, float]]) -> float:
     """The spread of true offsets: the runner means' spread less what their noise explains.
 
-    Method of moments with each runner weighted by its effective runs ``w``: the weighted
-    spread of the means is ``tau^2 (1 - sum w^2 / W^2) + (k - 1) s^2 / W``. Never negative.
+    Method of moments with each runner weighted by its effective runs ``w`` and its mean's
+    own variance ``v``: the weighted spread of the means is
+    ``tau^2 (1 - sum w^2 / W^2) + sum w v (1 - w / W) / W``. Never negative.
     """
     if len(raw) < 2:
         return 0.0
-    weights = [n_eff for _, n_eff, _ in raw.values()]
-    means = [mean for mean, _, _ in raw.values()]
+    weights = [n_eff for _, n_eff, _, _ in raw.values()]
+    means = [mean for mean, _, _, _ in raw.values()]
+    variances = [var for _, _, _, var in raw.values()]
     total = math.fsum(weights)
     centre = math.fsum(m * w for m, w in zip(means, weights, strict=True)) / total
     spread = math.fsum(w * (m - centre) ** 2 for m, w in zip(means, weights, strict=True)) / total
-    noise = (len(raw) - 1) * s2 / total
+    noise = math.fsum(w * v * (1.0 - w / total)
+                      for w, v in zip(weights, variances, strict=True)) / total  # fmt: skip
     concentration = 1.0 - math.fsum(w * w for w in weights) / (total * total)
     return max(0.0, (spread - noise) / concentration) if concentration > 0 else 0.0
 

@@ -79,6 +79,8 @@ class Reason(StrEnum):
     SHIFT_SETTLING = "SHIFT_SETTLING"  # a shift landed, too few samples after it yet
     # a window BLOCK that a whole-run excursion of unchanged code could explain
     RUN_STATE = "RUN_STATE"
+    # the run matches a slower state of the window's whole runs: that state, or a drop
+    SLOWER_STATE = "SLOWER_STATE"
     # admission control and paired confirmation
     CONTAMINATED = "CONTAMINATED"  # samples taken on an unfit machine, set aside
     PAIRED_REGRESSION = "PAIRED_REGRESSION"  # confirmed by the paired test on one runner

@@ -79,6 +79,9 @@ class _ModeFit:
     center: float  # g of this mode's centre for a run judged now
     count: int
     var: float  # var(center) / sigma^2
+    # A state of whole runs (a clock state, a slower machine for the run's length): the
+    # window's runs sit in it with all their samples, so a run's repeats cannot leave it.
+    run_level: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -215,9 +218,17 @@ def _run_noise(
         k = len(values)
         if k >= 2:
             multi += 1
-            mean = math.fsum(values) / k
-            inflate = math.sqrt(k / (k - 1.0))
-            within.extend((v - mean) * inflate for v in values)
+            # Centred on the run's median from three samples: one sample throttled unseen
+            # would move the run's mean, and with it every residual of the run. A sample
+            # less its run's median has variance sigma^2 (1 + (pi/2 - 2) / k); less the
+            # mean, sigma^2 (1 - 1/k): the factors put both back on sigma.
+            if k >= 3:
+                centre = statistics.median(values)
+                inflate = 1.0 / math.sqrt(1.0 + (MEDIAN_VAR - 2.0) / k)
+            else:
+                centre = math.fsum(values) / k
+                inflate = math.sqrt(k / (k - 1.0))
+            within.extend((v - centre) * inflate for v in values)
     if multi < 3:
         return 0.0, math.inf, 0.0, 0.0
     sigma_w, nu_w = robust_scale(within, groups=multi + 1)
@@ -459,9 +470,32 @@ def analyse_window(
     main = max(range(len(centers)), key=lambda k: len(clusters[k]))
     counts = [len(c) for c in clusters]
     post_var = location_var(len(post))
+    whole = _whole_runs(member, run_of, len(runs), len(centers))
     modes = []
     for k, c in enumerate(centers):
         # the offset of a minor mode from the main one is known from its own samples only
         offset_var = 0.0 if k == main else MEDIAN_VAR * (1.0 / counts[k] + 1.0 / counts[main])
-        modes.append(_ModeFit(center=c + level, count=counts[k], var=post_var + offset_var))
+        modes.append(_ModeFit(center=c + level, count=counts[k], var=post_var + offset_var,
+                              run_level=whole[k]))  # fmt: skip
     return replace(base, modes=tuple(modes))
+
+
+def _whole_runs(member: Sequence[int], run_of: Sequence[int], runs: int, modes: int) -> list[bool]:
+    """Per mode: do the window's runs sit in it with all their samples?
+
+    Among the runs of two or more samples that touch a mode, most must lie in it entirely.
+    A mode of single samples (a bimodal benchmark) mixes within runs; one of whole runs is
+    a state the run was in. Without a run of two samples touching it, nothing says it
+    mixes: it is taken as a state, the cautious reading.
+    """
+    by_run: list[set[int]] = [set() for _ in range(runs)]
+    sizes = [0] * runs
+    for mode, run in zip(member, run_of, strict=True):
+        by_run[run].add(mode)
+        sizes[run] += 1
+    out = []
+    for k in range(modes):
+        touching = [r for r in range(runs) if sizes[r] >= 2 and k in by_run[r]]
+        pure = sum(1 for r in touching if by_run[r] == {k})
+        out.append(not touching or 2 * pure >= len(touching))
+    return out

@@ -258,7 +258,7 @@ class Life:
             self.measured_since += 1
         for b in range(len(self.config.buckets)):
             runner, factor = self.serieses[b].machine_factor(index)
-            machine = economics.Machine(self.noise, factor, self.pool.cv)
+            machine = economics.Machine(self.noise, factor, self.pool)
             kept = economics.take(machine, self.level(b, merge), case.push_samples)
             minutes += launch[b] * machine.taken
             walls[lane_of[b]] += launch[b] * machine.taken
@@ -296,7 +296,7 @@ class Life:
                 runner, factor = self.serieses[b].machine_factor(index)
                 head = self.level(b, merge)
                 base = self.level(b, merge - 1)
-                machine = economics.Machine(self.noise, factor, self.pool.cv)
+                machine = economics.Machine(self.noise, factor, self.pool)
                 seen = economics.look(strategies[b], self.history[b], runner)
                 kept, decision = economics.first_look(strategies[b], machine, seen, head,
                                                       launch[b])  # fmt: skip

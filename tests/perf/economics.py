@@ -18,7 +18,16 @@ Pools: 8 runners with fixed offsets spread over +-5 %, 3 % of samples throttled 
 * ``states``: ``STATE_P`` of runs sit 3-7 % lower with every sample (a clock state, a
   noisy neighbour for the run's whole length), the paired base included;
 * ``drift``: offsets drift slowly (a random walk) and a runner leaves the pool half-way,
-  a new one taking its place.
+  a new one taking its place;
+* ``throttled``: besides the throttling admission control sees, ``UNSEEN_P`` of samples
+  run ``UNSEEN_SLOW`` slow and nothing notices (a GPU clocked down mid-launch with no
+  record of it): the figure is kept;
+* ``runstates``: frequent run-level states, a series' runs sitting in a slower state with
+  a probability drawn in ``RUNSTATE_P`` and a depth drawn in ``RUNSTATE_SLOW`` (boost and
+  clock states), every sample of the run together, the paired base included.
+
+The last two are held out from the rule's tuning: they are generators of this suite's own,
+not the window model's assumptions.
 
 Strategies, side by side on the same series: ``today`` (the defaults before runner
 economics: 2 repeats, pairs whenever a drop of the 3 % minimum is still possible, up to 16
@@ -63,14 +72,22 @@ from perfgate.judge.budget import (
 )
 from perfgate.judge.calibrated import calibrated_decide
 from perfgate.judge.decision import Decision
-from perfgate.judge.paired import PairedPolicy, PairNoise, paired_decide
+from perfgate.judge.paired import PairedPolicy, PairNoise, paired_decide, settled_decision
 from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.runners import RunnerModel, StoredRun, analyse_for_runner
 from perfgate.judge.verdicts import Verdict
 from perfgate.judge.window import WindowModel, analyse_window
 from perfgate.run.allowance import MARGIN
 from perfgate.run.sampling import Step
-from tests.perf.targets import Options, SuiteReport, Target, at_least, at_most, upper95
+from tests.perf.targets import (
+    Options,
+    SuiteReport,
+    Target,
+    at_most,
+    rate_at_least,
+    rate_at_most,
+    upper95,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_CONFIG = ROOT / "examples" / "isaaclab" / "perfgate.yaml"
@@ -82,6 +99,10 @@ THROTTLE_SLOW = (0.15, 0.35)
 REMEASURE = 3  # admission control's re-measures per bucket run
 STATE_P = 0.05  # "states" pool: share of runs in a slower state
 STATE_SLOW = (0.03, 0.07)
+UNSEEN_P = 0.03  # "throttled" pool: samples slowed without admission control seeing it
+UNSEEN_SLOW = (0.15, 0.25)
+RUNSTATE_P = (0.1, 0.3)  # "runstates" pool: a series' share of runs in the slower state
+RUNSTATE_SLOW = (0.05, 0.08)  # and the state's depth (one per series, a clock state)
 DRIFT_SD = 0.001  # "drift" pool: per-run random-walk step of each runner's log offset
 BURN_IN = 100  # runs recorded before the first judged point
 POINTS = 60
@@ -89,15 +110,18 @@ CHANGE_RANGE = (15, POINTS - 5)
 DROPS = (0.05, 0.10)
 UPSTREAM_PR_MINUTES = 145.0  # the upstream gate, one launch per bucket (its reviewers' figure)
 POOLS = (("offsets", 0.01), ("offsets", 0.02), ("states", 0.01), ("states", 0.02),
-         ("drift", 0.02))  # fmt: skip
-TARGET_POOLS = ("offsets", "states")  # the issue's targets: both pools, each CV
+         ("drift", 0.02), ("throttled", 0.01), ("throttled", 0.02), ("runstates", 0.01),
+         ("runstates", 0.02))  # fmt: skip
+# Pools the rule's targets are judged on, each CV; the drift pool is reported only.
+TARGET_POOLS = ("offsets", "states", "throttled", "runstates")
+STATE_POOLS = ("states", "runstates")  # every confirmation mode's false BLOCK is a target
 
 
 @dataclass(frozen=True, kw_only=True)
 class Pool:
     """A runner pool: its noise, and what else moves a run."""
 
-    kind: str  # offsets | states | drift
+    kind: str  # offsets | states | drift | throttled | runstates
     cv: float
 
     @property
@@ -175,10 +199,12 @@ class Tally:
     paired: int = 0  # unchanged runs that paired
     drops: dict[float, int] = field(default_factory=dict)
     blocked: dict[float, int] = field(default_factory=dict)  # at the change itself (PR time)
+    improved: int = 0  # drops called IMPROVED at the change itself
 
     def add(self, other: Tally) -> None:
         """Accumulate another tally."""
-        for name in ("unchanged", "false_blocks", "inconclusive", "launches", "paired"):
+        for name in ("unchanged", "false_blocks", "inconclusive", "launches", "paired",
+                     "improved"):  # fmt: skip
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for mine, theirs in ((self.drops, other.drops), (self.blocked, other.blocked)):
             for d, v in theirs.items():
@@ -207,8 +233,9 @@ class Tally:
 class Machine:
     """One bucket run on one runner: its samples through admission control."""
 
-    def __init__(self, rng: np.random.Generator, factor: float, cv: float) -> None:
-        self.rng, self.factor, self.cv = rng, factor, cv
+    def __init__(self, rng: np.random.Generator, factor: float, pool: Pool) -> None:
+        self.rng, self.factor, self.cv = rng, factor, pool.cv
+        self.unseen = UNSEEN_P if pool.kind == "throttled" else 0.0
         self.budget = REMEASURE
         self.taken = 0
 
@@ -217,6 +244,8 @@ class Machine:
         while True:
             self.taken += 1
             value = level * self.factor * math.exp(self.cv * self.rng.standard_normal())
+            if self.unseen and self.rng.random() < self.unseen:
+                return value * (1.0 - self.rng.uniform(*UNSEEN_SLOW))  # kept: nobody saw it
             if self.rng.random() >= THROTTLE_P:
                 return value
             if self.budget <= 0:
@@ -372,7 +401,7 @@ def pair_phase(
             pairs.append((got["base"], got["head"]))
         if not paired_decide(pairs, policy=paired_policy, prior=prior).need_more:
             break
-    return paired_decide(pairs, policy=paired_policy, prior=prior, final=True).verdict
+    return settled_decision(pairs, policy=paired_policy, prior=prior).verdict
 
 
 def confirmed(strategy: Strategy, decision: Decision, pairs_verdict: Verdict | None) -> Verdict:
@@ -402,13 +431,13 @@ def bucket_run(
     seen: Look,
     *,
     factor: float,
-    cv: float,
+    pool: Pool,
     head: float,
     base: float,
     launch: float,
 ) -> RunOutcome:
     """One bucket run of ``strategy``: repeats, then its confirmation."""
-    machine = Machine(rng, factor, cv)
+    machine = Machine(rng, factor, pool)
     kept, decision = first_look(strategy, machine, seen, head, launch)
     if not kept:
         return RunOutcome(verdict=Verdict.WARN, kept=kept, launches=machine.taken, paired=False)
@@ -449,6 +478,9 @@ def make_series(pool: Pool, rng: np.random.Generator, n: int = BURN_IN + POINTS)
     if pool.kind == "states":
         slow = rng.random(n) < STATE_P
         states[slow] = 1.0 - rng.uniform(*STATE_SLOW, int(slow.sum()))
+    elif pool.kind == "runstates":
+        share, depth = rng.uniform(*RUNSTATE_P), rng.uniform(*RUNSTATE_SLOW)
+        states[rng.random(n) < share] = 1.0 - depth
     return Series(
         offsets=np.exp(logs),
         names=names,
@@ -480,16 +512,16 @@ def run_series(
             head = 100.0 * (1.0 - drop if point >= series.change else 1.0)
             base = 100.0 * (1.0 - drop if point > series.change else 1.0)
             if point < 0:
-                machine = Machine(noise, factor, pool.cv)
+                machine = Machine(noise, factor, pool)
                 kept = take_repeats(strategy, machine, head)
                 history.insert(0, stored_run(strategy, kept, runner=runner, machine=machine,
                                              head=head, stored_samples=stored_samples))  # fmt: skip
                 continue
             seen = look(strategy, history, runner)
-            run = bucket_run(strategy, noise, seen, factor=factor, cv=pool.cv, head=head,
+            run = bucket_run(strategy, noise, seen, factor=factor, pool=pool, head=head,
                              base=base, launch=launch)  # fmt: skip
             history.insert(0, stored_run(strategy, run.kept, runner=runner, head=head,
-                                         machine=Machine(noise, factor, pool.cv),
+                                         machine=Machine(noise, factor, pool),
                                          stored_samples=stored_samples))  # fmt: skip
             del history[max(strategy.history_runs, strategy.policy().max_runs) :]
             if point < series.change:
@@ -498,8 +530,9 @@ def run_series(
                 tally.inconclusive += run.verdict is Verdict.INCONCLUSIVE
                 tally.launches += run.launches
                 tally.paired += run.paired
-            elif point == series.change and run.verdict is Verdict.BLOCK:
-                tally.blocked[drop] = 1
+            elif point == series.change:
+                tally.blocked[drop] = int(run.verdict is Verdict.BLOCK)
+                tally.improved += run.verdict is Verdict.IMPROVED
         out[strategy.name] = tally
     return out
 
@@ -594,7 +627,7 @@ def run_example(
             for b, ((strategy, launch), series) in enumerate(zip(case.buckets, serieses,
                                                                  strict=True)):  # fmt: skip
                 runner, factor = series.machine_factor(i)
-                machine = Machine(noise, factor, pool.cv)
+                machine = Machine(noise, factor, pool)
                 if i < BURN_IN:
                     kept = take_repeats(strategy, machine, 100.0)
                     histories[b].insert(0, stored_run(strategy, kept, runner=runner,
@@ -628,8 +661,7 @@ def run_example(
                 tally.false_blocks += verdict is Verdict.BLOCK
                 tally.inconclusive += verdict is Verdict.INCONCLUSIVE
                 histories[b].insert(0, stored_run(strategy, kept, runner=runner, head=100.0,
-                                                  machine=Machine(noise, machine.factor,
-                                                                  pool.cv),
+                                                  machine=Machine(noise, machine.factor, pool),
                                                   stored_samples=stored_samples))  # fmt: skip
                 del histories[b][max(strategy.history_runs, 20) :]
         out[case.name] = tally
@@ -778,6 +810,7 @@ def _figures(
                 "paired_rate": t.paired / max(t.unchanged, 1),
                 "detected_5pct": t.detection(0.05),
                 "detected_10pct": t.detection(0.10),
+                "drops_called_improved": t.improved,
                 "unchanged_runs": t.unchanged,
                 "drops": dict(sorted((str(d), n) for d, n in t.drops.items())),
             }
@@ -819,31 +852,36 @@ def _targets(
         targets += [
             at_most(f"{pool}: unchanged code costs <= 1.25 x its repeats alone", cost, 1.25, "x",
                     f"x{cost:.2f} (today x{was:.2f})"),
-            at_most(f"{pool}: false BLOCK <= 0.1 % per bucket-run", new.fa * 100, 0.1, "%",
-                    f"{_pct(new.fa, 3)} % (95 % bound {_pct(bound, 3)} %; today "
-                    f"{_pct(today.fa, 3)} %)"),
-            at_most(f"{pool}: INCONCLUSIVE <= 1 % of unchanged runs", new.inc * 100, 1.0, "%",
-                    f"{_pct(new.inc, 2)} % (today {_pct(today.inc, 2)} %)"),
-            at_least(f"{pool}: 10 % drops BLOCKed at PR time >= 99 %",
-                     new.detection(0.10) * 100, 99.0, "%",
-                     f"{_pct(new.detection(0.10), 1)} % of {drops10} (today "
-                     f"{_pct(today.detection(0.10), 1)} %)"),
-            at_least(f"{pool}: 5 % drops BLOCKed at PR time >= 80 %",
-                     new.detection(0.05) * 100, 80.0, "%",
-                     f"{_pct(new.detection(0.05), 1)} % of {drops5} (today "
-                     f"{_pct(today.detection(0.05), 1)} %)"),
+            rate_at_most(f"{pool}: false BLOCK <= 0.1 % per bucket-run", new.false_blocks,
+                         new.unchanged, 0.1,
+                         f"{_pct(new.fa, 3)} % (95 % bound {_pct(bound, 3)} %; today "
+                         f"{_pct(today.fa, 3)} %)"),
+            rate_at_most(f"{pool}: INCONCLUSIVE <= 1 % of unchanged runs", new.inconclusive,
+                         new.unchanged, 1.0,
+                         f"{_pct(new.inc, 2)} % (today {_pct(today.inc, 2)} %)"),
+            rate_at_least(f"{pool}: 10 % drops BLOCKed at PR time >= 99 %",
+                          new.blocked.get(0.10, 0), drops10, 99.0,
+                          f"{_pct(new.detection(0.10), 1)} % of {drops10} (today "
+                          f"{_pct(today.detection(0.10), 1)} %)"),
+            rate_at_least(f"{pool}: 5 % drops BLOCKed at PR time >= 80 %",
+                          new.blocked.get(0.05, 0), drops5, 80.0,
+                          f"{_pct(new.detection(0.05), 1)} % of {drops5} (today "
+                          f"{_pct(today.detection(0.05), 1)} %)"),
+            rate_at_most(f"{pool}: real drops (5 % or more) called IMPROVED <= 0.1 %",
+                         new.improved, drops5 + drops10, 0.1,
+                         f"{new.improved} of {drops5 + drops10} (today {today.improved})"),
         ]  # fmt: skip
-        if pool.startswith("states"):
+        if pool.split()[0] in STATE_POOLS:
             # Every confirmation mode of the new rule; today's defaults are the comparison
             # printed in the table, not a target.
             for name, t in by_strategy.items():
                 if name == TODAY.name:
                     continue
                 targets.append(
-                    at_most(f"{pool}: {name}: false BLOCK <= 0.1 % (run-level states)",
-                            t.fa * 100, 0.1, "%",
-                            f"{_pct(t.fa, 3)} % (95 % bound "
-                            f"{_pct(upper95(t.false_blocks, t.unchanged), 3)} %)")
+                    rate_at_most(f"{pool}: {name}: false BLOCK <= 0.1 % (run-level states)",
+                                 t.false_blocks, t.unchanged, 0.1,
+                                 f"{_pct(t.fa, 3)} % (95 % bound "
+                                 f"{_pct(upper95(t.false_blocks, t.unchanged), 3)} %)")
                 )  # fmt: skip
     limit = 1.5 * UPSTREAM_PR_MINUTES
     for pool, cases in example.items():

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfgate.judge.calibrated import calibrated_decide
-from perfgate.judge.paired import PairedPolicy, paired_decide
+from perfgate.judge.paired import PairedPolicy, paired_decide, settled_decision
 from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.judge.window import analyse_window
@@ -142,7 +142,7 @@ def _point(
             pairs.append((got["base"], got["head"]))
         if not paired_decide(pairs, policy=paired_policy).need_more:
             break
-    verdict = paired_decide(pairs, policy=paired_policy, final=True).verdict
+    verdict = settled_decision(pairs, policy=paired_policy).verdict
     return verdict, kept, runner.taken, True
 
 

@@ -15,7 +15,7 @@ The cost model every suite shares: a bucket run costs ``S + L x launches`` runne
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from perfgate.config import AlertsSpec
@@ -57,15 +57,29 @@ class Target:
     target: str  # the bound, in the value's unit: "<= 0.1 %", ">= 99 %", "<= 1.25 x"
     met: bool
     detail: str = ""  # the figure as printed, with what it rests on
+    # A rate measured on too few trials to tell which side of its bound it lies (the bound
+    # inside the rate's 95 % interval): a quick run reports it without judging it.
+    decided: bool = True
+
+    def fails(self, quick: bool) -> bool:
+        """Whether this target fails the run: missed, and decided unless the run is full."""
+        return not self.met and (self.decided or not quick)
+
+    def status(self, quick: bool) -> str:
+        """'met', 'MISSED', or 'undecided' (a quick run's miss on too small a sample)."""
+        if self.met:
+            return "met"
+        return "MISSED" if self.fails(quick) else "undecided"
 
     def to_json(self) -> dict[str, Any]:
-        """``{name, value, target, met}`` (and the printed detail)."""
+        """``{name, value, target, met, decided}`` (and the printed detail)."""
         value = self.value if self.value is None or math.isfinite(self.value) else None
         return {
             "name": self.name,
             "value": value,
             "target": self.target,
             "met": self.met,
+            "decided": self.decided,
             "detail": self.detail,
         }
 
@@ -91,12 +105,40 @@ def at_least(name: str, value: float, bound: float, unit: str, detail: str = "")
                   met=value >= bound, detail=detail or f"{value:.3g} {unit}".rstrip())  # fmt: skip
 
 
+def rate_at_most(name: str, events: int, trials: int, bound_pct: float, detail: str) -> Target:
+    """A rate target met when ``events / trials <= bound_pct`` %, decided only when the
+    bound lies outside the rate's two-sided 95 % interval."""
+    value = 100.0 * events / max(trials, 1)
+    return replace(at_most(name, value, bound_pct, "%", detail),
+                   decided=_decides(events, trials, bound_pct / 100.0))  # fmt: skip
+
+
+def rate_at_least(name: str, events: int, trials: int, bound_pct: float, detail: str) -> Target:
+    """A rate target met when ``events / trials >= bound_pct`` %, decided as ``rate_at_most``."""
+    value = 100.0 * events / max(trials, 1)
+    return replace(at_least(name, value, bound_pct, "%", detail),
+                   decided=_decides(events, trials, bound_pct / 100.0))  # fmt: skip
+
+
+def _decides(events: int, trials: int, bound: float) -> bool:
+    """The bound lies outside the two-sided 95 % Wilson interval of the observed rate."""
+    if trials == 0:
+        return False
+    low, high = _wilson(events, trials, 1.959963984540054)
+    return not low <= bound <= high
+
+
+def _wilson(events: int, trials: int, z: float) -> tuple[float, float]:
+    """Wilson score interval of a rate at normal quantile ``z``."""
+    p = events / trials
+    centre = p + z * z / (2 * trials)
+    spread = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
+    scale = 1 + z * z / trials
+    return (centre - spread) / scale, (centre + spread) / scale
+
+
 def upper95(events: int, trials: int) -> float:
     """One-sided 95 % Wilson upper bound of a rate."""
     if trials == 0:
         return float("nan")
-    z = 1.6448536269514722
-    p = events / trials
-    centre = p + z * z / (2 * trials)
-    spread = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
-    return (centre + spread) / (1 + z * z / trials)
+    return _wilson(events, trials, 1.6448536269514722)[1]

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from perfgate.config import Direction
-from perfgate.judge.paired import PairedPolicy, PairNoise, paired_decide
+from perfgate.judge.paired import PairedPolicy, PairNoise, paired_decide, settled_decision
 from perfgate.judge.verdicts import Reason, Verdict
 
 POLICY = PairedPolicy(false_alarm_rate=0.001, min_drop_pct=3.0, max_pairs=16)
@@ -142,3 +142,54 @@ def test_pairs_stop_once_the_drop_that_matters_is_ruled_out() -> None:
     assert strict.need_more
     assert (relaxed.verdict, relaxed.need_more) == (Verdict.PASS, False)
     assert "post-merge alerts watch it" in relaxed.detail
+
+
+def test_one_throttled_sample_does_not_defeat_a_real_drop() -> None:
+    # Seven pairs of a 6 % drop; in one of them the base ran on a GPU that throttled 20 %
+    # unseen. A mean and variance would make that one pair decide the test.
+    taken = pairs(100.0, 94.0, 7, wobble=0.01, seed=11)
+    base, head = taken[3]
+    taken[3] = (base * 0.8, head)
+    decision = paired_decide(taken, policy=POLICY, prior=PRIOR)
+    assert (decision.verdict, decision.reason) == (Verdict.BLOCK, Reason.PAIRED_REGRESSION)
+    assert decision.effect_pct is not None and -8.0 < decision.effect_pct < -4.0
+    assert decision.pairs == 6 and "1 pair(s) set aside as outliers" in decision.detail
+
+
+def test_one_throttled_head_sample_does_not_block_unchanged_code() -> None:
+    taken = pairs(100.0, 100.0, 6, wobble=0.01, seed=12)
+    base, head = taken[2]
+    taken[2] = (base, head * 0.8)
+    decision = paired_decide(taken, policy=POLICY, prior=PRIOR)
+    assert decision.verdict is Verdict.PASS
+    assert decision.effect_pct is not None and abs(decision.effect_pct) < 2.0
+
+
+def test_the_gate_reaches_the_verdict_the_bench_stopped_at() -> None:
+    """The bench stops at the first look that decides; the gate judges that same look.
+
+    Re-judging the stopped pairs as a last look moves the block line: a drop the bench
+    cleared as too small to matter would become significant, and PASS would turn WARN.
+    """
+    moved = 0
+    rng = random.Random(5)
+    for _ in range(400):
+        taken: list[tuple[float, float]] = []
+        while True:
+            taken.append((100.0 * math.exp(rng.gauss(0, 0.01)),
+                          97.0 * math.exp(rng.gauss(0, 0.01))))  # fmt: skip
+            step = paired_decide(taken, policy=POLICY, prior=PRIOR)
+            if not step.need_more:
+                break
+        gate = settled_decision(taken, policy=POLICY, prior=PRIOR)
+        moved += (gate.verdict, gate.reason) != (step.verdict, step.reason)
+        assert gate.pairs == step.pairs
+    assert moved == 0
+
+
+def test_pairs_the_bench_ran_out_of_are_judged_as_its_last_look() -> None:
+    noisy = pairs(100.0, 96.0, 5, wobble=0.06, seed=3)
+    assert paired_decide(noisy, policy=POLICY).need_more
+    settled = settled_decision(noisy, policy=POLICY)
+    assert settled == paired_decide(noisy, policy=POLICY, final=True)
+    assert not settled.need_more

@@ -16,7 +16,7 @@ STATES = Pool(kind="states", cv=0.02)
 
 def test_a_stored_run_is_the_run_as_taken_unless_more_samples_are_asked_for() -> None:
     kept = [100.0, 101.0]
-    machine = Machine(np.random.default_rng(1), 1.0, 0.01)
+    machine = Machine(np.random.default_rng(1), 1.0, Pool(kind="offsets", cv=0.01))
     for stored in (None, NEW.repeats, 1):
         run = stored_run(NEW, kept, runner="r", machine=machine, head=100.0, stored_samples=stored)
         assert run == StoredRun(runner="r", values=(100.0, 101.0))
