@@ -234,13 +234,15 @@ def _run_noise(
     sigma_w, nu_w = robust_scale(within, groups=multi + 1)
     if sigma_w <= 0.0:
         return 0.0, math.inf, 0.0, 0.0
-    # run means standardised by their within-run error: variance 1 + m*sigma_b^2/sigma_w^2
+    # run levels standardised by their within-run error: variance 1 + sigma_b^2 / (sigma_w^2
+    # v(m)). A run's level is its samples' Huber location (their mean up to two), so one
+    # sample throttled unseen does not move a run of six by a sixth of its excursion.
     z = [
-        (math.fsum(values) / len(values)) / (sigma_w / math.sqrt(len(values)))
+        huber_location(values, sigma_w) / (sigma_w * math.sqrt(location_var(len(values))))
         for values in by_run
         if values
     ]
-    inv_m = [1.0 / len(values) for values in by_run if values]
+    inv_m = [location_var(len(values)) for values in by_run if values]
     s_z, nu_z = robust_scale(z, groups=groups)
     if nu_z <= 0.0 or nu_w <= 0.0:
         return 0.0, math.inf, sigma_w, nu_w

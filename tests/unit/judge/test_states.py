@@ -125,3 +125,13 @@ def test_a_sample_level_slow_mode_asks_for_no_pairs() -> None:
                                  final=True)  # fmt: skip
     assert decision.verdict is Verdict.PASS
     assert Reason.SLOWER_STATE not in decision.reasons
+
+
+def test_throttled_samples_do_not_pass_for_noise_shared_by_runs() -> None:
+    # One sample in twenty runs slowed 20 % moves its run's mean by a sixth of that; the
+    # run's level is its Huber location, which one sample does not move so far.
+    inflated = 0
+    for seed in range(20):
+        model = analyse_window(throttled_window(random.Random(seed)), policy=POLICY)
+        inflated += model.run_sigma > 0.01  # the window's run-to-run noise, log units
+    assert inflated <= 2
