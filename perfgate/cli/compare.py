@@ -294,7 +294,7 @@ def _report(
         for bucket, c, machines in found
     ]  # fmt: skip
     how = "measured alternately here" if args.measure else "as recorded"
-    headers = ["bucket", "A", "B", "unit", "B/A", "change", "", "hardware"]
+    headers = ["bucket", "A", "B", "unit", "B/A", "change", "call", "hardware"]
     print(f"A: {labels[0]}\nB: {labels[1]}\n({how})\n\n{render_table(headers, table)}", file=out)
     for bucket_id in only:
         say(f"{bucket_id}: measured on one side only, not compared")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from perfgate.config import Direction
-from perfgate.judge.goodness import pct_of_g, to_g
+from perfgate.judge.goodness import from_g, pct_of_g, to_g
 from perfgate.judge.numerics import (
     huber_location,
     location_var,
@@ -32,7 +32,9 @@ from perfgate.judge.numerics import (
     robust_scale,
     t_isf,
 )
+from perfgate.judge.paired import PairedPolicy, paired_decide
 from perfgate.judge.policies import CalibratedPolicy
+from perfgate.judge.verdicts import Verdict
 from perfgate.result import AdmissionStatus, Result
 
 #: Fewer samples a side cannot make a call: the rank test the gate requires cannot reach
@@ -114,6 +116,9 @@ def _compare(
     scale = max(scale, floor)
     loc_a, loc_b = huber_location(ga, scale), huber_location(gb, scale)
     delta = loc_b - loc_a
+    # One figure: A and B are the locations the change is between, B/A their ratio.
+    a_mid, b_mid = from_g(loc_a, direction), from_g(loc_b, direction)
+    ratio = b_mid / a_mid
     # Each side is one run: the noise a run shares (machine state) counts once per side.
     run_noise = max(policy.min_run_noise * scale, math.log1p(policy.run_noise_floor_pct / 100))
     se = math.sqrt(scale**2 * (location_var(len(ga)) + location_var(len(gb))) + 2 * run_noise**2)
@@ -146,42 +151,56 @@ def compare_pairs(
     """B against A measured alternately on one machine (``compare --measure``).
 
     Each pair ran A and B back to back, so the machine's state that day is in both and its
-    ratio carries the change alone: the paired test of ``judge.paired`` on the log ratios,
-    two-sided at the configured false-alarm rate, with the same minimum drop and noise floor.
+    ratio carries the change alone. The call is the gate's own paired test
+    (``judge.paired``), at one look on the pairs taken: worse where it would BLOCK B
+    against A, better where it would BLOCK A against B, the same where it clears both
+    ways, unclear otherwise. One figure: the change is the test's, and B/A its ratio.
     """
     if any(not (math.isfinite(v) and v > 0) for pair in pairs for v in pair):
         raise ValueError("both sides need finite, positive samples")
-    a = [x for x, _ in pairs]
-    b = [y for _, y in pairs]
     n = len(pairs)
-    a_mid, b_mid = statistics.median(a), statistics.median(b)
-    ratio = b_mid / a_mid
     if n < MIN_PAIRS:
+        a_mid = statistics.median(x for x, _ in pairs) if pairs else math.nan
+        b_mid = statistics.median(y for _, y in pairs) if pairs else math.nan
         return Comparison(
-            a=a_mid, b=b_mid, ratio=ratio, change_pct=(ratio - 1.0) * 100.0, interval_pct=None,
+            a=a_mid, b=b_mid, ratio=b_mid / a_mid if pairs else None,
+            change_pct=(b_mid / a_mid - 1.0) * 100.0 if pairs else None, interval_pct=None,
             change=Change.UNCLEAR, samples=(n, n),
             detail=f"{n} pair(s); at least {MIN_PAIRS} are needed to tell (--pairs)",
         )  # fmt: skip
-    diffs = [to_g(y, direction) - to_g(x, direction) for x, y in pairs]
-    delta = math.fsum(diffs) / n
-    # One pair's ratio has the noise of two samples: the per-sample floor, sqrt(2) times.
-    floor = math.sqrt(2.0) * math.log1p(policy.noise_floor_pct / 100.0)
-    se = max(statistics.stdev(diffs), floor) / math.sqrt(n)
-    change_pct = pct_of_g(delta, direction)
-    if se <= 0.0:
-        return Comparison(
-            a=a_mid, b=b_mid, ratio=ratio, change_pct=change_pct, interval_pct=None,
-            change=Change.UNCLEAR, samples=(n, n), detail="no spread to judge against",
-        )  # fmt: skip
-    nu = float(n - 1)
-    half = t_isf((1.0 - policy.confidence) / 2.0, nu) * se
-    low, high = sorted((pct_of_g(delta - half, direction), pct_of_g(delta + half, direction)))
-    t_crit = t_isf(policy.false_alarm_rate / 2.0, nu)
-    t = delta / se
-    call, why = _call(t, t_crit, delta, half, policy)
+    # Every pair is in before the one look: the whole false-alarm rate is spent on it.
+    paired = PairedPolicy(
+        false_alarm_rate=policy.false_alarm_rate, min_drop_pct=policy.min_drop_pct,
+        noise_floor_pct=policy.noise_floor_pct, max_pairs=n, last_look_share=1.0,
+        confidence=policy.confidence,
+    )  # fmt: skip
+    worse = paired_decide(pairs, direction=direction, policy=paired, final=True)
+    better = paired_decide([(y, x) for x, y in pairs], direction=direction, policy=paired,
+                           final=True)  # fmt: skip
+    if worse.verdict is Verdict.BLOCK:
+        call, why = Change.WORSE, f"worse beyond noise (t {worse.t:.1f} past -{worse.t_block:.1f})"
+    elif better.verdict is Verdict.BLOCK:
+        call, why = (
+            Change.BETTER,
+            f"better beyond noise (t {better.t:.1f} past {better.t_block:.1f})",
+        )
+    elif worse.verdict is Verdict.PASS and better.verdict is Verdict.PASS:
+        call, why = Change.SAME, f"any change is under the {policy.min_drop_pct:g}% minimum"
+    else:
+        call, why = (
+            Change.UNCLEAR,
+            f"cannot tell at this noise (t {worse.t:.1f}, needs {worse.t_block:.1f})",
+        )
+    used = f"{worse.pairs} interleaved pairs" + (
+        f" ({n - worse.pairs} set aside as outliers)" if worse.pairs < n else ""
+    )
+    if worse.effect_pct is None or worse.base is None or worse.head is None:
+        return Comparison(a=None, b=None, ratio=None, change_pct=None, interval_pct=None,
+                          change=Change.UNCLEAR, samples=(n, n), detail=worse.detail)  # fmt: skip
     return Comparison(
-        a=a_mid, b=b_mid, ratio=ratio, change_pct=change_pct, interval_pct=(low, high),
-        change=call, samples=(n, n), detail=f"{n} interleaved pairs; {why}",
+        a=worse.base, b=worse.head, ratio=1.0 + worse.effect_pct / 100.0,
+        change_pct=worse.effect_pct, interval_pct=worse.interval_pct, change=call,
+        samples=(n, n), detail=f"{used}; {why}",
     )  # fmt: skip
 
 

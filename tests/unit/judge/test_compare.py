@@ -90,3 +90,13 @@ def test_every_figure_is_finite_or_the_sides_are_not_comparable(
     assert all(f is None or math.isfinite(f) for f in figures), found
     if None in figures[:4]:
         assert found.change is Change.NOT_COMPARABLE and "not comparable" in found.detail
+
+
+def test_the_ratio_and_the_change_are_one_figure() -> None:
+    a = [100.0, 100.4, 99.7, 100.2, 99.9, 100.1]
+    b = [90.0, 90.3, 89.8, 90.1, 95.0, 89.9]  # one sample far from the rest
+    for direction in (Direction.HIGHER, Direction.LOWER):
+        found = compare(a, b, direction=direction, policy=POLICY)
+        assert found.ratio is not None and found.change_pct is not None
+        assert found.ratio == pytest.approx(1.0 + found.change_pct / 100.0)
+        assert found.b == pytest.approx(found.a * found.ratio)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import random
 from dataclasses import replace
 
 import pytest
@@ -15,6 +17,7 @@ from perfgate.judge.compare import (
     time_apart,
 )
 from perfgate.judge.policies import CalibratedPolicy
+from perfgate.judge.verdicts import Verdict
 from perfgate.result import AdmissionStatus, Hardware, MachineState, SampleAdmission, Timings
 from tests.factories import make_result
 
@@ -102,3 +105,20 @@ def test_a_machine_that_moved_is_described_on_another_hardware_too() -> None:
     b = SetState.of([replace(make_result(), hardware=other)])
     (moved,) = machine_moved(a, b)
     assert "driver 550" in moved and "driver 560" in moved
+
+
+def test_measured_pairs_are_called_by_the_gates_paired_test_with_one_figure() -> None:
+    """compare --measure and the gate decide with one rule and print one figure."""
+    from perfgate.judge.paired import PairedPolicy, paired_decide
+
+    rng = random.Random(3)
+    pairs = [(100.0 * math.exp(rng.gauss(0, 0.03)), 85.0 * math.exp(rng.gauss(0, 0.03)))
+             for _ in range(8)]  # fmt: skip
+    pairs[2] = (pairs[2][0], pairs[2][1] * 0.6)  # one launch on a contended machine
+    found = compare_pairs(pairs, direction=Direction.HIGHER, policy=POLICY)
+    gate = paired_decide(pairs, policy=PairedPolicy(max_pairs=8, last_look_share=1.0),
+                         final=True)  # fmt: skip
+    assert found.change is Change.WORSE and gate.verdict is Verdict.BLOCK
+    assert found.change_pct == pytest.approx(gate.effect_pct)
+    assert found.ratio == pytest.approx(1.0 + found.change_pct / 100.0)  # B/A is the change
+    assert "1 set aside as outliers" in found.detail
