@@ -9,7 +9,7 @@ from typing import Any
 
 from perfgate.config import PRIMARY, Mode
 from perfgate.console import format_figure
-from perfgate.judge.gate import GateReport, Row
+from perfgate.judge.gate import GateReport
 from perfgate.judge.goodness import effect_text
 from perfgate.judge.verdicts import Verdict
 from perfgate.report.verdict import report_json
@@ -101,12 +101,6 @@ def _log_cell(log: Mapping[str, Any], run_url: object) -> str:
     return ""
 
 
-def change_cell(row: Row) -> str:
-    """A row's change against its baseline with its interval, or a dash."""
-    decision = row.judgement.decision if row.judgement else None
-    return (decision.effect_text() if decision else "") or "—"
-
-
 def deciding_change(row: Mapping[str, Any], *, interval_too: bool = True) -> str:
     """The change a verdict.json row's (or metric's) verdict rests on: the paired one when
     pairs decided, else the change against the window ('' when there is none)."""
@@ -115,6 +109,23 @@ def deciding_change(row: Mapping[str, Any], *, interval_too: bool = True) -> str
     if effect is None:
         return row_change(row, interval_too=interval_too)
     return effect_text(effect, _interval(paired.get("interval_pct")) if interval_too else None)
+
+
+def deciding_figures(row: Mapping[str, Any]) -> tuple[float | None, float | None, str]:
+    """(figure, baseline, change) a verdict.json row's verdict rests on, as every table
+    prints them: the pairs' head and base and their change when pairs decided; else the
+    run's location and the window level it was judged against (the matched mode's, in a
+    window of several), and the change between them. The three always agree."""
+    paired = _paired(row)
+    if _number(paired.get("effect_pct")) is not None:
+        return _number(paired.get("head")), _number(paired.get("base")), deciding_change(row)
+    test, baseline = _mapping(row.get("statistics")), _mapping(row.get("baseline"))
+    figure = _number(test.get("value"))
+    return (
+        _number(row.get("value")) if figure is None else figure,
+        _number(baseline.get("median")),
+        row_change(row),
+    )
 
 
 def _paired(row: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -488,11 +499,12 @@ def _result_line(name: str, verdict: Verdict, row: Mapping[str, Any], how: str, 
     """One line of the results table: a bucket (its primary metric), or one further metric."""
     stats = _mapping(row.get("baseline"))
     test = _mapping(row.get("statistics"))
+    figure, baseline, change = deciding_figures(row)
     return (
-        f"| {name} | {VERDICT_ICONS[verdict]} | {format_figure(_number(row.get('value')))} | "
+        f"| {name} | {VERDICT_ICONS[verdict]} | {format_figure(figure)} | "
         f"{md_text(str(row['unit'])) if row.get('unit') else '—'} | "
-        f"{format_figure(_number(stats.get('median')))} | "
-        f"{row_change(row) or '—'} | {_samples_cell(stats, test)} | {how or '—'} | {why} |"
+        f"{format_figure(baseline)} | "
+        f"{change or '—'} | {_samples_cell(stats, test)} | {how or '—'} | {why} |"
     )
 
 

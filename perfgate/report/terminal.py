@@ -11,15 +11,21 @@ from perfgate.console import format_figure, render_table
 from perfgate.judge.gate import GateReport, Row
 from perfgate.judge.judgement import Signal
 from perfgate.judge.verdicts import Verdict
-from perfgate.report.summary import change_cell, confirmation_text, cost_text, paired_text
+from perfgate.report.summary import (
+    confirmation_text,
+    cost_text,
+    deciding_figures,
+    paired_text,
+)
 from perfgate.report.verdict import cost_json, row_json
 
 HEADERS = ("bucket", "verdict", "figure", "baseline", "change (95 % interval)", "samples",
            "confirmed by", "why")  # fmt: skip
 #: Columns a narrow terminal cuts, in this order, each as far as its minimum: the reason
-#: codes after the first, the change's interval, the confirmation's count, the bucket id.
-#: The explanation under the table carries what was cut; figures and verdicts never are.
-SHRINKABLE = ((7, 19), (4, 8), (6, 7), (0, 12))
+#: codes (to the first, then further), the change's interval, the confirmation's count
+#: (never its header). The explanation under the table carries what was cut; bucket ids,
+#: figures and verdicts never are.
+SHRINKABLE = ((7, 19), (4, 8), (6, 12), (7, 8))
 #: A terminal narrower than this gets lines this wide (nothing readable fits in less).
 MIN_WIDTH = 60
 
@@ -43,20 +49,21 @@ def terminal_table(
     for row, row_data in zip(report.rows, rows_json, strict=True):
         judgement = row.judgement
         decision = judgement.decision if judgement else None
+        figure, baseline, change = deciding_figures(row_data)
         rows.append(
             [
                 row.bucket.id,
                 row.verdict.label,
-                format_figure(judgement.value if judgement and row.result else None),
-                format_figure(decision.baseline if decision else None),
-                change_cell(row),
+                format_figure(figure),
+                format_figure(baseline),
+                change or "—",
                 f"{decision.samples} / {decision.window_samples}" if decision else "0",
                 _method(row_data.get("confirmation")),
                 _codes(judgement.signals if judgement else None, row.reasons),
             ]
         )
         _explain(
-            explained, row.bucket.id, row.verdict, change_cell(row), _why(row),
+            explained, row.bucket.id, row.verdict, change or "—", _why(row),
             confirmation_text(row_data),
         )  # fmt: skip
         # A line of its own for each further metric that is not a plain pass (as the summary).

@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from perfgate import jsonfile
 from perfgate.config import load_config
+from perfgate.console import format_figure
 from perfgate.github.handoff import validate_verdict
 from perfgate.github.post import plan_statuses
 from perfgate.judge.gate import GateReport, build_report
@@ -133,3 +135,46 @@ def test_hostile_notes_and_reasons_stay_inert(tmp_path: Path) -> None:
     summary = summary_from_verdict(json.loads(json.dumps(data)))
     assert "<img" not in summary and "<script>" not in summary and "@org" not in summary
     assert "\n## injected" not in summary
+
+
+def test_every_surface_quotes_the_figures_that_decided(tmp_path: Path) -> None:
+    """A paired BLOCK reads the same, figure for figure, on every surface.
+
+    The window saw the run against another day's runners; the pairs decided. The
+    terminal and summary rows, verdict.json, the JUnit failure and the run's description
+    all quote the pairs' change with its interval, and the rows' figure and baseline
+    are the pairs' head and base, the change between them.
+    """
+    from perfgate.report.junit import junit_tree
+    from perfgate.report.summary import deciding_change, deciding_figures
+
+    gate = report(tmp_path)
+    data = report_json(gate)
+    row = next(r for r in data["rows"] if r["bucket"] == "cartpole/numpy")
+    paired = row["confirmation"]["paired"]
+    change = deciding_change(row)
+    assert change.startswith("\u221210.0 % (") and change != deciding_change(
+        {k: v for k, v in row.items() if k != "confirmation"}
+    )  # the window's own estimate differs: the pairs' is the one quoted
+    figure, baseline, quoted = deciding_figures(row)
+    assert (figure, baseline, quoted) == (paired["head"], paired["base"], change)
+    assert figure / baseline == pytest.approx(1.0 + paired["effect_pct"] / 100.0)
+
+    line = next(line for line in terminal_table(gate, width=200).splitlines()
+                if line.startswith("cartpole/numpy"))  # fmt: skip
+    assert change in line and format_figure(figure) in line and format_figure(baseline) in line
+    summary_line = next(line for line in summary_markdown(gate).splitlines()
+                        if line.startswith("| cartpole/numpy |"))  # fmt: skip
+    assert change in summary_line and format_figure(figure) in summary_line
+    failure = next(case.find("failure") for case in junit_tree(gate).getroot().iter("testcase")
+                   if "cartpole/numpy" in case.get("name", ""))  # fmt: skip
+    assert failure is not None and change in failure.get("message", "")
+    assert change in data["description"]
+
+
+def test_bucket_ids_are_never_cut_in_a_narrow_terminal(tmp_path: Path) -> None:
+    table = terminal_table(report(tmp_path), width=72)
+    ids = ("cartpole/numpy", "cartpole/python", "pendulum/numpy", "pendulum/python")
+    for bucket in ids:
+        assert any(line.startswith(bucket + " ") for line in table.splitlines()), bucket
+    assert "confirmed by" in table.splitlines()[0]
