@@ -232,18 +232,24 @@ def _description(rows: Sequence[Row], coverage: Coverage) -> str:
     improved = sum(1 for r in rows if r.verdict is Verdict.IMPROVED)
     gains = f"; {improved} improved" if improved else ""
     if warned and len(unjudged) == len(warned):
-        return f"no baseline yet for {len(unjudged)} of {len(rows)}; nothing to compare with{gains}"
+        return f"{_baseline_state(unjudged)} for {len(unjudged)} of {len(rows)}; not judged{gains}"
     if warned:
-        also = f" ({len(unjudged)} without a full baseline yet)" if unjudged else ""
-        unsure = sum(1 for r in warned if r.verdict is Verdict.INCONCLUSIVE)
-        unsure_text = f", {unsure} inconclusive" if unsure else ""
+        also = f"; {len(unjudged)} without a full baseline yet" if unjudged else ""
+        by_verdict = Counter(r.verdict.label for r in warned if not awaits_baseline(r))
+        what = ", ".join(f"{count} {label}" for label, count in sorted(by_verdict.items()))
         return (
-            f"no confirmed regression; {len(warned)} of {len(rows)} need attention"
-            f"{unsure_text}{also}{gains}"
+            f"no confirmed regression; {len(warned)} of {len(rows)} buckets need attention "
+            f"({what}{also}){gains}"
         )
     if improved:
         return f"all {len(rows)} buckets pass; {improved} improved"
     return f"all {len(rows)} buckets within noise"
+
+
+def _baseline_state(rows: Sequence[Row]) -> str:
+    """'no baseline yet' when none of ``rows`` has a window; else 'too few baseline runs yet'."""
+    empty = all(Reason.NO_BASELINE in r.judgement.reasons for r in rows if r.judgement is not None)
+    return "no baseline yet" if empty else "too few baseline runs yet"
 
 
 def awaits_baseline(row: Row) -> bool:
@@ -275,7 +281,9 @@ def _headlines(rows: Sequence[Row], coverage: Coverage) -> tuple[str, ...]:
         lines.append("🚫 One or more blocking-level performance regressions were detected")
     warned = [r for r in rows if r.verdict.level is Verdict.WARN]
     if not lines and warned and all(awaits_baseline(r) for r in warned):
-        lines.append("⚠️ No baseline yet for some buckets: there is nothing to compare with")
+        state = _baseline_state(warned)
+        lines.append(f"⚠️ {state[0].upper()}{state[1:]} for some buckets: they are measured, "
+                     "not judged")  # fmt: skip
     elif not lines and any(r.verdict is Verdict.INCONCLUSIVE for r in warned):
         lines.append(
             "🔍 No confirmed regression, but for some buckets the evidence cannot separate "

@@ -469,8 +469,8 @@ def _post_merge_signals(
         Signal(
             reason=Reason.POST_MERGE,
             verdict=Verdict.PASS,
-            detail=f"a drop below {bound:.1f} % cannot be ruled out at this PR's budget; "
-            "post-merge alerts watch it",
+            detail=f"a drop below {bound:.1f} % cannot be ruled out at this run's budget; "
+            "post-merge alerts watch the target branch for it",
         )
     ]
 

@@ -186,8 +186,8 @@ def paired_decide(
         bound = regression_of_g(drop + t_clear * se, direction)
         if bound >= policy.min_drop_pct:
             detail += (
-                f"; a drop below {bound:.1f} % cannot be ruled out at this PR's budget; "
-                "post-merge alerts watch it"
+                f"; a drop below {bound:.1f} % cannot be ruled out at this run's budget; "
+                "post-merge alerts watch the target branch for it"
             )
     else:
         verdict, reason = Verdict.INCONCLUSIVE, Reason.PAIRED_UNRESOLVED

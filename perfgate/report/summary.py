@@ -111,6 +111,24 @@ def deciding_change(row: Mapping[str, Any], *, interval_too: bool = True) -> str
     return effect_text(effect, _interval(paired.get("interval_pct")) if interval_too else None)
 
 
+def _pair_bases(data: Mapping[str, Any]) -> str:
+    """' Pairs measured against 019cb48.' when the pairs ran against another commit than
+    the merge base the gate named (the bench resolves its own); '' otherwise."""
+    named = data.get("base_commit")
+    bases = sorted(
+        {
+            base
+            for row in _list(data.get("rows"))
+            if isinstance(row, Mapping)
+            and isinstance(base := _paired(row).get("base_commit"), str)
+            and base != named
+        }
+    )
+    if not bases:
+        return ""
+    return f" Pairs measured against {', '.join(_short(b) for b in bases)}."
+
+
 def deciding_figures(row: Mapping[str, Any]) -> tuple[float | None, float | None, str]:
     """(figure, baseline, change) a verdict.json row's verdict rests on, as every table
     prints them: the pairs' head and base and their change when pairs decided; else the
@@ -345,7 +363,7 @@ def summary_from_verdict(data: Mapping[str, Any], trend_url: str | None = None) 
     lines.append(
         f"Commit {_short(data.get('commit'))} judged against `{target}` "
         f"(merge base {_short(data.get('base_commit'))}), {baseline}; hardware: "
-        f"{hardware or 'unknown'}."
+        f"{hardware or 'unknown'}.{_pair_bases(data)}"
     )
     machines = _texts(data.get("machines"))
     if machines:

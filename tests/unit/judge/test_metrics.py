@@ -294,3 +294,21 @@ def test_under_paired_each_metric_is_confirmed_by_its_own_pairs(tmp_path: Path) 
     assert verdicts(cleared)["startup_s"] is Verdict.PASS
     # No pairs at all: the window's BLOCK is not confirmed.
     assert verdicts(report(cfg, slow))["startup_s"] is Verdict.INCONCLUSIVE
+
+
+def test_too_few_baseline_runs_is_not_called_no_baseline(tmp_path: Path) -> None:
+    gate = report(config(tmp_path), result(), fps=[[100.0, 100.1], [99.9, 100.05]])
+    assert gate.rows[0].verdict is Verdict.WARN
+    assert gate.description.startswith("too few baseline runs yet for 1 of 1; not judged")
+    assert "⚠️ Too few baseline runs yet for some buckets: they are measured, not judged" in (
+        gate.headlines
+    )
+
+
+def test_buckets_that_need_attention_are_counted_by_verdict(tmp_path: Path) -> None:
+    gate = report(config(tmp_path), result(fps=(97.5, 97.6, 97.4)))
+    assert gate.rows[0].verdict.level is Verdict.WARN
+    label = gate.rows[0].verdict.label
+    assert gate.description == (
+        f"no confirmed regression; 1 of 1 buckets need attention (1 {label})"
+    )

@@ -193,7 +193,10 @@ def test_a_drop_too_small_to_confirm_here_is_left_to_post_merge_alerts() -> None
     assert judgement.verdict.level is not Verdict.BLOCK
     note = next(s for s in judgement.signals if s.reason is Reason.POST_MERGE)
     assert note.verdict is Verdict.PASS
-    assert "cannot be ruled out at this PR's budget; post-merge alerts watch it" in note.detail
+    assert (
+        "cannot be ruled out at this run's budget; post-merge alerts watch the target branch for it"
+        in note.detail
+    )
     clear = make_result(samples=SAME)
     judged = judge(clear, WINDOW, floors=(), policy=POLICY, confirm=ConfirmMode.PAIRED,
                    paired_policy=PairedPolicy(), confirm_drop_pct=5.0)  # fmt: skip

@@ -141,7 +141,7 @@ def test_pairs_stop_once_the_drop_that_matters_is_ruled_out() -> None:
     relaxed = paired_decide(three, policy=replace(POLICY, clear_drop_pct=4.0), prior=PRIOR)
     assert strict.need_more
     assert (relaxed.verdict, relaxed.need_more) == (Verdict.PASS, False)
-    assert "post-merge alerts watch it" in relaxed.detail
+    assert "post-merge alerts watch the target branch for it" in relaxed.detail
 
 
 def test_one_throttled_sample_does_not_defeat_a_real_drop() -> None:

@@ -178,3 +178,13 @@ def test_bucket_ids_are_never_cut_in_a_narrow_terminal(tmp_path: Path) -> None:
     for bucket in ids:
         assert any(line.startswith(bucket + " ") for line in table.splitlines()), bucket
     assert "confirmed by" in table.splitlines()[0]
+
+
+def test_the_summary_names_the_commit_the_pairs_ran_against(tmp_path: Path) -> None:
+    data = report_json(report(tmp_path))
+    assert data["base_commit"] != "e" * 40
+    assert "Pairs measured against `eeeeeeeeeeee`." in summary_from_verdict(data)
+    for row in data["rows"]:
+        if row["confirmation"] and row["confirmation"].get("paired"):
+            row["confirmation"]["paired"]["base_commit"] = data["base_commit"]
+    assert "Pairs measured against" not in summary_from_verdict(data)
