@@ -19,8 +19,9 @@ gates asks.
   the window's verdict stands. No merge base to measure (not a git checkout, no parent, another
   experiment there): the run confirms by repeats instead.
 
-The gate later judges the recorded samples and pairs with ``final=True`` and so reaches
-the verdicts the bench's last look would have.
+The gate later judges the recorded samples as the window's last look, and the pairs at
+the look where the bench stopped (``paired.settled_decision``), and so reaches the
+bench's verdicts.
 """
 
 from __future__ import annotations
