@@ -7,6 +7,8 @@ With --post (the push workflow's alert job, `issues: write`) it first records th
 acceptances the `perfgate-accepted` label on an alert's issue and the merged pull
 request carry, then opens one `perfgate-regression` issue per regression, comments on
 it from each later push that still shows it, and closes it on recovery or acceptance.
+GitHub refusing one regression's issue is reported and the others are still posted;
+alerts.json is written and the run exits 3.
 With --dispatch (the one job holding `actions: write`) it dispatches perfgate-bisect.yml
 for the ranges alerts.json asks to bisect. Only a push to a protected branch posts.
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +39,7 @@ from perfgate.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from perfgate.baselines.alerting import Survey
-    from perfgate.github.alerts import BisectRequest, Posted
+    from perfgate.github.alerts import Failed, Posted, Reconciled
 
 DEFAULT_ALERTS = Path(".perfgate/alerts")
 ALERTS_FILE = "alerts.json"
@@ -56,7 +58,10 @@ def register(verbs: Verbs) -> None:
             "perfgate alert --post       # CI: the push workflow's alert job",
             "perfgate alert --dispatch   # CI: dispatch the bisects alerts.json asks for",
         ),
-        exits={ExitCode.MALFUNCTION: EXIT_MEANINGS[ExitCode.MALFUNCTION]},
+        exits={
+            ExitCode.MALFUNCTION: f"{EXIT_MEANINGS[ExitCode.MALFUNCTION]}; or GitHub refused "
+            f"a regression's issue (the others were posted, {ALERTS_FILE} names it)"
+        },
     )
     add_config(alert)
     alert.add_argument(
@@ -106,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
     from perfgate import context, jsonfile
     from perfgate.baselines.store import open_store
     from perfgate.console import say
+    from perfgate.github.alerts import Reconciled
 
     repo_top()
     config = load_config(args.config)
@@ -118,8 +124,7 @@ def run(args: argparse.Namespace) -> int:
     store = open_store(config, local=baseline_is_local(args))
     assert store is not None  # repo_top found the repository
     client = _client(here, config) if args.post else None
-    posted: list[Posted] = []
-    requests: list[BisectRequest] = []
+    done = Reconciled()
     with _permissions("issues: write, and contents: write to record accepted changes"):
         if client is not None:
             _record_acceptances(client, config, store, here, target)
@@ -127,19 +132,34 @@ def run(args: argparse.Namespace) -> int:
         if client is not None:
             from perfgate.github.alerts import reconcile
 
-            posted, requests = reconcile(client, found, config, push_sha=here.commit or "")
-    document = alerts_json(found, posted, requests)
+            done = reconcile(client, found, config, push_sha=here.commit or "")
+    document = alerts_json(found, done)
     jsonfile.write(report, document)
     out = human(args)
-    print(survey_text(found, posted), file=out)
+    print(survey_text(found, done.posted, done.failed), file=out)
     say(f"{ALERTS_FILE} in {report}")
     from perfgate.console import write_step_outputs, write_step_summary
 
-    write_step_outputs({"bisects": str(len(requests)), "open": str(len(found.open))})
-    write_step_summary(survey_text(found, posted))
+    write_step_outputs({"bisects": str(len(done.requests)), "open": str(len(found.open))})
+    write_step_summary(survey_text(found, done.posted, done.failed))
     if args.json:
         print_json(document)
-    return ExitCode.OK
+    return _refused(done.failed)
+
+
+def _refused(failed: tuple[Failed, ...]) -> int:
+    """Name each regression GitHub refused to post; exit 3 when there was one (R8)."""
+    from perfgate.console import annotate
+
+    for failure in failed:
+        key = failure.key
+        annotate(
+            "error",
+            f"the alert for {key.bucket} {key.metric} ({key.hardware}, since {key.bad[:12]}) "
+            f"was not posted: {failure.error}. The other regressions were; the next push "
+            "tries this one again",
+        )
+    return ExitCode.MALFUNCTION if failed else ExitCode.OK
 
 
 @contextmanager
@@ -230,10 +250,9 @@ def _dispatch(report: Path, config: Any, here: Any) -> int:
     return ExitCode.OK
 
 
-def alerts_json(
-    found: Survey, posted: list[Posted], requests: list[BisectRequest]
-) -> dict[str, Any]:
-    """The machine-readable survey: each regression and improvement, what was posted."""
+def alerts_json(found: Survey, done: Reconciled) -> dict[str, Any]:
+    """The machine-readable survey: each regression and improvement, what was posted, and
+    what GitHub refused."""
 
     def change(c: Any) -> dict[str, Any]:
         return {"change_pct": c.change_pct, "interval_pct": list(c.interval_pct),
@@ -269,15 +288,17 @@ def alerts_json(
         ],
         "posted": [
             {"action": p.action, "issue": p.issue, **p.key.to_json(), "detail": p.detail}
-            for p in posted
+            for p in done.posted
         ],
-        "bisects": [r.to_json() for r in requests],
+        "bisects": [r.to_json() for r in done.requests],
+        "failed": [{**f.key.to_json(), "error": f.error} for f in done.failed],
         "notes": list(found.notes),
     }
 
 
-def survey_text(found: Survey, posted: list[Posted]) -> str:
-    """The human summary: open regressions, those closed, improvements, what was posted."""
+def survey_text(found: Survey, posted: Sequence[Posted] = (), failed: Sequence[Failed] = ()) -> str:
+    """The human summary: open regressions, those closed, improvements, what was posted
+    and what GitHub refused."""
     from perfgate.console import format_figure
 
     lines = [
@@ -307,6 +328,9 @@ def survey_text(found: Survey, posted: list[Posted]) -> str:
         )
     for p in posted:
         lines.append(f"  {p.action} #{p.issue} ({p.key.bucket} {p.key.metric})")
+    for failure in failed:
+        key = failure.key
+        lines.append(f"  NOT POSTED ({key.bucket} {key.metric}): {failure.error}")
     return "\n".join(lines)
 
 

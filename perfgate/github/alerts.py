@@ -7,14 +7,17 @@ hardware, metric, last good and first bad commit) and whether a bisect was asked
 every push finds its issues again: the push that confirms a regression opens one, a later
 push that still shows it comments on it (once per push), recovery or an accepted change
 closes it with the figures. Text that came from commits or pull requests is only shown
-through ``report.md_text``.
+through ``report.md_text``, each commit title clipped, and every body and comment stays
+within GitHub's size limit. GitHub refusing one regression's issue costs that regression
+alone: it is reported, and the others are still posted.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,10 +26,11 @@ from perfgate.baselines.alerting import AlertKey, Finding, Survey
 from perfgate.config import PRIMARY, Config
 from perfgate.console import format_figure
 from perfgate.context import RunContext
-from perfgate.github.client import GitHubClient
+from perfgate.github.client import GitHubClient, GitHubError, GitHubPermissionError
 from perfgate.github.post import ACTIONS_BOT
 from perfgate.judge.goodness import signed_pct
 from perfgate.report.summary import md_text
+from perfgate.report.verdict import clipped
 
 LABEL = "perfgate-regression"
 ACCEPTED_LABEL = "perfgate-accepted"
@@ -39,6 +43,17 @@ BISECT_WORKFLOW = "perfgate-bisect.yml"
 #: ``author_association``).
 MEMBERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 TITLE_LIMIT = 200
+#: A commit subject as an issue or comment quotes it: git lets a subject be any length.
+SUSPECT_TITLE_LIMIT = 200
+#: GitHub refuses issue and comment bodies over 65 536 characters; the marker line and
+#: the note saying a text was cut fit in the rest.
+BODY_LIMIT = 60_000
+#: GitHub's reason for refusing a write, as the log, the summary and alerts.json quote it.
+ERROR_LIMIT = 500
+TRUNCATED = (
+    "_…truncated to stay under GitHub's 65 536-character limit: the run's artifact "
+    "(alerts.json, bisect.json) has the whole text._"
+)
 _MARKER = re.compile(r"<!-- perfgate-alert (\{[^<>]*\}) -->")
 _PUSHED = "<!-- perfgate-alert-push {sha} -->"
 # A line of a pull request's description: ``perfgate-accept: BUCKET [metric=NAME] why``.
@@ -127,6 +142,23 @@ class Posted:
     detail: str = ""
 
 
+@dataclass(frozen=True, kw_only=True)
+class Failed:
+    """A regression whose issue GitHub refused to open, comment on or close."""
+
+    key: AlertKey
+    error: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reconciled:
+    """What one alert run did on GitHub, the bisects it asks for and what was refused."""
+
+    posted: tuple[Posted, ...] = ()
+    requests: tuple[BisectRequest, ...] = ()
+    failed: tuple[Failed, ...] = ()
+
+
 def refusal(run: RunContext, config: Config, token: str | None) -> str | None:
     """Why this run may not post alerts (None: it may).
 
@@ -164,6 +196,22 @@ def why_not_post_bisect(run: RunContext, token: str | None) -> str | None:
 
 def _short(sha: str) -> str:
     return f"`{md_text(sha[:12])}`"
+
+
+def commit_title(heading: str) -> str:
+    """A commit's subject made inert, clipped first (escaping only makes it longer)."""
+    return md_text(clipped(heading, SUSPECT_TITLE_LIMIT))
+
+
+def fit(text: str) -> str:
+    """``text`` within BODY_LIMIT characters: whole, or cut with a note saying so."""
+    if len(text) <= BODY_LIMIT:
+        return text
+    kept = text[: BODY_LIMIT - len(TRUNCATED) - 2]
+    # At a line when there is one, so no table row is left half drawn; one huge line
+    # (free text of a result) is cut inside.
+    lines = kept.rpartition("\n")[0] or kept
+    return f"{lines}\n\n{TRUNCATED}"
 
 
 def _series(finding: Finding) -> str:
@@ -226,7 +274,7 @@ def body(finding: Finding, survey: Survey, config: Config, bisect_note: str) -> 
         "",
         "| commit | title |",
         "|---|---|",
-        *(f"| {_short(s.sha)} | {md_text(s.title)} |" for s in finding.suspects),
+        *(f"| {_short(s.sha)} | {commit_title(s.title)} |" for s in finding.suspects),
     ]
     if finding.suspect_count > len(finding.suspects):
         lines.append(f"| … | {finding.suspect_count - len(finding.suspects)} more |")
@@ -242,13 +290,13 @@ def body(finding: Finding, survey: Survey, config: Config, bisect_note: str) -> 
         f"{md_text(finding.key.bucket)} --commit {md_text(finding.key.bad[:12])} "
         '--reason "..."`.',
     ]
-    return "\n".join(lines)
+    return fit("\n".join(lines))
 
 
 def follow_text(finding: Finding, sha: str) -> str:
     """A later push's comment: the regression with every run since it."""
     latest = finding.episode.latest
-    return (
+    return fit(
         f"{_PUSHED.format(sha=sha)}\nStill slower at {_short(sha)}: "
         f"**{md_text(latest.effect_text())}** against the level before it, over "
         f"{latest.runs} pushes since the change ({format_figure(latest.after)} "
@@ -261,7 +309,7 @@ def closing_text(finding: Finding) -> str:
     episode = finding.episode
     if episode.recovery is not None:
         recovery = episode.recovery
-        return (
+        return fit(
             f"Recovered at {_short(finding.sha(recovery.first))} (confirmed at "
             f"{_short(finding.sha(recovery.confirmed))}): the level is back at "
             f"{format_figure(recovery.level)} {md_text(finding.unit)}, "
@@ -269,7 +317,7 @@ def closing_text(finding: Finding) -> str:
             f"({format_figure(episode.alert.before)}). Closing."
         )
     at = episode.accepted_at if episode.accepted_at is not None else episode.alert.first_bad
-    return (
+    return fit(
         f"Accepted as intended at {_short(finding.sha(at))}: the window starts there and this "
         f"change is not alerted again ({md_text(episode.latest.effect_text())} over "
         f"{episode.latest.runs} pushes). Closing."
@@ -278,7 +326,7 @@ def closing_text(finding: Finding) -> str:
 
 def accepted_text(ack: Acknowledgement) -> str:
     """The comment that closes an issue whose change was accepted at the change itself."""
-    return (
+    return fit(
         f"Accepted as intended at {_short(ack.commit)} ({md_text(ack.reason)}; "
         f"{md_text(ack.by)}): the window starts there and this change is not alerted again. "
         "Closing."
@@ -314,65 +362,26 @@ def reconcile(
     config: Config,
     *,
     push_sha: str,
-) -> tuple[list[Posted], list[BisectRequest]]:
-    """Open, comment on and close the issues the survey calls for; the bisects to dispatch."""
+) -> Reconciled:
+    """Open, comment on and close the issues the survey calls for; the bisects to dispatch.
+
+    GitHub refusing one regression's writes is recorded in ``failed`` and the others go
+    on; a token that may not write issues at all stops the run (every write would fail).
+    """
     for name, (color, description) in LABELS.items():
         client.ensure_label(name, color, description)
     known = perfgate_issues(client)
     posted: list[Posted] = []
     requests: list[BisectRequest] = []
+    failed: list[Failed] = []
     for finding in survey.findings:
-        entry = known.get(finding.key)
-        if finding.state != "open":
-            if entry is not None and entry[0].get("state") == "open":
-                number = int(entry[0]["number"])
-                client.create_comment(number, closing_text(finding))
-                reason = "completed" if finding.state == "recovered" else "not_planned"
-                client.update_issue(number, state="closed", state_reason=reason)
-                posted.append(Posted(action="closed", issue=number, key=finding.key,
-                                     detail=finding.state))  # fmt: skip
-            continue
-        wanted, note = bisect_decision(finding, config.alerts.bisect_max_minutes)
-        asked = IssueState(key=finding.key, bisect={"status": "requested", "at": push_sha})
-        if entry is None:
-            state = asked if wanted else IssueState(key=finding.key)
-            created = client.create_issue(
-                title(finding),
-                f"{state.marker()}\n{body(finding, survey, config, note)}\n",
-                [LABEL],
-            )
-            number = int(created["number"])
-            oldest = _kept(client, finding.key, number)
-            if oldest != number:
-                posted.append(Posted(action="closed", issue=number, key=finding.key,
-                                     detail=f"duplicate of #{oldest}"))  # fmt: skip
-                continue
-            posted.append(Posted(action="opened", issue=number, key=finding.key))
-        elif entry[0].get("state") != "open":
-            continue  # closed by a person: left alone (the accepted label accepts the change)
-        else:
-            issue, state = entry
-            number = int(issue["number"])
-            sha = finding.sha(finding.episode.latest.confirmed)
-            newer = finding.episode.latest.confirmed > finding.episode.alert.confirmed
-            if newer and sha == push_sha and not _commented(client, number, sha):
-                client.create_comment(number, follow_text(finding, sha))
-                posted.append(Posted(action="commented", issue=number, key=finding.key))
-            # A bisect is asked for once per range: the marker remembers it was.
-            wanted = wanted and state.bisect is None
-            if wanted:
-                client.update_issue(number, body=_with_state(str(issue.get("body") or ""), asked))
-        if wanted and finding.bisect_minutes is not None:
-            requests.append(
-                BisectRequest(
-                    issue=number,
-                    bucket=finding.key.bucket,
-                    good=finding.key.good,
-                    bad=finding.key.bad,
-                    minutes=finding.bisect_minutes,
-                )
-            )
-            posted.append(Posted(action="bisect-requested", issue=number, key=finding.key))
+        with _alone(failed, finding.key):
+            request = _follow(client, finding, known.get(finding.key), survey, config,
+                              push_sha=push_sha, posted=posted)  # fmt: skip
+            if request is not None:
+                requests.append(request)
+                posted.append(Posted(action="bisect-requested", issue=request.issue,
+                                     key=finding.key))  # fmt: skip
     # An acceptance at the change itself means the rule never sees the regression again:
     # its issue is closed as accepted.
     found = {finding.key for finding in survey.findings}
@@ -380,11 +389,85 @@ def reconcile(
         level = survey.acceptance(key)
         if key in found or level is None or issue.get("state") != "open":
             continue
+        with _alone(failed, key):
+            number = int(issue["number"])
+            client.create_comment(number, accepted_text(level.ack))
+            client.update_issue(number, state="closed", state_reason="not_planned")
+            posted.append(Posted(action="closed", issue=number, key=key, detail="accepted"))
+    return Reconciled(posted=tuple(posted), requests=tuple(requests), failed=tuple(failed))
+
+
+@contextmanager
+def _alone(failed: list[Failed], key: AlertKey) -> Iterator[None]:
+    """One regression's writes: GitHub refusing them is noted, and the others still go."""
+    try:
+        yield
+    except GitHubPermissionError:
+        raise  # the token may not write issues: every other regression would fail alike
+    except GitHubError as exc:
+        failed.append(Failed(key=key, error=clipped(str(exc), ERROR_LIMIT)))
+
+
+def _follow(
+    client: GitHubClient,
+    finding: Finding,
+    entry: tuple[dict[str, Any], IssueState] | None,
+    survey: Survey,
+    config: Config,
+    *,
+    push_sha: str,
+    posted: list[Posted],
+) -> BisectRequest | None:
+    """Open, comment on or close ``finding``'s issue (``entry``: the one it has), noting
+    each write in ``posted``; the bisect to dispatch for its range, if any."""
+    if finding.state != "open":
+        if entry is not None and entry[0].get("state") == "open":
+            number = int(entry[0]["number"])
+            client.create_comment(number, closing_text(finding))
+            reason = "completed" if finding.state == "recovered" else "not_planned"
+            client.update_issue(number, state="closed", state_reason=reason)
+            posted.append(Posted(action="closed", issue=number, key=finding.key,
+                                 detail=finding.state))  # fmt: skip
+        return None
+    wanted, note = bisect_decision(finding, config.alerts.bisect_max_minutes)
+    asked = IssueState(key=finding.key, bisect={"status": "requested", "at": push_sha})
+    if entry is None:
+        state = asked if wanted else IssueState(key=finding.key)
+        created = client.create_issue(
+            title(finding),
+            f"{state.marker()}\n{body(finding, survey, config, note)}\n",
+            [LABEL],
+        )
+        number = int(created["number"])
+        oldest = _kept(client, finding.key, number)
+        if oldest != number:
+            posted.append(Posted(action="closed", issue=number, key=finding.key,
+                                 detail=f"duplicate of #{oldest}"))  # fmt: skip
+            return None
+        posted.append(Posted(action="opened", issue=number, key=finding.key))
+    elif entry[0].get("state") != "open":
+        return None  # closed by a person: left alone (the accepted label accepts the change)
+    else:
+        issue, state = entry
         number = int(issue["number"])
-        client.create_comment(number, accepted_text(level.ack))
-        client.update_issue(number, state="closed", state_reason="not_planned")
-        posted.append(Posted(action="closed", issue=number, key=key, detail="accepted"))
-    return posted, requests
+        sha = finding.sha(finding.episode.latest.confirmed)
+        newer = finding.episode.latest.confirmed > finding.episode.alert.confirmed
+        if newer and sha == push_sha and not _commented(client, number, sha):
+            client.create_comment(number, follow_text(finding, sha))
+            posted.append(Posted(action="commented", issue=number, key=finding.key))
+        # A bisect is asked for once per range: the marker remembers it was.
+        wanted = wanted and state.bisect is None
+        if wanted:
+            client.update_issue(number, body=_with_state(str(issue.get("body") or ""), asked))
+    if not wanted or finding.bisect_minutes is None:
+        return None
+    return BisectRequest(
+        issue=number,
+        bucket=finding.key.bucket,
+        good=finding.key.good,
+        bad=finding.key.bad,
+        minutes=finding.bisect_minutes,
+    )
 
 
 def _kept(client: GitHubClient, key: AlertKey, created: int) -> int:
@@ -501,16 +584,18 @@ def bisect_comment(result: Mapping[str, Any], titles: Mapping[str, str], unit: s
         maybe = [str(s) for s in result.get("possibly_first_bad") or []]
         if maybe:
             why = "the first bad commit is one of " + ", ".join(_short(s) for s in maybe)
-        return f"{head}: no single first bad commit ({md_text(str(status))}). {md_text(str(why))}"
+        return fit(
+            f"{head}: no single first bad commit ({md_text(str(status))}). {md_text(str(why))}"
+        )
     first_bad = str(result.get("first_bad") or "")
     last_good = str(result.get("last_good") or "")
     bad_step = result.get("first_bad_step") or {}
     good_step = result.get("last_good_step") or {}
     change = result.get("change_pct")
     change_text = f" ({change:+.1f} %)".replace("-", "\u2212") if isinstance(change, float) else ""
-    return (
+    return fit(
         f"{head}: the first bad commit is **{_short(first_bad)}** "
-        f"{md_text(titles.get(first_bad, ''))}\n\n"
+        f"{commit_title(titles.get(first_bad, ''))}\n\n"
         f"| | commit | figure |\n|---|---|---|\n"
         f"| last good | {_short(last_good)} | {format_figure(good_step.get('figure'))} "
         f"{md_text(unit)} |\n"

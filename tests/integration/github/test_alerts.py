@@ -30,7 +30,7 @@ from perfgate.github.alerts import ACCEPTED_LABEL, LABEL, read_state
 from perfgate.judge.verdicts import Reason
 from perfgate.run.launch import bucket_hashes
 from tests.factories import make_result
-from tests.github_server import BOT, READ_TOKEN, WRITE_TOKEN, FakeGitHub, serve
+from tests.github_server import BOT, READ_TOKEN, WRITE_TOKEN, FakeGitHub, Fault, serve
 from tests.trend_stores import IDENTITY
 
 CONFIG = """\
@@ -50,6 +50,7 @@ report:
 alerts:
   bisect_max_minutes: 100000
 """
+TWO_BUCKETS = CONFIG.replace("[{physics: numpy}]", "[{physics: numpy}, {physics: python}]")
 RUNNERS = ("gpu-a", "gpu-b", "gpu-c")
 OFFSETS = (1.02, 0.99, 0.985)  # each runner's steady offset
 
@@ -85,18 +86,23 @@ class Pushes:
         number = len(self.shas)
         self.shas.append(sha)
         runner = number % len(RUNNERS)
-        values = tuple(
-            level * OFFSETS[runner] * math.exp(0.004 * self.rng.gauss(0.0, 1.0)) for _ in range(3)
-        )
-        launch, benchmark = bucket_hashes(self.config.buckets[0])
-        result = make_result("cartpole/numpy", samples=values, commit=sha, run_id=f"run-{number}")
-        result = replace(
-            result,
-            identity=replace(result.identity, launch_hash=launch, benchmark_hash=benchmark),
-            ci=replace(result.ci, runner_name=RUNNERS[runner]),
-        )
         when = datetime(2026, 3, 2, tzinfo=UTC) + timedelta(hours=number)
-        samples = samples_from_result(result, trusted_source="protected_branch", timestamp=when)
+        samples = []
+        for bucket in self.config.buckets:  # each bucket measured at the same level
+            values = tuple(
+                level * OFFSETS[runner] * math.exp(0.004 * self.rng.gauss(0.0, 1.0))
+                for _ in range(3)
+            )
+            launch, benchmark = bucket_hashes(bucket)
+            result = make_result(bucket.id, samples=values, commit=sha, run_id=f"run-{number}")
+            result = replace(
+                result,
+                identity=replace(result.identity, launch_hash=launch, benchmark_hash=benchmark),
+                ci=replace(result.ci, runner_name=RUNNERS[runner]),
+            )
+            samples += samples_from_result(
+                result, trusted_source="protected_branch", timestamp=when
+            )
         self.store.append(samples, f"publish {sha[:7]}")
         return sha
 
@@ -131,14 +137,19 @@ def pushes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pushes]:
         yield made
 
 
+def run_in_ci(pushes: Pushes, monkeypatch: pytest.MonkeyPatch, args: list[str], **env: str) -> int:
+    """``perfgate ARGS`` in GitHub's environment (a push to main unless ``env`` says); its exit."""
+    with monkeypatch.context() as patch:
+        for name, value in pushes.env(**env).items():
+            patch.setenv(name, value)
+        return cli.main(args)
+
+
 def alert(
     pushes: Pushes, monkeypatch: pytest.MonkeyPatch, *args: str, **env: str
 ) -> dict[str, object]:
     """Run ``perfgate alert ARGS`` as the alert job; its alerts.json."""
-    with monkeypatch.context() as patch:
-        for name, value in pushes.env(**env).items():
-            patch.setenv(name, value)
-        assert cli.main(["alert", *args]) == 0
+    assert run_in_ci(pushes, monkeypatch, ["alert", *args], **env) == 0
     document = json.loads((pushes.clone / ".perfgate/alerts/alerts.json").read_text())
     assert isinstance(document, dict)
     return document
@@ -499,3 +510,58 @@ def test_the_bench_confirms_against_the_accepted_level_as_the_gate_judges(
     args = ["accept", "--bucket", "cartpole/numpy", "--reason", "exact solver", "--remote"]
     assert cli.main([*args, "--commit", step]) == 0
     assert reasons() == (Reason.SHIFT_SETTLING, Reason.SHIFT_SETTLING)
+
+
+def test_a_huge_commit_title_is_clipped_and_the_issue_still_opens(
+    pushes: Pushes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three suspects with ~100 KB subjects (markup escaping would grow them further): the
+    issue opens within GitHub's 65 536 characters and the bisect is still asked for."""
+    for _ in range(12):
+        pushes.push(100.0)
+    huge = "slower solver " + "<b>x</b>|" * 11_000
+    step = pushes.push(94.0, commits=3, title=huge)
+    for _ in range(2):
+        pushes.push(94.0)
+    document = alert(pushes, monkeypatch, "--post")
+    (issue,) = pushes.server.issues_labelled(LABEL)
+    body = issue["body"]
+    assert len(body) < 20_000  # each title clipped, not only the whole body
+    assert body.count("slower solver") == 3 and "\u2026" in body
+    assert step[:12] in body
+    assert [b["bad"] for b in document["bisects"]] == [step]  # type: ignore[index]
+
+
+def test_an_alert_github_refuses_does_not_stop_the_other_buckets(
+    pushes: Pushes, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = pushes.server
+    (pushes.clone / "perfgate.yaml").write_text(TWO_BUCKETS, encoding="utf-8")
+    pushes.config = load_config(pushes.clone / "perfgate.yaml")
+    step_history(pushes, batch=3)
+    for _ in range(2):
+        pushes.push(94.0)
+    # GitHub refuses the first issue perfgate opens (as it refuses a body over its limit).
+    refused = {"message": "Validation Failed: body is too long"}
+    server.faults.append(Fault("POST", rf"/repos/{server.repository}/issues", 422, body=refused))
+    assert run_in_ci(pushes, monkeypatch, ["alert", "--post"]) == 3  # a malfunction (R8)
+    document = json.loads((pushes.clone / ".perfgate/alerts/alerts.json").read_text())
+    assert len(document["regressions"]) == 2
+    (issue,) = server.issues_labelled(LABEL)
+    state = read_state(issue["body"])
+    assert state is not None
+    opened = state.key.bucket
+    (failed,) = document["failed"]
+    assert {failed["bucket"], opened} == {"cartpole/numpy", "cartpole/python"}
+    assert "body is too long" in failed["error"]
+    assert [p["action"] for p in document["posted"]] == ["opened", "bisect-requested"]
+    assert [b["bucket"] for b in document["bisects"]] == [opened]
+    said = capsys.readouterr()
+    assert f"{failed['bucket']}" in said.out + said.err and "body is too long" in said.out
+    # The dispatch job still starts the other bucket's bisect.
+    alert(pushes, monkeypatch, "--dispatch")
+    assert [d["inputs"]["bucket"] for d in server.dispatches] == [opened]
+    # The next push opens the issue GitHub refused.
+    pushes.push(94.0)
+    alert(pushes, monkeypatch, "--post")
+    assert len(server.issues_labelled(LABEL)) == 2
