@@ -4,8 +4,9 @@ Records the acceptance on the baseline branch (acknowledgements.ndjson). From th
 the gate's windows, the trend site and the post-merge alerts treat COMMIT as a known
 level shift for the bucket: the window starts there, the change is never alerted again,
 and an open alert issue for it is closed by the next push. Trusted writers only: a
-maintainer (whose push to the baseline branch the remote accepts) or a protected push's
-job; a pull request's run is refused. The same happens when the `perfgate-accepted`
+maintainer (whose push to the baseline branch the remote accepts) or the job of a push to
+the protected target branch itself; any other CI run (a pull request's, a dispatch, a
+push to another branch) is refused. The same happens when the `perfgate-accepted`
 label is put on the alert's issue, or a merged pull request carries it (or a
 `perfgate-accept: BUCKET why` line in its description).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from perfgate.cli.common import (
     EXIT_MEANINGS,
@@ -26,6 +28,10 @@ from perfgate.cli.common import (
 )
 from perfgate.config import load_config
 from perfgate.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from perfgate.config import Config
+    from perfgate.context import RunContext
 
 
 def register(verbs: Verbs) -> None:
@@ -70,10 +76,12 @@ def run(args: argparse.Namespace) -> int:
     repo = repo_top()
     config = load_config(args.config)
     here = context.detect(os.environ, default_target=config.gate.target_branches[0])
-    if here.on_github and (here.is_pull_request or here.event != "push"):
+    target = args.target or config.gate.target_branches[0]
+    if here.on_github and not _pushed_to(here, config, target):
         raise UsageError(
-            f"refusing to accept a change from a {here.event!r} run: only a maintainer or a "
-            "protected push records one (put the perfgate-accepted label on the alert's issue)"
+            f"refusing to accept a change from a {here.event!r} run on {here.branch!r}: in CI "
+            f"only the push to the protected target branch {target!r} records one (or a "
+            "maintainer, locally); put the perfgate-accepted label on the alert's issue"
         )
     (bucket,) = config.select([args.bucket])
     if args.metric is not None and args.metric not in {m.name for m in bucket.all_metrics}:
@@ -86,7 +94,6 @@ def run(args: argparse.Namespace) -> int:
     commit = commit.strip()
     store = open_store(config, local=baseline_is_local(args))
     assert store is not None  # repo_top found the repository
-    target = args.target or config.gate.target_branches[0]
     tip = branch_tip(repo, target, store.remote)
     try:
         git("merge-base", "--is-ancestor", commit, tip, cwd=repo)
@@ -112,3 +119,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         say(f"{bucket.id} at {commit[:12]} was accepted already on {where}")
     return ExitCode.OK
+
+
+def _pushed_to(here: RunContext, config: Config, target: str) -> bool:
+    """True for the job of a push to ``target`` when it is protected: the one CI run
+    whose code and token are as trusted as the branch the acceptance applies to."""
+    pushed = config.gate.is_protected_push(here.event, here.branch)
+    return pushed and not here.is_pull_request and here.branch == target

@@ -565,3 +565,19 @@ def test_an_alert_github_refuses_does_not_stop_the_other_buckets(
     pushes.push(94.0)
     alert(pushes, monkeypatch, "--post")
     assert len(server.issues_labelled(LABEL)) == 2
+
+
+def test_accept_in_ci_only_from_a_push_to_the_protected_target(
+    pushes: Pushes, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    step = step_history(pushes)
+    args = ["accept", "--bucket", "cartpole/numpy", "--reason", "exact solver", "--remote",
+            "--commit", step]  # fmt: skip
+    assert run_in_ci(pushes, monkeypatch, args, GITHUB_REF="refs/heads/feature") == 4
+    assert "refusing to accept" in capsys.readouterr().err
+    recorded = git("ls-tree", "--name-only", "origin/perf-baselines", cwd=pushes.clone)
+    assert "acknowledgements.ndjson" not in recorded
+    assert run_in_ci(pushes, monkeypatch, args) == 0  # the push to main may
+    recorded = git("show", "origin/perf-baselines:acknowledgements.ndjson", cwd=pushes.clone)
+    assert json.loads(recorded)["commit"] == step
+
