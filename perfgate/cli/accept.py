@@ -14,6 +14,7 @@ label is put on the alert's issue, or a merged pull request carries it (or a
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import os
 from typing import TYPE_CHECKING
 
@@ -58,7 +59,9 @@ def register(verbs: Verbs) -> None:
         "--metric", metavar="NAME", help="only this metric of the bucket (default: every one)"
     )
     accept.add_argument(
-        "--target", metavar="BRANCH", help="default: the first target branch of perfgate.yaml"
+        "--target",
+        metavar="BRANCH",
+        help="a protected target branch of perfgate.yaml (default: the first target branch)",
     )
     add_baseline_source(accept)
 
@@ -77,6 +80,14 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     here = context.detect(os.environ, default_target=config.gate.target_branches[0])
     target = args.target or config.gate.target_branches[0]
+    if not _gated(config, target):
+        raise UsageError(
+            f"--target {target}: an acceptance is recorded by commit and applies wherever "
+            "that commit lands, so only a branch the gate judges and protects may name one "
+            f"(gate.target_branches: {', '.join(config.gate.target_branches)}; "
+            f"gate.protected_branches: {', '.join(config.gate.protected_branches)} in "
+            f"{config.path}); accept the change on the branch it is merged into"
+        )
     if here.on_github and not _pushed_to(here, config, target):
         raise UsageError(
             f"refusing to accept a change from a {here.event!r} run on {here.branch!r}: in CI "
@@ -126,3 +137,11 @@ def _pushed_to(here: RunContext, config: Config, target: str) -> bool:
     whose code and token are as trusted as the branch the acceptance applies to."""
     pushed = config.gate.is_protected_push(here.event, here.branch)
     return pushed and not here.is_pull_request and here.branch == target
+
+
+def _gated(config: Config, branch: str) -> bool:
+    """True for a target branch the gate judges and protects: its history grows only by
+    trusted pushes, so a commit accepted on it is one the branch really landed."""
+    targets = config.gate.target_branches
+    gated = any(fnmatch.fnmatchcase(branch, pattern) for pattern in targets)
+    return gated and config.gate.is_protected(branch)

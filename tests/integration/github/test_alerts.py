@@ -581,3 +581,21 @@ def test_accept_in_ci_only_from_a_push_to_the_protected_target(
     recorded = git("show", "origin/perf-baselines:acknowledgements.ndjson", cwd=pushes.clone)
     assert json.loads(recorded)["commit"] == step
 
+
+def test_accept_refuses_a_target_that_is_not_a_protected_target_branch(
+    pushes: Pushes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An acceptance is stored by commit: one for a commit of ``side`` would apply on main
+    once side is merged, so only a gated, protected branch's commits are accepted."""
+    step_history(pushes)
+    git("checkout", "-q", "-b", "side", cwd=pushes.clone)
+    git("commit", "--allow-empty", "-q", "-m", "side", cwd=pushes.clone, env=IDENTITY)
+    git("push", "-q", "origin", "side", cwd=pushes.clone)
+    side = git("rev-parse", "HEAD", cwd=pushes.clone).strip()
+    args = ["accept", "--bucket", "cartpole/numpy", "--reason", "exact solver", "--remote"]
+    assert cli.main([*args, "--commit", side, "--target", "side"]) == 4
+    err = capsys.readouterr().err
+    assert "--target side" in err and "target_branches" in err
+    recorded = git("ls-tree", "--name-only", "origin/perf-baselines", cwd=pushes.clone)
+    assert "acknowledgements.ndjson" not in recorded
+
