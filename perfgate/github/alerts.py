@@ -347,7 +347,7 @@ def perfgate_issues(
     be whoever this token writes as (the Actions bot, or the token's user), so a marker
     someone else wrote into an issue is never taken for perfgate's state.
     """
-    author = client.viewer_login() or ACTIONS_BOT
+    author = poster(client)
     found: dict[AlertKey, tuple[dict[str, Any], IssueState]] = {}
     for issue in client.issues(LABEL, state=state):
         marker = read_state(issue.get("body"))
@@ -371,13 +371,14 @@ def reconcile(
     for name, (color, description) in LABELS.items():
         client.ensure_label(name, color, description)
     known = perfgate_issues(client)
+    author = poster(client)
     posted: list[Posted] = []
     requests: list[BisectRequest] = []
     failed: list[Failed] = []
     for finding in survey.findings:
         with _alone(failed, finding.key):
             request = _follow(client, finding, known.get(finding.key), survey, config,
-                              push_sha=push_sha, posted=posted)  # fmt: skip
+                              push_sha=push_sha, author=author, posted=posted)  # fmt: skip
             if request is not None:
                 requests.append(request)
                 posted.append(Posted(action="bisect-requested", issue=request.issue,
@@ -416,10 +417,12 @@ def _follow(
     config: Config,
     *,
     push_sha: str,
+    author: str,
     posted: list[Posted],
 ) -> BisectRequest | None:
     """Open, comment on or close ``finding``'s issue (``entry``: the one it has), noting
-    each write in ``posted``; the bisect to dispatch for its range, if any."""
+    each write in ``posted``; the bisect to dispatch for its range, if any. ``author``:
+    who perfgate writes as, whose follow-up markers alone count."""
     if finding.state != "open":
         if entry is not None and entry[0].get("state") == "open":
             number = int(entry[0]["number"])
@@ -452,7 +455,7 @@ def _follow(
         number = int(issue["number"])
         sha = finding.sha(finding.episode.latest.confirmed)
         newer = finding.episode.latest.confirmed > finding.episode.alert.confirmed
-        if newer and sha == push_sha and not _commented(client, number, sha):
+        if newer and sha == push_sha and not _commented(client, number, sha, author):
             client.create_comment(number, follow_text(finding, sha))
             posted.append(Posted(action="commented", issue=number, key=finding.key))
         # A bisect is asked for once per range: the marker remembers it was.
@@ -482,15 +485,26 @@ def _kept(client: GitHubClient, key: AlertKey, created: int) -> int:
     return oldest
 
 
+def poster(client: GitHubClient) -> str:
+    """Who this token writes as: the token's user, else the Actions bot (whose installation
+    token may not read ``/user``). Only its issues, markers and comments are perfgate's."""
+    return client.viewer_login() or ACTIONS_BOT
+
+
 def _login(issue: Mapping[str, Any]) -> object:
-    """Who opened an issue (None when GitHub did not say)."""
+    """Who opened an issue or wrote a comment (None when GitHub did not say)."""
     user = issue.get("user")
     return user.get("login") if isinstance(user, dict) else None
 
 
-def _commented(client: GitHubClient, number: int, sha: str) -> bool:
+def _commented(client: GitHubClient, number: int, sha: str, author: str) -> bool:
+    """True when perfgate itself commented on issue ``number`` for push ``sha``: a marker in
+    anyone else's comment would otherwise silence that push's follow-up."""
     marker = _PUSHED.format(sha=sha)
-    return any(str(c.get("body", "")).startswith(marker) for c in client.issue_comments(number))
+    return any(
+        _login(c) == author and str(c.get("body", "")).startswith(marker)
+        for c in client.issue_comments(number)
+    )
 
 
 def accepted_on_issues(client: GitHubClient) -> list[Acknowledgement]:
@@ -619,7 +633,7 @@ def post_bisect(
     issue = client.issue(number)
     state = read_state(issue.get("body"))
     names = {label.get("name") for label in issue.get("labels", []) if isinstance(label, dict)}
-    ours = _login(issue) == (client.viewer_login() or ACTIONS_BOT)
+    ours = _login(issue) == poster(client)
     if state is None or not ours or LABEL not in names or state.key.bucket != result.get("bucket"):
         raise ValueError(
             f"issue #{number} is not a perfgate alert for {result.get('bucket')!r}: "

@@ -30,7 +30,7 @@ from perfgate.github.alerts import ACCEPTED_LABEL, LABEL, read_state
 from perfgate.judge.verdicts import Reason
 from perfgate.run.launch import bucket_hashes
 from tests.factories import make_result
-from tests.github_server import BOT, READ_TOKEN, WRITE_TOKEN, FakeGitHub, Fault, serve
+from tests.github_server import BOT, HUMAN, READ_TOKEN, WRITE_TOKEN, FakeGitHub, Fault, serve
 from tests.trend_stores import IDENTITY
 
 CONFIG = """\
@@ -599,3 +599,22 @@ def test_accept_refuses_a_target_that_is_not_a_protected_target_branch(
     recorded = git("ls-tree", "--name-only", "origin/perf-baselines", cwd=pushes.clone)
     assert "acknowledgements.ndjson" not in recorded
 
+
+def test_a_follow_up_marker_by_anyone_else_does_not_silence_the_push(
+    pushes: Pushes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = pushes.server
+    alerted(pushes, monkeypatch)
+    (issue,) = server.issues_labelled(LABEL)
+    sha = pushes.push(94.0)
+    server.add_comment(issue["number"], f"<!-- perfgate-alert-push {sha} -->\nnothing new",
+                       user=HUMAN)  # fmt: skip
+    alert(pushes, monkeypatch, "--post")
+    alert(pushes, monkeypatch, "--post")  # perfgate's own marker still counts: one comment
+
+    def ours() -> list[str]:
+        return [c["body"] for c in server.comments[issue["number"]]
+                if c["user"]["login"] == BOT["login"]]  # fmt: skip
+
+    (comment,) = ours()
+    assert "Still slower" in comment and sha[:12] in comment
