@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -81,10 +82,17 @@ def listing(values: Iterable[object]) -> str:
     return ", ".join(str(v) for v in values)
 
 
+# Past this a figure's digits say nothing a reader can take in: it is written 1.23e+15.
+LARGEST_PLAIN = 1e12
+
+
 def format_figure(value: float | None) -> str:
-    """A figure with thousands separators, or an em dash when absent."""
+    """A figure with thousands separators (scientific past ``LARGEST_PLAIN``), or an em
+    dash when absent."""
     if value is None:
         return "—"
+    if not math.isfinite(value) or abs(value) >= LARGEST_PLAIN:
+        return f"{value:.3g}"
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.3g}"
 
 

@@ -13,8 +13,20 @@ from perfgate.judge.verdicts import Verdict
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def _clean(text: str) -> str:
-    return _NOT_XML.sub("\ufffd", text)
+# Each text of a case is cut to these many characters (a message, the reasons, the log
+# tail), so junit.xml grows with the bucket count only: about 25 KB a bucket at most. Test
+# reporters load the whole file; the whole texts are in verdict.json and the logs.
+MESSAGE_CHARS = 1_000
+DETAILS_CHARS = 8_000
+LOG_CHARS = 16_000
+
+
+def _clean(text: str, limit: int = MESSAGE_CHARS) -> str:
+    """``text`` as XML 1.0 may carry it, cut to ``limit`` characters (and said so)."""
+    text = _NOT_XML.sub("\ufffd", text)
+    if len(text) <= limit:
+        return text
+    return text[: limit - 40] + " … (cut; the whole text is in verdict.json)"
 
 
 def _case(row: Row) -> ET.Element:
@@ -26,7 +38,7 @@ def _case(row: Row) -> ET.Element:
             "time": f"{row.result.timings.wall_s:.3f}" if row.result else "0",
         },
     )
-    details = _clean("\n".join(row.details))
+    details = _clean("\n".join(row.details), DETAILS_CHARS)
     if not row.reported:
         ET.SubElement(case, "skipped", {"message": "no result artifact arrived for this bucket"})
     elif row.verdict is Verdict.INCONCLUSIVE:
@@ -40,7 +52,7 @@ def _case(row: Row) -> ET.Element:
         )
         failure.text = details
         if row.result is not None and row.result.log_tail:
-            ET.SubElement(case, "system-err").text = _clean(row.result.log_tail)
+            ET.SubElement(case, "system-err").text = _clean(row.result.log_tail, LOG_CHARS)
     elif details:
         ET.SubElement(case, "system-out").text = f"{row.verdict.label}: {details}"
     return case
@@ -56,7 +68,7 @@ def _coverage_case(missing: tuple[str, ...]) -> ET.Element:
         "failure",
         {"type": "NOT_REPORTED", "message": f"{len(missing)} bucket(s) did not report"},
     )
-    failure.text = _clean("\n".join(missing))
+    failure.text = _clean("\n".join(missing), DETAILS_CHARS)
     return case
 
 

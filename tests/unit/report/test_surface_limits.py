@@ -87,3 +87,30 @@ def test_markdown_is_cut_at_a_line_with_its_details_block_closed() -> None:
     assert all(line in lines or line in ("", "</details>", "_Truncated._")
                for line in cut.splitlines())  # fmt: skip
     assert fit_markdown("short", 100, "_Truncated._") == "short"
+
+
+def test_junit_grows_with_the_buckets_only_whatever_the_texts(tmp_path: Path) -> None:
+    from xml.etree import ElementTree as ET
+
+    from perfgate.report.junit import junit_tree
+
+    config = write_config(tmp_path)
+    results = [make_result(bucket, None, exit_code=1, error=HUGE) for bucket in config.buckets]
+    report = build_report(config=config, expected=config.buckets, results=results, windows={},
+                          notes=[HUGE])  # fmt: skip
+    size = len(ET.tostring(junit_tree(report).getroot(), encoding="utf-8"))
+    assert size < 30_000 * len(config.buckets)
+    assert "(cut; the whole text is in verdict.json)" in ET.tostring(
+        junit_tree(report).getroot(), encoding="unicode"
+    )
+
+
+def test_a_figure_of_1e308_is_a_short_cell(tmp_path: Path) -> None:
+    from perfgate.report.terminal import terminal_table
+
+    config = write_config(tmp_path)
+    results = [make_result(bucket, 1e308) for bucket in config.buckets]
+    report = build_report(config=config, expected=config.buckets, results=results, windows={})
+    table = terminal_table(report, width=100)
+    assert "1e+308" in table and "000000000" not in table
+    assert "000000000" not in summary_markdown(report)
