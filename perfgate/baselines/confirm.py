@@ -27,7 +27,7 @@ from perfgate.judge.bucket_policy import (
 )
 from perfgate.judge.calibration import NoiseCalibration
 from perfgate.judge.policies import CalibratedPolicy
-from perfgate.judge.window import WindowModel, analyse_window
+from perfgate.judge.window import analyse_window
 from perfgate.result import Result
 from perfgate.run.checkout import merge_base_checkout
 from perfgate.run.paired import BaseCheckout
@@ -141,19 +141,20 @@ def budget_warnings(
 
 
 def recorded_runs(store: BaselineStore | None, buckets: Sequence[Bucket]) -> confirm.Recorded:
-    """Per bucket: its launch minutes from recorded durations, the hardware they were
-    recorded on, and its recorded runs analysed (newest experiment, primary metric)."""
+    """Per bucket and per hardware it was recorded on: its launch minutes from recorded
+    durations and its recorded runs analysed (newest experiment, primary metric). Each
+    runner pool is checked against its own recordings."""
     if store is None:
         return {}
     tip = store.refresh()
     if tip is None:
         return {}
-    found: dict[str, tuple[float | None, str, WindowModel | None]] = {}
+    found: dict[str, list[confirm.RecordedRuns]] = {}
     for hardware in hardware_partitions(store.repo, tip):
         paths = {sample_path(hardware, b.task, b.backend_key): b for b in buckets}
         for path, samples in store.read(paths, tip).items():
             primary = [s for s in samples if s.metric == PRIMARY]
-            if not primary or paths[path].id in found:
+            if not primary:
                 continue
             newest = primary[-1].launch_hash
             mine = [s for s in primary if s.launch_hash == newest]
@@ -166,5 +167,7 @@ def recorded_runs(store: BaselineStore | None, buckets: Sequence[Bucket]) -> con
             model = analyse_window(nearest, policy=CalibratedPolicy(max_runs=_RECORDED_RUNS),
                                    direction=direction)  # fmt: skip
             launch = statistics.median(walls) / 60.0 if walls else None
-            found[paths[path].id] = (launch, hardware, model)
+            found.setdefault(paths[path].id, []).append(
+                confirm.RecordedRuns(launch_minutes=launch, hardware=hardware, model=model)
+            )
     return found

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from perfgate.config import PRIMARY, Bucket, Config, Direction, Metric
@@ -332,9 +333,18 @@ class Confirmer:
 # -- budgets that can decide (validate, and bench before it spends a minute) --------------
 
 
-#: Per bucket: its launch minutes from recorded durations, the hardware they were recorded
-#: on, and its recorded runs analysed (newest experiment, primary metric).
-Recorded = Mapping[str, tuple[float | None, str, WindowModel | None]]
+@dataclass(frozen=True, kw_only=True)
+class RecordedRuns:
+    """What one runner pool recorded of a bucket: launch time, and the runs analysed."""
+
+    launch_minutes: float | None
+    hardware: str
+    model: WindowModel | None
+
+
+# Per bucket id: one entry per hardware it was recorded on.
+Recorded = Mapping[str, Sequence[RecordedRuns]]
+_NOTHING = (RecordedRuns(launch_minutes=None, hardware="", model=None),)
 
 
 def budget_warnings(
@@ -362,53 +372,71 @@ def budget_warnings(
     lines: list[tuple[str, str]] = []
     unknown: list[str] = []
     for bucket in buckets:
-        launch, hardware, model = runs_of.get(bucket.id, (None, "", None))
-        launch = launch or bucket.launch_minutes
-        policy = policy_for(bucket, gate, hardware)
-        assert isinstance(policy, CalibratedPolicy)
-        noise, run_noise, df, runs = _noise(bucket, hardware, model, calibration)
-        if launch is None:
-            continue  # nothing known of it yet: checked once it declares or records a launch
-        if noise is None:
-            unknown.append(bucket.id)
-            continue
-        drops = (confirm_drop_for(gate, policy.min_drop_pct), policy.min_drop_pct)
-        if gate.confirm.value == "paired":
-            paired = paired_policy_for(bucket, gate, hardware)
-            plans = [
-                pair_affordability(budget_minutes=bucket.pair_budget_minutes,
-                                   max_pairs=bucket.max_pairs, launch_minutes=launch,
-                                   drop_pct=drop, noise_pct=noise, policy=paired, prior_df=df)
-                for drop in drops
-            ]  # fmt: skip
-        else:
-            plans = [
-                repeat_affordability(budget_minutes=bucket.repeat_budget_minutes,
-                                     repeats=bucket.repeats, max_repeats=bucket.max_repeats,
-                                     launch_minutes=launch, drop_pct=drop, noise_pct=noise,
-                                     run_noise_pct=run_noise, policy=policy, window_runs=runs,
-                                     df=df)
-                for drop in drops
-            ]  # fmt: skip
-        matters, minimum = plans
-        if not matters.decides:
-            then = (
-                "no pairs are taken: the window decides" if matters.what == "pair"
-                else "confirming by repeats cannot block it"
-            )  # fmt: skip
-            lines.append(("warning", f"{bucket.id}: {matters.text()}; {then}"))
-        elif not minimum.decides:
-            left = f"drops under {matters.drop_pct:g} % are left to post-merge detection"
-            lines.append(("notice", f"{bucket.id}: {minimum.text()}; {left}"))
-        shared = gate.budget_minutes
-        if shared is not None and matters.decides and matters.minutes > shared:
-            more = f"more than gate.budget_minutes ({shared:g}) for the whole run"
-            needs = f"confirming it needs {matters.minutes:.0f} runner minutes, {more}"
-            lines.append(("warning", f"{bucket.id}: {needs}"))
+        pools = runs_of.get(bucket.id) or _NOTHING
+        for pool in pools:
+            label = f"{bucket.id} on {pool.hardware}" if len(pools) > 1 else bucket.id
+            lines += _budget_lines(config, bucket, pool, label, calibration, unknown)
     if unknown:
         later = "their budgets are checked once they do: " + ", ".join(unknown)
         text = f"{len(unknown)} bucket(s) have no recorded noise yet (record samples or calibrate)"
         lines.append(("notice", f"{text}; {later}"))
+    return lines
+
+
+def _budget_lines(
+    config: Config,
+    bucket: Bucket,
+    pool: RecordedRuns,
+    label: str,
+    calibration: NoiseCalibration | None,
+    unknown: list[str],
+) -> list[tuple[str, str]]:
+    """One bucket's budget on one runner pool; names it in ``unknown`` when no noise is known."""
+    gate = config.gate
+    lines: list[tuple[str, str]] = []
+    hardware, model = pool.hardware, pool.model
+    launch = pool.launch_minutes or bucket.launch_minutes
+    policy = policy_for(bucket, gate, hardware)
+    assert isinstance(policy, CalibratedPolicy)
+    noise, run_noise, df, runs = _noise(bucket, hardware, model, calibration)
+    if launch is None:
+        return lines  # nothing known of it yet: checked once it declares or records a launch
+    if noise is None:
+        unknown.append(label)
+        return lines
+    drops = (confirm_drop_for(gate, policy.min_drop_pct), policy.min_drop_pct)
+    if gate.confirm.value == "paired":
+        paired = paired_policy_for(bucket, gate, hardware)
+        plans = [
+            pair_affordability(budget_minutes=bucket.pair_budget_minutes,
+                               max_pairs=bucket.max_pairs, launch_minutes=launch,
+                               drop_pct=drop, noise_pct=noise, policy=paired, prior_df=df)
+            for drop in drops
+        ]  # fmt: skip
+    else:
+        plans = [
+            repeat_affordability(budget_minutes=bucket.repeat_budget_minutes,
+                                 repeats=bucket.repeats, max_repeats=bucket.max_repeats,
+                                 launch_minutes=launch, drop_pct=drop, noise_pct=noise,
+                                 run_noise_pct=run_noise, policy=policy, window_runs=runs,
+                                 df=df)
+            for drop in drops
+        ]  # fmt: skip
+    matters, minimum = plans
+    if not matters.decides:
+        then = (
+            "no pairs are taken: the window decides" if matters.what == "pair"
+            else "confirming by repeats cannot block it"
+        )  # fmt: skip
+        lines.append(("warning", f"{label}: {matters.text()}; {then}"))
+    elif not minimum.decides:
+        left = f"drops under {matters.drop_pct:g} % are left to post-merge detection"
+        lines.append(("notice", f"{label}: {minimum.text()}; {left}"))
+    shared = gate.budget_minutes
+    if shared is not None and matters.decides and matters.minutes > shared:
+        more = f"more than gate.budget_minutes ({shared:g}) for the whole run"
+        needs = f"confirming it needs {matters.minutes:.0f} runner minutes, {more}"
+        lines.append(("warning", f"{label}: {needs}"))
     return lines
 
 

@@ -152,3 +152,26 @@ def test_every_launch_is_planned_on_the_checkout_before_a_gpu_minute(
     empty.mkdir()
     assert main(["validate", "--config", str(good), "--checkout", str(empty)]) == 4
     assert "offers no Isaac Lab runtime benchmark" in capsys.readouterr().err
+
+
+def test_each_runner_pools_budget_is_checked_against_its_own_recordings(
+    recorded: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A quiet, fast pool that sorts first must not speak for the noisy, slow one."""
+    sha = git("rev-parse", "HEAD", cwd=recorded).strip()
+    rng = random.Random(4)
+    quiet = [replace(recorded_run(sha, 100 + i, rng, cv=0.002, seconds=60.0),
+                     hardware=replace(make_result().hardware, slug="aaa-quiet-pool"))
+             for i in range(30)]  # fmt: skip
+    record_samples(BaselineStore(recorded, branch="perf-baselines"), quiet, "protected_branch",
+                   "record")  # fmt: skip
+    monkeypatch.chdir(recorded)
+    for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY"):
+        monkeypatch.delenv(name, raising=False)
+    config = write_config(recorded, "pair_budget_minutes: 60")
+    assert main(["validate", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    warnings = [line for line in out.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1, out
+    assert "cartpole/numpy on cpu-test: pair budget 60 min allows 2 pairs at 14 min" in warnings[0]
+    assert "aaa-quiet-pool" not in warnings[0]
