@@ -144,8 +144,13 @@ def write(path: Path, data: Any, *, sort_keys: bool = False) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(data, indent=2, sort_keys=sort_keys, allow_nan=False) + "\n"
     temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.replace(path)
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        temporary.replace(path)
+    except BaseException:
+        # Interrupted (Ctrl-C, SIGTERM) or failed: no partial file is left beside the whole one.
+        temporary.unlink(missing_ok=True)
+        raise
     return path
 
 

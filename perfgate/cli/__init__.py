@@ -76,27 +76,34 @@ def build_parser() -> Parser:
 
 @contextmanager
 def terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise Terminated, so every cleanup Ctrl-C gets runs for them too.
+    """SIGINT interrupts and SIGTERM/SIGHUP raise Terminated, whatever perfgate inherited.
 
     Without this a cancelled CI job (SIGTERM) would end perfgate on the spot and leave its
-    benchmark, containers and temporary trees behind (R14).
+    benchmark, containers and temporary trees behind (R14). SIGINT is set too: Python keeps
+    a SIGINT that its parent ignored (a background job of a non-interactive shell) ignored,
+    and a runner that cancels by SIGINT to perfgate's pid alone would then never stop it.
     """
 
     def raise_terminated(signum: int, frame: FrameType | None) -> None:
         raise Terminated(signum)
 
+    handlers = {
+        signal.SIGINT: signal.default_int_handler,
+        signal.SIGTERM: raise_terminated,
+        signal.SIGHUP: raise_terminated,
+    }
     previous = {}
     try:
-        for signum in (signal.SIGTERM, signal.SIGHUP):
-            previous[signum] = signal.signal(signum, raise_terminated)
+        for signum, handler in handlers.items():
+            previous[signum] = signal.signal(signum, handler)
     except ValueError:  # not the main thread (an embedding caller): leave signals alone
         pass
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            if handler is not None:
-                signal.signal(signum, handler)
+        for signum, old in previous.items():
+            if old is not None:
+                signal.signal(signum, old)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

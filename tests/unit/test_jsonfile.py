@@ -83,6 +83,22 @@ def test_a_file_that_is_not_utf_8_is_one_clean_error(tmp_path: Path) -> None:
         jsonfile.read(path)
 
 
+def test_a_write_interrupted_before_its_rename_leaves_the_old_file_and_no_partial_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C or SIGTERM between the temporary's write and its rename (R14)."""
+    path = jsonfile.write(tmp_path / "r.json", {"value": 1.0})
+
+    def interrupted(self: Path, target: Path) -> Path:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        jsonfile.write(path, {"value": 2.0})
+    assert jsonfile.read(path) == {"value": 1.0}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+
+
 def _json_writes(path: Path) -> list[tuple[int, bool]]:
     """(line, passes allow_nan=False) of every json.dump/json.dumps call in ``path``."""
     calls = []
