@@ -209,12 +209,24 @@ def launch_json(planned: PlannedLaunch) -> dict[str, object]:
     }
 
 
-def _dry_run(buckets: tuple[Bucket, ...], settings: BenchSettings, args: argparse.Namespace) -> int:
-    """Print each bucket's first launch as ``bench`` would start it; run nothing."""
+def _plan(bucket: Bucket, settings: BenchSettings) -> PlannedLaunch:
+    """``bucket``'s first launch; a checkout that cannot run it is a usage error naming both."""
+    from perfgate.run.drivers import CheckoutUnsupported
     from perfgate.run.launch import plan_first_launch
 
+    try:
+        return plan_first_launch(bucket, settings)
+    except CheckoutUnsupported as exc:
+        raise UsageError(
+            f"{bucket.id}: {exc}; bench reads the checkout in the current directory: run from "
+            "the root of a checkout that has it, or select other buckets (--bucket, --tag)"
+        ) from None
+
+
+def _dry_run(buckets: tuple[Bucket, ...], settings: BenchSettings, args: argparse.Namespace) -> int:
+    """Print each bucket's first launch as ``bench`` would start it; run nothing."""
     out = human(args)
-    planned = {bucket.id: plan_first_launch(bucket, settings) for bucket in buckets}
+    planned = {bucket.id: _plan(bucket, settings) for bucket in buckets}
     for bucket_id, launch in planned.items():
         print(bucket_id, file=out)
         warm = launch.warm

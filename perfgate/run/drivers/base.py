@@ -8,16 +8,19 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from perfgate.config import Bucket, PhaseMarkers
+from perfgate.errors import UsageError
 from perfgate.run.bundle import MetricStats
 from perfgate.run.container import ContainerProfile
 from perfgate.run.execution import AttemptDirs, Invocation
 
 
-class CheckoutUnsupported(Exception):
+class CheckoutUnsupported(UsageError):
     """The checkout cannot run the bucket's benchmark at all; the message says what was sought.
 
-    Raised by ``Driver.invocation`` before anything is launched; the bucket's result is a
-    HARD_FAILURE in phase ``import`` (the checkout could not load the benchmark).
+    Raised by ``Driver.invocation`` before anything is launched; in a run the bucket's
+    result is a HARD_FAILURE in phase ``import`` (the checkout could not load the
+    benchmark). Where nothing runs (``bench --dry-run``) it is a usage error (exit 4): the
+    command was run from the wrong directory.
     """
 
 

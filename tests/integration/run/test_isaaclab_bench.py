@@ -741,3 +741,21 @@ def test_a_dry_run_shows_the_exact_docker_run_and_makes_nothing(
     assert "before launch: link _isaac_sim -> /isaac-sim in the checkout" in captured.err
     assert "an unmeasured warm-up launch fills it first" in captured.err
     assert not (checkout / "_isaac_sim").exists() and not work.exists()
+
+
+def test_a_dry_run_on_a_checkout_without_a_runtime_benchmark_is_one_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkout = tmp_path / "not-isaaclab"
+    checkout.mkdir()
+    monkeypatch.chdir(checkout)
+    monkeypatch.setenv("PERFGATE_IMAGE", "nvcr.io/nvidian/isaac-lab@sha256:" + "e" * 64)
+    bucket = f"{CAMERA}/physx_rtx_renderer"
+    args = ["bench", "--config", str(EXAMPLE), "--bucket", bucket, "--dry-run"]
+    assert main([*args, "--work-dir", str(tmp_path / "work")]) == 4
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err, err
+    (line,) = [line for line in err.splitlines() if line.startswith("perfgate: error:")]
+    assert line.startswith(f"perfgate: error: {bucket}: {checkout} offers no Isaac Lab runtime")
+    assert standin.ENTRYPOINT in line and standin.SCRIPT in line
+    assert "run from the root of a checkout that has it" in line
