@@ -252,13 +252,15 @@ def _dry_run(buckets: tuple[Bucket, ...], settings: BenchSettings, args: argpars
 def run(args: argparse.Namespace) -> int:
     """Run buckets and write one result artifact each; locally also judge them."""
     from perfgate import context
-    from perfgate.console import Progress, bench_table, on_github, say
+    from perfgate.console import Progress, annotate, bench_table, on_github, say
     from perfgate.run import hardware
     from perfgate.run.bench import run_buckets
     from perfgate.run.launch import BenchSettings
     from perfgate.run.sampling import as_run_measures, with_sample_count
 
     config: Config = load_config(args.config)
+    for notice in config.notices:  # an opt-in that weakens the container, say: before any launch
+        annotate("warning", notice, stream=sys.stderr)
     buckets = with_sample_count(selected(config, args), repeats=args.repeats, samples=args.samples)
     run = context.detect(os.environ, default_target=config.gate.target_branches[0])
     if args.run_label is not None:

@@ -173,6 +173,8 @@ class ContainerSpec:
     writable_checkout: bool | None = None
     # Mount a linked worktree's git directory read-only, so git works inside the container.
     git_metadata: bool | None = None
+    # Pass docker options that break the container's isolation (perfgate/config/container.py).
+    allow_unsafe_args: bool = False
 
 
 def argv_of(value: str | list[str]) -> tuple[str, ...]:

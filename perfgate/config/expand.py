@@ -28,6 +28,7 @@ from perfgate.config.bucket import (
     summed_path,
 )
 from perfgate.config.checks import check_placeholders, path_problem
+from perfgate.config.container import OPT_IN, refusal, unsafe_args
 from perfgate.config.messages import fail
 from perfgate.yamlfile import KeyPath, YamlDocument
 
@@ -131,6 +132,8 @@ def _check_entry(
             "the demo driver runs on the host's Python; use driver 'command' or 'isaaclab' "
             "in a container, or drop the container block",
         )
+    if "container" in settings:
+        _check_container(document, key_path, entry, settings["container"])
     for index, backend in enumerate(entry["backends"]):
         for role, allowed in (("physics", vocabulary.physics), ("render", vocabulary.render)):
             value = backend.get(role)
@@ -145,6 +148,24 @@ def _check_entry(
                     (*key_path, "backends", index, role),
                     f"unknown {role} backend {value!r} for driver {driver!r}; {fix}",
                 )
+
+
+def _check_container(
+    document: YamlDocument, key_path: KeyPath, entry: Mapping[str, Any], raw: Mapping[str, Any]
+) -> None:
+    """docker options that break the container's isolation need the opt-in (R14)."""
+    if raw.get(OPT_IN):
+        return  # said in a notice wherever the config loads
+    for key in ("run_args", "extra_args"):
+        for unsafe in unsafe_args(raw.get(key, ())):
+            where = (*_written_in(key_path, entry, "container", key), unsafe.index)
+            fail(document, where, refusal(unsafe))
+
+
+def _written_in(key_path: KeyPath, entry: Mapping[str, Any], block: str, key: str) -> KeyPath:
+    """Where a key of a block merged key by key was written: the entry's block, else the
+    defaults'."""
+    return (*key_path, block, key) if key in entry.get(block, {}) else ("defaults", block, key)
 
 
 def _check_command(
@@ -415,7 +436,7 @@ def _container_spec(raw: Mapping[str, Any] | None) -> ContainerSpec | None:
     if raw is None:
         return None
     keys = ("image", "checkout_mount", "workdir", "output_mount", "cache_mount", "user", "gpus",
-            "writable_checkout", "git_metadata")  # fmt: skip
+            "writable_checkout", "git_metadata", "allow_unsafe_args")  # fmt: skip
     known = {key: raw[key] for key in keys if key in raw}
     return ContainerSpec(
         **known,

@@ -23,6 +23,7 @@ from perfgate.config.checks import (
     check_unique_id,
     check_values,
 )
+from perfgate.config.container import opted_in_notices
 from perfgate.config.expand import expand
 from perfgate.config.image import ImageBuild, ImageRoll, ImageSpec, PinInput
 from perfgate.config.messages import check_schema, fail
@@ -114,7 +115,7 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
         bench_jobs=data.get("workflows", {}).get("bench_jobs", Config.bench_jobs),
         coalesce_pushes=data.get("workflows", {}).get("coalesce_pushes", Config.coalesce_pushes),
         report=ReportSpec(**data.get("report", {})),
-        notices=_deprecations(document, gate),
+        notices=(*_deprecations(document, gate), *opted_in_notices(buckets)),
         admission=_admission_policy(data.get("admission", {})),
         alerts=AlertsSpec(**data.get("alerts", {})),
     )

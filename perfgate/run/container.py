@@ -82,6 +82,8 @@ class Container:
     git_metadata: bool
     # False for an image that carries the commit's own source (image.per_commit).
     mount_checkout: bool = True
+    # run_args/extra_args may break the container's isolation (config: allow_unsafe_args).
+    allow_unsafe_args: bool = False
 
     def for_own_source(self) -> Container:
         """The same container for an image built from the commit: no checkout mounted over
@@ -103,6 +105,7 @@ class Container:
             "run_args": [*self.run_args, *self.extra_args],
             "writable_checkout": self.writable_checkout,
             "git_metadata": self.git_metadata,
+            "allow_unsafe_args": self.allow_unsafe_args,
         }
 
 
@@ -133,6 +136,7 @@ def resolve(spec: ContainerSpec, profile: ContainerProfile) -> Container:
             profile.writable_checkout if spec.writable_checkout is None else spec.writable_checkout
         ),
         git_metadata=profile.git_metadata if spec.git_metadata is None else spec.git_metadata,
+        allow_unsafe_args=spec.allow_unsafe_args,
     )
 
 
