@@ -27,9 +27,9 @@ from perfgate.config.bucket import (
     argv_of,
     summed_path,
 )
-from perfgate.config.checks import check_placeholders, path_problem
+from perfgate.config.checks import check_placeholders, image_reference_problem, path_problem
 from perfgate.config.container import OPT_IN, refusal, unsafe_args
-from perfgate.config.messages import fail
+from perfgate.config.messages import fail, short
 from perfgate.yamlfile import KeyPath, YamlDocument
 
 #: A metric's settings merged by name, with the key path that last declared it.
@@ -153,7 +153,13 @@ def _check_entry(
 def _check_container(
     document: YamlDocument, key_path: KeyPath, entry: Mapping[str, Any], raw: Mapping[str, Any]
 ) -> None:
-    """docker options that break the container's isolation need the opt-in (R14)."""
+    """The image is an image reference; docker options that break the container's isolation
+    need the opt-in (R14)."""
+    if "image" in raw:
+        problem = image_reference_problem(raw["image"])
+        if problem:
+            where = _written_in(key_path, entry, "container", "image")
+            fail(document, where, f"{short(raw['image'])} {problem}")
     if raw.get(OPT_IN):
         return  # said in a notice wherever the config loads
     for key in ("run_args", "extra_args"):

@@ -177,17 +177,19 @@ def image_for(
         if not pull:
             return ref
         return await_image(container.docker, ref, image.per_commit_wait_minutes * 60.0)
-    chosen = env.get(IMAGE_ENV) or container.image
-    if not chosen:
+    chosen = env.get(IMAGE_ENV)
+    if chosen:
+        # container.image was checked where the config loaded; the environment is checked here.
+        problem = image_reference_problem(chosen)
+        if problem:
+            raise ConfigError(f"{where}: ${IMAGE_ENV} {chosen!r} {problem}")
+        return chosen
+    if not container.image:
         raise ConfigError(
             f"{where}: container has no image; set container.image in perfgate.yaml or export "
             f"{IMAGE_ENV} (nox -s resolve-image prints one)"
         )
-    problem = image_reference_problem(chosen)
-    if problem:
-        source = f"${IMAGE_ENV}" if env.get(IMAGE_ENV) else "container.image"
-        raise ConfigError(f"{where}: {source} {chosen!r} {problem}")
-    return chosen
+    return container.image
 
 
 @functools.lru_cache(maxsize=64)

@@ -184,3 +184,21 @@ def test_every_verb_that_loads_the_config_refuses_them(
         assert cli.main([*verb, "--config", str(path)]) == 4
         (line,) = capsys.readouterr().err.splitlines()
         assert ": buckets[0].container.extra_args[0]: " in line, line
+
+
+@pytest.mark.parametrize("verb", [["validate"], ["bench", "--dry-run"]])
+def test_an_image_that_is_no_image_reference_is_refused_where_the_config_loads(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    verb: list[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PERFGATE_IMAGE", raising=False)
+    path = config(tmp_path, args=["--shm-size", "1g"])
+    text = path.read_text().replace("registry.example/bench:1", '"ubuntu:22.04 -v /:/host"')
+    path.write_text(text, encoding="utf-8")
+    assert cli.main([*verb, "--config", str(path)]) == 4
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"perfgate: error: {path}:5: defaults.container.image: "), line
+    assert "is not an image reference" in line

@@ -221,6 +221,9 @@ def test_image_comes_from_the_environment_before_the_config() -> None:
     assert image_for(container, {IMAGE_ENV: resolved}, "bucket b") == resolved
     with pytest.raises(ConfigError, match="bucket b: container has no image"):
         image_for(plain(), {}, "bucket b")
+    # container.image is checked where the config loads; the environment's is checked here.
+    with pytest.raises(ConfigError, match=r"\$PERFGATE_IMAGE 'lab -v /:/host' is not an image"):
+        image_for(container, {IMAGE_ENV: "lab -v /:/host"}, "bucket b")
 
 
 @pytest.mark.slow  # starts git
