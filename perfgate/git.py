@@ -39,6 +39,12 @@ def try_git(*args: str, cwd: Path | None = None) -> str | None:
         return None
 
 
+def null_oid(like: str) -> str:
+    """The null object id of the hash ``like`` (an object id) uses: a ref's "absent" value."""
+    # Forty zeros name nothing in a SHA-256 repository: git refuses them as an old value.
+    return "0" * len(like)
+
+
 def resolve(repo: Path, ref: str) -> str | None:
     """The commit ``ref`` points to, or None when it does not exist."""
     try:

@@ -26,6 +26,7 @@ from perfgate.baselines.pushing import (
     PushRetryPolicy,
     Retryable,
     classify,
+    move_local_branch,
     push_error,
     reason,
     remote_says,
@@ -115,14 +116,14 @@ def land_local(
         if built.commit is None:
             return Landing(commit=None, added=0, present=built.present)
         try:
-            git("update-ref", f"refs/heads/{branch}", built.commit, tip or "0" * 40, cwd=repo)
+            move_local_branch(repo, branch, built.commit, tip)
             return Landing(commit=built.commit, added=built.added, present=built.present)
-        except GitError as exc:
+        except Retryable as failure:
             wait = min(retry.delay(attempt, time.monotonic() - began), deadline - time.monotonic())
             if wait <= 0:
                 raise PushDeadline(
                     f"gave up writing the local branch {branch!r} after {attempt} attempt(s): "
-                    f"{reason(exc.stderr)}"
+                    f"{failure.detail}"
                 ) from None
             time.sleep(wait)
 

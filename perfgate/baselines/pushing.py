@@ -21,7 +21,7 @@ from pathlib import Path
 
 from perfgate.baselines.reading import fetch_tip
 from perfgate.errors import GateMalfunction, GitError
-from perfgate.git import git, resolve
+from perfgate.git import git, null_oid, resolve
 
 AUTHOR = {
     "GIT_AUTHOR_NAME": "perfgate",
@@ -79,6 +79,13 @@ _FAILURES = (
             re.IGNORECASE,
         ),
     ),
+)
+
+
+# git's answers to a local ref update that lost a race: another writer moved, created,
+# deleted or is locking the ref. Anything else (a bad name, a bad id) stays as it is.
+_REF_RACE = re.compile(
+    r"but expected|reference already exists|unable to resolve reference|File exists"
 )
 
 
@@ -195,10 +202,7 @@ def _attempt(
     if commit is None:
         return None
     if remote is None:
-        try:
-            git("update-ref", f"refs/heads/{branch}", commit, base or "0" * 40, cwd=repo)
-        except GitError as exc:
-            raise Retryable(PushFailure.RACE, reason(exc.stderr)) from None
+        move_local_branch(repo, branch, commit, base)
         return commit
     try:
         git("push", "--quiet", remote, f"{commit}:refs/heads/{branch}", cwd=repo)
@@ -206,6 +210,22 @@ def _attempt(
         raise push_error(exc.stderr, branch, remote) from None
     git("update-ref", f"refs/remotes/{remote}/{branch}", commit, cwd=repo)
     return commit
+
+
+def move_local_branch(repo: Path, branch: str, commit: str, old: str | None) -> None:
+    """Point the local ``branch`` at ``commit`` if it is still at ``old`` (None: absent).
+
+    Raises Retryable when another writer moved the branch first, GateMalfunction when git
+    refuses the update for a reason another attempt cannot change.
+    """
+    try:
+        git("update-ref", f"refs/heads/{branch}", commit, old or null_oid(commit), cwd=repo)
+    except GitError as exc:
+        if _REF_RACE.search(exc.stderr):
+            raise Retryable(PushFailure.RACE, reason(exc.stderr)) from None
+        raise GateMalfunction(
+            f"cannot write the local branch {branch!r}: {reason(exc.stderr)}"
+        ) from None
 
 
 def build_commit(
