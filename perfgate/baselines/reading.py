@@ -121,7 +121,8 @@ def tree_blobs(repo: Path, tip: str, directories: Iterable[str]) -> dict[str, st
 
 
 class Blob(NamedTuple):
-    """One answer of ``git cat-file --batch``: the spec asked, and the blob (None: absent)."""
+    """One answer of ``git cat-file --batch``: the spec asked, and the blob (None: absent or
+    not a blob)."""
 
     spec: str
     oid: str | None
@@ -179,14 +180,17 @@ def _send(stdin: IO[bytes], specs: Sequence[str]) -> None:
 def _answer(stdout: IO[bytes], spec: str) -> Blob:
     """The next answer on git's output, for ``spec``."""
     try:
-        parts = stdout.readline().split()
-        if len(parts) == 3 and parts[1] == b"blob":
-            size = int(parts[2])
-            data = stdout.read(size)
-            if len(data) == size and stdout.read(1) == b"\n":
-                return Blob(spec, parts[0].decode(), data)
-        elif len(parts) >= 2:
-            return Blob(spec, None, None)  # "<spec> missing", or not a blob
+        header = stdout.readline()
+        if header.endswith((b" missing\n", b" ambiguous\n")):
+            return Blob(spec, None, None)
+        if header:
+            oid, kind, size = header.split()
+            data = stdout.read(int(size))
+            if len(data) == int(size) and stdout.read(1) == b"\n":
+                # Content follows whatever the type, and is read even when it is no blob
+                # (a tree where a file was expected): left in the pipe, every later
+                # answer would be read from the middle of it.
+                return Blob(spec, oid.decode(), data) if kind == b"blob" else Blob(spec, None, None)
     except (OSError, ValueError) as exc:
         raise GateMalfunction(f"git cat-file stopped answering: {exc}") from None
     raise GateMalfunction("git cat-file stopped answering")

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from perfgate.baselines.evaluate import evaluate
+from perfgate.baselines.reading import stream_blobs
 from perfgate.baselines.store import (
     PushRetryPolicy,
     commit_to_branch,
@@ -18,6 +19,7 @@ from perfgate.baselines.store import (
 from perfgate.config import load_config
 from perfgate.errors import GateMalfunction
 from perfgate.git import git
+from tests.git_support import commit_all
 from tests.integration.baselines import test_store
 from tests.integration.baselines.test_store import result_at, store_of, window
 
@@ -75,6 +77,39 @@ def test_the_report_shows_how_many_lines_were_skipped(
     report = evaluate(config, config.buckets, [result_at(shas[4], 100.0)], store_of(clone))
     assert report.notes[0].startswith("3 corrupt baseline line(s) skipped on perf-baselines")
     assert sum(f"{good.path}:" in note for note in report.notes) == 3
+
+
+def test_a_directory_where_a_segment_was_expected_reads_as_absent_and_the_rest_read_on(
+    origin_and_clone,  # type: ignore[no-untyped-def]
+) -> None:
+    _, clone, shas = origin_and_clone
+    good = [samples_from_result(result_at(shas[i], 10.0 + i), trusted_source="t")[0]
+            for i in range(2)]  # fmt: skip
+    # Sorted before the good segment, so its answer comes first in git's stream.
+    directory = good[0].path.replace("/cartpole/", "/acrobot/")
+    plant(clone, f"{directory}/stray.ndjson", good[1].to_line() + "\n")
+    plant(clone, good[0].path, "\n".join(s.to_line() for s in good) + "\n")
+    reader = store_of(clone)
+    tip = reader.refresh()
+    assert tip is not None
+    read = reader.read([directory, good[0].path], tip)
+    assert read[directory] == []
+    assert [s.value for s in read[good[0].path]] == [10.0, 11.0]
+    assert reader.warnings == []
+
+
+def test_blobs_after_a_tree_in_the_stream_read_as_stored(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    git("init", "-q", "-b", "main", str(repo))
+    texts = {"a.ndjson": "first\n", "b.ndjson": "", "c.ndjson": "third\nline\n"}
+    for name, text in {**texts, "dir/inner.ndjson": "inside\n"}.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text, encoding="utf-8")
+    tip = commit_all(repo, "files")
+    specs = [f"{tip}:dir", f"{tip}:a.ndjson", f"{tip}:none", f"{tip}:b.ndjson", f"{tip}:dir",
+             f"{tip}:c.ndjson"]  # fmt: skip
+    data = [blob.data for blob in stream_blobs(repo, specs)]
+    assert data == [None, b"first\n", None, b"", None, b"third\nline\n"]
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, 0.0])
