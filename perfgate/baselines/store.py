@@ -155,9 +155,26 @@ class BaselineStore:
         # Runs of history each bucket's runner models are fitted over as samples land
         # (``gate.baseline.history_runs``); 0 fits none.
         self.history_runs = history_runs
-        self.warnings: list[str] = []
-        # Lines skipped as corrupt (each also has a warning naming its file and line).
-        self.skipped_lines = 0
+        # Each warning once, in the order first met: one store serves several reads (a
+        # local bench's confirmer, then its gate), and a line read again is the same line.
+        self._warnings: dict[str, None] = {}
+        # The warnings that name a corrupt line skipped (by its branch, file and line).
+        self._skipped: set[str] = set()
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the reads and writes so far found worth saying, each once."""
+        return list(self._warnings)
+
+    @property
+    def skipped_lines(self) -> int:
+        """How many distinct corrupt lines the reads so far skipped (each has a warning)."""
+        return len(self._skipped)
+
+    def _warn(self, warning: str, *, skipped: bool = False) -> None:
+        self._warnings.setdefault(warning)
+        if skipped:
+            self._skipped.add(warning)
 
     @functools.cached_property
     def object_format(self) -> str:
@@ -224,8 +241,8 @@ class BaselineStore:
             again = choose(unsettled, ancestry_ids(self.repo, base), complete=True)
             outcome = Outcome(windows=outcome.windows | again.windows,
                               warned=outcome.warned | again.warned)  # fmt: skip
-        self.warnings.extend(outcome.warnings)
-        self.skipped_lines += len(outcome.warnings)
+        for warning in outcome.warnings:
+            self._warn(warning, skipped=True)
         return outcome.windows
 
     def _parse(self, path: str, data: bytes) -> list[Sample]:
@@ -236,9 +253,9 @@ class BaselineStore:
             try:
                 samples.append(Sample.from_line(line))
             except ValueError as exc:
-                self.skipped_lines += 1
-                self.warnings.append(
-                    f"{self.branch}:{path}:{number}: corrupt baseline line skipped ({exc})"
+                self._warn(
+                    f"{self.branch}:{path}:{number}: corrupt baseline line skipped ({exc})",
+                    skipped=True,
                 )
         return samples
 
@@ -270,7 +287,8 @@ class BaselineStore:
             landing = land_local(self.repo, self.branch, samples, self.retry, build)
         else:
             landing = land(self.repo, self.branch, self.remote, samples, self.retry, build)
-        self.warnings.extend(landing.warnings)
+        for warning in landing.warnings:
+            self._warn(warning)
         return AppendOutcome(
             added=landing.added, already_present=landing.present, commit=landing.commit
         )

@@ -112,6 +112,39 @@ def test_blobs_after_a_tree_in_the_stream_read_as_stored(tmp_path: Path) -> None
     assert data == [None, b"first\n", None, b"", None, b"third\nline\n"]
 
 
+def test_reading_a_store_again_reports_each_corrupt_line_once(
+    origin_and_clone,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """A local judged bench reads windows to confirm, then the gate reads them again from
+    the same store: each corrupt line is counted and listed once."""
+    _, clone, shas = origin_and_clone
+    good = samples_from_result(result_at(shas[1], 100.0), trusted_source="t")[0]
+    plant(clone, good.path, "\n".join([good.to_line(), "garbage", "more garbage"]) + "\n")
+    store = store_of(clone)
+    tip = store.refresh()
+    assert tip is not None
+    for _ in range(2):
+        assert window(store, shas[4]).values == (100.0,)
+        assert [s.value for s in store.read([good.path], tip)[good.path]] == [100.0]
+    assert store.skipped_lines == 2
+    assert [w.split(": ", 1)[0] for w in store.warnings] == [
+        f"perf-baselines:{good.path}:2",
+        f"perf-baselines:{good.path}:3",
+    ]
+    config_path = tmp_path / "perfgate.yaml"
+    config_path.write_text(
+        "version: 1\nbuckets:\n  - task: cartpole\n    backends: [{physics: numpy}]\n",
+        encoding="utf-8",
+    )
+    config = load_config(config_path)
+    monkeypatch.chdir(clone)
+    report = evaluate(config, config.buckets, [result_at(shas[4], 100.0)], store)
+    assert report.notes[0].startswith("2 corrupt baseline line(s) skipped on perf-baselines")
+    assert sum(f"{good.path}:" in note for note in report.notes) == 2
+
+
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, 0.0])
 def test_the_store_refuses_to_write_a_figure_that_is_not_positive_and_finite(
     origin_and_clone,
