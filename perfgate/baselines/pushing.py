@@ -240,7 +240,7 @@ def build_commit(
         if base is not None and paths is None:
             git("checkout-index", "-a", "-f", cwd=repo, env=env)
         elif base is not None and paths:
-            present = git("ls-tree", "-r", "--name-only", base, "--", *paths, cwd=repo).split()
+            present = _listed(repo, base, paths)
             if present:
                 git("checkout-index", "-f", "--", *present, cwd=repo, env=env)
         if not edit(tree):
@@ -257,6 +257,15 @@ def build_commit(
         new_tree = git("write-tree", cwd=repo, env=env).strip()
         parents = ["-p", base] if base else []
         return git("commit-tree", new_tree, *parents, "-m", message, cwd=repo, env=env).strip()
+
+
+def _listed(repo: Path, base: str, paths: Sequence[str]) -> list[str]:
+    """Those of ``paths`` (files, or directories listed whole) that ``base`` holds."""
+    # NUL-separated and unquoted: a name with a space, a tab or a non-ASCII letter is
+    # listed as it is, where the plain listing splits or quotes it.
+    listing = git("--literal-pathspecs", "ls-tree", "-r", "-z", "--name-only", base, "--",
+                  *paths, cwd=repo)  # fmt: skip
+    return [name for name in listing.split("\0") if name]
 
 
 def reason(stderr: str) -> str:

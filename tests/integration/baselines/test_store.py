@@ -625,3 +625,23 @@ def test_a_window_that_ever_held_a_commit_past_the_walk_is_read_again(
     assert whole == ((40.0, 10.0), [])  # the live segment settles it: the archive is not read
     monkeypatch.setattr(store_module, "NEAR_ANCESTRY", 2)
     assert read() == whole
+
+
+@pytest.mark.parametrize("name", ["notes/with space.txt", "notes/naïve é.txt", "notes/a\tb.txt"])
+def test_a_path_with_spaces_or_non_ascii_is_edited_where_it_is(tmp_path: Path, name: str) -> None:
+    repo = tmp_path / "repo"
+    git("init", "-q", "-b", "main", str(repo))
+    commit_all(repo, "only")
+    seen = []
+
+    def add_line(tree: Path) -> bool:
+        file = tree / name
+        seen.append(file.read_text(encoding="utf-8") if file.exists() else None)
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text((seen[-1] or "") + f"line {len(seen)}\n", encoding="utf-8")
+        return True
+
+    for message in ("first", "second"):
+        commit_to_branch(repo, "side", None, add_line, message, PushRetryPolicy(), [name])
+    assert seen == [None, "line 1\n"]
+    assert git("show", f"side:{name}", cwd=repo) == "line 1\nline 2\n"
