@@ -44,12 +44,36 @@ class GateMalfunction(PerfgateError):
 class GitError(GateMalfunction):
     """A git command failed; carries the command and its stderr."""
 
-    def __init__(self, args: list[str], returncode: int, stderr: str) -> None:
+    def __init__(
+        self, args: list[str], returncode: int, stderr: str, *, summary: str | None = None
+    ) -> None:
         self.args_list = args
         self.returncode = returncode
         self.stderr = stderr
         detail = stderr.strip().splitlines()[-1] if stderr.strip() else "no output"
-        super().__init__(redact(f"git {' '.join(args)} failed (exit {returncode}): {detail}"))
+        super().__init__(
+            redact(summary or f"git {' '.join(args)} failed (exit {returncode}): {detail}")
+        )
+
+
+class Stalled(GateMalfunction):
+    """A remote (a git server, an image registry) did not answer within its time limit."""
+
+
+class GitTimeout(GitError, Stalled):
+    """A git command that talks to a remote ran out of time and was killed."""
+
+    def __init__(self, args: list[str], seconds: float) -> None:
+        self.seconds = seconds
+        # "timed out" in git's own words, so the push loop retries it as a network failure.
+        said = f"fatal: timed out after {seconds:g} s waiting for the remote"
+        super().__init__(
+            args,
+            -1,
+            said + "\n",
+            summary=f"git {' '.join(args)} timed out after {seconds:g} s (the remote or the "
+            "network stalled): check that the remote answers from here, then run again",
+        )
 
 
 class Terminated(KeyboardInterrupt):

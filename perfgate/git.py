@@ -1,13 +1,39 @@
-"""A thin wrapper over the git command line."""
+"""A thin wrapper over the git command line.
+
+git never prompts (``GIT_TERMINAL_PROMPT=0``): a job with no one at the terminal fails
+with git's reason instead of waiting for a password. A call that talks to a remote
+(fetch, push, ls-remote, clone, pull) has a time limit: the caller's (what is left before
+its deadline), else ``NETWORK_TIMEOUT_S``; running out is a GitTimeout (exit 3).
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from perfgate.errors import GitError
+from perfgate.bounded import run_bounded
+from perfgate.errors import GitError, GitTimeout
+
+# Subcommands that talk to a remote, and so can stall on the network.
+NETWORK = frozenset({"fetch", "push", "ls-remote", "clone", "pull"})
+# How long a network call without a deadline of its own may take: far more than a fetch
+# of a baseline branch needs, far less than a CI job's timeout.
+NETWORK_TIMEOUT_S = 300.0
+# What a call made at its deadline still gets, so the last attempt can answer at all.
+LAST_CALL_S = 1.0
+
+
+def git_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment git runs in: this process's, never prompting, with ``env`` on top."""
+    return {**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})}
+
+
+def time_left(deadline: float) -> float:
+    """The time limit of a network call made now towards ``deadline`` (``time.monotonic``)."""
+    return min(NETWORK_TIMEOUT_S, max(LAST_CALL_S, deadline - time.monotonic()))
 
 
 def git(
@@ -15,26 +41,40 @@ def git(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     input_text: str | None = None,
+    timeout: float | None = None,
 ) -> str:
-    """Run ``git args`` and return stdout; a non-zero exit raises GitError with stderr."""
-    completed = subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        env={**os.environ, **env} if env else None,
-        input=input_text,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    """Run ``git args`` and return stdout; a non-zero exit raises GitError with stderr.
+
+    ``timeout``: seconds it may take (a network subcommand gets NETWORK_TIMEOUT_S without
+    one); past it, git and what it started are killed and GitTimeout is raised.
+    """
+    if timeout is None and args and args[0] in NETWORK:
+        timeout = NETWORK_TIMEOUT_S
+    if timeout is None:
+        completed = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            env=git_env(env),
+            input=input_text,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    else:
+        try:
+            completed = run_bounded(["git", *args], timeout=timeout, cwd=cwd, env=git_env(env),
+                                    input_text=input_text)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise GitTimeout(list(args), timeout) from None
     if completed.returncode != 0:
         raise GitError(list(args), completed.returncode, completed.stderr)
     return completed.stdout
 
 
-def try_git(*args: str, cwd: Path | None = None) -> str | None:
+def try_git(*args: str, cwd: Path | None = None, timeout: float | None = None) -> str | None:
     """Like :func:`git`, but ``None`` (stripped output otherwise) when git fails or is absent."""
     try:
-        return git(*args, cwd=cwd).strip()
+        return git(*args, cwd=cwd, timeout=timeout).strip()
     except (GitError, OSError):
         return None
 

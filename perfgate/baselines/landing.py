@@ -33,7 +33,7 @@ from perfgate.baselines.pushing import (
 )
 from perfgate.baselines.samples import Sample
 from perfgate.errors import GateMalfunction, GitError
-from perfgate.git import git, resolve, try_git
+from perfgate.git import git, resolve, time_left, try_git
 
 # Where earlier perfgates parked batches of samples; read only to say they are not landed.
 INCOMING = "refs/perfgate/incoming"
@@ -76,16 +76,18 @@ def land(
     deadline passes first.
     """
     deadline = time.monotonic() + retry.deadline_s
-    warnings = _parked_batches(repo, branch, remote)
+    warnings = _parked_batches(repo, branch, remote, time_left(deadline))
     attempt = 0
     while True:
         attempt += 1
         began = time.monotonic()
         try:
-            tip = _fetch_tip(repo, branch, remote)
+            # Each network call is bounded by what is left: a stalled remote costs the
+            # deadline, never more.
+            tip = _fetch_tip(repo, branch, remote, time_left(deadline))
             built = build(tip, mine)
             if built.commit is not None:
-                _push(repo, remote, branch, built.commit)
+                _push(repo, remote, branch, built.commit, time_left(deadline))
             return Landing(
                 commit=built.commit, added=built.added, present=built.present,
                 warnings=tuple(warnings),
@@ -128,12 +130,12 @@ def land_local(
             time.sleep(wait)
 
 
-def _fetch_tip(repo: Path, branch: str, remote: str) -> str | None:
+def _fetch_tip(repo: Path, branch: str, remote: str, timeout: float) -> str | None:
     """The branch tip on the remote, fetched; None before the first publish creates it."""
     tracking = f"refs/remotes/{remote}/{branch}"
     try:
         git("fetch", "--quiet", "--no-tags", "--prune", remote, f"+refs/heads/{branch}:{tracking}",
-            cwd=repo)  # fmt: skip
+            cwd=repo, timeout=timeout)  # fmt: skip
     except GitError as exc:
         if "couldn't find remote ref" not in exc.stderr:
             raise _failure(exc) from None
@@ -151,18 +153,19 @@ def _failure(exc: GitError) -> Exception:
     return GateMalfunction(remote_says(exc.stderr))
 
 
-def _push(repo: Path, remote: str, branch: str, commit: str) -> None:
+def _push(repo: Path, remote: str, branch: str, commit: str, timeout: float) -> None:
     """Move the remote branch to ``commit`` (a fast-forward of the tip it was built on)."""
     try:
-        git("push", "--quiet", remote, f"{commit}:refs/heads/{branch}", cwd=repo)
+        git("push", "--quiet", remote, f"{commit}:refs/heads/{branch}", cwd=repo, timeout=timeout)
     except GitError as exc:
         raise push_error(exc.stderr, branch, remote) from None
     git("update-ref", f"refs/remotes/{remote}/{branch}", commit, cwd=repo)
 
 
-def _parked_batches(repo: Path, branch: str, remote: str) -> list[str]:
+def _parked_batches(repo: Path, branch: str, remote: str, timeout: float) -> list[str]:
     """A warning naming the batches an earlier perfgate parked for ``branch``, if any."""
-    listing = try_git("ls-remote", remote, f"{INCOMING}/{branch}/*", cwd=repo) or ""
+    listing = try_git("ls-remote", remote, f"{INCOMING}/{branch}/*", cwd=repo,
+                      timeout=timeout) or ""  # fmt: skip
     refs = [line.split()[1] for line in listing.splitlines() if len(line.split()) == 2]
     if not refs:
         return []

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from perfgate.baselines.reading import fetch_tip
 from perfgate.errors import GateMalfunction, GitError
-from perfgate.git import git, null_oid, resolve
+from perfgate.git import git, null_oid, resolve, time_left
 
 AUTHOR = {
     "GIT_AUTHOR_NAME": "perfgate",
@@ -161,7 +161,7 @@ def commit_to_branch(
         attempt += 1
         began = time.monotonic()
         try:
-            return _attempt(repo, branch, remote, edit, message, paths)
+            return _attempt(repo, branch, remote, edit, message, paths, deadline)
         except Retryable as failure:
             # The last attempt happens at the deadline, never after it.
             wait = min(retry.delay(attempt, time.monotonic() - began), deadline - time.monotonic())
@@ -190,10 +190,16 @@ def _attempt(
     edit: Editor,
     message: str,
     paths: Sequence[str] | None,
+    deadline: float,
 ) -> str | None:
-    """One fetch, commit and push; Retryable when another attempt may succeed."""
+    """One fetch, commit and push, each network call bounded by the time left before
+    ``deadline``; Retryable when another attempt may succeed."""
     try:
-        base = fetch_tip(repo, branch, remote) if remote else resolve(repo, f"refs/heads/{branch}")
+        base = (
+            fetch_tip(repo, branch, remote, timeout=time_left(deadline))
+            if remote
+            else resolve(repo, f"refs/heads/{branch}")
+        )
     except GateMalfunction as exc:
         if classify(str(exc)) is PushFailure.TRANSIENT:
             raise Retryable(PushFailure.TRANSIENT, str(exc)) from None
@@ -205,7 +211,8 @@ def _attempt(
         move_local_branch(repo, branch, commit, base)
         return commit
     try:
-        git("push", "--quiet", remote, f"{commit}:refs/heads/{branch}", cwd=repo)
+        git("push", "--quiet", remote, f"{commit}:refs/heads/{branch}", cwd=repo,
+            timeout=time_left(deadline))  # fmt: skip
     except GitError as exc:
         raise push_error(exc.stderr, branch, remote) from None
     git("update-ref", f"refs/remotes/{remote}/{branch}", commit, cwd=repo)

@@ -16,7 +16,7 @@ from typing import IO, NamedTuple
 
 from perfgate.baselines.segments import is_archive
 from perfgate.errors import GateMalfunction, GitError
-from perfgate.git import git, resolve
+from perfgate.git import git, git_env, resolve
 
 # Directories one ``git ls-tree`` lists: its command line stays far below any system's limit.
 LIST_AT_ONCE = 1000
@@ -25,11 +25,15 @@ LIST_AT_ONCE = 1000
 PIPE_BYTES = 1024 * 1024
 
 
-def fetch_tip(repo: Path, branch: str, remote: str) -> str | None:
-    """Fetch ``branch`` from ``remote`` into its remote-tracking ref; None when absent there."""
+def fetch_tip(repo: Path, branch: str, remote: str, *, timeout: float | None = None) -> str | None:
+    """Fetch ``branch`` from ``remote`` into its remote-tracking ref; None when absent there.
+
+    ``timeout``: seconds the fetch may take (git's default for network calls without one).
+    """
     tracking = f"refs/remotes/{remote}/{branch}"
     try:
-        git("fetch", "--quiet", "--no-tags", remote, f"+refs/heads/{branch}:{tracking}", cwd=repo)
+        git("fetch", "--quiet", "--no-tags", remote, f"+refs/heads/{branch}:{tracking}",
+            cwd=repo, timeout=timeout)  # fmt: skip
     except GitError as exc:
         if "couldn't find remote ref" in exc.stderr:
             return None
@@ -68,6 +72,7 @@ def ancestry_ids(repo: Path, base: str, limit: int | None = None) -> dict[bytes,
     listing = subprocess.run(
         ["git", "rev-list", "--topo-order", *bounded, base],
         cwd=repo,
+        env=git_env(),
         capture_output=True,
         check=False,
     )
@@ -105,6 +110,7 @@ def tree_blobs(repo: Path, tip: str, directories: Iterable[str]) -> dict[str, st
             ["git", "--literal-pathspecs", "ls-tree", "-z", "--full-tree", tip, "--",
              *wanted[start : start + LIST_AT_ONCE]],
             cwd=repo,
+            env=git_env(),
             capture_output=True,
             check=False,
         )  # fmt: skip
@@ -140,6 +146,7 @@ def stream_blobs(repo: Path, specs: Sequence[str]) -> Iterator[Blob]:
     process = subprocess.Popen(
         ["git", "cat-file", "--batch"],
         cwd=repo,
+        env=git_env(),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

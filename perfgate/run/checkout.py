@@ -14,12 +14,16 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from perfgate.config import Bucket, Config, load_config
-from perfgate.errors import GitError, PerfgateError
-from perfgate.git import git, merge_base, try_git
+from perfgate.errors import GitError, GitTimeout, PerfgateError
+from perfgate.git import git, git_env, merge_base, try_git
 from perfgate.result import Result
 from perfgate.run.drivers import get_driver
 from perfgate.run.launch import bucket_hashes
 from perfgate.run.paired import BaseCheckout
+
+# How long fetching a commit's LFS content may take: assets can be gigabytes, far more
+# than a fetch of the baseline branch, but a stalled LFS server must still end the wait.
+LFS_PULL_TIMEOUT_S = 1800.0
 
 
 def _remove_worktree(repo: Path, path: Path) -> None:
@@ -36,6 +40,7 @@ def tracks_lfs(repo: Path, commit: str) -> bool:
     found = subprocess.run(
         ["git", "grep", "-q", "filter=lfs", commit, "--", ":(glob)**/.gitattributes"],
         cwd=repo,
+        env=git_env(),
         capture_output=True,
         check=False,
     )
@@ -60,7 +65,9 @@ def replay_checkout(repo: Path, commit: str, root: Path, *, lfs: bool = False) -
         git("clean", "-fdx", cwd=path, env=env)
         if lfs and tracks_lfs(repo, commit):
             try:
-                git("lfs", "pull", cwd=path)
+                git("lfs", "pull", cwd=path, timeout=LFS_PULL_TIMEOUT_S)
+            except GitTimeout:
+                raise
             except GitError as exc:
                 raise GitError(
                     exc.args_list,

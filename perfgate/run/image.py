@@ -15,6 +15,7 @@ import fnmatch
 import hashlib
 import json
 import re
+import shlex
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,14 +24,25 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from perfgate.bounded import run_bounded
 from perfgate.config import ImageSpec, image_reference_problem
-from perfgate.errors import ConfigError, EraConflict, GateMalfunction, GitError, UsageError
+from perfgate.errors import (
+    ConfigError,
+    EraConflict,
+    GateMalfunction,
+    GitError,
+    Stalled,
+    UsageError,
+)
 from perfgate.git import git
 from perfgate.identity import stable_hash
 from perfgate.run.staleness import required_pin
 
 ERA_VERSION = 1
 MANIFEST_SCHEMA_VERSION = 1
+# How long a registry probe (``image.probe``, ``image.digest``) may take: an answer takes
+# seconds; a registry or network that stalls must not hold the job until its timeout.
+PROBE_TIMEOUT_S = 120.0
 
 
 class ImageSource(StrEnum):
@@ -255,19 +267,36 @@ def choose(
     )
 
 
-def probe_with(argv: Sequence[str], cwd: Path) -> Callable[[str], bool]:
-    """A check that an image exists (e.g. ``docker manifest inspect {image}``): exit 0 = yes."""
+def probe_with(
+    argv: Sequence[str], cwd: Path, timeout: float = PROBE_TIMEOUT_S
+) -> Callable[[str], bool]:
+    """A check that an image exists (e.g. ``docker manifest inspect {image}``): exit 0 = yes.
+
+    A probe still running after ``timeout`` seconds raises Stalled: a registry that does not
+    answer says nothing about the image.
+    """
 
     def usable(image: str) -> bool:
         command = [arg.replace("{image}", image) for arg in argv]
         try:
-            return (
-                subprocess.run(command, cwd=cwd, capture_output=True, check=False).returncode == 0
-            )
+            return _ask_registry(command, cwd, None, timeout).returncode == 0
         except OSError:
             return False
 
     return usable
+
+
+def _ask_registry(
+    command: Sequence[str], cwd: Path, env: Mapping[str, str] | None, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """``command``'s answer, or Stalled when it has none within ``timeout`` seconds."""
+    try:
+        return run_bounded(command, timeout=timeout, cwd=cwd, env=env)
+    except subprocess.TimeoutExpired:
+        raise Stalled(
+            f"{shlex.join(command)} did not answer within {timeout:g} s (the registry or the "
+            "network stalled): check that the registry answers from this runner, then run again"
+        ) from None
 
 
 def build_with(spec: ImageSpec, target_branch: str | None, cwd: Path) -> Callable[[Era], str]:
@@ -379,13 +408,18 @@ def manifest_editor(
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
-def digest_of(argv: Sequence[str], image: str, cwd: Path, env: Mapping[str, str]) -> str | None:
-    """The registry digest ``argv`` prints for ``image`` (its first ``sha256:...``), or None."""
+def digest_of(
+    argv: Sequence[str],
+    image: str,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float = PROBE_TIMEOUT_S,
+) -> str | None:
+    """The registry digest ``argv`` prints for ``image`` (its first ``sha256:...``), or None;
+    Stalled when it prints nothing within ``timeout`` seconds."""
     command = [arg.replace("{image}", image) for arg in argv]
     try:
-        done = subprocess.run(
-            command, cwd=cwd, env=dict(env), capture_output=True, text=True, check=False
-        )
+        done = _ask_registry(command, cwd, env, timeout)
     except OSError:
         return None
     found = _DIGEST.search(done.stdout) if done.returncode == 0 else None

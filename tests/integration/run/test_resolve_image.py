@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from perfgate.cli import main
+from perfgate.errors import ExitCode, Stalled
 from perfgate.git import git
-from perfgate.run.image import digest_of, pinned
+from perfgate.run.image import digest_of, pinned, probe_with
 from tests.git_support import IDENTITY, MakeClone
+from tests.stalled import ends_within
 
 REGISTRY = "registry.example/isaac-lab"
 CONFIG = f"""
@@ -289,3 +291,20 @@ def test_digest_is_read_from_the_command_output_and_pinned_to_the_tag(tmp_path: 
     assert digest_of(["no-such-docker-here"], "x", tmp_path, os.environ) is None
     silent = [sys.executable, "-c", "print('no digest')"]
     assert digest_of(silent, "x", tmp_path, os.environ) is None
+
+
+@pytest.mark.parametrize("which", ["probe", "digest"])
+def test_a_registry_probe_that_never_answers_is_a_clear_malfunction(
+    tmp_path: Path, which: str
+) -> None:
+    # The shell waits for its child, which holds the output pipes: both must go.
+    stalls = ["sh", "-c", "sleep 60; echo sha256:never"]
+
+    def probe() -> object:
+        if which == "probe":
+            return probe_with(stalls, tmp_path, timeout=0.5)("reg/lab:latest")
+        return digest_of(stalls, "reg/lab:latest", tmp_path, os.environ, timeout=0.5)
+
+    with pytest.raises(Stalled, match=r"did not answer within 0\.5 s") as raised:
+        ends_within(30, probe)
+    assert raised.value.exit_code is ExitCode.MALFUNCTION
