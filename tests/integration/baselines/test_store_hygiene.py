@@ -16,7 +16,7 @@ from perfgate.baselines.store import (
     sample_path,
     samples_from_result,
 )
-from perfgate.config import load_config
+from perfgate.config import Config, load_config
 from perfgate.errors import GateMalfunction
 from perfgate.git import git
 from tests.git_support import commit_all
@@ -59,6 +59,16 @@ def test_garbage_and_a_truncated_last_line_each_warn_with_file_and_line(
     ]
 
 
+def one_bucket_config(directory: Path) -> Config:
+    """A perfgate.yaml of the one bucket the planted store holds, loaded."""
+    path = directory / "perfgate.yaml"
+    path.write_text(
+        "version: 1\nbuckets:\n  - task: cartpole\n    backends: [{physics: numpy}]\n",
+        encoding="utf-8",
+    )
+    return load_config(path)
+
+
 def test_the_report_shows_how_many_lines_were_skipped(
     origin_and_clone,
     tmp_path: Path,
@@ -67,12 +77,7 @@ def test_the_report_shows_how_many_lines_were_skipped(
     _, clone, shas = origin_and_clone
     good = samples_from_result(result_at(shas[1], 100.0), trusted_source="t")[0]
     plant(clone, good.path, "\n".join([good.to_line(), "garbage", "{}", "more garbage"]) + "\n")
-    config_path = tmp_path / "perfgate.yaml"
-    config_path.write_text(
-        "version: 1\nbuckets:\n  - task: cartpole\n    backends: [{physics: numpy}]\n",
-        encoding="utf-8",
-    )
-    config = load_config(config_path)
+    config = one_bucket_config(tmp_path)
     monkeypatch.chdir(clone)
     report = evaluate(config, config.buckets, [result_at(shas[4], 100.0)], store_of(clone))
     assert report.notes[0].startswith("3 corrupt baseline line(s) skipped on perf-baselines")
@@ -133,12 +138,7 @@ def test_reading_a_store_again_reports_each_corrupt_line_once(
         f"perf-baselines:{good.path}:2",
         f"perf-baselines:{good.path}:3",
     ]
-    config_path = tmp_path / "perfgate.yaml"
-    config_path.write_text(
-        "version: 1\nbuckets:\n  - task: cartpole\n    backends: [{physics: numpy}]\n",
-        encoding="utf-8",
-    )
-    config = load_config(config_path)
+    config = one_bucket_config(tmp_path)
     monkeypatch.chdir(clone)
     report = evaluate(config, config.buckets, [result_at(shas[4], 100.0)], store)
     assert report.notes[0].startswith("2 corrupt baseline line(s) skipped on perf-baselines")
