@@ -13,6 +13,7 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 
 def run_bounded(
@@ -46,6 +47,30 @@ def run_bounded(
     return subprocess.CompletedProcess(list(argv), process.returncode, stdout, stderr)
 
 
-def _kill_group(process: subprocess.Popen[str]) -> None:
+def run_streaming(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> int:
+    """Run ``argv`` with its output on ours (a build's log stays readable) and return its exit
+    status; after ``timeout`` seconds, kill its whole process group and raise
+    ``subprocess.TimeoutExpired``."""
+    with subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    ) as process:
+        try:
+            return process.wait(timeout=timeout)
+        except BaseException:
+            _kill_group(process)
+            raise
+
+
+def _kill_group(process: subprocess.Popen[Any]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -31,6 +32,7 @@ from perfgate.baselines.reseed import ReseedPlan, plan_buckets
 from perfgate.baselines.seed import runner_minutes
 from perfgate.baselines.store import BaselineStore, commit_to_branch
 from perfgate.baselines.verify import BucketReadiness, Readiness
+from perfgate.bounded import run_streaming
 from perfgate.config import Bucket, ImageRoll, ImageSpec
 from perfgate.errors import ConfigError, GateMalfunction, ImageStepFailed, UsageError
 from perfgate.identity import stable_hash
@@ -50,6 +52,10 @@ from perfgate.run.image import (
 # Credentials of the baseline branch's git pushes: the registry commands never see them.
 _GIT_CREDENTIALS = ("GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTIME_TOKEN")
 _GIT_CREDENTIAL_PREFIXES = ("GIT_CONFIG_", "ACTIONS_ID_TOKEN_REQUEST_")
+# Of the roll job's time, what the digest probe and the manifest's commit are left once
+# every registry command is stopped: a stalled step then ends the roll with its name,
+# before the job's own timeout cancels it without one.
+RECORDING_MARGIN_S = 300.0
 
 
 class RollAction(StrEnum):
@@ -246,12 +252,22 @@ def registry_env(env: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def run_command(command: Command, cwd: Path, env: Mapping[str, str]) -> None:
-    """Run one registry command; a failure raises ImageStepFailed naming the step (exit 3)."""
+def roll_deadline(roll: ImageRoll | None, now: float) -> float:
+    """When the roll's registry commands must have finished (``time.monotonic`` clock)."""
+    job_s = 60.0 * (roll.timeout_minutes if roll is not None else ImageRoll.timeout_minutes)
+    return now + job_s - min(RECORDING_MARGIN_S, job_s / 2)
+
+
+def run_command(command: Command, cwd: Path, env: Mapping[str, str], deadline: float) -> None:
+    """Run one registry command until ``deadline``; a failure or a stall raises ImageStepFailed
+    naming the step (exit 3), with the stalled command's whole process group killed."""
+    left = max(1.0, deadline - time.monotonic())
     try:
-        code = subprocess.run(command.argv, cwd=cwd, env=dict(env), check=False).returncode
+        code = run_streaming(command.argv, timeout=left, cwd=cwd, env=env)
     except OSError as exc:
         detail = f"could not start ({exc.strerror})"
+    except subprocess.TimeoutExpired:
+        detail = f"did not finish within the roll's time ({left / 60:.1f} min left) and was stopped"
     else:
         if code == 0:
             return
@@ -276,8 +292,10 @@ def execute_roll(
     cwd: Path,
     env: Mapping[str, str],
     log: Callable[[str], None],
+    deadline: float,
 ) -> RollOutcome:
-    """Run the plan's commands, then record the era; nothing is recorded after a failure."""
+    """Run the plan's commands until ``deadline``, then record the era; nothing is recorded
+    after a failure."""
     request, era, spec = plan.request, plan.request.era, plan.request.spec
     if plan.action is RollAction.NOTHING:
         return RollOutcome(
@@ -296,7 +314,7 @@ def execute_roll(
             if entry is not None:
                 return _converged(plan, entry, "recorded while this roll built; nothing pushed")
         log(f"{command.step}: {command.text()}")
-        run_command(command, cwd, clean_env)
+        run_command(command, cwd, clean_env, deadline)
     digest = digest_of(spec.digest, plan.image, cwd, clean_env) if spec.digest else None
     if spec.digest and digest is None:
         log(f"note: no digest for {plan.image} ({shlex.join(spec.digest)}); recording the tag")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,7 +94,7 @@ def register(verbs: Verbs) -> None:
 def run(args: argparse.Namespace) -> int:
     """Plan the roll, print it, and with --execute (protected pushes only) carry it out."""
     from perfgate import context
-    from perfgate.baselines.era_roll import RollRequest, execute_roll, plan_roll
+    from perfgate.baselines.era_roll import RollRequest, execute_roll, plan_roll, roll_deadline
     from perfgate.baselines.reseed import emit_plan
     from perfgate.baselines.store import open_store
     from perfgate.baselines.verify import verify_store
@@ -157,7 +158,10 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.OK
     if not trusted:
         raise UsageError(f"refusing to roll the image era: {refusal}")
-    outcome = execute_roll(plan, store=store, cwd=checkout, env=os.environ, log=say)
+    deadline = roll_deadline(config.image.roll, time.monotonic())
+    outcome = execute_roll(
+        plan, store=store, cwd=checkout, env=os.environ, log=say, deadline=deadline
+    )
     for note in outcome.notes:
         say(note)
     say(outcome_line(outcome, plan, store.branch))

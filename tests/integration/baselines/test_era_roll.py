@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -461,3 +462,37 @@ def test_only_protected_pushes_may_execute_a_roll(
     assert main(["roll-era", "--execute"]) == 4
     assert "refusing to roll the image era" in capsys.readouterr().err
     assert repo.calls() == [] and repo.baseline_log() == before
+
+
+def test_a_stalled_registry_step_is_stopped_at_the_rolls_deadline_and_records_nothing(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A push to a registry that stopped answering held the roll until its job's timeout."""
+    record_by_hand(repo, "reg.example/lab@sha256:" + "4" * 64)
+    before = (repo.manifest(), repo.baseline_log())
+    new_era_inputs(repo, monkeypatch)
+    push_event(repo, monkeypatch)
+    # The registry commands get 3 s instead of what the job's timeout leaves them.
+    monkeypatch.setattr("perfgate.baselines.era_roll.roll_deadline", lambda _, now: now + 3)
+    monkeypatch.setenv("FAKE_DOCKER_STALL", "push")
+    capsys.readouterr()
+
+    started = time.monotonic()
+    assert main(["roll-era", "--execute"]) == 3
+    assert time.monotonic() - started < 30
+    err = capsys.readouterr().err
+    assert "era roll step 'push'" in err and "did not finish" in err
+    assert "manifest is unchanged" in err
+    assert (repo.manifest(), repo.baseline_log()) == before
+    child = int((repo.state / "stalled-child.pid").read_text())
+    assert not _alive(child), "the stalled step's own child was left running"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A killed child the fake never reaped is a zombie, not a running process.
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

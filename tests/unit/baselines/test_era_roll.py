@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 
 from perfgate.baselines.era_roll import (
+    RECORDING_MARGIN_S,
     RollAction,
     RollRequest,
     plan_roll,
     registry_env,
     reseed_minutes,
+    roll_deadline,
     roll_values,
     seed_key_for,
 )
@@ -217,3 +219,11 @@ def test_roll_block_defaults_to_docker_tag_and_push_on_a_hosted_runner(tmp_path:
     assert (image.roll.login, image.roll.secrets) == (None, ())
     assert image.roll.runner == ("ubuntu-latest",)
     assert image.digest == ("docker", "buildx", "imagetools", "inspect", "{image}")
+
+
+def test_the_registry_commands_stop_before_the_roll_jobs_timeout_leaving_time_to_record() -> None:
+    roll = ImageRoll(build=ImageBuild(argv=("b",), image="i"), refs=("r",), timeout_minutes=120)
+    assert roll_deadline(roll, now=1000.0) == 1000.0 + 120 * 60 - RECORDING_MARGIN_S
+    # A short job keeps half of its time for the commands, whatever the margin.
+    short = replace(roll, timeout_minutes=4)
+    assert roll_deadline(short, now=0.0) == 120.0
