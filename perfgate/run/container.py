@@ -291,6 +291,14 @@ def _writable_by(path: Path, uid: int) -> bool:
     )
 
 
+def unwritable_dirs(root: Path, uid: int) -> list[Path]:
+    """Directories in ``root``'s tree (itself included) that ``uid`` cannot create files in."""
+    found = [root] if not _writable_by(root, uid) else []
+    for parent, dirs, _ in os.walk(root):
+        found += [Path(parent, name) for name in dirs if not _writable_by(Path(parent, name), uid)]
+    return found
+
+
 def _open_up(path: Path, *, tree: bool) -> None:
     """a+rwX on ``path`` (and, with ``tree``, everything below it), as far as this user may."""
     paths = [path]
@@ -336,14 +344,32 @@ def prepare(container: Container, *, checkout: Path, dirs: AttemptDirs) -> None:
     if container.mount_checkout:
         make_links(container, checkout)
     uid = container_uid(container.user)
-    if uid == os.getuid():
-        return  # the container writes as the owner of everything perfgate made
-    _open_up(dirs.output_dir, tree=False)
-    # A warm cache restored in CI belongs to the runner, down to its last subdirectory.
-    _open_up(dirs.cache_dir, tree=True)
+    if uid != os.getuid():
+        _open_up(dirs.output_dir, tree=False)
+        # A warm cache restored in CI belongs to the runner, down to its last subdirectory.
+        _open_up(dirs.cache_dir, tree=True)
+    if uid is not None:
+        _refuse_unwritable_cache(dirs.cache_dir, uid)
     unwritable = uid is None or not _writable_by(checkout, uid)
     if container.writable_checkout and container.mount_checkout and unwritable:
         _open_up(checkout, tree=True)
+
+
+def _refuse_unwritable_cache(cache_dir: Path, uid: int) -> None:
+    """Stop before launch when the container's user cannot write its caches: Warp's kernel
+    cache then fails with a PermissionError that Isaac Lab's lazy task loader reports as a
+    missing ``mdp`` attribute, which reads as a bug in the change under test."""
+    blocked = unwritable_dirs(cache_dir, uid)
+    if not blocked:
+        return
+    first = blocked[0].stat()
+    more = f" and {len(blocked) - 1} more" if len(blocked) > 1 else ""
+    raise EnvironmentProblem(
+        f"the container's user (uid {uid}) cannot write {blocked[0]}{more} in the bucket's "
+        f"cache (owned by uid {first.st_uid}, mode {stat.S_IMODE(first.st_mode):o}), and "
+        f"perfgate (uid {os.getuid()}) may not open it up: delete {cache_dir} (a restored CI "
+        "cache: its key) so the launch starts cold, or run perfgate as that directory's owner"
+    )
 
 
 def wrap(

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perfgate.config import Bucket, IsaacLabSpec, PhaseMarkers
+from perfgate.config import Bucket, ContainerSpec, IsaacLabSpec, PhaseMarkers
 from perfgate.errors import ConfigError
 from perfgate.run.bundle import (
     OutputError,
@@ -102,7 +102,11 @@ WARMUP_ECHOES = (
 # names its fix. isaaclab.sh's interpreter lookup (source/isaaclab/isaaclab/cli/utils.py
 # extract_python_exe); Isaac Sim's EULA prompt, which a container without a terminal cannot
 # answer; the RTX shader database, which needs a writable Kit cache (perf-smoke-test.yaml),
-# else the renderer crashes later with a CUDA error that reads as a driver fault.
+# else the renderer crashes later with a CUDA error that reads as a driver fault; a cache
+# the container's user cannot write, where Warp's PermissionError may end as a missing
+# `mdp.<attr>` (the lazy task loader's error) that reads as a bug in the change.
+# Root-owned in the image; the RTX shader database must be able to write it.
+KIT_CACHE = "/isaac-sim/kit/cache"
 MARKERS = PhaseMarkers(
     import_error=("ModuleNotFoundError:", "ImportError:", "NameNotFound:", "Unknown preset(s):"),
     driver_error=("CudaError", "CUDA_ERROR_"),
@@ -124,6 +128,14 @@ MARKERS = PhaseMarkers(
             "Kit cache over /isaac-sim/kit/cache (container.caches.kit, the isaaclab driver's "
             "default)"
         ),
+        **dict.fromkeys(
+            (
+                f"Permission denied: '{ContainerSpec.cache_mount}",
+                f"Permission denied: '{KIT_CACHE}",
+            ),
+            "a cache is not writable for the container's user (a directory left by a container "
+            "that ran as another user): delete the bucket's cache so the next launch starts cold",
+        ),
     },
 )
 
@@ -137,7 +149,7 @@ CONTAINER = ContainerProfile(
     checkout_mount="/workspace/isaaclab",
     user="1000:1000",
     links={"_isaac_sim": "/isaac-sim"},
-    caches={"kit": "/isaac-sim/kit/cache"},
+    caches={"kit": KIT_CACHE},
     env={
         "OMNI_KIT_ACCEPT_EULA": "yes",
         "ACCEPT_EULA": "Y",

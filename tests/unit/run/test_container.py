@@ -31,6 +31,7 @@ from perfgate.run.container import (
     prepare,
     resolve,
     translate,
+    unwritable_dirs,
     user_arg,
     wrap,
 )
@@ -303,3 +304,14 @@ def test_a_linked_worktrees_git_directory_is_mounted_read_only_at_its_own_path(
     )
     # A plain checkout carries its .git inside the mounted checkout already.
     assert not any(m.read_only for m in mounts_for(container, repo, dirs))
+
+
+def test_cache_directories_the_containers_user_cannot_write_are_found(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    (cache / "warp" / "kernels").mkdir(parents=True)
+    (cache / "kit").mkdir()
+    for path in (cache, cache / "kit", cache / "warp" / "kernels"):
+        path.chmod(0o777)
+    (cache / "warp").chmod(0o755)  # left by a container that ran as another user
+    assert unwritable_dirs(cache, 4321) == [cache / "warp"]
+    assert unwritable_dirs(cache, 0) == []  # root writes anywhere

@@ -467,6 +467,16 @@ KIT = "[ISAACLAB] KitLauncher initialization complete\n"
             + "Traceback\nRuntimeError: CudaError: cudaErrorIllegalAddress\n",
             FailurePhase.ENVIRONMENT,
         ),
+        # Warp could not create its kernel cache; the lazy task loader's error came last.
+        (
+            "PermissionError: [Errno 13] Permission denied: '/perfgate/cache/warp/1.9.0'\n"
+            "Traceback\nAttributeError: module 'isaaclab.envs.mdp' has no attribute 'joint_pos'\n",
+            FailurePhase.ENVIRONMENT,
+        ),
+        (
+            "PermissionError: [Errno 13] Permission denied: '/isaac-sim/kit/cache/shadercache'\n",
+            FailurePhase.ENVIRONMENT,
+        ),
     ],
 )
 def test_phase_follows_what_the_runtime_benchmark_prints(log: str, phase: FailurePhase) -> None:
