@@ -306,6 +306,26 @@ def test_a_linked_worktrees_git_directory_is_mounted_read_only_at_its_own_path(
     assert not any(m.read_only for m in mounts_for(container, repo, dirs))
 
 
+@pytest.mark.slow  # starts git
+@pytest.mark.parametrize("target", ["/", "/etc", "../outside"])
+def test_a_git_file_naming_no_repository_mounts_nothing_outside_the_checkout(
+    tmp_path: Path, target: str
+) -> None:
+    # Inside another repository: git must not fall back to it either.
+    git("init", "-q", str(tmp_path))
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (tmp_path / "outside").mkdir()
+    (checkout / ".git").write_text(f"gitdir: {target}\n")
+    container = resolve(ContainerSpec(), ISAACLAB)
+    dirs = AttemptDirs(number=1, output_dir=tmp_path / "out", cache_dir=tmp_path / "cache")
+    mounts = mounts_for(container, checkout, dirs)
+    assert {m.host for m in mounts} == {
+        checkout.resolve(), dirs.output_dir.resolve(), dirs.cache_dir.resolve(),
+        (dirs.cache_dir / "kit").resolve(),
+    }  # fmt: skip
+
+
 def test_cache_directories_the_containers_user_cannot_write_are_found(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     (cache / "warp" / "kernels").mkdir(parents=True)
