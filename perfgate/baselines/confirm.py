@@ -132,7 +132,7 @@ def budget_warnings(
     buckets: Sequence[Bucket],
     store: BaselineStore | None,
     calibration: NoiseCalibration | None = None,
-) -> list[tuple[str, str]]:
+) -> list[confirm.BudgetNote]:
     """Each bucket whose confirmation budget cannot decide (``judge.confirm.budget_warnings``),
     against the noise and launch durations its runs recorded in ``store``."""
     return confirm.budget_warnings(

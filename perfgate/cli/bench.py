@@ -118,6 +118,11 @@ def register(verbs: Verbs) -> None:
         help="do not stream the benchmark's output while it runs (its log file keeps it all)",
     )
     bench.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print the numbers behind each budget notice (launch time, noise, pairs needed)",
+    )
+    bench.add_argument(
         "--dry-run",
         action="store_true",
         help="run nothing: print each bucket's first launch as it would start (the exact "
@@ -294,7 +299,12 @@ def run(args: argparse.Namespace) -> int:
         # Before a minute is spent: budgets that cannot decide, with their numbers.
         from perfgate.cli.config import report_budgets
 
-        report_budgets(config, buckets, configured_calibration(config), stream=sys.stderr)
+        calibration = configured_calibration(config)
+        noted = report_budgets(
+            config, buckets, calibration, stream=sys.stderr, detailed=args.verbose
+        )
+        if noted and not args.verbose:
+            say("`bench --verbose` or `perfgate validate` shows the numbers behind these")
     progress = Progress(len(buckets), echo=not args.quiet)
     confirmer = WindowConfirmer(
         config,

@@ -137,10 +137,13 @@ def report_budgets(
     buckets: Sequence[Bucket],
     calibration: NoiseCalibration | None,
     stream: TextIO | None = None,
-) -> None:
+    *,
+    detailed: bool = True,
+) -> int:
     """A warning for each budget that cannot decide (R17), read against the baseline branch
-    when there is one (its recorded noise and launch durations); a branch that cannot be
-    read only costs the check its recorded figures."""
+    when there is one (its recorded noise and launch durations), with its numbers when
+    ``detailed``; a branch that cannot be read only costs the check its recorded figures.
+    Returns how many it printed."""
     from perfgate.baselines.confirm import budget_warnings
     from perfgate.baselines.store import open_store
     from perfgate.console import annotate, on_github
@@ -151,8 +154,9 @@ def report_budgets(
     except PerfgateError as exc:
         annotate("notice", f"budgets checked without recorded samples ({exc})", stream=stream)
         warnings = budget_warnings(config, buckets, None, calibration)
-    for level, text in warnings:
-        annotate(level, text, stream=stream)
+    for note in warnings:
+        annotate(note.level, note.text(detailed=detailed), stream=stream)
+    return len(warnings)
 
 
 def worst_case_lines(config: Config) -> list[str]:

@@ -344,6 +344,21 @@ class RecordedRuns:
 
 # Per bucket id: one entry per hardware it was recorded on.
 Recorded = Mapping[str, Sequence[RecordedRuns]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BudgetNote:
+    """A budget that cannot decide everything (R17): one short line, and its numbers."""
+
+    level: str  # "warning" or "notice", as console.annotate prints it
+    short: str
+    detail: str
+
+    def text(self, *, detailed: bool) -> str:
+        """The short line, with its numbers when ``detailed``."""
+        return f"{self.short} [{self.detail}]" if detailed else self.short
+
+
 _NOTHING = (RecordedRuns(launch_minutes=None, hardware="", model=None),)
 
 
@@ -352,7 +367,7 @@ def budget_warnings(
     buckets: Sequence[Bucket],
     recorded: Callable[[], Recorded],
     calibration: NoiseCalibration | None = None,
-) -> list[tuple[str, str]]:
+) -> list[BudgetNote]:
     """Each bucket whose confirmation budget cannot decide, with the numbers (R17).
 
     Under ``gate.confirm: paired``: can the pairs its budget affords BLOCK a drop of
@@ -369,7 +384,7 @@ def budget_warnings(
     if gate.confirm.value == "off" or gate.policy.value != "calibrated":
         return []
     runs_of = recorded()
-    lines: list[tuple[str, str]] = []
+    lines: list[BudgetNote] = []
     unknown: list[str] = []
     for bucket in buckets:
         pools = runs_of.get(bucket.id) or _NOTHING
@@ -377,9 +392,9 @@ def budget_warnings(
             label = f"{bucket.id} on {pool.hardware}" if len(pools) > 1 else bucket.id
             lines += _budget_lines(config, bucket, pool, label, calibration, unknown)
     if unknown:
-        later = "their budgets are checked once they do: " + ", ".join(unknown)
-        text = f"{len(unknown)} bucket(s) have no recorded noise yet (record samples or calibrate)"
-        lines.append(("notice", f"{text}; {later}"))
+        short = f"{len(unknown)} bucket(s) have no recorded noise yet: budgets are checked later"
+        detail = "record samples or calibrate; " + ", ".join(unknown)
+        lines.append(BudgetNote(level="notice", short=short, detail=detail))
     return lines
 
 
@@ -390,10 +405,10 @@ def _budget_lines(
     label: str,
     calibration: NoiseCalibration | None,
     unknown: list[str],
-) -> list[tuple[str, str]]:
+) -> list[BudgetNote]:
     """One bucket's budget on one runner pool; names it in ``unknown`` when no noise is known."""
     gate = config.gate
-    lines: list[tuple[str, str]] = []
+    lines: list[BudgetNote] = []
     hardware, model = pool.hardware, pool.model
     launch = pool.launch_minutes or bucket.launch_minutes
     policy = policy_for(bucket, gate, hardware)
@@ -424,19 +439,19 @@ def _budget_lines(
         ]  # fmt: skip
     matters, minimum = plans
     if not matters.decides:
-        then = (
-            "no pairs are taken: the window decides" if matters.what == "pair"
-            else "confirming by repeats cannot block it"
-        )  # fmt: skip
-        lines.append(("warning", f"{label}: {matters.text()}; {then}"))
+        afforded = f"{matters.afforded} {matters.what}s"
+        short = (
+            f"{label}: {afforded} cannot confirm a {matters.drop_pct:g} % drop; the window decides"
+        )
+        lines.append(BudgetNote(level="warning", short=short, detail=matters.text()))
     elif not minimum.decides:
-        left = f"drops under {matters.drop_pct:g} % are left to post-merge detection"
-        lines.append(("notice", f"{label}: {minimum.text()}; {left}"))
+        short = f"{label}: drops under {matters.drop_pct:g} % are left to the post-merge alerts"
+        lines.append(BudgetNote(level="notice", short=short, detail=minimum.text()))
     shared = gate.budget_minutes
     if shared is not None and matters.decides and matters.minutes > shared:
-        more = f"more than gate.budget_minutes ({shared:g}) for the whole run"
-        needs = f"confirming it needs {matters.minutes:.0f} runner minutes, {more}"
-        lines.append(("warning", f"{label}: {needs}"))
+        short = f"{label}: confirming a drop costs more than the run's gate.budget_minutes"
+        needs = f"{matters.minutes:.0f} runner minutes against {shared:g} for the whole run"
+        lines.append(BudgetNote(level="warning", short=short, detail=needs))
     return lines
 
 

@@ -7,6 +7,7 @@ hosted config job plans every launch on.
 
 from __future__ import annotations
 
+import io
 import math
 import random
 from dataclasses import replace
@@ -86,20 +87,18 @@ def test_a_budget_that_cannot_decide_is_named_with_the_recorded_numbers(
     )
     out = capsys.readouterr().out
     warning = next(line for line in out.splitlines() if line.startswith("warning:"))
+    assert "cartpole/numpy: 2 pairs cannot confirm a 5 % drop; the window decides" in warning
     # 14 minutes a launch: the 60-minute budget starts pairs at 0, 28 and 56 minutes.
-    assert "cartpole/numpy: pair budget 60 min allows 2 pairs at 14 min a launch; " in warning
-    assert (
-        "BLOCKing a 5 % drop at 2" in warning
-        and "no pairs are taken: the window decides" in warning
-    )
+    assert "[pair budget 60 min allows 2 pairs at 14 min a launch; " in warning
+    assert "BLOCKing a 5 % drop at 2" in warning
     # Five hours decide a 5 % drop; a 3 % one is left to post-merge detection, and said so.
     assert (
         main(["validate", "--config", str(write_config(recorded, "pair_budget_minutes: 300"))]) == 0
     )
     out = capsys.readouterr().out
     assert "warning:" not in out
-    assert "notice: cartpole/numpy: pair budget 300 min allows 10 pairs" in out
-    assert "drops under 5 % are left to post-merge detection" in out
+    assert "notice: cartpole/numpy: drops under 5 % are left to the post-merge alerts" in out
+    assert "[pair budget 300 min allows 10 pairs" in out
 
 
 def test_each_window_sample_keeps_its_runner_and_launch_seconds(recorded: Path) -> None:
@@ -173,5 +172,27 @@ def test_each_runner_pools_budget_is_checked_against_its_own_recordings(
     out = capsys.readouterr().out
     warnings = [line for line in out.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 1, out
-    assert "cartpole/numpy on cpu-test: pair budget 60 min allows 2 pairs at 14 min" in warnings[0]
+    assert "cartpole/numpy on cpu-test: 2 pairs cannot confirm" in warnings[0]
+    assert "[pair budget 60 min allows 2 pairs at 14 min" in warnings[0]
     assert "aaa-quiet-pool" not in warnings[0]
+
+
+def test_a_bench_says_each_budget_in_one_short_line_and_the_numbers_only_when_asked(
+    recorded: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run printed 170-190 characters of internal vocabulary per bucket before it began."""
+    from perfgate.cli.config import report_budgets
+    from perfgate.config import load_config
+
+    monkeypatch.chdir(recorded)
+    for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY"):
+        monkeypatch.delenv(name, raising=False)
+    for budget in ("pair_budget_minutes: 60", "pair_budget_minutes: 300"):
+        config = load_config(write_config(recorded, budget))
+        short, detailed = io.StringIO(), io.StringIO()
+        assert report_budgets(config, config.buckets, None, short, detailed=False) == 1
+        assert report_budgets(config, config.buckets, None, detailed, detailed=True) == 1
+        line = short.getvalue().strip()
+        assert len(line) <= 100 and "\n" not in line, line
+        assert not any(word in line for word in ("max_pairs", "BLOCKing", "a launch", "noise"))
+        assert detailed.getvalue().startswith(line + " [") and "min a launch" in detailed.getvalue()
