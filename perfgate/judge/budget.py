@@ -173,6 +173,10 @@ class Affordability:
         launches = (2 if self.what == "pair" else 1) * (self.needed or self.afforded)
         return launches * self.launch_minutes
 
+    def short(self) -> str:
+        """'3 pairs cannot confirm a 5 % drop': why a budget that cannot decide takes none."""
+        return f"{self.afforded} {self.what}s cannot confirm a {self.drop_pct:g} % drop"
+
     def text(self) -> str:
         """'pair budget 60 min allows 3 pairs at 14 min a launch; BLOCKing a 5 % drop at
         2 % noise needs 6' (and the same for samples against the window)."""

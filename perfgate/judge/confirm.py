@@ -137,7 +137,7 @@ class Confirmer:
         if plan is None:
             return PairPlan(pairs=bucket.max_pairs)
         if not plan.decides:
-            return PairPlan(pairs=0, skipped=f"the pairs cannot decide: {plan.text()}")
+            return PairPlan(pairs=0, skipped=f"{plan.short()}: {plan.text()}")
         # What deciding needs as the bench spends it: the pairs, the merge base's warm-up
         # (its cache is keyed by its commit) and the margin nothing optional starts without.
         why = unaffordable(plan.minutes * MARGIN + plan.launch_minutes, left_minutes)

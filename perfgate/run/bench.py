@@ -257,7 +257,9 @@ def _paired_notice(bucket: Bucket, paired: PairedRecord) -> str:
     if paired.status is PairedStatus.UNAVAILABLE:
         return f"{bucket.id}: no paired A/B ({paired.reason}); confirming by repeats"
     if paired.status is PairedStatus.SKIPPED:
-        return f"{bucket.id}: no paired A/B: {paired.reason}; the window's verdict stands"
+        # The numbers go to the verdict and the summary; the terminal gets the reason.
+        why = paired.reason.split(": ", 1)[0]
+        return f"{bucket.id}: no pairs taken ({why}); the window's verdict stands"
     base = (paired.base_commit or "?")[:12]
     pairs = len(paired.pairs())
     stopped = paired.stopped.value if paired.stopped else "?"

@@ -26,7 +26,9 @@ class PairPlan:
     """What the judge side allows a paired comparison: how many pairs, or why none."""
 
     pairs: int  # at most this many (0: none)
-    skipped: str = ""  # why none: the pairs cannot decide, or the run's budget cannot afford them
+    # Why none, said first, then its numbers after ': ' (the pairs cannot decide, or the
+    # run's budget cannot afford them).
+    skipped: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -173,7 +173,7 @@ def test_a_head_sample_that_fails_during_the_pairs_is_a_hard_failure() -> None:
 def test_pairs_skipped_as_unable_to_decide_leave_the_windows_verdict_standing() -> None:
     skipped = PairedRecord(
         status=PairedStatus.SKIPPED,
-        reason="the pairs cannot decide: pair budget 60 min allows 3 pairs at 14 min a "
+        reason="3 pairs cannot confirm a 5 % drop: pair budget 60 min allows 3 pairs at 14 min a "
         "launch; BLOCKing a 5 % drop at 2 % noise needs 6",
     )
     judgement = verdict_of(make_result(samples=SLOW, paired=skipped))

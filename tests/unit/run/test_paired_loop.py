@@ -7,8 +7,10 @@ from dataclasses import replace
 from perfgate.result import (
     AdmissionStatus,
     FailurePhase,
+    PairedRecord,
     PairedSample,
     PairedSide,
+    PairedStatus,
     PairedStop,
     SampleAdmission,
 )
@@ -114,3 +116,22 @@ def test_a_failed_sample_ends_the_comparison() -> None:
         remeasure=lambda s: False, wants_more=lambda taken: True,
     )  # fmt: skip
     assert (len(samples), stop) == (3, PairedStop.FAILED)
+
+
+def test_pairs_not_taken_are_said_in_one_short_line_with_the_numbers_left_to_the_verdict() -> None:
+    from perfgate.config import load_config
+    from perfgate.judge.budget import Affordability
+    from perfgate.run.bench import _paired_notice
+    from tests.paths import ROOT
+
+    plan = Affordability(what="pair", budget_minutes=None, launch_minutes=0.0397, afforded=16,
+                         most=16, needed=54, drop_pct=5.0, noise_pct=6.4)  # fmt: skip
+    skipped = PairedRecord(status=PairedStatus.SKIPPED, reason=f"{plan.short()}: {plan.text()}")
+    bucket = next(
+        b for b in load_config(ROOT / "perfgate.yaml").buckets if b.id == "cartpole/python"
+    )
+    line = _paired_notice(bucket, skipped)
+    assert line == (
+        "cartpole/python: no pairs taken (16 pairs cannot confirm a 5 % drop); "
+        "the window's verdict stands"
+    )
