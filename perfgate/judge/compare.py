@@ -11,7 +11,8 @@ Mann-Whitney rank test that must agree, the minimum drop, and the noise a whole 
 Two sides measured alternately on one machine (``compare --measure``) are pairs instead,
 judged by the paired test on their ratios (``compare_pairs``). Two result sets measured
 apart carry what their machine was like (``SetState``): ``time_apart`` says when they do
-not overlap, ``machine_moved`` what their admission records and hardware show changed.
+not overlap, ``machine_moved`` what their admission records and hardware show changed, and
+a side whose samples split around the other's level shows a machine that changed as it ran.
 """
 
 from __future__ import annotations
@@ -44,6 +45,14 @@ MIN_SIDE_SAMPLES = 5
 #: Fewer interleaved pairs cannot make a call: the paired test's degrees of freedom are
 #: pairs - 1, and its threshold at the false-alarm rate is out of reach below this.
 MIN_PAIRS = 5
+
+
+#: A side whose sorted samples have a gap wider than SPLIT_GAP times the noise (the other
+#: side's, or its own two groups', whichever is larger; and than the minimum drop), with
+#: SPLIT_MIN or more samples on each side of it and one group at the other side's level,
+#: was measured on a machine that changed while it ran: a change of the code moves every
+#: sample of a side, contention only some. Its difference is not the code's to call.
+SPLIT_GAP, SPLIT_MIN = 6.0, 2
 
 
 class Change(StrEnum):
@@ -139,10 +148,44 @@ def _compare(
     call, why = _call(
         t, t_crit, delta, half, policy, worse_ranks=u_up <= u_crit, better_ranks=u_down <= u_crit
     )
+    split = _split("A", ga, gb, policy, direction) or _split("B", gb, ga, policy, direction)
+    if split is not None:
+        call, why = Change.UNCLEAR, split
     return Comparison(
         a=a_mid, b=b_mid, ratio=ratio, change_pct=change_pct, interval_pct=(low, high),
         change=call, samples=samples, detail=why,
     )  # fmt: skip
+
+
+def _split(
+    name: str,
+    side: Sequence[float],
+    other: Sequence[float],
+    policy: CalibratedPolicy,
+    direction: Direction,
+) -> str | None:
+    """Why side ``name`` (goodness values) splits in two around ``other``'s level, if it does."""
+    ordered = sorted(side)
+    gap, at = max((ordered[i + 1] - ordered[i], i) for i in range(len(ordered) - 1))
+    groups = ordered[: at + 1], ordered[at + 1 :]
+    if min(len(g) for g in groups) < SPLIT_MIN:
+        return None
+    level = statistics.median(other)
+    # The noise either side shows on its own: a noisy side has wide gaps by chance.
+    within, _ = robust_scale([g - statistics.median(grp) for grp in groups for g in grp], 2)
+    noise = max(robust_scale([g - level for g in other])[0], within)
+    if gap <= max(SPLIT_GAP * noise, math.log1p(policy.min_drop_pct / 100.0)):
+        return None
+    near, far = sorted(groups, key=lambda g: abs(statistics.median(g) - level))
+    if abs(statistics.median(near) - level) > gap / 2:
+        return None  # neither group is at the other side's level
+    shift = statistics.median(far) - level
+    return (
+        f"{name}'s samples split: {len(near)} at the other side's level, {len(far)} about "
+        f"{abs(pct_of_g(shift, direction)):.0f} % {'worse' if shift < 0 else 'better'}: the "
+        "machine changed while it ran (contention its admission records missed); measure "
+        "again, or alternately (--measure)"
+    )
 
 
 def compare_pairs(

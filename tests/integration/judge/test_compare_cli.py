@@ -61,6 +61,24 @@ def test_two_results_directories(repo: Path, tmp_path: Path, capsys) -> None:  #
     assert main(["compare", str(after), str(before), "--fail-on-regression"]) == 0
 
 
+def test_contention_that_shows_only_in_the_samples_calls_nothing_worse(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Four of six "after" samples ran 40 % slow and admission control saw nothing: the
+    comparison read -34.9 % worse and --fail-on-regression exited 1."""
+    before = tmp_path / "a"
+    write_result(make_result("cartpole/numpy", samples=_samples(1000.0, 1, n=10)), before)
+    after = tmp_path / "b"
+    # The two it spared ran a little slow too, so every rank says B is worse.
+    contended = [*_samples(985.0, 2, n=2), *_samples(600.0, 3, n=4)]
+    write_result(make_result("cartpole/numpy", samples=contended), after)
+    assert main(["compare", str(before), str(after), "--fail-on-regression"]) == 0
+    assert "? unclear" in capsys.readouterr().out
+    assert main(["compare", str(before), str(after), "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["change"] == "unclear" and "B's samples split" in row["detail"]
+
+
 def test_two_commits_on_the_baseline_branch(repo: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     shas = []
     for message in ("fast", "slow"):

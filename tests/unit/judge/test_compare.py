@@ -100,3 +100,29 @@ def test_the_ratio_and_the_change_are_one_figure() -> None:
         assert found.ratio is not None and found.change_pct is not None
         assert found.ratio == pytest.approx(1.0 + found.change_pct / 100.0)
         assert found.b == pytest.approx(found.a * found.ratio)
+
+
+@pytest.mark.parametrize("contended", ["a", "b"])
+def test_a_side_whose_samples_split_between_the_others_level_and_far_from_it_is_unclear(
+    contended: str,
+) -> None:
+    """Four of six samples 40 % slow under contention read as a 35 % regression."""
+    steady = _noisy(100, 10, 0.005, 11)
+    # The two samples contention spared ran a little slow too: every rank says B is worse.
+    split = [*_noisy(98.5, 2, 0.005, 12), *_noisy(60, 4, 0.005, 13)]
+    a, b = (steady, split) if contended == "b" else (split, steady)
+    found = compare(a, b, direction=Direction.HIGHER, policy=POLICY)
+    assert found.change is Change.UNCLEAR
+    side = contended.upper()
+    assert f"{side}'s samples split: 2 at the other side's level, 4 about 40 % worse" in (
+        found.detail
+    )
+    assert "the machine changed while it ran" in found.detail
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_real_drop_with_ordinary_noise_is_never_taken_for_a_split(seed: int) -> None:
+    # A 5 % drop at 1.5 % noise: some samples reach A's level, none form a second group.
+    found = compare(_noisy(100, 6, 0.015, seed), _noisy(95, 6, 0.015, 100 + seed),
+                    direction=Direction.HIGHER, policy=POLICY)  # fmt: skip
+    assert "split" not in found.detail
