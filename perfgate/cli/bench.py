@@ -288,13 +288,16 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.dry_run:
         return _dry_run(buckets, settings, args)
-    say(f"{len(buckets)} bucket(s) on {settings.hardware.slug}, results in {settings.out_dir}")
     from perfgate.baselines.confirm import WindowConfirmer
     from perfgate.baselines.store import open_store
     from perfgate.judge.calibration import configured_calibration
 
     # Locally the local baseline branch; in CI the remote one, read-only (R9).
     store = open_store(config, local=not on_github())
+    judged = not (args.no_judge or on_github())
+    if store is None:
+        _without_baseline_branch(record=args.record, judged=judged, say=say)
+    say(f"{len(buckets)} bucket(s) on {settings.hardware.slug}, results in {settings.out_dir}")
     if args.samples is None:
         # Before a minute is spent: budgets that cannot decide, with their numbers.
         from perfgate.cli.config import report_budgets
@@ -326,7 +329,7 @@ def run(args: argparse.Namespace) -> int:
         budget_minutes=run_budget(config, args.budget_minutes),
     )
     out = human(args)
-    if args.no_judge or on_github():
+    if not judged:
         # In CI the aggregate job judges every bucket at once (nox -s gate).
         print(bench_table(results), file=out)
         if args.json:
@@ -341,15 +344,31 @@ def run(args: argparse.Namespace) -> int:
     report = evaluate(config, buckets, results, store)
     write_report(report, args.report_dir)
     print(terminal_table(report), file=out)
-    if args.record:
-        if store is None:
-            raise UsageError("--record needs a git repository to hold the baseline branch")
+    if args.record and store is not None:  # without a store --record failed before any run
         record_samples(store, results, "local", "Record local baseline samples")
-    for line in closing_lines(report, local_bench=not args.record, gate=config.gate):
+    # Outside git the `--record` closing_lines suggests would fail; the run said so up front.
+    suggest_record = not args.record and store is not None
+    for line in closing_lines(report, local_bench=suggest_record, gate=config.gate):
         say(line)
     if args.json:
         print_json({"results": [r.to_json() for r in results], "verdict": report_json(report)})
     return report.exit_code
+
+
+def _without_baseline_branch(*, record: bool, judged: bool, say: Callable[[str], None]) -> None:
+    """Outside a git repository there is no baseline branch: ``--record`` fails before any
+    benchmark runs, and a judged run says up front that it measures without comparing."""
+    if record:
+        raise UsageError(
+            "--record needs a git repository to hold the baseline branch, and this directory "
+            "is in none: run bench from the project's git checkout (or `git init` this one)"
+        )
+    if judged:
+        say(
+            "not in a git repository: no baseline branch to compare with or record into, so "
+            "this run's figures are measured, not compared (run from a git checkout to keep "
+            "baselines)"
+        )
 
 
 def run_budget(config: Config, given: float | None) -> float | None:

@@ -405,6 +405,33 @@ def test_demo_bucket_end_to_end_through_the_cli(
     assert "cartpole/numpy" in capsys.readouterr().out
 
 
+def test_outside_git_record_fails_before_any_benchmark_and_a_bench_says_so_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No git repository, no baseline branch: `--record` fails at once (exit 4) instead of
+    after the whole matrix, and a plain bench says before its first run that it compares
+    nothing, and does not close by suggesting the `--record` that would fail."""
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    monkeypatch.chdir(tmp_path)
+    fake_bucket(tmp_path, "ok")
+    args = ["bench", "--config", str(tmp_path / "perfgate.yaml"), "--quiet",
+            "--out", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work")]  # fmt: skip
+
+    assert cli.main([*args, "--record"]) == 4
+    err = capsys.readouterr().err
+    assert "--record needs a git repository" in err
+    assert not (tmp_path / "state").exists()  # the benchmark never started
+    assert not (tmp_path / "out").exists()
+
+    assert cli.main(args) == 0
+    err = capsys.readouterr().err
+    first = err.splitlines()[0]
+    assert first.startswith("perfgate: not in a git repository: no baseline branch"), err
+    assert (tmp_path / "out" / "fake__cpu.json").is_file()
+    assert "--record" not in err
+
+
 def test_a_failed_bucket_explains_itself_through_the_cli(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
