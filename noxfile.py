@@ -107,9 +107,24 @@ def _tool(session: nox.Session, bindir: Path, *args: str) -> None:
 
 
 def _call(session: nox.Session, bindir: Path, *args: str) -> int:
-    """Run ``python -m perfgate ARGS`` in the shared virtualenv; perfgate's own exit code."""
+    """Run ``python -m perfgate ARGS`` in the shared virtualenv; perfgate's own exit code.
+
+    Ctrl-C reaches perfgate too (the terminal signals the whole foreground process group),
+    and perfgate then stops its benchmark, removes its checkouts and says it was
+    interrupted. ``subprocess.call`` would kill it 0.25 s after the Ctrl-C, halfway through
+    that; this waits for it, and a second Ctrl-C kills it at once.
+    """
     session.log(f"python -m perfgate {' '.join(args)}")
-    return subprocess.call([str(bindir / "python"), "-m", "perfgate", *args])
+    process = subprocess.Popen([str(bindir / "python"), "-m", "perfgate", *args])
+    try:
+        try:
+            return process.wait()
+        except KeyboardInterrupt:
+            return process.wait()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 def _install_run(session: nox.Session) -> Path:

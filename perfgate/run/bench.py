@@ -22,6 +22,7 @@ from perfgate.result import (
     Spend,
     SpendKind,
     SpendLine,
+    result_file_name,
     write_result,
 )
 from perfgate.run.admission import AdmissionControl
@@ -317,7 +318,8 @@ def run_buckets(
 
     Under ``gate.confirm: paired`` every bucket takes its repeats first; then the buckets
     the window cannot clear are confirmed in the order ``pairing.order`` gives (the most
-    suspicious first), each within its own budgets, its artifact rewritten. Whatever the
+    suspicious first), each within its own budgets, its artifact rewritten; a run that
+    ends before a bucket's turn is done removes that bucket's unconfirmed artifact. Whatever the
     buckets spend beyond their plans (retries, re-measures, confirmation) comes out of one
     allowance of ``budget_minutes`` (the run's, or this job's share of it; None: unlimited).
     """
@@ -340,8 +342,18 @@ def run_buckets(
     if pairing is None or confirm_mode is not ConfirmMode.PAIRED:
         return [run.result() for run in runs]
     by_bucket = {run.bucket.id: run for run in runs}
-    for bucket in pairing.order([(run.bucket, run.result()) for run in runs]):
-        run = by_bucket[bucket.id]
-        run.confirm(pairing, confirm)
-        write_result(run.finish(), settings.out_dir)
+    unconfirmed = set(by_bucket)
+    try:
+        for bucket in pairing.order([(run.bucket, run.result()) for run in runs]):
+            run = by_bucket[bucket.id]
+            run.confirm(pairing, confirm)
+            write_result(run.finish(), settings.out_dir)
+            unconfirmed.discard(bucket.id)
+    except BaseException:
+        # Interrupted (Ctrl-C, SIGTERM) or failed while confirming: an artifact written
+        # before its bucket was confirmed is no finished result, and gate or publish would
+        # take it for one. It goes, as a bucket interrupted mid-sample leaves none.
+        for bucket_id in unconfirmed:
+            (settings.out_dir / result_file_name(bucket_id)).unlink(missing_ok=True)
+        raise
     return [run.result() for run in runs]
