@@ -21,6 +21,7 @@ from perfgate.cli.common import (
     DEFAULT_RESULTS,
     DEFAULT_WORK,
     EXIT_MEANINGS,
+    VERDICT_OK,
     Verbs,
     add_config,
     add_json,
@@ -55,6 +56,7 @@ def register(verbs: Verbs) -> None:
             "perfgate bench --dry-run --config examples/isaaclab/perfgate.yaml   # docker run",
         ),
         exits={
+            ExitCode.OK: f"{VERDICT_OK}; unjudged: every benchmark ran",
             ExitCode.BLOCK: "judged locally: a regression (BLOCK)",
             ExitCode.HARD_FAILURE: "a benchmark failed (HARD_FAILURE), judged or not",
             ExitCode.MALFUNCTION: EXIT_MEANINGS[ExitCode.MALFUNCTION],

@@ -33,16 +33,19 @@ class Parser(argparse.ArgumentParser):
         self.exit(ExitCode.USAGE, f"{self.prog}: error: {message}\n")
 
 
-# What each exit code means (docs/design.md R8), for the verbs' --help. The exit code
-# tells the verdict in every gate.mode; gate.always_pass is the opt-in to exit 0.
+# What each exit code means (docs/design.md R8), for the verbs' --help; a verb gives its
+# own meaning where it differs. Only the verbs that judge (bench, gate) exit by a verdict.
 EXIT_MEANINGS = {
-    ExitCode.OK: "success: PASS- or WARN-level (any verdict with gate.always_pass)",
+    ExitCode.OK: "success",
     ExitCode.BLOCK: "a regression (BLOCK)",
     ExitCode.HARD_FAILURE: "a benchmark failed (HARD_FAILURE)",
     ExitCode.MALFUNCTION: "perfgate itself could not run (no artifacts, unreadable baseline, "
     "failed push)",
     ExitCode.USAGE: "bad perfgate.yaml or command line (the message names file, key and fix)",
 }
+# Exit 0 of a verb that judges: the verdict tells it in every gate.mode, and
+# gate.always_pass is the opt-in to exit 0 whatever it is.
+VERDICT_OK = "the verdict is PASS- or WARN-level (any verdict with gate.always_pass)"
 
 
 def add_verb(
@@ -201,7 +204,10 @@ def exit_lines(report: GateReport) -> list[str]:
 
     level = report.overall.level
     if level is Verdict.PASS:
-        return []
+        return [
+            f"exit 0: the verdict is {report.overall.label}: every bucket reported and none "
+            "regressed"
+        ]
     if report.always_pass:
         return [
             f"exit 0 although the verdict is {report.overall.label}: gate.always_pass is set in "

@@ -73,6 +73,7 @@ def register(verbs: Verbs) -> None:
             "perfgate compare 1a2b3c4 5d6e7f8 --fail-on-regression",
         ),
         exits={
+            ExitCode.OK: "compared (with --fail-on-regression: no bucket is worse)",
             ExitCode.BLOCK: "with --fail-on-regression: some bucket is worse",
             ExitCode.USAGE: "bad arguments, or --fail-on-regression on sets between which "
             "the machine moved",

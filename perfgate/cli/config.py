@@ -42,7 +42,10 @@ def register(verbs: Verbs) -> None:
             "perfgate validate --config examples/isaaclab/perfgate.yaml",
             "perfgate validate --checkout .   # what the rendered config job runs",
         ),
-        exits={ExitCode.USAGE: "perfgate.yaml is invalid, or a bucket cannot launch on --checkout"},
+        exits={
+            ExitCode.OK: "perfgate.yaml is valid (with --checkout: every bucket can launch)",
+            ExitCode.USAGE: "perfgate.yaml is invalid, or a bucket cannot launch on --checkout",
+        },
     )
     add_config(validate)
     validate.add_argument(

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from perfgate.cli.common import (
     EXIT_MEANINGS,
+    VERDICT_OK,
     Verbs,
     add_baseline_source,
     add_config,
@@ -45,8 +46,9 @@ def register(verbs: Verbs) -> None:
             "perfgate gate --results results/ --post   # in CI: statuses and the PR comment",
         ),
         exits={
+            ExitCode.OK: VERDICT_OK,
             ExitCode.BLOCK: EXIT_MEANINGS[ExitCode.BLOCK],
-            ExitCode.HARD_FAILURE: "blocking mode: a benchmark failed or did not report",
+            ExitCode.HARD_FAILURE: "a benchmark failed or did not report (HARD_FAILURE)",
             ExitCode.MALFUNCTION: EXIT_MEANINGS[ExitCode.MALFUNCTION],
         },
     )

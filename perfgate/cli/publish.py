@@ -38,7 +38,8 @@ def register(verbs: Verbs) -> None:
         examples=("perfgate publish --results results/   # CI, on pushes to protected branches",),
         exits={
             ExitCode.HARD_FAILURE: (
-                "blocking mode: some results were unhealthy and not published (the rest were)"
+                "some results were unhealthy and not published (the rest were; exit 0 with "
+                "gate.always_pass)"
             ),
             ExitCode.MALFUNCTION: "the samples could not be pushed",
             ExitCode.USAGE: "not a protected push, or artifacts from elsewhere",

@@ -42,6 +42,7 @@ def register(verbs: Verbs) -> None:
             "perfgate verify-baselines --remote --require --json readiness.json",
         ),
         exits={
+            ExitCode.OK: "every bucket's readiness was said (with --require: every bucket READY)",
             ExitCode.BLOCK: "with --require: some bucket is not READY",
             ExitCode.MALFUNCTION: EXIT_MEANINGS[ExitCode.MALFUNCTION],
         },

@@ -104,7 +104,8 @@ def test_the_table_from_rows_already_built_is_the_table_built_alone(tmp_path: Pa
         ("mode: blocking", False, True, 2, ["exit 2: HARD_FAILURE, a benchmark failed"]),
         ("mode: advisory, always_pass: true", True, False, 0,
          ["exit 0 although the verdict is BLOCK: gate.always_pass is set"]),
-        ("mode: blocking", False, False, 0, []),
+        ("mode: blocking", False, False, 0,
+         ["exit 0: the verdict is PASS: every bucket reported and none regressed"]),
     ],
 )  # fmt: skip
 def test_the_closing_lines_say_why_the_exit_code_is_what_it_is(
