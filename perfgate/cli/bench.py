@@ -145,8 +145,10 @@ def _register_cache_key(verbs: Verbs) -> None:
         "the keys the rendered bench job restores them by: one cache for the lane (the "
         "buckets one runner job measures in turn), restored from the same launches, else the "
         "same lane, each following the drivers' pins in this checkout (Isaac Lab: the "
-        "warp-lang pin of pyproject.toml). Buckets that all run cold have none. In CI the "
-        "values also go to $GITHUB_OUTPUT (path, key, restore-launches, restore-lane).",
+        "warp-lang pin of pyproject.toml). Buckets that all run cold have none: every key "
+        "is then null and the reason says why. In CI the values also go to $GITHUB_OUTPUT "
+        "(path, key, restore-launches, restore-lane, reason; empty when null), and the "
+        "bench job restores and saves a cache only when the path is not empty.",
         handler=run_cache_key,
         examples=(
             "perfgate cache-key --lane lane-1 --bucket Isaac-Cartpole-Direct/physx "
@@ -179,16 +181,27 @@ def run_cache_key(args: argparse.Namespace) -> int:
         )
     keys = warm_cache_keys(buckets, args.lane, Path.cwd(), args.work_dir)
     run = context.detect(os.environ, default_target=config.gate.target_branches[0])
+    outputs: dict[str, str | None] = dict.fromkeys(CACHE_KEY_OUTPUTS)
     if keys is None:
-        outputs = {"path": ""}
+        ids = ", ".join(bucket.id for bucket in buckets)
+        outputs["reason"] = (
+            f"no warm cache: every bucket of the lane runs cold ({ids}), each attempt from "
+            "an empty cache, so there is nothing to restore or save"
+        )
     else:
         launches, lane = keys.restore
         saved = f"{launches}{run.run_id or 'local'}-{run.run_attempt or '1'}"
-        outputs = {"path": keys.path, "key": saved, "restore-launches": launches,
-                   "restore-lane": lane}  # fmt: skip
-    write_step_outputs(outputs)
+        outputs.update({"path": keys.path, "key": saved, "restore-launches": launches,
+                        "restore-lane": lane})  # fmt: skip
+    # Step outputs are strings: the bench job skips its actions/cache step on an empty path.
+    write_step_outputs({name: value or "" for name, value in outputs.items()})
     print_json(outputs)
     return ExitCode.OK
+
+
+#: What cache-key prints and writes as step outputs; without a warm cache every value but
+#: the reason is null (an empty step output).
+CACHE_KEY_OUTPUTS = ("path", "key", "restore-launches", "restore-lane", "reason")
 
 
 def _echo(line: str) -> None:
