@@ -152,6 +152,24 @@ def _perfgate(session: nox.Session, verb: str) -> None:
 
 
 @nox.session(tags=["run"])
+def validate(session: nox.Session) -> None:
+    """Check perfgate.yaml; say how many buckets it expands to and what a run may cost."""
+    _perfgate(session, "validate")
+
+
+@nox.session(tags=["run"])
+def matrix(session: nox.Session) -> None:
+    """Print the buckets perfgate.yaml expands to (``-- --json`` for other tools)."""
+    _perfgate(session, "matrix")
+
+
+@nox.session(tags=["run"])
+def compare(session: nox.Session) -> None:
+    """Compare two runs bucket by bucket: results directories, commits, or ``--measure``."""
+    _perfgate(session, "compare")
+
+
+@nox.session(tags=["run"])
 def bench(session: nox.Session) -> None:
     """Run the benchmark buckets of perfgate.yaml and print their figures."""
     _perfgate(session, "bench")

@@ -28,3 +28,19 @@ def test_render_of_one_site_renders_that_site_alone(noxfile: ModuleType, args: l
     """`-- --config=FILE` names one site as `-- --config FILE` does: rendered once, with the
     user's arguments alone (never into a built-in site's --out)."""
     assert noxfile.render_calls(args) == [args]
+
+
+@pytest.mark.parametrize("verb", ["validate", "matrix", "compare"])
+def test_the_everyday_verbs_have_a_session_of_their_own(
+    noxfile: ModuleType, monkeypatch: pytest.MonkeyPatch, verb: str
+) -> None:
+    """Set up with nox, a user checks the config, lists the buckets and compares two runs
+    without installing perfgate a second time: each session runs its verb, nothing else."""
+    import nox.registry
+
+    called: list[str] = []
+    monkeypatch.setattr(noxfile, "_perfgate", lambda session, name: called.append(name))
+    session = nox.registry.get()[verb]
+    session(None)
+    assert called == [verb]
+    assert len(session.__doc__.strip().splitlines()) == 1
