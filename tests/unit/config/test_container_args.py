@@ -146,6 +146,8 @@ SAFE = [
 ]
 
 
+# A valid config goes on to validate's budget check, which reads the baseline branch (git).
+@pytest.mark.slow
 @pytest.mark.parametrize("args", SAFE, ids=[" ".join(a) for a in SAFE])
 def test_ordinary_docker_options_pass(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]
@@ -155,6 +157,7 @@ def test_ordinary_docker_options_pass(
     assert "allow_unsafe_args" not in capsys.readouterr().out
 
 
+@pytest.mark.slow  # validate's budget check reads the baseline branch (git)
 def test_the_opt_in_passes_them_and_every_load_names_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
