@@ -128,6 +128,24 @@ def test_each_metric_is_drawn_with_its_own_rule(tmp_path: Path) -> None:
     assert "BLOCK" not in {j.verdict for j in judged}
 
 
+def assert_one_plotly_per_site(site: Path) -> None:
+    """plotly.js (megabytes) is in the site once, assets/plotly.min.js: every bucket page
+    loads that one copy, and no page inlines it."""
+    copies = [
+        path.relative_to(site)
+        for path in site.rglob("*")
+        if path.is_file() and "* plotly.js v" in path.read_text(encoding="utf-8", errors="replace")
+    ]
+    assert copies == [Path("assets/plotly.min.js")]
+    pages = sorted((site / "buckets").glob("*.html"))
+    assert pages
+    for page in pages:
+        scripts = re.findall(r'<script[^>]* src="([^"]+)"', page.read_text(encoding="utf-8"))
+        assert scripts.count("../assets/plotly.min.js") == 1, (page, scripts)
+        assert page.stat().st_size < 1_000_000
+    assert "plotly" not in (site / "index.html").read_text(encoding="utf-8")
+
+
 def test_report_writes_an_offline_site(gated: GatedHistory, tmp_path: Path) -> None:
     repo, shas, gate_said = gated.repo, gated.shas, gated.gate_said
     site = tmp_path / "site"
@@ -156,6 +174,7 @@ def test_report_writes_an_offline_site(gated: GatedHistory, tmp_path: Path) -> N
             base = site if html is index else page.parent
             assert (base / ref).resolve().is_file(), ref
     assert (site / "assets" / "plotly.min.js").stat().st_size > 1_000_000
+    assert_one_plotly_per_site(site)
 
     assert "those pairs are not stored" not in text  # confirm: repeat draws the gate's own
 
@@ -163,6 +182,7 @@ def test_report_writes_an_offline_site(gated: GatedHistory, tmp_path: Path) -> N
     config.write_text(config.read_text().replace("confirm: repeat", "confirm: paired"))
     again = _perfgate(repo, "report", "--out", str(site))
     assert again.returncode == 0, again.stderr
+    assert_one_plotly_per_site(site)  # a rebuild replaces the site, never adds a copy
     # A paired gate's confirmation is not stored: the page says it draws the window's verdict.
     assert "those pairs are not stored" in page.read_text(encoding="utf-8")
     (tmp_path / "other").mkdir()
