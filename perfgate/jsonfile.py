@@ -66,13 +66,17 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
-def loads(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
-    """Parse strict JSON: no NaN or Infinity, nesting at most ``max_depth`` levels."""
+def loads(text: str, *, max_depth: int = MAX_DEPTH, non_finite: bool = False) -> Any:
+    """Parse strict JSON: no NaN or Infinity, nesting at most ``max_depth`` levels.
+
+    ``non_finite`` lets NaN and Infinity through as floats, for a benchmark tool's own
+    output (asv writes infinite confidence bounds): its reader checks every number it uses.
+    """
     try:
         value = json.loads(
             text,
-            parse_constant=_refuse_constant,
-            parse_float=_finite_float,
+            parse_constant=float if non_finite else _refuse_constant,
+            parse_float=float if non_finite else _finite_float,
             parse_int=_bounded_int,
         )
     except JsonError:
@@ -154,9 +158,11 @@ def write(path: Path, data: Any, *, sort_keys: bool = False) -> Path:
     return path
 
 
-def read(path: Path, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
+def read(
+    path: Path, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH, non_finite: bool = False
+) -> Any:
     """Load ``path`` as strict UTF-8 JSON; its size is checked before it is read."""
-    return loads(read_text(path, max_bytes=max_bytes), max_depth=max_depth)
+    return loads(read_text(path, max_bytes=max_bytes), max_depth=max_depth, non_finite=non_finite)
 
 
 def read_text(path: Path, *, max_bytes: int = MAX_BYTES) -> str:

@@ -67,6 +67,17 @@ def test_ordinary_json_within_the_limits_loads() -> None:
         jsonfile.loads('{"log": "' + "[" * 100 + '", "v": ' + "[" * 64 + "]" * 64 + "}")
 
 
+def test_a_tools_own_output_may_hold_non_finite_numbers_its_reader_then_checks() -> None:
+    """asv writes infinite confidence bounds: its adapter reads them as floats, and keeps
+    every other limit."""
+    data = jsonfile.loads('{"ci": [-Infinity, Infinity], "v": NaN, "big": 1e999}', non_finite=True)
+    assert data["ci"] == [-math.inf, math.inf] and math.isnan(data["v"]) and data["big"] == math.inf
+    with pytest.raises(jsonfile.JsonError, match="nested 65 levels deep"):
+        jsonfile.loads("[" * 65 + "]" * 65, non_finite=True)
+    with pytest.raises(jsonfile.JsonError, match="not valid JSON"):
+        jsonfile.loads('{"a": 1', non_finite=True)
+
+
 def test_the_size_is_refused_before_the_file_is_read(tmp_path: Path) -> None:
     """A sparse 64 GiB file: reading it would exhaust memory; the size check answers first."""
     huge = tmp_path / "huge.json"
