@@ -21,6 +21,7 @@ from perfgate.config.bucket import (
     FloorKind,
     IsaacLabSpec,
     Metric,
+    OutputFormat,
     PhaseMarkers,
     summed_path,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "Metric",
     "Mode",
     "OraclePolicy",
+    "OutputFormat",
     "PhaseMarkers",
     "PinInput",
     "PolicyName",

@@ -35,6 +35,39 @@ class Direction(StrEnum):
     LOWER = "lower"
 
 
+class OutputFormat(StrEnum):
+    """What a ``command`` bucket's output file is: the program's own JSON, read at a dotted
+    path, or a benchmark tool's output, read by that tool's adapter (``run/drivers/adapters``)."""
+
+    JSON = "json"
+    PYTEST_BENCHMARK = "pytest-benchmark"
+    GOOGLE_BENCHMARK = "google-benchmark"
+    HYPERFINE = "hyperfine"
+    PYPERF = "pyperf"
+    ASV = "asv"
+    CRITERION = "criterion"
+    # github-action-benchmark's tool-neutral lists of {name, unit, value, range?, extra?}.
+    CUSTOM_SMALLER = "customSmallerIsBetter"
+    CUSTOM_BIGGER = "customBiggerIsBetter"
+
+    @property
+    def direction(self) -> Direction:
+        """Which way is better for the figures this format reports (the tools report times)."""
+        if self in (OutputFormat.JSON, OutputFormat.CUSTOM_BIGGER):
+            return Direction.HIGHER
+        return Direction.LOWER
+
+    @property
+    def unit(self) -> str | None:
+        """A metric's unit unless it declares one: seconds for a timing tool; None where
+        each entry names its own, so the bucket must say which it expects."""
+        if self is OutputFormat.JSON:
+            return Metric.unit
+        if self in (OutputFormat.CUSTOM_SMALLER, OutputFormat.CUSTOM_BIGGER):
+            return None
+        return "s"
+
+
 class FloorKind(StrEnum):
     """What crossing a fixed floor does: force a verdict, or only get recorded."""
 
@@ -55,6 +88,8 @@ class Metric:
     (``metrics``), each judged against its own window (R5).
     """
 
+    # Where the figure is read: a dotted path in the program's own JSON or, in a bucket
+    # whose ``command.format`` is a tool's, the benchmark's name in that tool's output.
     path: str = "runtime.total_fps.mean"
     direction: Direction = Direction.HIGHER
     unit: str = "steps/s"
@@ -110,6 +145,7 @@ class CommandSpec:
 
     argv: tuple[str, ...]
     output: str
+    format: OutputFormat = OutputFormat.JSON
     cwd: str | None = None
     markers: PhaseMarkers = field(default_factory=PhaseMarkers)
 
