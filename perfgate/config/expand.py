@@ -23,6 +23,7 @@ from perfgate.config.bucket import (
     FloorKind,
     IsaacLabSpec,
     Metric,
+    OutputFormat,
     PhaseMarkers,
     argv_of,
     summed_path,
@@ -220,7 +221,10 @@ def _merged_metrics(
 
 
 def _metric_path(raw: Mapping[str, Any]) -> str:
-    """The output path a further metric reads: its ``path``, or its ``sum``'s paths joined."""
+    """Where a further metric's figure is read: its benchmark's name in a tool's output, its
+    ``path``, or its ``sum``'s paths joined."""
+    if "benchmark" in raw:
+        return str(raw["benchmark"])
     return str(raw["path"]) if "path" in raw else summed_path(raw.get("sum", ()))
 
 
@@ -249,16 +253,18 @@ def _check_metrics(
                     f"{PRIMARY!r} is the name of the 'metric' block; set the primary metric "
                     "there and give this one another name",
                 )
-    paths = {settings["metric"].get("path", Metric.path): PRIMARY}
+    output_format = _output_format(settings)
+    _check_format(document, key_path, entry, settings, merged, output_format)
+    paths = {_primary_path(settings): PRIMARY}
     for name, (raw, here) in merged.items():
-        if ("path" in raw) == ("sum" in raw):
+        if output_format is OutputFormat.JSON and ("path" in raw) == ("sum" in raw):
             fail(
                 document,
                 here,
                 f"metric {name!r} needs exactly one of 'path' (one figure) or 'sum' (a list of "
                 "figures to add up)",
             )
-        if "direction" not in raw:
+        if output_format is OutputFormat.JSON and "direction" not in raw:
             fail(
                 document,
                 here,
@@ -290,6 +296,81 @@ def _check_metrics(
     _check_per_backend(document, key_path, entry, "noise_floor_pct", backend_keys)
 
 
+def _output_format(settings: Mapping[str, Any]) -> OutputFormat:
+    """How the bucket's output is read: its command block's ``format`` (JSON without one)."""
+    command = settings.get("command") if settings["driver"] == "command" else None
+    return OutputFormat((command or {}).get("format", OutputFormat.JSON))
+
+
+def _primary_path(settings: Mapping[str, Any]) -> str:
+    """Where the primary figure is read: its benchmark's name, else its dotted path."""
+    raw = settings["metric"]
+    return str(raw["benchmark"]) if "benchmark" in raw else raw.get("path", Metric.path)
+
+
+def _check_format(
+    document: YamlDocument,
+    key_path: KeyPath,
+    entry: Mapping[str, Any],
+    settings: Mapping[str, Any],
+    merged: MergedMetrics,
+    output_format: OutputFormat,
+) -> None:
+    """A tool's format selects each metric's benchmark by name, in the tool's direction, and
+    knows its unit; the program's own JSON is read at paths, never by benchmark name."""
+    declared = [(PRIMARY, settings["metric"], None), *((n, r, w) for n, (r, w) in merged.items())]
+    for name, raw, here in declared:
+
+        def at(key: str, raw: Mapping[str, Any] = raw, here: KeyPath | None = here) -> KeyPath:
+            if here is not None:
+                return (*here, key) if key in raw else here
+            if key in raw:
+                return _written_in(key_path, entry, "metric", key)
+            return (*key_path, "metric") if "metric" in entry else ("defaults", "metric")
+
+        what = "the primary metric" if here is None else f"metric {name!r}"
+        if output_format is OutputFormat.JSON:
+            if "benchmark" in raw:
+                fail(
+                    document,
+                    at("benchmark"),
+                    f"{what} names a benchmark, which only a tool's output has; set "
+                    "command.format to the tool that writes the output (pytest-benchmark, "
+                    "google-benchmark, ...) or read the figure with 'path'",
+                )
+            continue
+        for key in ("path", "sum"):
+            if key in raw:
+                fail(
+                    document,
+                    at(key),
+                    f"format {output_format} selects {what} by benchmark name; write "
+                    f"'benchmark: NAME' (the name {output_format} reports) instead of '{key}'",
+                )
+        if "benchmark" not in raw:
+            fail(
+                document,
+                at("benchmark"),
+                f"format {output_format} reports many benchmarks: name the one {what} reads "
+                "with 'benchmark: NAME' (the name the tool reports)",
+            )
+        direction = raw.get("direction", output_format.direction)
+        if direction != output_format.direction:
+            fail(
+                document,
+                at("direction"),
+                f"{output_format} reports figures where {output_format.direction} is better; "
+                f"remove {what}'s direction or set it to {output_format.direction}",
+            )
+        if "unit" not in raw and output_format.unit is None:
+            fail(
+                document,
+                at("unit"),
+                f"each entry of a {output_format} file names its own unit: declare the one "
+                f"{what} expects with 'unit' (e.g. ms), so a change of unit is an error",
+            )
+
+
 def _check_per_backend(
     document: YamlDocument,
     key_path: KeyPath,
@@ -317,12 +398,13 @@ def _build(
 ) -> list[Bucket]:
     """A bucket per backend of a checked entry, from its merged settings."""
     driver = settings["driver"]
+    output_format = _output_format(settings)
     primary = Metric(
-        path=settings["metric"].get("path", Metric.path),
-        direction=Direction(settings["metric"].get("direction", Direction.HIGHER)),
-        unit=settings["metric"].get("unit", Metric.unit),
+        path=_primary_path(settings),
+        direction=Direction(settings["metric"].get("direction", output_format.direction)),
+        unit=settings["metric"].get("unit", output_format.unit or ""),
     )
-    metrics = tuple(_metric(name, raw) for name, (raw, _) in merged.items())
+    metrics = tuple(_metric(name, raw, output_format) for name, (raw, _) in merged.items())
     floors: Mapping[str, Mapping[str, Any]] = entry.get("floors", {})
     noise: Mapping[str, Mapping[str, Any]] = entry.get("noise_floor_pct", {})
     command = _command_spec(settings.get("command"))
@@ -385,13 +467,14 @@ def _minutes(settings: Mapping[str, Any], key: str) -> float | None:
     return float(settings[key]) if key in settings else None
 
 
-def _metric(name: str, raw: Mapping[str, Any]) -> Metric:
+def _metric(name: str, raw: Mapping[str, Any], output_format: OutputFormat) -> Metric:
+    tool = output_format is not OutputFormat.JSON
     return Metric(
         name=name,
         path=_metric_path(raw),
         sum=tuple(raw.get("sum", ())),
-        direction=Direction(raw["direction"]),
-        unit=raw.get("unit", ""),
+        direction=Direction(raw.get("direction", output_format.direction)),
+        unit=raw.get("unit", (output_format.unit or "") if tool else ""),
         required=raw.get("required", True),
         gates=raw.get("gate", True),
         min_drop_pct=_optional_float(raw.get("min_drop_pct")),
@@ -409,6 +492,7 @@ def _command_spec(raw: Mapping[str, Any] | None) -> CommandSpec | None:
     return CommandSpec(
         argv=tuple(raw["argv"]),
         output=raw["output"],
+        format=OutputFormat(raw.get("format", OutputFormat.JSON)),
         cwd=raw.get("cwd"),
         markers=phase_markers(raw.get("markers", {}), PhaseMarkers()),
     )

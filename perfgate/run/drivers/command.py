@@ -6,10 +6,11 @@ import glob
 from pathlib import Path
 from typing import Any
 
-from perfgate.config import Bucket, CommandSpec, PhaseMarkers
+from perfgate.config import Bucket, CommandSpec, OutputFormat, PhaseMarkers
 from perfgate.errors import ConfigError
 from perfgate.run.bundle import OutputError, load_json, metric_stats, metric_values
 from perfgate.run.container import ContainerProfile
+from perfgate.run.drivers import adapters
 from perfgate.run.drivers.base import Measurement
 from perfgate.run.execution import AttemptDirs, Invocation
 
@@ -40,9 +41,14 @@ class CommandDriver:
         return _spec(bucket).markers
 
     def launch_inputs(self, bucket: Bucket) -> dict[str, Any]:
-        """The argument template is part of the experiment."""
+        """The argument template is part of the experiment; so are a tool format and the
+        units its figures are converted to (a bucket reading its own JSON keeps its hashes)."""
         spec = _spec(bucket)
-        return {"argv": list(spec.argv), "output": spec.output}
+        inputs: dict[str, Any] = {"argv": list(spec.argv), "output": spec.output}
+        if spec.format is not OutputFormat.JSON:
+            inputs["format"] = spec.format.value
+            inputs["units"] = {metric.name: metric.unit for metric in bucket.all_metrics}
+        return inputs
 
     def invocation(self, bucket: Bucket, dirs: AttemptDirs, checkout: Path) -> Invocation:
         """argv and output with the placeholders filled."""
@@ -60,7 +66,8 @@ class CommandDriver:
         return Invocation(argv=argv, cwd=cwd, outputs=(output,))
 
     def read(self, bucket: Bucket, dirs: AttemptDirs, invocation: Invocation) -> Measurement:
-        """The newest file matching the output pattern, metric at the bucket's path.
+        """The newest file matching the output pattern: each metric at its path, or its
+        benchmark in a tool's output (``command.format``).
 
         Only files that really lie inside the attempt's output directory count: a symlink
         the benchmark planted there cannot make perfgate read (or report) another file.
@@ -78,6 +85,9 @@ class CommandDriver:
         empty = metric_stats({}, bucket.metric.path)
         if not matches:
             return Measurement(stats=empty, error=f"no file matches the output {pattern!r}")
+        output_format = _spec(bucket).format
+        if output_format is not OutputFormat.JSON:
+            return _read_suite(bucket, output_format, matches[-1])
         try:
             data = load_json(matches[-1])
         except OutputError as exc:
@@ -87,6 +97,25 @@ class CommandDriver:
             metrics=metric_values(data, bucket.metrics),
             output_file=matches[-1],
         )
+
+
+def _read_suite(bucket: Bucket, output_format: OutputFormat, path: Path) -> Measurement:
+    """Each metric's benchmark in a tool's output; an optional metric whose benchmark is
+    missing or failed is left out, any other problem is the attempt's error."""
+    try:
+        suite = adapters.read(output_format, path)
+        stats = adapters.figure(suite, bucket.metric, path)
+        metrics = {}
+        for metric in bucket.metrics:
+            try:
+                metrics[metric.name] = adapters.figure(suite, metric, path).value
+            except adapters.SuiteError:
+                if metric.required:
+                    raise
+    except adapters.SuiteError as exc:
+        return Measurement(stats=metric_stats({}, ""), error=str(exc), output_file=path)
+    found = {name: value for name, value in metrics.items() if value is not None}
+    return Measurement(stats=stats, metrics=found, output_file=path)
 
 
 def _placeholders(bucket: Bucket, dirs: AttemptDirs) -> dict[str, str]:
