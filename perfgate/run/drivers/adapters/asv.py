@@ -56,7 +56,7 @@ def _units(data: Any) -> dict[str, str]:
 
 def parse(data: Any, path: Path, units: dict[str, str] | None = None) -> Suite:
     """Every benchmark of a loaded results file (``units`` from benchmarks.json)."""
-    if isinstance(data, dict) and "arch" in data and "machine" in data:
+    if isinstance(data, dict) and "machine" in data and "results" not in data:
         raise SuiteError(
             f"{path} is asv's machine file, not a results file; point command.output at "
             "results/MACHINE/COMMIT-ENV.json (e.g. '{output_dir}/results/*/*-*.json')"
