@@ -1,4 +1,4 @@
-"""Benchmark tools' output read as named benchmarks (R20): a ``command`` bucket's
+"""Benchmark tools' output read as named benchmarks: a ``command`` bucket's
 ``format`` picks the adapter, each of its metrics one benchmark by name."""
 
 from __future__ import annotations

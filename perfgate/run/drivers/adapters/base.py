@@ -1,5 +1,5 @@
 """What an adapter reads from a benchmark tool's output: named benchmarks, each with its
-unit, direction, samples and error (R20)."""
+unit, direction, samples and error."""
 
 from __future__ import annotations
 
