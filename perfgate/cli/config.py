@@ -7,6 +7,7 @@ import json
 import os
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -34,8 +35,10 @@ def register(verbs: Verbs) -> None:
         help="check perfgate.yaml",
         description="Validate perfgate.yaml and say how many buckets it expands to; warn of "
         "confirmation budgets that cannot decide. With --checkout, plan every bucket's launch "
-        "on that checkout as the benchmark job would (CLI flavour, task id and aliases, "
-        "presets, output naming) and fail with the message the job would give.",
+        "on that checkout as the benchmark job would (CLI flavour and flags, task id and "
+        "aliases, presets, output naming) and fail, one line per problem with the buckets it "
+        "stops, where a launch would certainly fail; what a static read cannot be sure of is "
+        "a warning.",
         handler=run_validate,
         examples=(
             "perfgate validate",
@@ -88,28 +91,63 @@ def run_validate(args: argparse.Namespace) -> int:
     if args.checkout is not None:
         from perfgate.console import annotate
 
-        for text in plan_launches(config.buckets, args.checkout):
-            annotate("warning", text)
+        found = plan_launches(config.buckets, args.checkout)
+        for text, ids in found.doubts:
+            annotate("warning", f"{bucket_names(ids)}: {text}")
+        if found.problems:
+            stopped = len({bucket_id for _, ids in found.problems for bucket_id in ids})
+            raise ConfigError(
+                f"{stopped} of {len(config.buckets)} bucket(s) cannot launch on {args.checkout}:"
+                + "".join(f"\n  {bucket_names(ids)}: {text}" for text, ids in found.problems)
+            )
         print(f"{args.checkout}: every bucket's launch is planned")
     return ExitCode.OK
 
 
-def plan_launches(buckets: Sequence[Bucket], checkout: Path) -> list[str]:
+@dataclass(frozen=True, kw_only=True)
+class Preflight:
+    """What planning every bucket's launch on a checkout found, each text once with the
+    buckets it concerns (in the order first met)."""
+
+    problems: tuple[tuple[str, tuple[str, ...]], ...]
+    doubts: tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def bucket_names(ids: Sequence[str]) -> str:
+    """Bucket ids, one task's backends together: ``Task/{physx,newton}``, ``Other/physx``."""
+    backends: dict[str, list[str]] = {}
+    for bucket_id in ids:
+        task, _, backend = bucket_id.rpartition("/")
+        backends.setdefault(task, []).append(backend)
+    return ", ".join(
+        f"{task}/{keys[0]}" if len(keys) == 1 else f"{task}/{{{','.join(keys)}}}"
+        for task, keys in backends.items()
+    )
+
+
+def _grouped(found: Sequence[tuple[str, str]]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    by_text: dict[str, list[str]] = {}
+    for text, bucket_id in found:
+        by_text.setdefault(text, []).append(bucket_id)
+    return tuple((text, tuple(dict.fromkeys(ids))) for text, ids in by_text.items())
+
+
+def plan_launches(buckets: Sequence[Bucket], checkout: Path) -> Preflight:
     """Plan each bucket's launch on ``checkout`` with its driver, as the bench job would.
 
     No benchmark runs: the driver reads the checkout (its CLI, registered task ids, preset
-    names) and builds the command. A bucket that could not start raises the message the
-    benchmark job would fail with, naming every such bucket, so it fails on a free runner
-    in seconds instead of on a GPU. A task id the sources do not visibly register is a
-    warning, returned: the scan chooses ids, it never vetoes one (see the isaaclab driver).
+    names) and builds the command. What certainly stops a launch is a problem: the job
+    fails on a free runner in seconds instead of on a GPU. What the read cannot tell (an id
+    registered where no read can see it) is a doubt. Each is said once, with its buckets.
     """
     from perfgate.run.drivers import CheckoutUnsupported, get_driver, isaaclab
     from perfgate.run.execution import AttemptDirs
 
     if not checkout.is_dir():
         raise UsageError(f"--checkout {checkout}: no such directory")
-    problems, warnings = [], []
-    # One scan of the checkout's sources for every isaaclab bucket's task-id check.
+    problems: list[tuple[str, str]] = []
+    doubts: list[tuple[str, str]] = []
+    # One scan of the checkout's sources for every isaaclab bucket.
     sources = (
         isaaclab.scan_sources(checkout) if any(b.driver == "isaaclab" for b in buckets) else None
     )
@@ -117,22 +155,15 @@ def plan_launches(buckets: Sequence[Bucket], checkout: Path) -> list[str]:
         dirs = AttemptDirs(number=1, output_dir=Path(tmp) / "out", cache_dir=Path(tmp) / "cache")
         for bucket in buckets:
             try:
-                get_driver(bucket.driver).invocation(bucket, dirs, checkout.resolve())
+                if bucket.driver == "isaaclab":
+                    found = isaaclab.survey(checkout.resolve(), bucket, sources).findings
+                    problems += [(text, bucket.id) for text in found.problems]
+                    doubts += [(text, bucket.id) for text in found.doubts]
+                else:
+                    get_driver(bucket.driver).invocation(bucket, dirs, checkout.resolve())
             except (CheckoutUnsupported, ConfigError) as exc:
-                problems.append(f"{bucket.id}: {exc}" if bucket.id not in str(exc) else str(exc))
-                continue
-            if bucket.driver == "isaaclab" and (ids := isaaclab.unregistered_ids(sources, bucket)):
-                warnings.append(
-                    f"{bucket.id}: {checkout} registers none of {', '.join(ids)} by a literal "
-                    "gym.register id; the benchmark job runs "
-                    f"{bucket.task} and fails at import if the id is stale "
-                    "(add the new id to isaaclab.task_aliases)"
-                )
-    if problems:
-        raise ConfigError(
-            f"{len(problems)} bucket(s) cannot launch on {checkout}: " + "; ".join(problems)
-        )
-    return warnings
+                problems.append((str(exc), bucket.id))
+    return Preflight(problems=_grouped(problems), doubts=_grouped(doubts))
 
 
 def report_budgets(

@@ -5,24 +5,29 @@ What the checkout offers decides the command (read from the checkout before each
 - the current CLI, ``source/isaaclab/isaaclab/benchmark/entrypoints/runtime.py``, run as
   ``<launcher> benchmark runtime``; the older self-contained ``scripts/benchmarks/runtime.py``,
   run as ``<launcher> -p scripts/benchmarks/runtime.py``. The step and warm-up flags are the
-  ones the file defines (``--num_steps``/``--warmup_steps`` or ``--num_frames``/
-  ``--warmup_frames``). A checkout with neither is a HARD_FAILURE naming both paths.
+  ones the file's argparse defines (``--num_steps``/``--warmup_steps`` or ``--num_frames``/
+  ``--warmup_frames``). A checkout with neither is a HARD_FAILURE naming both paths; one
+  whose parser lacks a flag every launch passes is one naming the flags.
 - the launcher: ``./isaaclab.sh`` when the checkout has it (it needs nothing on PATH), else
   the ``isaaclab`` console script; ``isaaclab.executable`` overrides both.
 - the task id: a bucket's ``isaaclab.task_aliases`` lists the other ids its task has had; the
   first of ``task`` and its aliases that a ``gym.register(id=...)`` in ``source/**/*.py``
-  registers is run. The bucket keeps its id (and store identity) whichever runs. The scan
-  chooses, it never vetoes: when it finds none of them (a checkout that registers its ids
-  through a helper or an f-string), ``task`` is run and the benchmark answers.
+  registers is run. The bucket keeps its id (and store identity) whichever runs. When every
+  id there is a literal and none is one of these, the launch is a HARD_FAILURE naming them;
+  when an id may be registered where no read can see it (a helper, an f-string), ``task``
+  is run and the benchmark answers.
 - the preset spellings: physics is pinned (``isaacsim_physx``, ``newton_mjwarp``), the
   renderer named (``isaacsim_rtx``, ``newton_renderer`` + ``rgb``, ``ovrtx``); on an older
   checkout that declares none of a backend's current names, its older spelling is sent
   (``newton``, ``isaacsim_rtx_renderer``, ``ovrtx_renderer``) or nothing where that backend
-  was the default (PhysX, the RTX renderer). A checkout whose scan finds no preset
-  declarations at all gets the current names. The hashed launch keeps the current names.
+  was the default (PhysX, the RTX renderer); a preset sent that ``source/`` does not declare
+  is a HARD_FAILURE naming it. A checkout whose scan finds no preset declarations at all
+  gets the current names. The hashed launch keeps the current names.
 
 :func:`plan_launch` makes these choices for a checkout and a bucket without launching
-anything, so a hosted job can check a pull request before any GPU minute is spent.
+anything, so a hosted job can check a pull request before any GPU minute is spent;
+:func:`survey` says every problem of the launch and every doubt of the read
+(``isaaclab_scan`` reads the checkout).
 
 In Isaac Lab's CI image the driver's container profile (:data:`CONTAINER`) does what the
 upstream perf-smoke job does by hand: the checkout over ``/workspace/isaaclab`` with the
@@ -39,6 +44,7 @@ counts as ``a`` and ``b``), and the warm-up count wherever the bundle records it
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -57,7 +63,9 @@ from perfgate.run.bundle import (
     metric_values,
 )
 from perfgate.run.container import ContainerProfile
+from perfgate.run.drivers import isaaclab_scan
 from perfgate.run.drivers.base import CheckoutUnsupported, Measurement
+from perfgate.run.drivers.isaaclab_scan import Sources, parser_flags
 from perfgate.run.execution import AttemptDirs, Invocation
 
 BENCHMARK_FORMATTER = "schema"
@@ -197,19 +205,23 @@ RUNTIME_BY_RENDER: Mapping[str, tuple[str, ...]] = {
     for render in ("newton_renderer", "ovrtx_renderer", "warp_renderer", "rtx_renderer")
 }
 
-_TASK_ID = re.compile(r"""\bid\s*=\s*["']([A-Za-z0-9][A-Za-z0-9._-]*)["']""")
-# The names a checkout is searched for: every spelling but a backend's last (the fallback).
-_PROBED = sorted(
+# The flags every launch passes (beside the steps and warm-up flags of the CLI's era).
+STEP_FLAGS = ("--num_steps", "--num_frames")
+WARMUP_FLAGS = ("--warmup_steps", "--warmup_frames")
+SENT_FLAGS = ("--task", "--num_envs", "--seed", "--benchmark_formatter", "--output_path")
+# Each flag every launch passes, or the alternatives of the CLI's eras.
+WANTED_FLAGS = (STEP_FLAGS, WARMUP_FLAGS, *((flag,) for flag in SENT_FLAGS))
+# The preset names a checkout is searched for: every spelling, and the extras sent with them.
+PROBED = sorted(
     {
         spelling
         for table in (PHYSICS_SPELLINGS, RENDER_SPELLINGS)
         for spellings in table.values()
-        for spelling in spellings[:-1]
+        for spelling in spellings
         if spelling is not None
     }
+    | {extra for extras in RENDER_EXTRAS.values() for extra in extras}
 )
-# A preset is declared as a PresetCfg field (`name: Cfg = ...`) or a keyword (`name=...`).
-_PRESET_FIELD = re.compile(r"\b(" + "|".join(_PROBED) + r")\b\s*(?::|=(?!=))")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -219,14 +231,8 @@ class Cli:
     entry: tuple[str, ...]
     steps_flag: str
     warmup_flag: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class Sources:
-    """What the checkout's ``source/`` declares: registered task ids and preset names."""
-
-    task_ids: frozenset[str]
-    preset_names: frozenset[str]
+    # What the read of its parser could not tell (flags added under computed names).
+    doubts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -247,20 +253,58 @@ class LaunchPlan:
         return f"benchmark_runtime_{self.task}_<timestamp>[_<hex>].json"
 
 
+@dataclass(frozen=True, kw_only=True)
+class Findings:
+    """What a read of the checkout says of one bucket's launch. Texts name no bucket, so
+    buckets sharing one are said together."""
+
+    # What certainly stops the launch: each fails it.
+    problems: tuple[str, ...] = ()
+    # What the read cannot tell: never a failure.
+    doubts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Survey:
+    """One bucket's launch read against a checkout: its plan, None when a problem stops it."""
+
+    plan: LaunchPlan | None
+    findings: Findings
+
+
 def detect_cli(checkout: Path) -> Cli:
-    """The CLI flavour the checkout offers, from the flags its entry file defines."""
+    """The CLI flavour the checkout offers, from the flags its entry file's parser defines.
+
+    A parser that certainly lacks a flag every launch passes is unsupported, naming each
+    missing flag; one the read cannot be sure of (options added under computed names) only
+    doubts, unless the steps or warm-up flag is missing: no command can be built then.
+    """
     for relative, entry in ((ENTRYPOINT, ("benchmark", "runtime")), (SCRIPT, ("-p", SCRIPT))):
         path = checkout / relative
         if not path.is_file():
             continue
-        text = path.read_text(encoding="utf-8", errors="replace")
-        steps = next((f for f in ("--num_steps", "--num_frames") if f'"{f}"' in text), None)
-        warmup = next((f for f in ("--warmup_steps", "--warmup_frames") if f'"{f}"' in text), None)
-        if steps is None or warmup is None:
-            raise CheckoutUnsupported(
-                f"{path} defines no step flags (looked for --num_steps/--num_frames and "
-                "--warmup_steps/--warmup_frames); this Isaac Lab runtime benchmark is unsupported"
+        flags = parser_flags(checkout, path, WANTED_FLAGS)
+        missing = [choices for choices in WANTED_FLAGS if not flags.defined.intersection(choices)]
+        steps = next((f for f in STEP_FLAGS if f in flags.defined), None)
+        warmup = next((f for f in WARMUP_FLAGS if f in flags.defined), None)
+        if flags.unread is not None and steps is not None and warmup is not None:
+            named = ", ".join("/".join(choices) for choices in missing)
+            doubts = (f"{path} may not parse {named}: {flags.unread}, so a read cannot tell",)
+            return Cli(
+                entry=entry, steps_flag=steps, warmup_flag=warmup, doubts=doubts if missing else ()
             )
+        if missing:
+            if flags.unread is not None:
+                missing = [c for c in missing if c in (STEP_FLAGS, WARMUP_FLAGS)]
+            named = ", ".join("/".join(choices) for choices in missing)
+            unsure = f" (as far as a read can tell: {flags.unread})" if flags.unread else ""
+            them = "it" if len(missing) == 1 else "them"
+            raise CheckoutUnsupported(
+                f"{path} parses no {named}{unsure}; every launch passes {them}: restore "
+                f"{them} in the benchmark's argparse, or run this benchmark with the command "
+                "driver"
+            )
+        assert steps is not None and warmup is not None
         return Cli(entry=entry, steps_flag=steps, warmup_flag=warmup)
     raise CheckoutUnsupported(
         f"{checkout} offers no Isaac Lab runtime benchmark: looked for {ENTRYPOINT} "
@@ -271,19 +315,7 @@ def detect_cli(checkout: Path) -> Cli:
 
 def scan_sources(checkout: Path) -> Sources | None:
     """Task ids and preset names the checkout's ``source/`` declares; None without it."""
-    root = checkout / "source"
-    if not root.is_dir():
-        return None
-    task_ids: set[str] = set()
-    preset_names: set[str] = set()
-    for path in root.rglob("*.py"):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        # Plain substring tests first: most files hold neither, and they are ten times faster.
-        if "register(" in text:
-            task_ids.update(_TASK_ID.findall(text))
-        if any(name in text for name in _PROBED):
-            preset_names.update(_PRESET_FIELD.findall(text))
-    return Sources(task_ids=frozenset(task_ids), preset_names=frozenset(preset_names))
+    return isaaclab_scan.scan_sources(checkout, PROBED)
 
 
 def spec(bucket: Bucket) -> IsaacLabSpec:
@@ -333,40 +365,126 @@ def hydra_args(tokens: Sequence[str]) -> tuple[str, ...]:
 
 def resolve_task(bucket: Bucket, sources: Sources | None) -> str:
     """The id to run: the first of ``task`` and its aliases the scan finds registered, else
-    ``task`` (the scan chooses, it never vetoes: the benchmark answers for an unknown id)."""
+    ``task`` (whether that one is registered is :func:`task_findings`' to say)."""
     registered = sources.task_ids if sources is not None else frozenset()
     known = (bucket.task, *spec(bucket).task_aliases)
     return next((task_id for task_id in known if task_id in registered), bucket.task)
 
 
-def unregistered_ids(sources: Sources | None, bucket: Bucket) -> tuple[str, ...]:
-    """The bucket's task id and aliases when a checkout's sources (``scan_sources``)
-    register task ids by literal ``gym.register`` calls but none of these (empty
-    otherwise): likely a stale id.
-
-    Never a veto (a checkout may register ids through a helper the scan cannot read); the
-    hosted check says it so the id is looked at before a GPU minute is spent on it.
-    """
+def task_findings(checkout: Path, bucket: Bucket, sources: Sources | None) -> Findings:
+    """Whether ``source/`` registers the bucket's task id or an alias: a problem when no
+    ``gym.register`` there can register any of them, a doubt when one may (an f-string id
+    that fits, an id the read cannot see and none of these spelt beside it), nothing when
+    one does."""
     known = (bucket.task, *spec(bucket).task_aliases)
-    if sources is None or not sources.task_ids or any(t in sources.task_ids for t in known):
-        return ()
-    return known
+    ids = ", ".join(known)
+    if sources is None or not (sources.task_ids or sources.id_patterns or sources.opaque_ids):
+        doubt = f"{checkout}/source registers no task id a read can see: ids are not checked"
+        return Findings(doubts=(doubt,))
+    # Registered, or spelt beside a registration that takes its id from a variable (a
+    # helper handed the id): nothing known to be wrong.
+    if any(t in sources.task_ids or t in sources.beside_opaque for t in known):
+        return Findings()
+    fitting = [(written, where) for pattern, written, where in sources.id_patterns
+               if any(re.fullmatch(pattern, task_id) for task_id in known)]  # fmt: skip
+    if fitting or sources.opaque_ids:
+        doubt = (
+            f"{checkout}/source registers none of {ids} by a literal gym.register id, and may "
+            f"register {bucket.task} {_unread_ids(fitting or sources.opaque_ids)}, whose id a "
+            "read cannot see: check the id, or add the task's current id to "
+            "isaaclab.task_aliases"
+        )
+        return Findings(doubts=(doubt,))
+    close = difflib.get_close_matches(bucket.task, sources.task_ids, n=1)
+    hint = f" (the closest it registers: {close[0]})" if close else ""
+    problem = (
+        f"{checkout}/source registers none of {ids}{hint}: every gym.register id there is "
+        "literal, so the benchmark would stop with NameNotFound; add the task's current id "
+        "to isaaclab.task_aliases in perfgate.yaml, or restore the id"
+    )
+    return Findings(problems=(problem,))
 
 
-def plan_launch(checkout: Path, bucket: Bucket) -> LaunchPlan:
+def _unread_ids(calls: Sequence[tuple[str, str]]) -> str:
+    """``through gym.register(id=X) at a.py:5, b.py:9 and 2 more`` per spelling of the id."""
+    by_id: dict[str, list[str]] = {}
+    for written, where in calls:
+        by_id.setdefault(written, []).append(where)
+    parts = []
+    for written, places in by_id.items():
+        more = f" and {len(places) - 2} more" if len(places) > 2 else ""
+        parts.append(f"through gym.register(id={written}) at {', '.join(places[:2])}{more}")
+    return "; ".join(parts)
+
+
+def preset_findings(checkout: Path, bucket: Bucket, sources: Sources | None) -> Findings:
+    """Whether ``source/`` declares each preset sent for the bucket's backends: a problem
+    when it declares presets but none of a backend's spellings, a doubt when the read finds
+    no preset declared at all. Presets a bucket declares itself are sent unread."""
+    if spec(bucket).presets is not None:
+        return Findings()
+    declared = sources.preset_names if sources is not None else frozenset()
+    tokens = presets(bucket, declared)
+    if not declared:
+        doubt = (
+            f"{checkout}/source declares none of the presets perfgate knows "
+            f"({', '.join(PROBED)}) where a read can see them: preset names are not checked"
+        )
+        return Findings(doubts=(doubt,) if tokens else ())
+    missing = [token for token in tokens if token not in declared]
+    if not missing:
+        return Findings()
+    problem = (
+        f"{checkout}/source declares no preset {', '.join(missing)} (it declares "
+        f"{', '.join(sorted(declared))}): the benchmark would stop with Unknown preset(s); "
+        "restore the preset, or give the bucket the checkout's names in isaaclab.presets"
+    )
+    return Findings(problems=(problem,))
+
+
+def survey(checkout: Path, bucket: Bucket, sources: Sources | None = None) -> Survey:
+    """``bucket``'s launch read against ``checkout``: its plan, every problem that certainly
+    stops it (CLI flags, task id, presets) and every doubt of the read.
+
+    ``sources`` is the checkout's :func:`scan_sources`, read here when not given. Raises
+    ConfigError when no preset is known for a backend (the configuration's fault).
+    """
+    problems: list[str] = []
+    doubts: list[str] = []
+    cli: Cli | None = None
+    try:
+        cli = detect_cli(checkout)
+        doubts += cli.doubts
+    except CheckoutUnsupported as exc:
+        problems.append(str(exc))
+    if sources is None:
+        sources = scan_sources(checkout)
+    for check in (task_findings, preset_findings):
+        found = check(checkout, bucket, sources)
+        problems += found.problems
+        doubts += found.doubts
+    plan = None
+    if cli is not None and not problems:
+        plan = LaunchPlan(
+            cli=cli,
+            executable=spec(bucket).executable or default_executable(checkout),
+            task=resolve_task(bucket, sources),
+            presets=presets(bucket, sources.preset_names if sources is not None else None),
+        )
+    return Survey(plan=plan, findings=Findings(problems=tuple(problems), doubts=tuple(doubts)))
+
+
+def plan_launch(checkout: Path, bucket: Bucket, sources: Sources | None = None) -> LaunchPlan:
     """How ``bucket`` launches in ``checkout``: CLI flavour, task id, preset names, output name.
 
-    Reads the checkout only; raises CheckoutUnsupported when it offers no runtime benchmark
-    and ConfigError when no preset is known for a backend. The same plan the GPU job acts on.
+    Reads the checkout only; raises CheckoutUnsupported naming every problem that certainly
+    stops the launch (:func:`survey`) and ConfigError when no preset is known for a backend.
+    The same plan the GPU job acts on: a launch that cannot start costs no GPU minute.
     """
-    cli = detect_cli(checkout)
-    sources = scan_sources(checkout)
-    return LaunchPlan(
-        cli=cli,
-        executable=spec(bucket).executable or default_executable(checkout),
-        task=resolve_task(bucket, sources),
-        presets=presets(bucket, sources.preset_names if sources is not None else None),
-    )
+    found = survey(checkout, bucket, sources)
+    if found.plan is None:
+        raise CheckoutUnsupported("; ".join(found.findings.problems))
+    return found.plan
 
 
 def default_executable(checkout: Path) -> tuple[str, ...]:

@@ -14,7 +14,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import yaml
 
 from perfgate.baselines.publish import record_samples
 from perfgate.baselines.store import BaselineStore
@@ -22,14 +21,11 @@ from perfgate.cli import main
 from perfgate.git import git
 from perfgate.result import CiInfo, MetricReading, Result, SampleReading
 from tests.factories import make_result
-from tests.fixtures import isaaclab_standin as standin
-from tests.paths import ROOT
 
 pytestmark = pytest.mark.integration
 
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
-EXAMPLE = ROOT / "examples" / "isaaclab" / "perfgate.yaml"
 
 
 def recorded_run(sha: str, index: int, rng: random.Random, *, cv: float, seconds: float) -> Result:
@@ -113,44 +109,6 @@ def test_each_window_sample_keeps_its_runner_and_launch_seconds(recorded: Path) 
     assert len(runs) == 30
     assert {run.runner for run in runs} == {f"gpu runner {k}" for k in range(4)}
     assert set(window.launch_seconds()) == {840.0}
-
-
-def example_with_tasks(tmp_path: Path, **tasks: str) -> Path:
-    """The shipped example (its container block dropped) with some buckets' task ids (and
-    their aliases) replaced by ids no checkout registers."""
-    data = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
-    del data["defaults"]["container"]
-    for entry in data["buckets"]:
-        if entry["task"] in tasks:
-            entry["task"] = tasks[entry["task"]]
-            entry["isaaclab"]["task_aliases"] = [f"{entry['task']}-v0"]
-    path = tmp_path / "perfgate.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return path
-
-
-def test_every_launch_is_planned_on_the_checkout_before_a_gpu_minute(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    checkout = standin.write_checkout(tmp_path / "isaaclab")
-    good = example_with_tasks(tmp_path)
-    assert main(["validate", "--config", str(good), "--checkout", str(checkout)]) == 0
-    assert "every bucket's launch is planned" in capsys.readouterr().out
-    # A task id the checkout's sources do not register: a warning naming the buckets and
-    # ids (the scan never vetoes an id: a checkout may register through a helper).
-    (tmp_path / "stale").mkdir()
-    stale = example_with_tasks(tmp_path / "stale", **{"Isaac-Velocity-Flat-G1": "Isaac-Gone"})
-    assert main(["validate", "--config", str(stale), "--checkout", str(checkout)]) == 0
-    out = capsys.readouterr().out
-    warned = [line for line in out.splitlines() if line.startswith("warning: ")]
-    assert len(warned) == 2, out
-    assert "Isaac-Gone/physx" in warned[0] + warned[1] and "Isaac-Gone/newton" in out
-    assert "registers none of Isaac-Gone, Isaac-Gone-v0" in warned[0]
-    # An older checkout without the runtime benchmark: the job's own message.
-    empty = tmp_path / "not-isaaclab"
-    empty.mkdir()
-    assert main(["validate", "--config", str(good), "--checkout", str(empty)]) == 4
-    assert "offers no Isaac Lab runtime benchmark" in capsys.readouterr().err
 
 
 def test_each_runner_pools_budget_is_checked_against_its_own_recordings(

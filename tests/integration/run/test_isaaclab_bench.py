@@ -340,16 +340,38 @@ def test_a_checkout_without_a_runtime_benchmark_is_a_hard_failure_naming_what_wa
     assert standin.ENTRYPOINT in result.health.error and standin.SCRIPT in result.health.error
 
 
-def test_a_task_the_scan_cannot_find_is_run_and_the_benchmark_answers(tmp_path: Path) -> None:
-    body = (
-        "  - task: Isaac-Lift-Cube-Franka\n"
-        "    isaaclab: {task_aliases: [Isaac-Lift-Cube-Franka-v0]}\n"
-        "    backends: [{physics: newton}]\n"
+LIFT = (
+    "  - task: Isaac-Lift-Cube-Franka\n"
+    "    isaaclab: {task_aliases: [Isaac-Lift-Cube-Franka-v0]}\n"
+    "    backends: [{physics: newton}]\n"
+)
+
+
+def test_a_task_the_sources_certainly_do_not_register_is_never_launched(tmp_path: Path) -> None:
+    result = bench(tmp_path, "Isaac-Lift-Cube-Franka/newton", body=LIFT)
+    # Every gym.register id there is literal: the launch would stop with NameNotFound, so
+    # it is a HARD_FAILURE before any launch (no exit code, no retry, no GPU minute).
+    assert result.health.phase is FailurePhase.IMPORT and result.health.exit_code is None
+    assert result.health.attempts == 1 and not result.health.retried
+    assert result.health.error is not None
+    assert "registers none of Isaac-Lift-Cube-Franka, Isaac-Lift-Cube-Franka-v0" in (
+        result.health.error
     )
-    result = bench(tmp_path, "Isaac-Lift-Cube-Franka/newton", body=body)
+
+
+def test_a_task_registered_where_no_read_can_see_is_run_and_the_benchmark_answers(
+    tmp_path: Path,
+) -> None:
+    # Ids handed to a registering helper: the read cannot tell, so the bucket's task runs.
+    checkout = standin.write_checkout(tmp_path / "checkout", registration="helper")
+    config = load_config(config_file(tmp_path, LIFT))
+    result = run_bucket(config.buckets[0], settings(tmp_path, checkout))
     # Launched: the stand-in's gym says it has no such environment (an import failure).
     assert result.health.phase is FailurePhase.IMPORT and result.health.exit_code == 1
     assert "NameNotFound: Environment `Isaac-Lift-Cube-Franka` doesn't exist." in result.log_tail
+    # The ids it does register run.
+    cartpole = load_config(config_file(tmp_path, CARTPOLE)).buckets[0]
+    assert run_bucket(cartpole, settings(tmp_path, checkout)).health.healthy
 
 
 def test_an_id_registered_through_an_f_string_runs(tmp_path: Path) -> None:

@@ -221,7 +221,10 @@ def test_sources_scan_finds_registered_ids_and_declared_presets(tmp_path: Path) 
     sources = scan_sources(standin.write_checkout(tmp_path / "c", flavour="frames"))
     assert sources is not None
     assert OLD_CAMERA in sources.task_ids and CAMERA not in sources.task_ids
-    assert sources.preset_names == {"newton_mjwarp", "isaacsim_rtx_renderer"}
+    # Every spelling perfgate may send is looked for, the fallbacks and extras too.
+    assert sources.preset_names == {
+        "newton_mjwarp", "isaacsim_rtx_renderer", "newton_renderer", "ovrtx_renderer", "rgb"
+    }  # fmt: skip
     assert scan_sources(tmp_path / "empty") is None
 
 
@@ -237,12 +240,81 @@ def test_the_task_id_the_checkout_registers_is_run(tmp_path: Path) -> None:
     )
 
 
-def test_the_scan_chooses_and_never_vetoes_a_task(tmp_path: Path) -> None:
-    # A checkout that registers its ids another way (a helper, an f-string): the bucket's
-    # task is run, and the benchmark itself answers whether it knows it.
+def test_a_checkout_registering_no_id_a_read_can_see_runs_the_task(tmp_path: Path) -> None:
+    # No gym.register at all (or only through code no read can follow): the bucket's task
+    # is run, and the benchmark itself answers whether it knows it.
     bucket = buckets(tmp_path)[f"{CAMERA}/physx_rtx_renderer"]
-    empty = scan_sources(standin.write_checkout(tmp_path / "c", tasks=()))
-    assert resolve_task(bucket, empty) == CAMERA
+    empty = standin.write_checkout(tmp_path / "c", tasks=())
+    assert resolve_task(bucket, scan_sources(empty)) == CAMERA
+    assert plan_launch(empty, bucket).task == CAMERA
+
+
+def test_registrations_are_read_for_certain_only_where_the_id_is_literal(tmp_path: Path) -> None:
+    tasks = tmp_path / "source" / "isaaclab_tasks" / "isaaclab_tasks"
+    (tasks / "direct").mkdir(parents=True)
+    (tasks / "direct" / "__init__.py").write_text(
+        "import atexit\nimport gymnasium as gym\n\n"
+        'gym.register(id="Isaac-Literal", entry_point="m:E")\n'
+        'gym.register("Isaac-Positional", entry_point="m:E")\n'
+        '# gym.register(id="Isaac-Commented-Out", entry_point="m:E")\n'
+        '"""gym.register(id="Isaac-In-A-Docstring")"""\n'
+        "for n in (1, 2):\n"
+        '    gym.register(id=f"Isaac-Stage{n}-v0", entry_point="m:E")\n'
+        "atexit.register(print)\n",
+        encoding="utf-8",
+    )
+    (tasks / "helper").mkdir()
+    (tasks / "helper" / "__init__.py").write_text(
+        "import gymnasium as gym\n\n\ndef add(task_id):\n"
+        '    gym.register(id=task_id, entry_point="m:E")\n\n\nadd("Isaac-Handed")\n',
+        encoding="utf-8",
+    )
+    # Test packages are not imported with the tasks: what they register never runs.
+    (tasks.parent / "test").mkdir()
+    (tasks.parent / "test" / "test_env.py").write_text(
+        'import gymnasium as gym\ngym.register(id="Isaac-Test-Only", entry_point="m:E")\n',
+        encoding="utf-8",
+    )
+    sources = scan_sources(tmp_path)
+    assert sources is not None
+    assert sources.task_ids == {"Isaac-Literal", "Isaac-Positional"}
+    assert [(p, w) for p, w, _ in sources.id_patterns] == [
+        (r"Isaac\-Stage.+\-v0", "f'Isaac-Stage{n}-v0'")
+    ]
+    helper = "source/isaaclab_tasks/isaaclab_tasks/helper/__init__.py"
+    assert sources.opaque_ids == (("task_id", f"{helper}:5"),)
+    assert "Isaac-Handed" in sources.beside_opaque
+
+
+def test_flags_a_helper_of_the_checkout_adds_count_and_computed_ones_only_doubt(
+    tmp_path: Path,
+) -> None:
+    checkout = standin.write_checkout(tmp_path / "c")
+    entry = checkout / standin.ENTRYPOINT
+    text = entry.read_text(encoding="utf-8")
+    seed = '    parser.add_argument("--seed", type=int, default=None, help="Environment seed.")\n'
+    assert seed in text
+    entry.write_text(
+        text.replace(seed, "    add_common_args(parser)\n") + "\n\nfrom common import *\n",
+        encoding="utf-8",
+    )
+    common = checkout / "source" / "isaaclab" / "isaaclab" / "benchmark" / "common.py"
+    common.write_text(
+        "def add_common_args(p):\n    add_seed(p)\n\n\n"
+        'def add_seed(parser):\n    parser.add_argument("--seed", type=int)\n',
+        encoding="utf-8",
+    )
+    # Two helpers deep, in the checkout: the flag is parsed.
+    assert detect_cli(checkout).doubts == ()
+    common.write_text(
+        'def add_common_args(p):\n    for flag in ("--seed",):\n        p.add_argument(flag)\n',
+        encoding="utf-8",
+    )
+    (doubt,) = detect_cli(checkout).doubts
+    assert doubt == (
+        f"{entry} may not parse --seed: it adds options under computed names "
+        "(source/isaaclab/isaaclab/benchmark/common.py:3), so a read cannot tell"
+    )
 
 
 def test_launch_planning_reads_the_checkout_alone(tmp_path: Path) -> None:
