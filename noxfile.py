@@ -25,8 +25,12 @@ nox.options.sessions = ["unit", "lint"]
 # fallback it announces (venv and pip) is what this file asks for, so the line is dropped.
 logging.getLogger("nox").addFilter(lambda record: "uv binary not found" not in record.getMessage())
 
-# The trees rendered from templates/: this repository and the Isaac Lab example.
-RENDER_SITES = (("perfgate.yaml", "."), ("examples/isaaclab/perfgate.yaml", "examples/isaaclab"))
+# The trees rendered from perfgate/ci/templates/: this repository and its two examples.
+RENDER_SITES = (
+    ("perfgate.yaml", "."),
+    ("examples/isaaclab/perfgate.yaml", "examples/isaaclab"),
+    ("examples/pytest-benchmark/perfgate.yaml", "examples/pytest-benchmark"),
+)
 # What an install depends on: when none of these changed, a reused virtualenv is current.
 # perfgate is installed editable, so its own source never needs a reinstall.
 INSTALL_INPUTS = ("pyproject.toml", "noxfile.py")
@@ -339,9 +343,9 @@ def render_calls(posargs: Sequence[str]) -> list[list[str]]:
 
 @nox.session(tags=["check"])
 def render(session: nox.Session) -> None:
-    """Render workflows and composite actions from templates/ (``-- --check``: diff only).
+    """Render workflows and composite actions from perfgate's templates (``-- --check``: diff).
 
-    Renders both sites (this repository and the Isaac Lab example), or the one site that
+    Renders every site (this repository and its two examples), or the one site that
     ``-- --config FILE [--out DIR]`` (or ``--config=FILE``) names. Every site is rendered
     (or checked) before the session fails, so one run shows every stale file.
     """

@@ -33,14 +33,14 @@ def _render(c: Context, check: bool, config: str | None, out: str | None) -> Non
 
 
 SITE_HELP = {
-    "config": "render this perfgate.yaml only (default: this repository and the Isaac Lab example)",
+    "config": "render this perfgate.yaml only (default: this repository and its two examples)",
     "out": "repository root to render into (default: . for --config)",
 }
 
 
 @task(name="render-workflows", help=SITE_HELP)
 def render_workflows(c: Context, config: str | None = None, out: str | None = None) -> None:
-    """Render .github/workflows, actions/ and examples/isaaclab from templates/."""
+    """Render .github/workflows, actions/ and the examples' from perfgate/ci/templates/."""
     _render(c, check=False, config=config, out=out)
 
 

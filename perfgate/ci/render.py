@@ -1,4 +1,4 @@
-"""Render GitHub workflows and composite actions from ``templates/`` (docs/design.md R12, R13).
+"""Render GitHub workflows and composite actions from ``ci/templates/`` (docs/design.md R12, R13).
 
 The context of each file comes from :mod:`perfgate.ci.contexts`, the Jinja environment
 from :mod:`perfgate.ci.templating`; this module renders a site in memory, and at the
@@ -34,7 +34,7 @@ class RenderedFile:
 def header(template: str, site: Site) -> str:
     """The first lines of every generated file: template and regenerate command (R13)."""
     return (
-        f"{GENERATED_MARKER} templates/{template}; do not edit by hand.\n"
+        f"{GENERATED_MARKER} perfgate/ci/templates/{template}; do not edit by hand.\n"
         f"# Regenerate: {RENDER_TASK}  (or: {site.command})\n"
     )
 
@@ -146,10 +146,11 @@ def site_for(
     )
 
 
-#: The sites of this repository: its own tree (demo matrix) and the Isaac Lab example.
+#: The sites of this repository: its own tree (demo matrix) and the two examples.
 REPOSITORY_SITES: tuple[tuple[str, str], ...] = (
     ("perfgate.yaml", "."),
     ("examples/isaaclab/perfgate.yaml", "examples/isaaclab"),
+    ("examples/pytest-benchmark/perfgate.yaml", "examples/pytest-benchmark"),
 )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,8 @@ def common_context(site: Site) -> dict[str, Any]:
     return {
         "actions_path": ACTIONS_PATHS[site.config.action_ref],
         "perfgate_source": perfgate_source(site),
+        # Raw: each argument shell-quoted, printed into a run step (no ${{ }} expansion).
+        "benchmark_install": Raw(shlex.join(site.config.benchmark_install)),
         "cli": perfgate_commands(site),
         "config_ref": site.config_ref,
         "python_version": PYTHON_VERSION,

@@ -18,10 +18,10 @@ import jinja2
 
 from perfgate.errors import ConfigError, UsageError
 
-TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
 # Third-party actions are pinned by full commit SHA (R12) in one data file that an update
-# bot reads: templates/pins/action.yml.
+# bot reads: ci/templates/pins/action.yml.
 _PIN_STEP = re.compile(
     r"^\s*- id: (?P<id>\w+)\n\s+uses: (?P<action>[\w.-]+/[\w./-]+)@(?P<sha>\S+)"
     r"(?P<comment>[ \t]+#[^\n]*)?$",
@@ -88,7 +88,8 @@ def environment(templates: Path = TEMPLATES_DIR) -> jinja2.Environment:
     """The Jinja environment: StrictUndefined and delimiters that leave ``${{ }}`` alone."""
     if not templates.is_dir():
         raise UsageError(
-            f"{templates}: templates directory not found; run from a perfgate checkout"
+            f"{templates}: templates directory not found; reinstall perfgate (its package "
+            "ships them)"
         )
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(templates),

@@ -13,7 +13,7 @@ from perfgate.cli.common import Verbs, add_config, add_verb
 from perfgate.config import Bucket, Config, load_config
 from perfgate.errors import ExitCode, UsageError
 
-RENDER_HELP = """Render workflows and composite actions from templates/ by perfgate.yaml.
+RENDER_HELP = """Render workflows and composite actions from perfgate's templates by perfgate.yaml.
 
 --check re-renders in memory, prints a unified diff and exits 1 when any generated file
 is stale (the drift check CI runs).
@@ -34,7 +34,7 @@ def register(verbs: Verbs) -> None:
     render = add_verb(
         verbs,
         "render",
-        help="render workflows and composite actions from templates/",
+        help="render workflows and composite actions from perfgate's templates",
         description=RENDER_HELP,
         handler=run_render,
         examples=(

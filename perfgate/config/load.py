@@ -114,6 +114,7 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
         action_ref=ActionRef(data.get("workflows", {}).get("action_ref", ActionRef.SELF)),
         bench_jobs=data.get("workflows", {}).get("bench_jobs", Config.bench_jobs),
         coalesce_pushes=data.get("workflows", {}).get("coalesce_pushes", Config.coalesce_pushes),
+        benchmark_install=tuple(data.get("workflows", {}).get("benchmark_install", ())),
         report=ReportSpec(**data.get("report", {})),
         notices=(*_deprecations(document, gate), *opted_in_notices(buckets)),
         admission=_admission_policy(data.get("admission", {})),

@@ -40,6 +40,9 @@ class Config:
     bench_jobs: int = 1
     # workflows.coalesce_pushes: one push run per branch at a time, the newest pending wins.
     coalesce_pushes: bool = False
+    # workflows.benchmark_install: pip arguments for what the project's own benchmark needs,
+    # installed after perfgate in every job that runs it (e.g. -e, ".[bench]").
+    benchmark_install: tuple[str, ...] = ()
     report: ReportSpec = field(default_factory=ReportSpec)
     admission: AdmissionPolicy = field(default_factory=AdmissionPolicy)
     alerts: AlertsSpec = field(default_factory=AlertsSpec)

@@ -24,14 +24,14 @@ from tests.paths import ROOT
 README = ROOT / "README.md"
 DESIGN = ROOT / "docs" / "design.md"
 DOCS = sorted(ROOT.glob("docs/*.md"))
-MARKDOWN = sorted([README, ROOT / "templates" / "README.md", *DOCS])
+MARKDOWN = sorted([README, ROOT / "perfgate" / "ci" / "templates" / "README.md", *DOCS])
 TESTS = sorted(ROOT.glob("tests/**/*.py"))
 SOURCES = sorted(
     [
         *ROOT.glob("perfgate/**/*.py"),
         *ROOT.glob("perfgate/**/*.j2"),
-        *ROOT.glob("templates/**/*.j2"),
-        *ROOT.glob("templates/**/*.yml"),
+        *ROOT.glob("perfgate/ci/templates/**/*.j2"),
+        *ROOT.glob("perfgate/ci/templates/**/*.yml"),
         *(ROOT / name for name in ("noxfile.py", "tasks.py", "pyproject.toml", "perfgate.yaml")),
         ROOT / "examples" / "isaaclab" / "perfgate.yaml",
     ]

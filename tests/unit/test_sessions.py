@@ -11,7 +11,9 @@ def test_render_without_a_site_renders_every_site(noxfile: ModuleType) -> None:
     assert noxfile.render_calls(["--check"]) == [
         ["--config", "perfgate.yaml", "--out", ".", "--check"],
         ["--config", "examples/isaaclab/perfgate.yaml", "--out", "examples/isaaclab", "--check"],
-    ]
+        ["--config", "examples/pytest-benchmark/perfgate.yaml", "--out",
+         "examples/pytest-benchmark", "--check"],
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,6 @@ from tests.paths import ROOT
 
 COPIED = [
     "perfgate",
-    "templates",
     "examples",
     ".github",
     "actions",

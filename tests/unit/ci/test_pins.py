@@ -43,7 +43,7 @@ def test_the_pins_file_is_a_composite_action_dependabot_can_update() -> None:
     steps = doc["runs"]["steps"]
     assert {step["id"] for step in steps} == set(load_pins(PINS))
     dependabot = yaml.safe_load((ROOT / ".github" / "dependabot.yml").read_text())
-    assert dependabot["updates"][0]["directories"] == ["/templates/pins"]
+    assert dependabot["updates"][0]["directories"] == ["/perfgate/ci/templates/pins"]
 
 
 def test_rendered_files_follow_the_pins_file(tmp_path: Path) -> None:

@@ -87,6 +87,9 @@ def _site(config_rel: str, out_rel: str) -> Site:
 SITES = {
     "demo": _site("perfgate.yaml", "."),
     "isaaclab": _site("examples/isaaclab/perfgate.yaml", "examples/isaaclab"),
+    "pytest-benchmark": _site(
+        "examples/pytest-benchmark/perfgate.yaml", "examples/pytest-benchmark"
+    ),
 }
 
 
@@ -340,6 +343,28 @@ def test_isaaclab_example_installs_pinned_perfgate_not_the_checkout() -> None:
         config=dataclasses.replace(SITES["isaaclab"].config, perfgate_source=None),
     )
     assert perfgate_source(default) == f"perfgate=={__version__}"
+
+
+def test_only_the_jobs_that_run_the_benchmark_install_what_it_needs() -> None:
+    """The checkout is installed where its benchmark runs anyway, never in a writing job."""
+    workflows = _workflows(_parsed(SITES["pytest-benchmark"]))
+    installing = {
+        (name, job_id)
+        for name, workflow in workflows.items()
+        for job_id, job in workflow["jobs"].items()
+        if any(s.get("name") == "Install what the benchmark needs" for s in job.get("steps", []))
+    }
+    assert {name for name, _ in installing} == {
+        "perfgate.yml", "perfgate-bisect.yml", "perfgate-seed.yml", "perfgate-qualify.yml"
+    }  # fmt: skip
+    for name, job_id in installing:
+        job = workflows[name]["jobs"][job_id]
+        step = next(s for s in job["steps"] if s.get("name") == "Install what the benchmark needs")
+        assert step["run"] == "python -m pip install -e '.[bench]'"
+        # No job that installs the checkout writes anything but seeded baselines.
+        assert set(job["permissions"].values()) <= {"read"} or name == "perfgate-seed.yml"
+    for site in ("demo", "isaaclab"):  # nothing declared: no such step
+        assert "Install what the benchmark needs" not in str(_parsed(SITES[site]))
 
 
 def test_actions_call_perfgates_sessions_here_and_the_package_elsewhere(rendered: Any) -> None:
