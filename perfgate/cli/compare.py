@@ -1,12 +1,13 @@
 """Compare two runs bucket by bucket: two results directories, two commits' baselines, or
 two commits measured here, alternately (--measure).
 
-For each bucket both sides measured, it shows both figures, the ratio B/A, the change with
-its interval and whether B is significantly better, worse, the same, or unclear, judged
-with the gate's own statistics (the calibrated rule's estimators, false-alarm rate and
-minimum drop from perfgate.yaml). A side is a results directory (as `bench --out` writes)
-or, when no such directory exists, a commit whose samples are on the baseline branch
-(every sample of that commit on this hardware, of its most-sampled experiment).
+For each bucket both sides measured, it shows both figures, the change with its interval
+(the JSON adds the ratio B/A, 1 + the change) and whether B is significantly better,
+worse, the same, or unclear, judged with the gate's own statistics (the calibrated rule's
+estimators, false-alarm rate and minimum drop from perfgate.yaml). A side is a results
+directory (as `bench --out` writes) or, when no such directory exists, a commit whose
+samples are on the baseline branch (every sample of that commit on this hardware, of its
+most-sampled experiment).
 
 Two sets measured at different times also measured the machine in between: compare says
 when they do not overlap in time, and when their artifacts (admission control's records,
@@ -288,14 +289,14 @@ def _report(
     table = [
         [
             bucket.id, format_figure(c.a), format_figure(c.b), bucket.metric.unit,
-            "—" if c.ratio is None else f"{c.ratio:.3f}",
             effect_text(c.change_pct, c.interval_pct),
             MARKERS[c.change.value], " vs ".join(sorted(set(machines))),
         ]
         for bucket, c, machines in found
     ]  # fmt: skip
     how = "measured alternately here" if args.measure else "as recorded"
-    headers = ["bucket", "A", "B", "unit", "B/A", "change", "call", "hardware"]
+    # B/A is 1 + the change: the JSON keeps it, the table keeps to 100 columns.
+    headers = ["bucket", "A", "B", "unit", "change", "call", "hardware"]
     print(f"A: {labels[0]}\nB: {labels[1]}\n({how})\n\n{render_table(headers, table)}", file=out)
     for bucket_id in only:
         say(f"{bucket_id}: measured on one side only, not compared")

@@ -58,6 +58,8 @@ def test_two_results_directories(repo: Path, tmp_path: Path, capsys) -> None:  #
     assert rows["cartpole/python"]["change"] in ("same", "unclear")
     assert "- worse" in captured.err  # the table, on stderr beside --json
     assert main(["compare", str(before), str(after), "--fail-on-regression"]) == 1
+    table = capsys.readouterr().out
+    assert "- worse" in table and max(len(line) for line in table.splitlines()) <= 100, table
     assert main(["compare", str(after), str(before), "--fail-on-regression"]) == 0
 
 
