@@ -58,9 +58,18 @@ def test_two_results_directories(repo: Path, tmp_path: Path, capsys) -> None:  #
     assert rows["cartpole/python"]["change"] in ("same", "unclear")
     assert "- worse" in captured.err  # the table, on stderr beside --json
     assert main(["compare", str(before), str(after), "--fail-on-regression"]) == 1
+    assert main(["compare", str(after), str(before), "--fail-on-regression"]) == 0
+
+
+def test_the_table_fits_100_columns_at_the_demos_figures(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = _results(tmp_path / "a", {"cartpole/numpy": 18_413_378.0}, 1)
+    after = _results(tmp_path / "b", {"cartpole/numpy": 16_572_040.0}, 2)
+    capsys.readouterr()
+    assert main(["compare", str(before), str(after)]) == 0
     table = capsys.readouterr().out
     assert "- worse" in table and max(len(line) for line in table.splitlines()) <= 100, table
-    assert main(["compare", str(after), str(before), "--fail-on-regression"]) == 0
 
 
 def test_contention_that_shows_only_in_the_samples_calls_nothing_worse(
