@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from perfgate.baselines.acks import AcceptedLevel
@@ -60,6 +61,14 @@ class Suspect:
     title: str
 
 
+class FindingState(StrEnum):
+    """Where a regression's episode stands."""
+
+    OPEN = "open"
+    RECOVERED = "recovered"  # the series came back
+    ACCEPTED = "accepted"  # a maintainer accepted the change
+
+
 @dataclass(frozen=True, kw_only=True)
 class Finding:
     """One regression of one series: its episode and everything an issue says about it."""
@@ -82,11 +91,11 @@ class Finding:
         return self.commits[index]
 
     @property
-    def state(self) -> str:
-        """open, recovered or accepted."""
+    def state(self) -> FindingState:
+        """Open, recovered or accepted."""
         if self.episode.recovery is not None:
-            return "recovered"
-        return "open" if self.episode.accepted_at is None else "accepted"
+            return FindingState.RECOVERED
+        return FindingState.OPEN if self.episode.accepted_at is None else FindingState.ACCEPTED
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,7 +126,7 @@ class Survey:
     @property
     def open(self) -> tuple[Finding, ...]:
         """The regressions still open at the tip."""
-        return tuple(f for f in self.findings if f.state == "open")
+        return tuple(f for f in self.findings if f.state is FindingState.OPEN)
 
     def acceptance(self, key: AlertKey) -> AcceptedLevel | None:
         """The acceptance that covers the regression ``key`` names: one starting after its

@@ -299,6 +299,7 @@ def alerts_json(found: Survey, done: Reconciled) -> dict[str, Any]:
 def survey_text(found: Survey, posted: Sequence[Posted] = (), failed: Sequence[Failed] = ()) -> str:
     """The human summary: open regressions, those closed, improvements, what was posted
     and what GitHub refused."""
+    from perfgate.baselines.alerting import FindingState
     from perfgate.console import format_figure
 
     lines = [
@@ -307,14 +308,14 @@ def survey_text(found: Survey, posted: Sequence[Posted] = (), failed: Sequence[F
     ]
     for f in found.findings:
         episode = f.episode
-        if f.state == "open":
+        if f.state is FindingState.OPEN:
             lines.append(
                 f"  REGRESSION {f.key.bucket} {f.key.metric} ({f.key.hardware}): "
                 f"{episode.latest.effect_text()} since {f.key.bad[:12]} (last good "
                 f"{f.key.good[:12]}, {f.suspect_count} suspect commit(s)); "
                 f"{format_figure(episode.latest.after)} {f.unit}"
             )
-        elif f.state == "recovered" and episode.recovery is not None:
+        elif f.state is FindingState.RECOVERED and episode.recovery is not None:
             lines.append(
                 f"  recovered  {f.key.bucket} {f.key.metric}: the change since "
                 f"{f.key.bad[:12]} is gone at {f.sha(episode.recovery.first)[:12]}"

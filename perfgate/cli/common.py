@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO, TypeAlias
 
-from perfgate.config import DEFAULT_CONFIG, Bucket, Config, GatePolicy
+from perfgate.config import DEFAULT_CONFIG, Bucket, Config, GatePolicy, Mode
 from perfgate.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
@@ -224,7 +224,7 @@ def exit_lines(report: GateReport) -> list[str]:
         else "a benchmark failed or did not report"
     )
     lines = [f"exit {report.exit_code}: {report.overall.label}, {what}"]
-    if report.mode.value == "advisory":
+    if report.mode is Mode.ADVISORY:
         lines.append(
             "gate.mode is advisory: in CI this check fails too, but it stops no merge until "
             'branch protection requires it (docs/ci.md "Rolling out the gate")'

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfgate.baselines.acks import EVERY_BUCKET, Acknowledgement, acknowledgement
-from perfgate.baselines.alerting import AlertKey, Finding, Survey
+from perfgate.baselines.alerting import AlertKey, Finding, FindingState, Survey
 from perfgate.config import PRIMARY, Config
 from perfgate.console import format_figure
 from perfgate.context import RunContext
@@ -423,11 +423,11 @@ def _follow(
     """Open, comment on or close ``finding``'s issue (``entry``: the one it has), noting
     each write in ``posted``; the bisect to dispatch for its range, if any. ``author``:
     who perfgate writes as, whose follow-up markers alone count."""
-    if finding.state != "open":
+    if finding.state is not FindingState.OPEN:
         if entry is not None and entry[0].get("state") == "open":
             number = int(entry[0]["number"])
             client.create_comment(number, closing_text(finding))
-            reason = "completed" if finding.state == "recovered" else "not_planned"
+            reason = "completed" if finding.state is FindingState.RECOVERED else "not_planned"
             client.update_issue(number, state="closed", state_reason=reason)
             posted.append(Posted(action="closed", issue=number, key=finding.key,
                                  detail=finding.state))  # fmt: skip

@@ -153,7 +153,7 @@ def repeats_to_block(
 class Affordability:
     """Whether a bucket's budget buys a comparison that can BLOCK a drop of ``drop_pct``."""
 
-    what: str  # "pair" or "repeat"
+    what: Step  # PAIR or REPEAT
     budget_minutes: float | None
     launch_minutes: float
     afforded: int  # pairs (or samples) the budget lets the bench take
@@ -170,7 +170,7 @@ class Affordability:
     @property
     def minutes(self) -> float:
         """Runner minutes of a comparison that can decide (of what is afforded otherwise)."""
-        launches = (2 if self.what == "pair" else 1) * (self.needed or self.afforded)
+        launches = (2 if self.what is Step.PAIR else 1) * (self.needed or self.afforded)
         return launches * self.launch_minutes
 
     def short(self) -> str:
@@ -205,7 +205,7 @@ def pair_affordability(
 ) -> Affordability:
     """Can the pairs a budget affords BLOCK a ``drop_pct`` drop at ``noise_pct`` noise?"""
     return Affordability(
-        what="pair",
+        what=Step.PAIR,
         budget_minutes=budget_minutes,
         launch_minutes=launch_minutes,
         afforded=pairs_affordable(budget_minutes, launch_minutes, max_pairs),
@@ -231,7 +231,7 @@ def repeat_affordability(
 ) -> Affordability:
     """Can the samples a budget affords BLOCK a ``drop_pct`` drop against the window?"""
     return Affordability(
-        what="repeat",
+        what=Step.REPEAT,
         budget_minutes=budget_minutes,
         launch_minutes=launch_minutes,
         afforded=samples_affordable(budget_minutes, launch_minutes, repeats, max_repeats),

@@ -31,7 +31,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from perfgate.config import PRIMARY, Bucket, Config, Direction, Metric
+from perfgate.config import PRIMARY, Bucket, Config, ConfirmMode, Direction, Metric, PolicyName
 from perfgate.judge.bucket_policy import confirm_drop_for, pair_noise, paired_policy_for, policy_for
 from perfgate.judge.budget import (
     UNJUDGED,
@@ -381,7 +381,7 @@ def budget_warnings(
     the buckets' recorded runs, only when a budget is checked.
     """
     gate = config.gate
-    if gate.confirm.value == "off" or gate.policy.value != "calibrated":
+    if gate.confirm is ConfirmMode.OFF or gate.policy is not PolicyName.CALIBRATED:
         return []
     runs_of = recorded()
     lines: list[BudgetNote] = []
@@ -420,7 +420,7 @@ def _budget_lines(
         unknown.append(label)
         return lines
     drops = (confirm_drop_for(gate, policy.min_drop_pct), policy.min_drop_pct)
-    if gate.confirm.value == "paired":
+    if gate.confirm is ConfirmMode.PAIRED:
         paired = paired_policy_for(bucket, gate, hardware)
         plans = [
             pair_affordability(budget_minutes=bucket.pair_budget_minutes,

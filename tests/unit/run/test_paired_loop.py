@@ -122,9 +122,10 @@ def test_pairs_not_taken_are_said_in_one_short_line_with_the_numbers_left_to_the
     from perfgate.config import load_config
     from perfgate.judge.budget import Affordability
     from perfgate.run.bench import _paired_notice
+    from perfgate.run.sampling import Step
     from tests.paths import ROOT
 
-    plan = Affordability(what="pair", budget_minutes=None, launch_minutes=0.0397, afforded=16,
+    plan = Affordability(what=Step.PAIR, budget_minutes=None, launch_minutes=0.0397, afforded=16,
                          most=16, needed=54, drop_pct=5.0, noise_pct=6.4)  # fmt: skip
     skipped = PairedRecord(status=PairedStatus.SKIPPED, reason=f"{plan.short()}: {plan.text()}")
     bucket = next(
