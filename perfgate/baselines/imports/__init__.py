@@ -1,11 +1,12 @@
 """Importing an existing history: another tool's benchmark record becomes baseline samples.
 
-``history`` is what every source reads into (runs of a suite at a commit), ``datajs``
-reads github-action-benchmark's ``data.js``, and
+``history`` is what every source reads into (runs of a suite at a commit), ``datajs`` and
+``asv`` read github-action-benchmark's ``data.js`` and an asv results directory, and
 ``mapping`` puts each run's benchmarks onto the metrics of perfgate.yaml that name them and
 writes the samples through the store's one write path, each checked as a publish's (R9).
 """
 
+from perfgate.baselines.imports.asv import read_asv
 from perfgate.baselines.imports.datajs import read_data_js
 from perfgate.baselines.imports.history import (
     IMPORTED_HARDWARE,
@@ -25,6 +26,7 @@ __all__ = [
     "ImportPlan",
     "MappedMetric",
     "plan_import",
+    "read_asv",
     "read_data_js",
     "record",
 ]

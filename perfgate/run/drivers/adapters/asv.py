@@ -39,11 +39,11 @@ def recognises(data: Any) -> bool:
 def read(path: Path) -> Suite:
     """Every benchmark of the results file at ``path``."""
     declared = path.parent.parent / "benchmarks.json"
-    units = _units(load(declared, TOOL)) if declared.is_file() else {}
+    units = declared_units(load(declared, TOOL)) if declared.is_file() else {}
     return parse(load(path, TOOL), path, units)
 
 
-def _units(data: Any) -> dict[str, str]:
+def declared_units(data: Any) -> dict[str, str]:
     """Each benchmark's unit as ``benchmarks.json`` declares it."""
     if not isinstance(data, dict):
         return {}
