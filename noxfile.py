@@ -215,6 +215,12 @@ def seed(session: nox.Session) -> None:
     _perfgate(session, "seed")
 
 
+@nox.session(name="import-history", tags=["run"])
+def import_history(session: nox.Session) -> None:
+    """Import an existing benchmark history as baselines (dry run unless --execute)."""
+    _perfgate(session, "import-history")
+
+
 @nox.session(name="verify-baselines", tags=["run"])
 def verify_baselines(session: nox.Session) -> None:
     """Say per bucket whether its baseline can gate (READY, WARMING, EMPTY)."""
