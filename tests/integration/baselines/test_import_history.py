@@ -187,6 +187,10 @@ def test_an_import_without_a_hardware_declaration_feeds_no_window(
     assert "the hardware partition 'unknown-imported'" in out
     assert "import with --hardware <their slug>" in out
     assert {s["hardware"] for s in stored(clone)} == {"unknown-imported"}
+    # The partition fills a window of its own, which only a run on that hardware reads.
+    verify = ["verify-baselines", "--hardware", "unknown-imported", "--require"]
+    assert main(verify) == 0
+    assert "READY" in capsys.readouterr().out
 
     assert main(bench(tmp_path)) == 0
     (row,) = json.loads(capsys.readouterr().out)["verdict"]["rows"]
