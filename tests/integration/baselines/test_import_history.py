@@ -319,3 +319,19 @@ def test_an_asv_directory_without_machine_json_is_refused_naming_it(
     (folder / "0123abcd-existing.json").write_text("{}", encoding="utf-8")
     assert main(["import-history", "--asv", str(tmp_path / "results")]) == 4
     assert f"{folder} has no machine.json: asv writes one" in capsys.readouterr().err
+
+
+def test_an_import_pushed_lands_on_the_origins_baseline_branch_once(
+    origin_clone: MakeClone, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clone, commits = clone_with_history(origin_clone)
+    data_js = write_data_js(tmp_path / "data.js", commits)
+    argv = ["import-history", "--data-js", str(data_js), "--execute", "--push"]
+    assert main(argv) == 0
+    assert "imported 6 sample(s)" in capsys.readouterr().err
+    tip = git("rev-parse", "perf-baselines", cwd=clone.origin).strip()
+    assert main(argv) == 0
+    assert "imported 0 sample(s) onto perf-baselines (6 already present)" in (
+        capsys.readouterr().err
+    )
+    assert git("rev-parse", "perf-baselines", cwd=clone.origin).strip() == tip
