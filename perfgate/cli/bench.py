@@ -309,6 +309,7 @@ def run(args: argparse.Namespace) -> int:
 
     # Locally the local baseline branch; in CI the remote one, read-only (R9).
     store = open_store(config, local=not on_github())
+    calibration = configured_calibration(config)
     judged = not (args.no_judge or on_github())
     if store is None:
         _without_baseline_branch(record=args.record, judged=judged, say=say)
@@ -317,9 +318,8 @@ def run(args: argparse.Namespace) -> int:
         # Before a minute is spent: budgets that cannot decide, with their numbers.
         from perfgate.cli.config import report_budgets
 
-        calibration = configured_calibration(config)
         noted = report_budgets(
-            config, buckets, calibration, stream=sys.stderr, detailed=args.verbose
+            config, buckets, calibration, store, stream=sys.stderr, detailed=args.verbose
         )
         if noted and not args.verbose:
             say("`bench --verbose` or `perfgate validate` shows the numbers behind these")
@@ -328,7 +328,7 @@ def run(args: argparse.Namespace) -> int:
         config,
         store,
         say=say,
-        calibration=configured_calibration(config),
+        calibration=calibration,
         checkout=settings.checkout,
         work_dir=settings.work_root,
     )

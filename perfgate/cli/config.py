@@ -24,6 +24,7 @@ from perfgate.config import Bucket, Config, load_config
 from perfgate.errors import ConfigError, ExitCode, PerfgateError, UsageError
 
 if TYPE_CHECKING:
+    from perfgate.baselines.store import BaselineStore
     from perfgate.judge.calibration import NoiseCalibration
 
 
@@ -85,7 +86,11 @@ def run_validate(args: argparse.Namespace) -> int:
     print(f"{config.path}: ok, {len(config.buckets)} buckets")
     for notice in config.notices:
         print(f"notice: {notice}")
-    report_budgets(config, config.buckets, calibration)
+    from perfgate.baselines.store import open_store
+    from perfgate.console import on_github
+
+    store = open_store(config, local=not on_github())
+    report_budgets(config, config.buckets, calibration, store)
     for line in worst_case_lines(config):
         print(line)
     if args.checkout is not None:
@@ -170,19 +175,18 @@ def report_budgets(
     config: Config,
     buckets: Sequence[Bucket],
     calibration: NoiseCalibration | None,
+    store: BaselineStore | None,
     stream: TextIO | None = None,
     *,
     detailed: bool = True,
 ) -> int:
-    """A warning for each budget that cannot decide (R17), read against the baseline branch
-    when there is one (its recorded noise and launch durations), with its numbers when
-    ``detailed``; a branch that cannot be read only costs the check its recorded figures.
-    Returns how many it printed."""
+    """A warning for each budget that cannot decide (R17), read against ``store`` (the
+    baseline branch's recorded noise and launch durations) when there is one, with its
+    numbers when ``detailed``; a branch that cannot be read only costs the check its
+    recorded figures. Returns how many it printed."""
     from perfgate.baselines.confirm import budget_warnings
-    from perfgate.baselines.store import open_store
-    from perfgate.console import annotate, on_github
+    from perfgate.console import annotate
 
-    store = open_store(config, local=not on_github())
     try:
         warnings = budget_warnings(config, buckets, store, calibration)
     except PerfgateError as exc:

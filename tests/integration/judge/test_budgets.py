@@ -139,6 +139,7 @@ def test_a_bench_says_each_budget_in_one_short_line_and_the_numbers_only_when_as
     recorded: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A run printed 170-190 characters of internal vocabulary per bucket before it began."""
+    from perfgate.baselines.store import open_store
     from perfgate.cli.config import report_budgets
     from perfgate.config import load_config
 
@@ -148,8 +149,9 @@ def test_a_bench_says_each_budget_in_one_short_line_and_the_numbers_only_when_as
     for budget in ("pair_budget_minutes: 60", "pair_budget_minutes: 300"):
         config = load_config(write_config(recorded, budget))
         short, detailed = io.StringIO(), io.StringIO()
-        assert report_budgets(config, config.buckets, None, short, detailed=False) == 1
-        assert report_budgets(config, config.buckets, None, detailed, detailed=True) == 1
+        store = open_store(config, local=True)
+        assert report_budgets(config, config.buckets, None, store, short, detailed=False) == 1
+        assert report_budgets(config, config.buckets, None, store, detailed, detailed=True) == 1
         line = short.getvalue().strip()
         assert len(line) <= 100 and "\n" not in line, line
         assert not any(word in line for word in ("max_pairs", "BLOCKing", "a launch", "noise"))
