@@ -145,7 +145,7 @@ class Survey:
 
 def declared(bucket: Bucket, name: str) -> Metric | None:
     """The bucket's declaration of metric ``name`` (None: it no longer declares it)."""
-    return next((m for m in bucket.all_metrics if m.name == name), None)
+    return bucket.metric_named(name)
 
 
 def alert_policy(config: Config, bucket: Bucket, metric: str) -> AlertPolicy:

@@ -76,13 +76,19 @@ class WindowConfirmer(confirm.Confirmer):
         """The store's key of a metric's window."""
         return WindowKey.for_result(result, metric)
 
-    def read_window(self, bucket: Bucket, key: Hashable) -> Window | None:
+    def read_window(self, bucket: Bucket, key: Hashable) -> confirm.RecordedWindow | None:
         """A metric's window and history (None when the baseline branch cannot be read)."""
-        assert isinstance(key, WindowKey)
+        return self.read_windows(bucket, [key])[key]
+
+    def read_windows(
+        self, bucket: Bucket, keys: Sequence[Hashable]
+    ) -> dict[Hashable, confirm.RecordedWindow | None]:
+        """Several metrics' windows and histories in one read of the store (None each when
+        the baseline branch cannot be read)."""
         if self.store is None or self._unreadable:
-            return None
+            return dict.fromkeys(keys)
         try:
-            return self._read(bucket, key)
+            return dict(self._read(keys))
         except GateMalfunction as exc:
             # Confirming is worth a lot, but never a lost measurement: say so, go on.
             self._unreadable = True
@@ -90,7 +96,7 @@ class WindowConfirmer(confirm.Confirmer):
                 f"cannot read the baseline window to confirm suspicious buckets ({exc}); "
                 "each bucket takes its planned repeats only"
             )
-            return None
+            return dict.fromkeys(keys)
 
     def known_shift(
         self, bucket: Bucket, metric: str, window: confirm.RecordedWindow
@@ -106,25 +112,26 @@ class WindowConfirmer(confirm.Confirmer):
             self._levels = accepted_levels(self.store.repo, acks, base)
         return kept_runs(self._levels, bucket.id, metric, window.run_commits())
 
-    def _read(self, bucket: Bucket, key: WindowKey) -> Window:
-        """A window and its history at the baseline tip, against this checkout's merge base."""
+    def _read(self, keys: Sequence[Hashable]) -> dict[Hashable, confirm.RecordedWindow | None]:
+        """Windows and their histories at the baseline tip, against this checkout's merge base."""
         assert self.store is not None
+        wanted = {key: key for key in keys if isinstance(key, WindowKey)}
         if self._ends is None:
-            tip = self.store.refresh()
-            base = merge_base(self.store.repo, key.target_branch or None, self.store.remote)
-            self._ends = (tip, base)
+            first = next(iter(wanted.values()))
+            base = merge_base(self.store.repo, first.target_branch or None, self.store.remote)
+            self._ends = (self.store.refresh(), base)
         tip, base = self._ends
         # The gate's limit: both read the same window and history.
         gate = self.config.gate
         found = self.store.windows(
-            {bucket.id: key},
+            wanted,
             tip=tip,
             base=base,
             max_samples=window_sample_limit(gate, self.config.buckets, self.config.alerts),
             max_runs=window_run_limit(gate),
             fitted=fitted_window_depth(gate, self.config.buckets, self.config.alerts),
         )
-        return found[bucket.id]
+        return {key: window for key, window in found.items()}
 
 
 def budget_warnings(

@@ -37,7 +37,7 @@ def evaluate(
         (bucket, metric.name): WindowKey.for_result(r, metric.name)
         for bucket, r in latest_per_bucket(results).items()
         if bucket in declared
-        for metric in declared[bucket].all_metrics
+        for metric in declared[bucket].selecting(r.metrics).all_metrics
         if metric.name in r.all_metrics
     }
     windows: dict[str, Sequence[Sequence[float]]] = {}

@@ -161,6 +161,8 @@ def _series(
         by_metric[sample.metric].append(sample)
     if not by_metric:
         by_metric[bucket.metric.name] = []
+    # A selection's metrics are the benchmarks stored: the rate is split over them (R5).
+    bucket = bucket.selecting(by_metric)
     for metric, chosen in by_metric.items():
         first = chosen[0] if chosen else None
         yield Series(

@@ -14,6 +14,7 @@ what a protected push of this perfgate.yaml could have measured.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -134,14 +135,17 @@ def sample_check(config: Config) -> SampleCheck:
     task and backend are plain names a store path can hold.
     """
     buckets = {bucket.id: bucket for bucket in config.buckets}
-    experiments = {
-        (bucket.id, metric.name): (
-            stable_hash(launch_identity(bucket)),
-            stable_hash(benchmark_identity(bucket, metric)),
-        )
-        for bucket in config.buckets
-        for metric in bucket.all_metrics
-    }
+    launches = {bucket.id: stable_hash(launch_identity(bucket)) for bucket in config.buckets}
+
+    @functools.cache
+    def experiment(bucket_id: str, name: str) -> tuple[str, str] | None:
+        # A benchmark a selection matches is a metric the bucket declares (R5).
+        bucket = buckets[bucket_id].selecting([name])
+        metric = bucket.metric_named(name)
+        if metric is None:
+            return None
+        return launches[bucket_id], stable_hash(benchmark_identity(bucket, metric))
+
     protected = config.gate.is_protected
 
     def problem(sample: Sample) -> str | None:
@@ -152,10 +156,10 @@ def sample_check(config: Config) -> SampleCheck:
             return f"a sample for the unprotected branch {sample.target_branch!r}"
         if sample.branch is not None and not protected(sample.branch):
             return f"a sample measured on the unprotected branch {sample.branch!r}"
-        experiment = experiments.get((bucket.id, sample.metric))
-        if experiment is None:
+        expected = experiment(bucket.id, sample.metric)
+        if expected is None:
             return f"a sample of the metric {sample.metric!r}, which {bucket.id} does not declare"
-        if (sample.launch_hash, sample.benchmark_hash) != experiment:
+        if (sample.launch_hash, sample.benchmark_hash) != expected:
             return (
                 f"a sample of another experiment than {bucket.id} in {config.path} (its launch "
                 "or benchmark hash differs)"

@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
             "maintainer, locally); put the perfgate-accepted label on the alert's issue"
         )
     (bucket,) = config.select([args.bucket])
-    if args.metric is not None and args.metric not in {m.name for m in bucket.all_metrics}:
+    if args.metric is not None and bucket.metric_named(args.metric) is None:
         names = ", ".join(m.name for m in bucket.all_metrics)
         raise UsageError(f"--metric {args.metric}: bucket {bucket.id} measures {names}")
     try:

@@ -103,11 +103,24 @@ class Metric:
     # None: gate.oracle's minimum drop and noise floor.
     min_drop_pct: float | None = None
     noise_floor_pct: float | None = None
+    # A selection (``benchmarks:``): name patterns of a tool's benchmarks, each benchmark
+    # they match a metric of its own, named by the benchmark (``Bucket.selecting``).
+    select: tuple[str, ...] = ()
+    # The selection a metric was made by (its name), None for a declared one.
+    family: str | None = None
 
     @property
     def paths(self) -> tuple[str, ...]:
         """The output paths the figure is read from (several for a sum)."""
         return self.sum or (self.path,)
+
+    def selects(self, benchmark: str) -> bool:
+        """Whether this selection's patterns match ``benchmark`` (fnmatch, case-sensitive)."""
+        return any(fnmatch.fnmatchcase(benchmark, pattern) for pattern in self.select)
+
+    def selected(self, benchmark: str) -> Metric:
+        """The metric this selection makes of ``benchmark``: its settings, the benchmark's name."""
+        return replace(self, name=benchmark, path=benchmark, select=(), family=self.name)
 
 
 def summed_path(paths: Iterable[str]) -> str:
@@ -325,6 +338,38 @@ class Bucket:
     def all_metrics(self) -> tuple[Metric, ...]:
         """The primary metric, then the others in declaration order."""
         return (self.metric, *self.metrics)
+
+    @property
+    def selections(self) -> tuple[Metric, ...]:
+        """The metrics that select benchmarks by name pattern (``benchmarks:``), unexpanded."""
+        return tuple(metric for metric in self.metrics if metric.select)
+
+    def metric_named(self, name: str) -> Metric | None:
+        """The metric ``name``: a declared one, or a selection's for a benchmark it matches."""
+        return next((m for m in self.selecting([name]).all_metrics if m.name == name), None)
+
+    def selecting(self, benchmarks: Iterable[str]) -> Bucket:
+        """This bucket with each selection replaced by a metric per benchmark of
+        ``benchmarks`` it matches, in their order (R5).
+
+        A benchmark another metric reads or names is that metric's, and one two selections
+        match is the first's. A bucket without selections is returned as it is.
+        """
+        if not self.selections:
+            return self
+        declared = [metric for metric in self.all_metrics if not metric.select]
+        taken = {metric.name for metric in declared} | {metric.path for metric in declared}
+        names = list(dict.fromkeys(benchmarks))
+        metrics: list[Metric] = []
+        for metric in self.metrics:
+            if not metric.select:
+                metrics.append(metric)
+                continue
+            for name in names:
+                if name not in taken and metric.selects(name):
+                    taken.add(name)
+                    metrics.append(metric.selected(name))
+        return replace(self, metrics=tuple(metrics))
 
     def floors_for(self, hardware: str, metric: str = PRIMARY) -> tuple[Floor, ...]:
         """Every floor of ``metric`` whose hardware pattern matches ``hardware``."""

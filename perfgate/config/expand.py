@@ -222,10 +222,18 @@ def _merged_metrics(
 
 def _metric_path(raw: Mapping[str, Any]) -> str:
     """Where a further metric's figure is read: its benchmark's name in a tool's output, its
-    ``path``, or its ``sum``'s paths joined."""
+    ``path``, or its ``sum``'s paths joined (a selection's patterns, joined)."""
     if "benchmark" in raw:
         return str(raw["benchmark"])
+    if "benchmarks" in raw:
+        return " ".join(_patterns(raw))
     return str(raw["path"]) if "path" in raw else summed_path(raw.get("sum", ()))
+
+
+def _patterns(raw: Mapping[str, Any]) -> tuple[str, ...]:
+    """A selection's name patterns: ``benchmarks:`` as one pattern or a list of them."""
+    value = raw.get("benchmarks", ())
+    return (value,) if isinstance(value, str) else tuple(value)
 
 
 def _check_metrics(
@@ -271,6 +279,8 @@ def _check_metrics(
                 f"metric {name!r} needs a direction: higher (throughput) or lower (a time, "
                 "memory); a wrong guess would call every regression an improvement",
             )
+        if "benchmarks" in raw:
+            continue  # a selection reads what no other metric reads (Bucket.selecting)
         path = _metric_path(raw)
         if path in paths:
             fail(
@@ -282,7 +292,8 @@ def _check_metrics(
         paths[path] = name
     backend_keys = _backend_keys(entry)
     _check_per_backend(document, key_path, entry, "floors", backend_keys)
-    names = [PRIMARY, *merged]
+    # A selection's metrics are named by the benchmarks a run reports: no floor names them.
+    names = [PRIMARY, *(name for name, (raw, _) in merged.items() if "benchmarks" not in raw)]
     for hardware, per_backend in entry.get("floors", {}).items():
         for backend_key, floors in per_backend.items():
             for index, floor in enumerate(floors):
@@ -330,14 +341,16 @@ def _check_format(
 
         what = "the primary metric" if here is None else f"metric {name!r}"
         if output_format is OutputFormat.JSON:
-            if "benchmark" in raw:
-                fail(
-                    document,
-                    at("benchmark"),
-                    f"{what} names a benchmark, which only a tool's output has; set "
-                    "command.format to the tool that writes the output (pytest-benchmark, "
-                    "google-benchmark, ...) or read the figure with 'path'",
-                )
+            for key in ("benchmark", "benchmarks"):
+                if key in raw:
+                    fail(
+                        document,
+                        at(key),
+                        f"{what} names {'a benchmark' if key == 'benchmark' else 'benchmarks'}, "
+                        "which only a tool's output has; set "
+                        "command.format to the tool that writes the output (pytest-benchmark, "
+                        "google-benchmark, ...) or read the figure with 'path'",
+                    )
             continue
         for key in ("path", "sum"):
             if key in raw:
@@ -347,12 +360,20 @@ def _check_format(
                     f"format {output_format} selects {what} by benchmark name; write "
                     f"'benchmark: NAME' (the name {output_format} reports) instead of '{key}'",
                 )
-        if "benchmark" not in raw:
+        if "benchmark" in raw and "benchmarks" in raw:
+            fail(
+                document,
+                at("benchmarks"),
+                f"{what} names one benchmark ('benchmark') and selects others "
+                "('benchmarks'); keep one: a selection is a metric per benchmark it matches",
+            )
+        if "benchmark" not in raw and "benchmarks" not in raw:
             fail(
                 document,
                 at("benchmark"),
                 f"format {output_format} reports many benchmarks: name the one {what} reads "
-                "with 'benchmark: NAME' (the name the tool reports)",
+                "with 'benchmark: NAME' (the name the tool reports), or select several with "
+                "'benchmarks: PATTERN'",
             )
         direction = raw.get("direction", output_format.direction)
         if direction != output_format.direction:
@@ -479,6 +500,7 @@ def _metric(name: str, raw: Mapping[str, Any], output_format: OutputFormat) -> M
         gates=raw.get("gate", True),
         min_drop_pct=_optional_float(raw.get("min_drop_pct")),
         noise_floor_pct=_optional_float(raw.get("noise_floor_pct")),
+        select=_patterns(raw),
     )
 
 

@@ -538,7 +538,7 @@ def accepted_in_pulls(
     never recorded."""
     found: list[Acknowledgement] = []
     notes: list[str] = []
-    known = {b.id: {m.name for m in b.all_metrics} for b in config.buckets}
+    known = {b.id: b for b in config.buckets}
     for pull in client.commit_pulls(sha):
         base = pull.get("base")
         if pull.get("merge_commit_sha") != sha or not pull.get("merged_at"):
@@ -564,7 +564,7 @@ def accepted_in_pulls(
             lines = []
         for bucket, metric, why in lines:
             declared = known.get(bucket)
-            if declared is None or (metric and metric not in declared):
+            if declared is None or (metric and declared.metric_named(metric) is None):
                 what = f"{bucket!r} metric {metric!r}" if declared else repr(bucket)
                 notes.append(
                     f"pull request #{number}: perfgate-accept names {what}, which "

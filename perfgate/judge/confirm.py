@@ -98,6 +98,7 @@ class Confirmer:
 
     def __call__(self, bucket: Bucket, result: Result) -> bool:
         """True when a gating metric's samples so far leave its verdict open."""
+        bucket = bucket.selecting(result.metrics)
         return any(
             decision.need_more
             for decision in self.decisions(bucket, result, final=False).values()
@@ -112,6 +113,7 @@ class Confirmer:
         Pairs when any gating metric needs them; another launch when one could still be
         cleared by repeats (within ``max_repeats``) and none needs pairs.
         """
+        bucket = bucket.selecting(result.metrics)
         counted = len(result.metric.sample_values(result.set_aside))
         steps = {
             next_step(
@@ -166,6 +168,7 @@ class Confirmer:
         else ``launch_minutes``); the first that can decide is returned, else the first
         that cannot. None: nothing to plan (no launch time known, or nothing uncleared).
         """
+        bucket = bucket.selecting(result.metrics)
         launch = self.launch_minutes(bucket, result)
         if launch is None:
             return None
@@ -209,7 +212,7 @@ class Confirmer:
         Undecided, not "may take another": at the last pair allowed the test is still
         undecided, and the bench then reports the limit, never a settled comparison.
         """
-        hardware = result.hardware.slug
+        bucket, hardware = bucket.selecting(result.metrics), result.hardware.slug
         decisions = self.decisions(bucket, result, final=True)
         return any(
             paired_decide(
@@ -227,6 +230,7 @@ class Confirmer:
 
     def _confirm_drop(self, bucket: Bucket, result: Result, name: str) -> float:
         """The drop worth confirming for one metric of the bucket."""
+        bucket = bucket.selecting(result.metrics)
         metric = next(m for m in bucket.all_metrics if m.name == name)
         policy = policy_for(bucket, self.config.gate, result.hardware.slug, metric)
         minimum = (
@@ -240,7 +244,18 @@ class Confirmer:
         self, bucket: Bucket, result: Result, *, final: bool
     ) -> dict[str, Decision | None]:
         """Each gating metric's window decision on the run's samples so far, by metric name
-        (None: not measured, nothing to judge against, or the window cannot judge yet)."""
+        (None: not measured, nothing to judge against, or the window cannot judge yet).
+
+        A bucket whose selections make many metrics reads their windows at once."""
+        bucket = bucket.selecting(result.metrics)
+        unread = {
+            key: None
+            for metric in bucket.all_metrics
+            if metric.gates and metric.name in result.all_metrics
+            and (key := self.window_key(result, metric.name)) not in self._windows
+        }  # fmt: skip
+        if len(unread) > 1:
+            self._windows.update(self.read_windows(bucket, list(unread)))
         decisions: dict[str, Decision | None] = {}
         for metric in bucket.all_metrics:
             reading = result.all_metrics.get(metric.name)
@@ -323,6 +338,12 @@ class Confirmer:
     def read_window(self, bucket: Bucket, key: Hashable) -> RecordedWindow | None:
         """The window ``key`` selects; here none (``baselines.confirm`` reads the store)."""
         return None
+
+    def read_windows(
+        self, bucket: Bucket, keys: Sequence[Hashable]
+    ) -> dict[Hashable, RecordedWindow | None]:
+        """The windows ``keys`` select, each as ``read_window`` reads it."""
+        return {key: self.read_window(bucket, key) for key in keys}
 
     def known_shift(self, bucket: Bucket, metric: str, window: RecordedWindow) -> int | None:
         """After how many of ``window``'s nearest runs an accepted change starts a new level

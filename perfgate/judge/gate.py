@@ -380,6 +380,9 @@ def build_report(
                 Row(bucket=bucket, verdict=Verdict.HARD_FAILURE, result=None, judgement=None)
             )
             continue
+        # A selection's metrics are the benchmarks this run measured; the rate is split
+        # over every metric that gates, so the bucket's false-alarm rate holds (R5).
+        bucket = bucket.selecting(result.metrics)
         hardware = result.hardware.slug
         rule = policy_for(bucket, policy, hardware)
         measured = calibration.for_result(result) if calibration else None

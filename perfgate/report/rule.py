@@ -194,10 +194,9 @@ def judge_series(series: Series, rule: TrendRule) -> list[JudgedRun]:
 def declared(series: Series) -> Metric:
     """The bucket's declaration of the series' metric; one it no longer declares is judged
     with the gate's defaults, as a metric without settings of its own would be."""
-    bucket = series.bucket
-    for metric in (bucket.metric, *bucket.metrics):
-        if metric.name == series.metric:
-            return metric
+    metric = series.bucket.metric_named(series.metric)
+    if metric is not None:
+        return metric
     return Metric(
         path=series.metric_path,
         direction=Direction(series.direction),

@@ -20,7 +20,13 @@ from perfgate.result import (
 from perfgate.run.admission import AdmissionControl
 from perfgate.run.launch import BenchSettings, warm_cache
 from perfgate.run.paired import measure_pairs
-from perfgate.run.sample import SampleRun, grant_remeasure, measure_sample, sample_figure
+from perfgate.run.sample import (
+    SampleRun,
+    grant_remeasure,
+    measure_sample,
+    measured_bucket,
+    sample_figure,
+)
 
 
 def measure_alternately(
@@ -64,7 +70,8 @@ def measure_alternately(
             which, where, run_key, index, control, label=f"paired-{index}-{side}",
             warm_name=warm_name, planned=False, expected_s=expected_s,
         )  # fmt: skip
-        others = {m.name: sample_figure(run, m) for m in bucket.metrics} if run.healthy else {}
+        metrics = measured_bucket(bucket, [run]).metrics
+        others = {m.name: sample_figure(run, m) for m in metrics} if run.healthy else {}
         return PairedSample(
             sample_index=index,
             pair=pair,

@@ -35,7 +35,7 @@ from perfgate.run.bundle import MetricStats
 from perfgate.run.execution import attempt_log
 from perfgate.run.launch import BenchSettings, benchmark_identity, launch_identity
 from perfgate.run.logs import read_log_excerpt
-from perfgate.run.sample import SampleRun, sample_figure
+from perfgate.run.sample import SampleRun, measured_bucket, sample_figure
 from perfgate.run.sampling import SamplingPlan
 
 # Crashes whose log may show a stale image (R7); a hang, an OOM or a mismatch cannot.
@@ -102,7 +102,10 @@ def bucket_result(
             _reading(bucket.metric, samples, aside, measurement.stats),
             figures=dict(measurement.figures),
         ),
-        metrics={metric.name: _reading(metric, samples, aside) for metric in bucket.metrics},
+        metrics={
+            metric.name: _reading(metric, samples, aside)
+            for metric in measured_bucket(bucket, samples).metrics
+        },
         health=Health(
             exit_code=outcome.exit_code,
             phase=phase,

@@ -3,6 +3,7 @@ its figures, and the notices a person reads while it runs."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -156,6 +157,11 @@ def grant_remeasure(
     return granted
 
 
+def measured_bucket(bucket: Bucket, samples: Iterable[SampleRun]) -> Bucket:
+    """``bucket`` with each selection made a metric per benchmark its samples measured (R5)."""
+    return bucket.selecting(name for s in samples for name in s.final.reading.metrics)
+
+
 def sample_figure(sample: SampleRun, metric: Metric) -> float | None:
     """A sample's figure of ``metric``.
 
@@ -219,7 +225,7 @@ def _require_metric(bucket: Bucket, measurement: Measurement) -> Measurement:
             measurement,
             error=f"metric {bucket.metric.path!r} is missing or not a finite number in {where}",
         )
-    for metric in bucket.metrics:
+    for metric in bucket.selecting(measurement.metrics).metrics:
         value = measurement.metrics.get(metric.name)
         if metric.required and (value is None or value <= 0):
             return replace(

@@ -47,7 +47,10 @@ class CommandDriver:
         inputs: dict[str, Any] = {"argv": list(spec.argv), "output": spec.output}
         if spec.format is not OutputFormat.JSON:
             inputs["format"] = spec.format.value
-            inputs["units"] = {metric.name: metric.unit for metric in bucket.all_metrics}
+            # A selection's unit by its name: the benchmarks it matches never move the hash.
+            inputs["units"] = {
+                metric.family or metric.name: metric.unit for metric in bucket.all_metrics
+            }
         return inputs
 
     def invocation(self, bucket: Bucket, dirs: AttemptDirs, checkout: Path) -> Invocation:
@@ -100,13 +103,15 @@ class CommandDriver:
 
 
 def _read_suite(bucket: Bucket, output_format: OutputFormat, path: Path) -> Measurement:
-    """Each metric's benchmark in a tool's output; an optional metric whose benchmark is
-    missing or failed is left out, any other problem is the attempt's error."""
+    """Each metric's benchmark in a tool's output, and each benchmark a selection matches;
+    an optional metric whose benchmark is missing or failed is left out, any other problem
+    (a required selection that matches nothing, too) is the attempt's error."""
     try:
         suite = adapters.read(output_format, path)
         stats = adapters.figure(suite, bucket.metric, path)
+        _check_selections(bucket, suite, path)
         metrics = {}
-        for metric in bucket.metrics:
+        for metric in bucket.selecting(b.name for b in suite).metrics:
             try:
                 metrics[metric.name] = adapters.figure(suite, metric, path).value
             except adapters.SuiteError:
@@ -116,6 +121,22 @@ def _read_suite(bucket: Bucket, output_format: OutputFormat, path: Path) -> Meas
         return Measurement(stats=metric_stats({}, ""), error=str(exc), output_file=path)
     found = {name: value for name, value in metrics.items() if value is not None}
     return Measurement(stats=stats, metrics=found, output_file=path)
+
+
+def _check_selections(bucket: Bucket, suite: adapters.Suite, path: Path) -> None:
+    """A required selection that matches no benchmark of ``suite`` is an error listing the
+    names the file has."""
+    for selection in bucket.selections:
+        if not selection.required or any(selection.selects(b.name) for b in suite):
+            continue
+        names = ", ".join(repr(b.name) for b in suite[: adapters.LISTED]) or "none"
+        more = f" and {len(suite) - adapters.LISTED} more" if len(suite) > adapters.LISTED else ""
+        patterns = " or ".join(repr(p) for p in selection.select)
+        raise adapters.SuiteError(
+            f"{path}: metric {selection.name!r} selects benchmarks matching {patterns}, and "
+            f"none does; the file has {names}{more}: fix the pattern, or declare the "
+            "selection required: false"
+        )
 
 
 def _placeholders(bucket: Bucket, dirs: AttemptDirs) -> dict[str, str]:

@@ -97,7 +97,7 @@ def test_matrix_json_lists_every_bucket_with_the_interface_fields(
     assert pendulum["metric"] == {
         "path": "runtime.total_fps.best_block", "direction": "higher", "unit": "env-steps/s",
         "name": "primary", "sum": [], "required": True, "gates": True, "min_drop_pct": None,
-        "noise_floor_pct": None,
+        "noise_floor_pct": None, "select": [], "family": None,
     }  # fmt: skip
     assert pendulum["metrics"] == []
     assert (pendulum["repeats"], pendulum["max_repeats"]) == (3, 10)
