@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -412,8 +413,10 @@ def summary_from_verdict(data: Mapping[str, Any], trend_url: str | None = None) 
                 ],
             )
         )
-        # A line of its own for each further metric that is not a plain pass.
-        for metric in _noted_metrics(row):
+        # A line of its own for each further metric that is not a plain pass (the worst of
+        # a suite), and one that counts the rest.
+        noted, more = noted_metrics(row)
+        for metric in noted:
             name = f"{bucket} · {md_text(str(metric.get('name')))}"
             judged = _verdict(metric.get("verdict"))
             gates = "" if metric.get("gates") is not False else "(report only) "
@@ -421,6 +424,9 @@ def summary_from_verdict(data: Mapping[str, Any], trend_url: str | None = None) 
             how = paired_text(metric.get("paired"), metric)
             lines.append(_result_line(name, judged, metric, how, f"{gates}{md_text(why)}"))
             technical.append(_technical_line(name, judged, metric, ["—"] * 6))
+        if more:
+            lines.append(f"| {bucket} · … | | | | | | | | {md_text(more)} (verdict.json lists "
+                         "each) |")  # fmt: skip
     lines += [
         "",
         TECHNICAL_DETAILS,
@@ -502,15 +508,50 @@ def cost_text(cost: object, escape: Callable[[str], str] = md_text, strong: str 
     return text + "."
 
 
-def _noted_metrics(row: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """A verdict.json row's metrics besides the primary whose verdict is not PASS."""
-    return [
+#: Further metrics of one bucket listed at most, the worst first; the rest are counted.
+SHOWN_METRICS = 5
+
+
+def noted_metrics(row: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], str]:
+    """A verdict.json row's further metrics worth a line, and what the lines leave out.
+
+    Those that are not PASS, in declaration order; of more than ``SHOWN_METRICS``, the
+    worst (most severe verdict, then largest change). A bucket of more metrics than that
+    (a selected suite) says how many more there are, by verdict ('298 more: 297 within
+    noise, 1 IMPROVED'); '' when nothing is left out of a small bucket.
+    """
+    further = [
         metric
         for metric in _list(row.get("metrics"))
-        if isinstance(metric, Mapping)
-        and metric.get("name") != PRIMARY
-        and metric.get("verdict") != Verdict.PASS.label
+        if isinstance(metric, Mapping) and metric.get("name") != PRIMARY
     ]
+    noted = [m for m in further if m.get("verdict") != Verdict.PASS.label]
+    if len(noted) > SHOWN_METRICS:
+        worst = sorted(noted, key=lambda m: (-_verdict(m.get("verdict")).severity, -_size(m)))
+        kept = {id(m) for m in worst[:SHOWN_METRICS]}
+        noted = [m for m in noted if id(m) in kept]
+    if len(further) <= SHOWN_METRICS:
+        return noted, ""
+    shown = {id(m) for m in noted}
+    rest = Counter(_verdict(m.get("verdict")) for m in further if id(m) not in shown)
+    if not rest:
+        return noted, ""
+    counts = ", ".join(
+        f"{count} {'within noise' if verdict is Verdict.PASS else verdict.label}"
+        for verdict, count in sorted(rest.items(), key=lambda item: item[0].severity)
+    )
+    return noted, f"{sum(rest.values())} more: {counts}"
+
+
+def _size(metric: Mapping[str, Any]) -> float:
+    """How far a metric's figure moved, in % either way (0 when it was not compared)."""
+    paired = _number(_paired(metric).get("effect_pct"))
+    effect = paired if paired is not None else _number(
+        _mapping(metric.get("statistics")).get("effect_pct")
+    )  # fmt: skip
+    if effect is None:
+        effect = _number(_mapping(metric.get("baseline")).get("change_pct"))
+    return abs(effect) if effect is not None else 0.0
 
 
 def _result_line(name: str, verdict: Verdict, row: Mapping[str, Any], how: str, why: str) -> str:

@@ -12,9 +12,11 @@ from perfgate.judge.gate import GateReport, Row
 from perfgate.judge.judgement import Signal
 from perfgate.judge.verdicts import Verdict
 from perfgate.report.summary import (
+    SHOWN_METRICS,
     confirmation_text,
     cost_text,
     deciding_figures,
+    noted_metrics,
     paired_text,
 )
 from perfgate.report.verdict import cost_json, row_json
@@ -66,10 +68,13 @@ def terminal_table(
             explained, row.bucket.id, row.verdict, change or "—", _why(row),
             confirmation_text(row_data),
         )  # fmt: skip
-        # A line of its own for each further metric that is not a plain pass (as the summary).
+        # A line of its own for each further metric that is not a plain pass (the worst of a
+        # suite), and one that counts the rest, as the summary.
         metrics = {m["name"]: m for m in row_data["metrics"]}
+        noted, more = noted_metrics(row_data)
+        shown = {m["name"] for m in noted}
         for metric in judgement.metrics[1:] if judgement else ():
-            if metric.verdict is Verdict.PASS:
+            if metric.name not in shown:
                 continue
             judged = metric.decision
             entry = metrics[metric.name]
@@ -91,6 +96,12 @@ def terminal_table(
                 explained, label, metric.verdict, (judged.effect_text() if judged else "") or "—",
                 why, paired_text(entry.get("paired"), entry),
             )  # fmt: skip
+        if more:
+            count = more.split(":", 1)[0]
+            rows.append([f"  · … {count}", "", "", "", "", "", "", ""])
+            explained.setdefault(f"{more} (verdict.json lists each)", []).append(
+                f"{row.bucket.id} · …"
+            )
     header, *cells = fit(rows, HEADERS, width)
     table = render_table(header, cells)
     lines = [table, ""]
@@ -138,8 +149,13 @@ def _mapping(value: object) -> Mapping[str, Any]:
 
 
 def _why(row: Row) -> str:
-    """A row's reasons in full; a failed run also says why it was not retried."""
-    text = "; ".join(row.details)
+    """A row's reasons (a suite's first few, the rest counted); a failed run also says why
+    it was not retried."""
+    details = list(row.details)
+    if len(details) > SHOWN_METRICS + 1:
+        left = len(details) - SHOWN_METRICS - 1
+        details[SHOWN_METRICS + 1 :] = [f"{left} more in verdict.json"]
+    text = "; ".join(details)
     retry = row.result.health.not_retried if row.result else None
     return f"{text}; {retry}" if retry else text
 
