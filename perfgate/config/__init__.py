@@ -11,6 +11,7 @@ bucket entry into buckets, ``checks`` holds what the schema cannot say (R14), an
 from perfgate.config.bucket import (
     COMMAND_PLACEHOLDERS,
     DEFAULT_KEEP_ENV,
+    MAX_METRICS,
     PRIMARY,
     Bucket,
     CommandSpec,
@@ -67,6 +68,7 @@ __all__ = [
     "DEFAULT_KEEP_ENV",
     "DEFAULT_THROTTLE_REASONS",
     "IMAGE_PLACEHOLDERS",
+    "MAX_METRICS",
     "PER_COMMIT_PLACEHOLDERS",
     "PRIMARY",
     "ROLL_PLACEHOLDERS",

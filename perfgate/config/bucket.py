@@ -78,6 +78,8 @@ class FloorKind(StrEnum):
 
 #: The name of a bucket's ``metric`` block: the figure every surface shows first.
 PRIMARY = "primary"
+#: Metrics one bucket run may report, selected ones included (the result schema's limit).
+MAX_METRICS = 1000
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,7 +6,7 @@ import glob
 from pathlib import Path
 from typing import Any
 
-from perfgate.config import Bucket, CommandSpec, OutputFormat, PhaseMarkers
+from perfgate.config import MAX_METRICS, Bucket, CommandSpec, OutputFormat, PhaseMarkers
 from perfgate.errors import ConfigError
 from perfgate.run.bundle import OutputError, load_json, metric_stats, metric_values
 from perfgate.run.container import ContainerProfile
@@ -111,7 +111,14 @@ def _read_suite(bucket: Bucket, output_format: OutputFormat, path: Path) -> Meas
         stats = adapters.figure(suite, bucket.metric, path)
         _check_selections(bucket, suite, path)
         metrics = {}
-        for metric in bucket.selecting(b.name for b in suite).metrics:
+        measured = bucket.selecting(b.name for b in suite).metrics
+        if len(measured) >= MAX_METRICS:
+            raise adapters.SuiteError(
+                f"{path}: the bucket's selections match {len(measured)} benchmarks, more than "
+                f"the {MAX_METRICS - 1} a bucket reports besides its primary; narrow their "
+                "patterns or split the suite between buckets"
+            )
+        for metric in measured:
             try:
                 metrics[metric.name] = adapters.figure(suite, metric, path).value
             except adapters.SuiteError:
