@@ -21,7 +21,12 @@ from typing import Any
 from perfgate.config import AlertsSpec
 
 # Modules with ``quality(options) -> SuiteReport``, run after the core suites.
-SUITES: tuple[str, ...] = ("tests.perf.economics", "tests.perf.alert_quality", "tests.perf.bill")
+SUITES: tuple[str, ...] = (
+    "tests.perf.economics",
+    "tests.perf.alert_quality",
+    "tests.perf.bill",
+    "tests.perf.suite_quality",
+)
 
 # Buckets of a pull request: the Isaac Lab example's matrix.
 PR_BUCKETS = 9
