@@ -42,11 +42,18 @@ def test_a_single_metric_artifact_is_written_and_read_as_before(tmp_path: Path) 
     assert Result.from_json(data).metrics == {}
 
 
-@pytest.mark.parametrize("name", ["primary", "Startup", "a/b", ""])
+@pytest.mark.parametrize("name", ["primary", "a\nb", "tab\there", "", "x" * 257])
 def test_an_artifact_naming_a_metric_badly_is_not_valid(name: str) -> None:
     data = with_metric(make_result(samples=(100.0,)), "startup_s", (10.0,)).to_json()
     data["metrics"] = {name: data["metrics"]["startup_s"]}
     assert validate_result(data) != []
+
+
+@pytest.mark.parametrize("name", ["startup_s", "test_sort[100]", "BM_Sort/8", "Startup time"])
+def test_a_metric_may_be_named_by_the_benchmark_a_selection_matched(name: str) -> None:
+    data = with_metric(make_result(samples=(100.0,)), "startup_s", (10.0,)).to_json()
+    data["metrics"] = {name: data["metrics"]["startup_s"]}
+    assert validate_result(data) == []
 
 
 def test_a_metrics_window_hash_is_the_one_the_bench_records(tmp_path: Path) -> None:
