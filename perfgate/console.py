@@ -167,9 +167,14 @@ def failure_lines(result: Result) -> list[str]:
 class Progress:
     """One line per bucket; on a terminal the line is rewritten when the bucket finishes."""
 
-    def __init__(self, total: int, stream: TextIO | None = None, *, echo: bool = False) -> None:
+    def __init__(
+        self, total: int, stream: TextIO | None = None, *, echo: bool = False, figures: bool = True
+    ) -> None:
         self.total = total
         self.done = 0
+        # A judged run's table prints the figure that decides, after confirmation: this
+        # line's first look (the median of the first samples) would only contradict it.
+        self.figures = figures
         self.stream = stream or sys.stderr
         # The benchmark's own output between the lines would break a rewritten line.
         self.live = self.stream.isatty() and not on_github() and not echo
@@ -190,10 +195,10 @@ class Progress:
         kept = len(metric.sample_values(result.set_aside))
         # Which figure of the benchmark's output this is, and how the samples made it.
         how = f"{metric.path}, median of {kept} samples" if kept > 1 else metric.path
-        text = (
-            f"[{self.done}/{self.total}] {result.bucket.id}: "
-            f"{format_figure(metric.value)} {metric.unit} ({how}), {health_text(result)}"
-        )
+        figure = f"{format_figure(metric.value)} {metric.unit} ({how})"
+        if not self.figures:
+            figure = f"{kept} sample(s), judged below"
+        text = f"[{self.done}/{self.total}] {result.bucket.id}: {figure}, {health_text(result)}"
         self.stream.write((f"\r\033[K{text}" if self.live else text) + "\n")
         self.stream.flush()
         if not result.health.healthy:

@@ -323,7 +323,7 @@ def run(args: argparse.Namespace) -> int:
         )
         if noted and not args.verbose:
             say("`bench --verbose` or `perfgate validate` shows the numbers behind these")
-    progress = Progress(len(buckets), echo=not args.quiet)
+    progress = Progress(len(buckets), echo=not args.quiet, figures=not judged)
     confirmer = WindowConfirmer(
         config,
         store,

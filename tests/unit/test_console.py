@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,16 @@ def test_without_the_files_nothing_is_written(tmp_path: Path) -> None:
 )
 def test_benchmark_text_is_inert_for_the_runner(line: str, shown: str) -> None:
     assert inert(line) == shown
+
+
+def test_a_judged_runs_progress_line_leaves_the_figure_to_the_table() -> None:
+    """The line printed the first samples' median beside a table deciding on another."""
+    from perfgate.console import Progress
+    from tests.factories import make_result
+
+    result = make_result(samples=(17_000_000.0, 18_000_000.0, 19_000_000.0))
+    for figures, expected in ((True, "18,000,000 "), (False, "3 sample(s), judged below, ok")):
+        stream = io.StringIO()
+        Progress(1, stream, figures=figures).finish(result)
+        assert expected in stream.getvalue(), stream.getvalue()
+    assert "18,000,000" not in stream.getvalue()
