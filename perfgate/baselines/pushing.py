@@ -1,11 +1,20 @@
 """Writing the baseline branch: build a commit off the newest tip, push, retry until a deadline.
 
-A commit is built from a temporary index holding only the files it touches, so a write
-never checks out the samples of other buckets. A push that loses a race to another
-publisher, or meets a passing network failure, is rebuilt on the new tip and retried with
-exponential backoff and full jitter until the deadline; a push the server refuses (a
-hook, a protection rule, missing permission) is reported as such at once, since retrying
-cannot change the answer (R9).
+One write path serves every writer (a publisher's samples, acknowledgements, an era roll,
+an image manifest), on the remote branch or the local one. A commit is built from a
+temporary index holding only the files it touches, so a write never checks out the
+samples of other buckets. A push that loses a race to another publisher, or meets a
+passing network failure, is rebuilt on the new tip and retried with exponential backoff
+and full jitter until the deadline; a push the server refuses (a hook, a protection rule,
+missing permission) is reported as such at once, since retrying cannot change the answer
+(R9). Samples that cannot land before the deadline are kept by the caller
+(``pending-samples.ndjson``, uploaded as the run's artifact).
+
+Nothing else lands with a publisher's samples. Earlier perfgates parked a losing
+publisher's samples on the origin under ``refs/perfgate/incoming/<branch>/`` for the next
+one to land; anyone with push access can write such a ref (branch protection does not
+cover it) and no GitHub API ties a ref to the workflow run that pushed it, so a batch
+naming a real run could carry any figure. Batches left there are named, never landed.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ from pathlib import Path
 
 from perfgate.baselines.reading import fetch_tip
 from perfgate.errors import GateMalfunction, GitError
-from perfgate.git import git, null_oid, resolve, time_left
+from perfgate.git import git, null_oid, resolve, time_left, try_git
 
 AUTHOR = {
     "GIT_AUTHOR_NAME": "perfgate",
@@ -33,6 +42,12 @@ AUTHOR = {
 # What edits the branch: given the work tree (holding the touched paths as they are at
 # the tip), change files; say whether anything changed.
 Editor = Callable[[Path], bool]
+# What builds a write's commit on the branch's tip (None: the branch does not exist yet);
+# None when there is nothing to write.
+Builder = Callable[[str | None], str | None]
+
+# Where earlier perfgates parked batches of samples; read only to say they are not landed.
+INCOMING = "refs/perfgate/incoming"
 
 
 class PushRefused(GateMalfunction):
@@ -152,22 +167,51 @@ def commit_to_branch(
     """Commit ``edit``'s changes onto the newest tip of ``branch`` and push, until the deadline.
 
     ``edit`` works in a temporary work tree holding ``paths`` from the tip (all files when
-    None). Returns the new commit, or None when nothing changed. Raises PushRefused when
-    the server declines the push, PushDeadline when the deadline passes first.
+    None). Returns the new commit, or None when nothing changed. Raises as
+    :func:`write_branch` does.
     """
-    deadline = time.monotonic() + retry.deadline_s
+
+    def build(base: str | None) -> str | None:
+        return build_commit(repo, base, edit, message, paths)
+
+    return write_branch(repo, branch, remote, build, retry)
+
+
+def write_branch(
+    repo: Path,
+    branch: str,
+    remote: str | None,
+    build: Builder,
+    retry: PushRetryPolicy,
+    *,
+    doing: str = "writing",
+    deadline: float | None = None,
+) -> str | None:
+    """Move ``branch`` to the commit ``build`` makes on its newest tip, until the deadline.
+
+    With ``remote``, each attempt fetches the tip, builds on it and pushes; without one it
+    builds on the local branch and moves it if nobody else did. An attempt that lost a
+    race for the ref, or met a network failure (a time limit included), is built again on
+    the new tip after a full-jitter backoff. ``deadline``: the ``time.monotonic()`` moment
+    to give up at (default: the policy's deadline from now); ``doing`` names the write in
+    the message that gives up. Returns the new commit, or None when ``build`` had nothing
+    to write. Raises PushRefused when the server declines the push, PushDeadline when the
+    deadline passes first, GateMalfunction for any other failure (at once).
+    """
+    deadline = time.monotonic() + retry.deadline_s if deadline is None else deadline
     attempt = 0
     while True:
         attempt += 1
         began = time.monotonic()
         try:
-            return _attempt(repo, branch, remote, edit, message, paths, deadline)
+            return _attempt(repo, branch, remote, build, deadline)
         except Retryable as failure:
             # The last attempt happens at the deadline, never after it.
             wait = min(retry.delay(attempt, time.monotonic() - began), deadline - time.monotonic())
             if wait <= 0:
+                where = "baseline" if remote else "local"
                 raise PushDeadline(
-                    f"gave up writing the baseline branch {branch!r} after {attempt} "
+                    f"gave up {doing} the {where} branch {branch!r} after {attempt} "
                     f"attempt(s) in {retry.deadline_s:g} s ({failure.kind.value}: "
                     f"{failure.detail})"
                 ) from None
@@ -184,27 +228,23 @@ class Retryable(Exception):
 
 
 def _attempt(
-    repo: Path,
-    branch: str,
-    remote: str | None,
-    edit: Editor,
-    message: str,
-    paths: Sequence[str] | None,
-    deadline: float,
+    repo: Path, branch: str, remote: str | None, build: Builder, deadline: float
 ) -> str | None:
-    """One fetch, commit and push, each network call bounded by the time left before
-    ``deadline``; Retryable when another attempt may succeed."""
-    try:
-        base = (
-            fetch_tip(repo, branch, remote, timeout=time_left(deadline))
-            if remote
-            else resolve(repo, f"refs/heads/{branch}")
-        )
-    except GateMalfunction as exc:
-        if classify(str(exc)) is PushFailure.TRANSIENT:
-            raise Retryable(PushFailure.TRANSIENT, str(exc)) from None
-        raise
-    commit = build_commit(repo, base, edit, message, paths)
+    """One fetch, build and push (or local ref move), each network call bounded by the time
+    left before ``deadline``; Retryable when another attempt may succeed."""
+    if remote is None:
+        base = resolve(repo, f"refs/heads/{branch}")
+    else:
+        try:
+            base = fetch_tip(repo, branch, remote, timeout=time_left(deadline))
+        except GitError as exc:
+            # A fetch is never refused by a hook: a lost race for the remote-tracking ref
+            # or a network failure is retried, anything else is the reader's malfunction.
+            kind = classify(exc.stderr)
+            if kind in (PushFailure.RACE, PushFailure.TRANSIENT):
+                raise Retryable(kind, reason(exc.stderr)) from None
+            raise
+    commit = build(base)
     if commit is None:
         return None
     if remote is None:
@@ -294,3 +334,18 @@ def remote_says(stderr: str) -> str:
     ]
     verdict = [line.strip() for line in stderr.splitlines() if "rejected]" in line]
     return "; ".join([*said, *verdict]) or reason(stderr)
+
+
+def parked_batches(repo: Path, branch: str, remote: str, timeout: float) -> list[str]:
+    """A warning naming the batches an earlier perfgate parked for ``branch``, if any."""
+    listing = try_git("ls-remote", remote, f"{INCOMING}/{branch}/*", cwd=repo,
+                      timeout=timeout) or ""  # fmt: skip
+    refs = [line.split()[1] for line in listing.splitlines() if len(line.split()) == 2]
+    if not refs:
+        return []
+    shown = ", ".join(refs[:3]) + (f" and {len(refs) - 3} more" if len(refs) > 3 else "")
+    return [
+        f"{len(refs)} batch(es) of samples parked on {remote!r} by an earlier perfgate "
+        f"({shown}) are not landed: nothing shows which run wrote them, so their figures "
+        f"cannot be trusted. Delete them with `git push {remote} --delete REF`"
+    ]

@@ -28,7 +28,12 @@ PIPE_BYTES = 1024 * 1024
 def fetch_tip(repo: Path, branch: str, remote: str, *, timeout: float | None = None) -> str | None:
     """Fetch ``branch`` from ``remote`` into its remote-tracking ref; None when absent there.
 
-    ``timeout``: seconds the fetch may take (git's default for network calls without one).
+    The one fetch of the baseline branch, for readers and writers alike. ``timeout``:
+    seconds the fetch may take (git's default for network calls without one). A failure
+    is a GitError saying the branch cannot be read, with git's stderr for the write path
+    to tell a lost race or a network failure (retried) from the rest. No ``--prune``: with
+    the one exact refspec, git fails on a branch gone from the remote before it prunes, so
+    the answer "absent" comes from that failure, never from the remote-tracking ref.
     """
     tracking = f"refs/remotes/{remote}/{branch}"
     try:
@@ -37,9 +42,12 @@ def fetch_tip(repo: Path, branch: str, remote: str, *, timeout: float | None = N
     except GitError as exc:
         if "couldn't find remote ref" in exc.stderr:
             return None
-        raise GateMalfunction(
-            f"cannot read the baseline branch {branch!r} from {remote!r}: {exc}; "
-            "check the remote and the token's read access"
+        raise GitError(
+            exc.args_list,
+            exc.returncode,
+            exc.stderr,
+            summary=f"cannot read the baseline branch {branch!r} from {remote!r}: {exc}; "
+            "check the remote and the token's read access",
         ) from None
     return resolve(repo, tracking)
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfgate.baselines.landing import Built, land, land_local
 from perfgate.baselines.pushing import (
     AUTHOR,
     PushDeadline,
@@ -25,6 +25,8 @@ from perfgate.baselines.pushing import (
     PushRetryPolicy,
     build_commit,
     commit_to_branch,
+    parked_batches,
+    write_branch,
 )
 from perfgate.baselines.reading import (
     ancestry,
@@ -76,7 +78,7 @@ from perfgate.baselines.segments import (
 from perfgate.baselines.windows import FittedDepth, K, Outcome, choose_windows
 from perfgate.config import BaselinePolicy, Config
 from perfgate.errors import GateMalfunction
-from perfgate.git import git, merge_base, resolve, try_git
+from perfgate.git import git, merge_base, resolve, time_left, try_git
 
 __all__ = [
     "AUTHOR",
@@ -262,8 +264,8 @@ class BaselineStore:
     def append(self, samples: Sequence[Sample], message: str) -> AppendOutcome:
         """Append samples not already present (by sample_id) before the retry deadline.
 
-        With a remote they land by fetch, rebuild and push until the deadline
-        (:mod:`~perfgate.baselines.landing`); locally the branch ref moves directly.
+        With a remote they land by fetch, rebuild and push until the deadline; locally the
+        branch ref moves if nobody else moved it (:func:`~perfgate.baselines.pushing.write_branch`).
         """
         for sample in samples:
             if not math.isfinite(sample.value) or sample.value <= 0:
@@ -273,24 +275,27 @@ class BaselineStore:
                     "only positive finite figures are baselines"
                 )
 
-        def build(base: str | None, batch: Sequence[Sample]) -> Built:
-            edited: list[_Edited] = []
+        edited: list[_Edited] = []
 
+        def build(base: str | None) -> str | None:
             def edit(tree: Path) -> bool:
-                edited[:] = [self._edit(tree, base, batch)]
+                edited[:] = [self._edit(tree, base, samples)]
                 return edited[0].changed
 
-            commit = build_commit(self.repo, base, edit, message, self._touched(batch))
-            return Built(commit=commit, added=edited[0].added, present=edited[0].present)
+            return build_commit(self.repo, base, edit, message, self._touched(samples))
 
-        if self.remote is None:
-            landing = land_local(self.repo, self.branch, samples, self.retry, build)
-        else:
-            landing = land(self.repo, self.branch, self.remote, samples, self.retry, build)
-        for warning in landing.warnings:
+        deadline = time.monotonic() + self.retry.deadline_s
+        parked = (
+            parked_batches(self.repo, self.branch, self.remote, time_left(deadline))
+            if self.remote
+            else []
+        )
+        commit = write_branch(self.repo, self.branch, self.remote, build, self.retry,
+                              doing="landing samples on", deadline=deadline)  # fmt: skip
+        for warning in parked:
             self._warn(warning)
         return AppendOutcome(
-            added=landing.added, already_present=landing.present, commit=landing.commit
+            added=edited[0].added, already_present=edited[0].present, commit=commit
         )
 
     @staticmethod
