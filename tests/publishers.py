@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from perfgate.baselines.store import BaselineStore, Sample, samples_from_result
+from perfgate.baselines.samples import Sample, samples_from_result
+from perfgate.baselines.store import BaselineStore
 from perfgate.git import git
 from tests.factories import make_result
 from tests.git_support import commit_all, empty_origin

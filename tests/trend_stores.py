@@ -16,7 +16,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from perfgate.baselines.evaluate import evaluate
-from perfgate.baselines.store import BaselineStore, samples_from_result
+from perfgate.baselines.samples import samples_from_result
+from perfgate.baselines.store import BaselineStore
 from perfgate.config import load_config
 from perfgate.git import git
 from perfgate.judge.calibration import BucketNoise, NoiseCalibration, write_calibration

@@ -14,11 +14,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from perfgate.baselines.acks import AcceptedLevel, accepted_levels, kept_runs, read_acks
-from perfgate.baselines.samples import Window, sample_path
-from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
+from perfgate.baselines.samples import Window, WindowKey, sample_path
+from perfgate.baselines.store import BaselineStore
 from perfgate.baselines.verify import hardware_partitions
 from perfgate.config import PRIMARY, Bucket, Config, Direction
 from perfgate.errors import GateMalfunction
+from perfgate.git import merge_base
 from perfgate.judge import confirm
 from perfgate.judge.bucket_policy import (
     fitted_window_depth,

@@ -28,9 +28,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from perfgate.baselines.pushing import commit_to_branch
 from perfgate.baselines.reseed import ReseedPlan, plan_buckets
 from perfgate.baselines.seed import runner_minutes
-from perfgate.baselines.store import BaselineStore, commit_to_branch
+from perfgate.baselines.store import BaselineStore
 from perfgate.baselines.verify import BucketReadiness, Readiness
 from perfgate.bounded import run_streaming
 from perfgate.config import Bucket, ImageRoll, ImageSpec

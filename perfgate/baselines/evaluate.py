@@ -7,8 +7,10 @@ from collections.abc import Sequence
 
 from perfgate.artifacts import UnreadableArtifact
 from perfgate.baselines.acks import accepted_levels, kept_runs, read_acks
-from perfgate.baselines.store import BaselineStore, WindowKey, merge_base
+from perfgate.baselines.samples import WindowKey
+from perfgate.baselines.store import BaselineStore
 from perfgate.config import PRIMARY, Bucket, Config
+from perfgate.git import merge_base
 from perfgate.judge.bucket_policy import (
     fitted_window_depth,
     window_run_limit,

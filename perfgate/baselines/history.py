@@ -14,15 +14,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfgate.baselines.samples import Sample, Window, WindowKey, sample_path, select_window
 from perfgate.baselines.seed import branch_tip
-from perfgate.baselines.store import (
-    BaselineStore,
-    Sample,
-    Window,
-    WindowKey,
-    sample_path,
-    select_window,
-)
+from perfgate.baselines.store import BaselineStore
 from perfgate.baselines.verify import BucketReadiness, classify, hardware_partitions
 from perfgate.config import Bucket
 from perfgate.git import git
@@ -218,7 +212,7 @@ def windows_before(runs: Sequence[Run], limit: int, most_runs: int | None = None
 
     The window of a run holds up to ``limit`` samples of the same experiment recorded
     before it, at its commit or at commits before it on the branch, chosen by the store's
-    own :func:`~perfgate.baselines.store.select_window`. Earlier runs come oldest commit
+    own :func:`~perfgate.baselines.samples.select_window`. Earlier runs come oldest commit
     first and, at one commit, in the order they ran, so the nearest are the last ones: only
     those are offered, until they hold ``limit`` samples or ``most_runs`` runs (a rule that
     judges with the nearest runs only needs those). Linear in history, not quadratic.

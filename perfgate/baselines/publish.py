@@ -20,14 +20,10 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from perfgate.baselines.reading import fetch_tip
+from perfgate.baselines.samples import Sample, sample_path, samples_from_result
 from perfgate.baselines.seed.plan import is_ancestor
-from perfgate.baselines.store import (
-    BaselineStore,
-    Sample,
-    fetch_tip,
-    sample_path,
-    samples_from_result,
-)
+from perfgate.baselines.store import BaselineStore
 from perfgate.config import PRIMARY, Config
 from perfgate.console import say
 from perfgate.context import RunContext

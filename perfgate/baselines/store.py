@@ -19,17 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.baselines.pushing import (
-    AUTHOR,
-    PushDeadline,
-    PushRefused,
     PushRetryPolicy,
     build_commit,
-    commit_to_branch,
     parked_batches,
     write_branch,
 )
 from perfgate.baselines.reading import (
-    ancestry,
     ancestry_ids,
     fetch_tip,
     list_archives,
@@ -44,18 +39,7 @@ from perfgate.baselines.runner_file import (
     runners_path,
     wanted_digests,
 )
-from perfgate.baselines.samples import (
-    SAMPLE_SCHEMA_VERSION,
-    Sample,
-    Window,
-    WindowEntry,
-    WindowIdentity,
-    WindowKey,
-    sample_path,
-    samples_from_result,
-    seed_sample_id,
-    select_window,
-)
+from perfgate.baselines.samples import Sample, Window, WindowKey
 from perfgate.baselines.segments import (
     RECENT_HORIZON,
     SEGMENT_LINES,
@@ -78,38 +62,9 @@ from perfgate.baselines.segments import (
 from perfgate.baselines.windows import FittedDepth, K, Outcome, choose_windows
 from perfgate.config import BaselinePolicy, Config
 from perfgate.errors import GateMalfunction
-from perfgate.git import git, merge_base, resolve, time_left, try_git
+from perfgate.git import git, resolve, time_left, try_git
 
-__all__ = [
-    "AUTHOR",
-    "RECENT_HORIZON",
-    "SAMPLE_SCHEMA_VERSION",
-    "SEGMENT_LINES",
-    "AppendOutcome",
-    "BaselineStore",
-    "PushDeadline",
-    "PushRefused",
-    "PushRetryPolicy",
-    "Sample",
-    "Window",
-    "WindowEntry",
-    "WindowIdentity",
-    "WindowKey",
-    "ancestry",
-    "archive_dir",
-    "commit_to_branch",
-    "fetch_tip",
-    "ids_path",
-    "index_path",
-    "list_archives",
-    "merge_base",
-    "open_store",
-    "resolve",
-    "sample_path",
-    "samples_from_result",
-    "seed_sample_id",
-    "select_window",
-]
+__all__ = ["NEAR_ANCESTRY", "AppendOutcome", "BaselineStore", "open_store"]
 
 # Commits of the merge base's history walked first: windows of buckets that run on one
 # push in a hundred still fill from them (the rest walk it all).

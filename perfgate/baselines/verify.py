@@ -16,8 +16,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from perfgate.baselines.reading import ancestry
+from perfgate.baselines.samples import Sample, WindowIdentity, sample_path
 from perfgate.baselines.seed import branch_tip
-from perfgate.baselines.store import BaselineStore, Sample, WindowIdentity, ancestry, sample_path
+from perfgate.baselines.store import BaselineStore
 from perfgate.config import PRIMARY, Bucket
 from perfgate.console import render_table
 from perfgate.errors import UsageError

@@ -77,7 +77,8 @@ def register(verbs: Verbs) -> None:
 def run(args: argparse.Namespace) -> int:
     """Choose the CI image (manifest hit, target-branch tag, build), or record an era."""
     from perfgate import context
-    from perfgate.baselines.store import commit_to_branch, open_store
+    from perfgate.baselines.pushing import commit_to_branch
+    from perfgate.baselines.store import open_store
     from perfgate.console import say, write_step_outputs
     from perfgate.run import image
 

@@ -380,7 +380,7 @@ def manifest_editor(
     keep_recorded: bool = False,
     force: str | None = None,
 ) -> Callable[[Path], bool]:
-    """An ``apply`` for store.commit_to_branch: add the era to the manifest in a work tree."""
+    """An ``apply`` for pushing.commit_to_branch: add the era to the manifest in a work tree."""
 
     def apply(tree: Path) -> bool:
         file = tree / path

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from perfgate.baselines.pushing import PushRetryPolicy
 from perfgate.baselines.runner_file import RUNNERS_VERSION
 from perfgate.baselines.samples import SAMPLE_SCHEMA_VERSION, Sample, samples_from_result
 from perfgate.baselines.segments import (
@@ -31,7 +32,7 @@ from perfgate.baselines.segments import (
     BucketFiles,
     append_to_bucket,
 )
-from perfgate.baselines.store import BaselineStore, PushRetryPolicy
+from perfgate.baselines.store import BaselineStore
 from perfgate.result import write_result
 from tests.factories import make_result
 

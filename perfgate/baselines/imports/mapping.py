@@ -21,17 +21,12 @@ from pathlib import Path
 
 from perfgate.baselines.imports.history import TRUSTED_SOURCE, History, HistoryRun
 from perfgate.baselines.publish import sample_check
+from perfgate.baselines.samples import Sample, WindowIdentity, sample_path
 from perfgate.baselines.seed.plan import branch_tip, is_ancestor
-from perfgate.baselines.store import (
-    AppendOutcome,
-    BaselineStore,
-    Sample,
-    WindowIdentity,
-    resolve,
-    sample_path,
-)
+from perfgate.baselines.store import AppendOutcome, BaselineStore
 from perfgate.config import Bucket, Config, Metric, OutputFormat
 from perfgate.errors import GateMalfunction, UsageError
+from perfgate.git import resolve
 from perfgate.identity import runtime_inputs, stable_hash
 from perfgate.run.drivers.adapters import Benchmark, SuiteError, figure
 from perfgate.run.drivers.adapters.units import convert

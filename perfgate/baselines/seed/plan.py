@@ -15,18 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from perfgate.baselines.store import (
-    BaselineStore,
-    Sample,
-    WindowIdentity,
-    fetch_tip,
-    resolve,
-    sample_path,
-    seed_sample_id,
-)
+from perfgate.baselines.reading import fetch_tip
+from perfgate.baselines.samples import Sample, WindowIdentity, sample_path, seed_sample_id
+from perfgate.baselines.store import BaselineStore
 from perfgate.config import DEFAULT_CONFIG, PRIMARY, Bucket, Config, load_config
 from perfgate.errors import ConfigError, GitError, UsageError
-from perfgate.git import git
+from perfgate.git import git, resolve
 from perfgate.run.launch import bucket_hashes
 
 K = TypeVar("K")

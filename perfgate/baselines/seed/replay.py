@@ -13,15 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from perfgate.baselines.samples import Sample, WindowIdentity, samples_from_result, seed_sample_id
 from perfgate.baselines.seed.plan import PlanEntry, SeedPlan, SeedTarget
 from perfgate.baselines.seed.records import RecordStatus, SeedRecord, present_records
-from perfgate.baselines.store import (
-    BaselineStore,
-    Sample,
-    WindowIdentity,
-    samples_from_result,
-    seed_sample_id,
-)
+from perfgate.baselines.store import BaselineStore
 from perfgate.config import AdmissionMode, AdmissionPolicy, ImageSpec
 from perfgate.context import RunContext
 from perfgate.result import Hardware, Result, SampleReading, write_result

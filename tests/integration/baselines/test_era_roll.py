@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from perfgate.baselines.store import BaselineStore, Sample
+from perfgate.baselines.samples import Sample
+from perfgate.baselines.store import BaselineStore
 from perfgate.cli import main
 from perfgate.config import load_config
 from perfgate.git import git

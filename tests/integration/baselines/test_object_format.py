@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.baselines.pushing import PushDeadline
-from perfgate.baselines.store import BaselineStore, PushRetryPolicy, commit_to_branch
+from perfgate.baselines.pushing import PushDeadline, PushRetryPolicy, commit_to_branch
+from perfgate.baselines.store import BaselineStore
 from perfgate.errors import GateMalfunction
 from perfgate.git import git
 from tests.git_support import commit_all

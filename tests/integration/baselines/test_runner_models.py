@@ -11,14 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from perfgate.baselines.pushing import PushRetryPolicy, commit_to_branch
 from perfgate.baselines.runner_file import parse_runner_file, runners_path
-from perfgate.baselines.store import (
-    BaselineStore,
-    PushRetryPolicy,
-    WindowKey,
-    commit_to_branch,
-    samples_from_result,
-)
+from perfgate.baselines.samples import WindowKey, samples_from_result
+from perfgate.baselines.store import BaselineStore
 from perfgate.git import git
 from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.runners import fit_runners, window_view

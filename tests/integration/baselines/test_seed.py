@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.baselines.store import BaselineStore, Sample, WindowKey, sample_path, select_window
+from perfgate.baselines.samples import Sample, WindowKey, sample_path, select_window
+from perfgate.baselines.store import BaselineStore
 from perfgate.git import git
 from perfgate.run.hardware import detect
 from tests.git_support import IDENTITY, commit_all, empty_origin

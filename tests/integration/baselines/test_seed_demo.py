@@ -15,7 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from perfgate.baselines.store import BaselineStore, WindowKey, sample_path
+from perfgate.baselines.samples import WindowKey, sample_path
+from perfgate.baselines.store import BaselineStore
 from perfgate.git import git
 from tests.git_support import IDENTITY, commit_all, empty_origin
 from tests.paths import ROOT

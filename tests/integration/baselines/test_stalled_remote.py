@@ -12,14 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from perfgate.baselines.pushing import PushDeadline, PushRetryPolicy, commit_to_branch
 from perfgate.baselines.reading import fetch_tip
-from perfgate.baselines.store import (
-    BaselineStore,
-    PushDeadline,
-    PushRetryPolicy,
-    commit_to_branch,
-    samples_from_result,
-)
+from perfgate.baselines.samples import samples_from_result
+from perfgate.baselines.store import BaselineStore
 from perfgate.errors import ExitCode, GateMalfunction
 from perfgate.git import git
 from tests.git_support import commit_all

@@ -14,22 +14,19 @@ import pytest
 
 from perfgate.baselines import store as store_module
 from perfgate.baselines import windows as windows_module
-from perfgate.baselines.reading import ancestry_ids
-from perfgate.baselines.store import (
-    BaselineStore,
-    PushRetryPolicy,
+from perfgate.baselines.pushing import PushRetryPolicy, commit_to_branch
+from perfgate.baselines.reading import ancestry, ancestry_ids
+from perfgate.baselines.samples import (
     Sample,
     Window,
     WindowKey,
-    ancestry,
-    commit_to_branch,
-    merge_base,
     sample_path,
     samples_from_result,
     select_window,
 )
+from perfgate.baselines.store import BaselineStore
 from perfgate.config import PRIMARY
-from perfgate.git import git
+from perfgate.git import git, merge_base
 from tests.factories import make_result, with_metric
 from tests.git_support import IDENTITY, commit_all, empty_origin
 from tests.publishers import origin_with_history, run_burst

@@ -9,13 +9,9 @@ from pathlib import Path
 import pytest
 
 from perfgate.baselines.evaluate import evaluate
+from perfgate.baselines.pushing import PushRetryPolicy, commit_to_branch
 from perfgate.baselines.reading import stream_blobs
-from perfgate.baselines.store import (
-    PushRetryPolicy,
-    commit_to_branch,
-    sample_path,
-    samples_from_result,
-)
+from perfgate.baselines.samples import sample_path, samples_from_result
 from perfgate.config import Config, load_config
 from perfgate.errors import GateMalfunction
 from perfgate.git import git

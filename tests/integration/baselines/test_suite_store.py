@@ -9,7 +9,8 @@ from pathlib import Path
 from textwrap import dedent
 
 from perfgate.baselines.evaluate import evaluate
-from perfgate.baselines.store import BaselineStore, samples_from_result
+from perfgate.baselines.samples import samples_from_result
+from perfgate.baselines.store import BaselineStore
 from perfgate.config import Direction, load_config
 from perfgate.git import git
 from perfgate.judge.verdicts import Verdict

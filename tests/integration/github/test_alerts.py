@@ -23,7 +23,8 @@ import pytest
 from perfgate import cli
 from perfgate.baselines.confirm import WindowConfirmer
 from perfgate.baselines.evaluate import evaluate
-from perfgate.baselines.store import BaselineStore, samples_from_result
+from perfgate.baselines.samples import samples_from_result
+from perfgate.baselines.store import BaselineStore
 from perfgate.config import PRIMARY, Config, load_config
 from perfgate.git import git
 from perfgate.github.alerts import ACCEPTED_LABEL, LABEL, read_state

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.baselines.store import BaselineStore, samples_from_result
+from perfgate.baselines.samples import samples_from_result
+from perfgate.baselines.store import BaselineStore
 from perfgate.cli import main
 from perfgate.git import git
 from perfgate.result import write_result

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
-from perfgate.baselines.store import BaselineStore, sample_path
+from perfgate.baselines.samples import sample_path
+from perfgate.baselines.store import BaselineStore
 from perfgate.cli import main
 from perfgate.config import Bucket, load_config
 from perfgate.context import RunContext

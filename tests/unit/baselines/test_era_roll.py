@@ -19,7 +19,7 @@ from perfgate.baselines.era_roll import (
     seed_key_for,
 )
 from perfgate.baselines.reseed import ReseedBucket, ReseedPlan
-from perfgate.baselines.store import Sample
+from perfgate.baselines.samples import Sample
 from perfgate.baselines.verify import BucketReadiness, Readiness, classify
 from perfgate.config import ROLL_PLACEHOLDERS, Bucket, ImageBuild, ImageRoll, ImageSpec, load_config
 from perfgate.errors import ConfigError, UsageError

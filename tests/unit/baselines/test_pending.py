@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from perfgate.baselines.publish import read_pending
-from perfgate.baselines.store import samples_from_result
+from perfgate.baselines.samples import samples_from_result
 from tests.factories import make_result
 
 

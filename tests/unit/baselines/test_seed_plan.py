@@ -16,6 +16,7 @@ from perfgate.baselines.reseed import (
     plan_buckets,
     plan_from_report,
 )
+from perfgate.baselines.samples import Sample, WindowIdentity, samples_from_result, seed_sample_id
 from perfgate.baselines.seed import (
     PlanEntry,
     SeedOptions,
@@ -29,7 +30,6 @@ from perfgate.baselines.seed import (
     runner_minutes,
     select_buckets,
 )
-from perfgate.baselines.store import Sample, WindowIdentity, samples_from_result, seed_sample_id
 from perfgate.baselines.verify import Readiness, classify
 from perfgate.config import Bucket, Config, GatePolicy, Metric
 from perfgate.errors import ConfigError, UsageError

@@ -10,7 +10,7 @@ import json
 from dataclasses import replace
 
 from perfgate.baselines.history import BranchCommit, Run, Series
-from perfgate.baselines.store import samples_from_result
+from perfgate.baselines.samples import samples_from_result
 from perfgate.baselines.verify import BucketReadiness, Readiness
 from perfgate.config import load_config
 from perfgate.report.rule import JudgedRun
