@@ -32,7 +32,7 @@ import math
 import operator
 import re
 import sys
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, NamedTuple, TypeVar
@@ -56,23 +56,39 @@ from perfgate.baselines.segments import (
 )
 from perfgate.judge.runners import RunnerModel
 
-# (distance, timestamp, segment, line number, commit, indexed): a line that may make a
-# window. ``indexed`` is the entry as the index gives it; None when the line must be parsed.
-Candidate = tuple[int, bytes, str, int, bytes, WindowEntry | None]
+
+class Candidate(NamedTuple):
+    """A line that may make a window; (distance, stamp) names its run."""
+
+    distance: int
+    stamp: bytes
+    segment: str
+    number: int  # the line's number in its segment, from 1
+    commit: bytes
+    # The entry as the index gives it; None when the line must be parsed.
+    indexed: WindowEntry | None
 
 
-class _Reach(dict[bytes, int]):
+# A candidate as the ranking loops build it, once per matching line: a plain tuple in
+# Candidate's field order (a NamedTuple's constructor made ranking measurably slower),
+# read through the accessors ``_distance`` and ``_run``; made a Candidate once kept.
+_Line = tuple[int, bytes, str, int, bytes, WindowEntry | None]
+
+
+class _Reach:
     """Each walked commit's distance from the merge base. Once the walk is complete any
     other commit is no ancestor (``_FAR``); while it is partial, any other commit may lie
-    just past it, so each gets a distance of its own from ``beyond`` on, in the order
-    first looked up: a window holding one of those is unsettled (see ``choose_windows``)."""
+    just past it, so :meth:`distance` gives each a distance of its own from ``beyond`` on,
+    in the order first asked for: a window holding one of those is unsettled (see
+    ``choose_windows``)."""
 
     def __init__(self, walked: Mapping[bytes, int], complete: bool):
-        super().__init__(walked)
         self.complete = complete
         self.beyond = _FAR if complete else max(walked.values(), default=-1) + 1
         self._next = self.beyond
         self._walked = walked
+        # The walk's distances, and on a partial walk those given to unwalked commits.
+        self._known = dict(walked)
 
     @functools.cached_property
     def nearest_walked(self) -> list[tuple[int, list[bytes]]]:
@@ -82,19 +98,26 @@ class _Reach(dict[bytes, int]):
         return [(distance, [commit for commit, _ in group])
                 for distance, group in itertools.islice(groups, PROBES + 1)]  # fmt: skip
 
-    def __missing__(self, commit: bytes) -> int:
-        if self.complete:
-            return _FAR
-        # Commits differ: two of them must never be taken for one run (distance, time).
-        self[commit] = found = self._next
-        self._next += 1
+    def distance(self, commit: bytes) -> int:
+        """``commit``'s distance from the merge base (``_FAR``: no ancestor).
+
+        On a partial walk, a commit the walk did not reach is assigned the next fresh
+        distance (from ``beyond`` on) the first time it is asked for, and keeps it: commits
+        differ, so two of them must never be taken for one run (distance, time).
+        """
+        found = self._known.get(commit)
+        if found is None:
+            if self.complete:
+                return _FAR
+            self._known[commit] = found = self._next
+            self._next += 1
         return found
 
     def of(self, commits: Iterable[bytes]) -> list[int]:
-        """The distance of each of ``commits``."""
+        """The distance of each of ``commits``, assigned as :meth:`distance` does."""
         if self.complete:
-            return list(map(self.get, commits, itertools.repeat(_FAR)))
-        return list(map(self.__getitem__, commits))
+            return list(map(self._known.get, commits, itertools.repeat(_FAR)))
+        return list(map(self.distance, commits))
 
 
 class FittedDepth(NamedTuple):
@@ -121,7 +144,11 @@ _NOT_A_SAMPLE = CORRUPT.encode() + b" "
 _COMMIT, _TIMESTAMP = b'"commit":"', b'"timestamp":"'
 # The distance of a line whose commit is no ancestor (or that is no sample): past all.
 _FAR = sys.maxsize
-_distance, _second = operator.itemgetter(0), operator.itemgetter(1)
+_second = operator.itemgetter(1)
+# A candidate's (or a line's) distance, its run (distance and timestamp), its timestamp.
+_distance, _run, _stamp = operator.itemgetter(0), operator.itemgetter(0, 1), operator.itemgetter(1)
+# A line made a Candidate, without a call of NamedTuple's constructor (the fields are in order).
+_kept: Callable[[_Line], Candidate] = functools.partial(tuple.__new__, Candidate)
 
 
 class _Index:
@@ -275,24 +302,26 @@ class _Selection:
             self.fitted = model
             self.limit, self.max_runs = self.fitted_depth
 
-    @property
-    def wants_more(self) -> bool:
-        """True until the horizon is looked at and the window can be filled.
+    def record_reach(self, window: Sequence[Candidate]) -> None:
+        """Record in ``reached_past`` whether ``window`` (as it stands when deciding what to
+        read next) holds a commit past a partial walk: its length sets how much is read, so
+        the whole walk may read otherwise."""
+        self.reached_past |= bool(window) and window[-1].distance >= self.beyond
+
+    def wants_more(self, window: Sequence[Candidate], full: bool) -> bool:
+        """True until the horizon is looked at and ``window`` (as it stands) is ``full``.
 
         The horizon is ten windows' worth of lines: of ``limit`` lines each, or of the
         lines the window holds when it counts runs (runs of one sample fill it early).
         """
-        window, full = self.window()
-        # Its length sets how much is read: past the walk, the whole walk may read otherwise.
-        self.reached_past |= bool(window) and window[-1][0] >= self.beyond
         lines = self.limit if self.max_runs is None else len(window)
         return self.scanned < max(self.horizon, 10 * lines) or not full
 
     def window(self) -> tuple[list[Candidate], bool]:
         """The candidates the window would hold now, in order, and whether it is full."""
-        return _window_of(self.ordered(), lambda c: c[:2], self.limit, self.max_runs)
+        return _window_of(self.ordered(), _run, self.limit, self.max_runs)
 
-    def offer(self, candidates: Iterable[Candidate]) -> None:
+    def offer(self, candidates: Iterable[_Line]) -> None:
         """Keep the candidates (nearest first) that can still be in the window.
 
         Every candidate farther than the one that fills the window is ranked after a whole
@@ -301,19 +330,19 @@ class _Selection:
         # Most windows are chosen from their live segment alone: nothing kept to merge with.
         merged = heapq.merge(candidates, self.kept, key=_distance) if self.kept else candidates
         if self.keep_all:
-            self.kept = list(merged)
+            self.kept = list(map(_kept, merged))
             return
         kept: list[Candidate] = []
         runs: set[tuple[int, bytes]] = set()
         reach = _FAR
         for candidate in merged:
-            if candidate[0] > reach:
+            if _distance(candidate) > reach:
                 self.pruned = True
                 break
-            kept.append(candidate)
-            runs.add(candidate[:2])
+            kept.append(_kept(candidate))
+            runs.add(_run(candidate))
             if reach == _FAR and (len(kept) >= self.limit or len(runs) == self.max_runs):
-                reach = candidate[0]
+                reach = _distance(candidate)
         self.kept = kept
 
     def feed_index(self, path: str, index: _Index) -> None:
@@ -324,7 +353,7 @@ class _Selection:
             self.suspects += [(path, number) for number, line in enumerate(index.lines, 1)
                               if line.startswith(_NOT_A_SAMPLE)]  # fmt: skip
 
-    def _from_index(self, path: str, index: _Index) -> Iterator[Candidate]:
+    def _from_index(self, path: str, index: _Index) -> Iterator[_Line]:
         """The index's lines that match this window, nearest first, split as they are asked."""
         for distance, number, line in index.nearest():
             fields = line.split(b" ")
@@ -346,7 +375,8 @@ class _Selection:
         if lines[-1] == b"":
             lines.pop()
         self.scanned += len(lines)
-        candidates: list[Candidate] = []
+        distance = reach.distance
+        candidates: list[_Line] = []
         for number, line in enumerate(lines, 1):
             if launch not in line:
                 if line.strip() and not _looks_like_sample(line):
@@ -356,7 +386,7 @@ class _Selection:
             if commit is None or stamp is None:
                 self.suspects.append((path, number))
                 continue
-            where = reach[commit]
+            where = distance(commit)
             if (
                 where != _FAR
                 and runtime in line
@@ -368,13 +398,13 @@ class _Selection:
         candidates.sort(key=_distance)
         self.offer(candidates)
         # The segment goes once ranked: keep the lines that must still be parsed.
-        wanted = {c[3] for c in self.kept if c[2] == path}
+        wanted = {c.number for c in self.kept if c.segment == path}
         wanted.update(number for where, number in self.suspects if where == path)
         self.lines.update({(path, n): lines[n - 1] for n in wanted})
 
     def ordered(self) -> list[Candidate]:
         """Kept candidates in window order: nearest first, newest first, then as stored."""
-        ranked = sorted(self.kept, key=lambda c: c[1], reverse=True)
+        ranked = sorted(self.kept, key=_stamp, reverse=True)
         ranked.sort(key=_distance)
         return ranked
 
@@ -503,7 +533,9 @@ def _rank(
         unsettled = []
         for selection in pending:
             path = selection.queue.pop(0)
-            if not selection.wants_more:
+            window, full = selection.window()
+            selection.record_reach(window)
+            if not selection.wants_more(window, full):
                 selection.queue = []
             elif path == selection.key.path:
                 # Only a bucket whose live segment did not settle its window reads archives.
@@ -561,7 +593,7 @@ def _pick(
             picked.unsettled.add(bucket)
         picked.windows[bucket] = Window(entries=tuple(e for _, e in chosen),
                                         fitted=selection.fitted)  # fmt: skip
-        places = [*selection.suspects, *((c[2], c[3]) for c in selection.kept)]
+        places = [*selection.suspects, *((c.segment, c.number) for c in selection.kept)]
         found = (parsed.get(where) for where in places)
         picked.warned[bucket] = tuple(dict.fromkeys(o for o in found if isinstance(o, str)))
     return picked
@@ -575,14 +607,13 @@ def _readable(
     """The kept candidates as window entries (with their distance), in window order; those
     that turned out unreadable or another experiment's go to ``dropped``."""
     for candidate in selection.ordered():
-        distance, _, path, number, _, indexed = candidate
-        if indexed is not None:
+        if candidate.indexed is not None:
             # From an index naming this very blob: the writer validated the line.
-            yield distance, indexed
+            yield candidate.distance, candidate.indexed
             continue
-        sample = parsed.get((path, number))
+        sample = parsed.get((candidate.segment, candidate.number))
         if isinstance(sample, Sample) and selection.key.matches(sample):
-            yield distance, WindowEntry.of(sample)
+            yield candidate.distance, WindowEntry.of(sample)
         else:
             dropped.append(candidate)
 
