@@ -204,7 +204,7 @@ def _policy(bucket: Bucket, config: Config, hardware: str) -> CalibratedPolicy:
     if isinstance(policy, CalibratedPolicy):
         return policy
     return CalibratedPolicy(
-        min_drop_pct=policy.min_block_regression_pct, noise_floor_pct=policy.noise_floor_pct
+        min_drop_pct=policy.min_drop_pct, noise_floor_pct=policy.noise_floor_pct
     )
 
 

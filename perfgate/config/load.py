@@ -60,9 +60,9 @@ _DEFAULT_SETTINGS: dict[str, Any] = {
     "baseline_epoch": 1,
     "paths": [],
     "keep_env": [],
-    "repeats": 2,
-    "max_repeats": 10,
-    "max_pairs": 16,
+    "repeats": Bucket.repeats,
+    "max_repeats": Bucket.max_repeats,
+    "max_pairs": Bucket.max_pairs,
 }
 
 

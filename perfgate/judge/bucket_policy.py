@@ -88,14 +88,13 @@ def policy_for(
         return ReferencePolicy(
             k_warn=oracle.k_warn,
             k_block=oracle.k_block,
-            min_block_regression_pct=min_drop,
+            min_drop_pct=min_drop,
             noise_floor_pct=floor,
             min_samples=window.min_samples,
             max_samples=window.max_samples,
         )
-    gating = sum(1 for m in bucket.all_metrics if m.gates)
     return CalibratedPolicy(
-        false_alarm_rate=gate.false_alarm_rate / max(1, gating),
+        false_alarm_rate=_split_rate(bucket, gate),
         min_drop_pct=min_drop,
         history_runs=window.history_runs,
         noise_floor_pct=floor,
@@ -118,18 +117,19 @@ def paired_policy_for(
     between the minimum and the drop that matters for this PR (``confirm_drop_for``).
     """
     rule = policy_for(bucket, gate, hardware, metric)
-    if isinstance(rule, ReferencePolicy):
-        rate = gate.false_alarm_rate / max(1, sum(1 for m in bucket.all_metrics if m.gates))
-        min_drop, floor = rule.min_block_regression_pct, rule.noise_floor_pct
-    else:
-        rate, min_drop, floor = rule.false_alarm_rate, rule.min_drop_pct, rule.noise_floor_pct
+    min_drop = rule.min_drop_pct
     return PairedPolicy(
-        false_alarm_rate=rate,
+        false_alarm_rate=_split_rate(bucket, gate),
         min_drop_pct=min_drop,
         clear_drop_pct=clear_drop(min_drop, confirm_drop_for(gate, min_drop)),
-        noise_floor_pct=floor,
+        noise_floor_pct=rule.noise_floor_pct,
         max_pairs=bucket.max_pairs,
     )
+
+
+def _split_rate(bucket: Bucket, gate: GatePolicy) -> float:
+    """The false-alarm rate of one metric: the gate's, split between the metrics that gate."""
+    return gate.false_alarm_rate / max(1, sum(1 for m in bucket.all_metrics if m.gates))
 
 
 def confirm_drop_for(gate: GatePolicy, min_drop_pct: float) -> float:

@@ -233,12 +233,7 @@ class Confirmer:
         bucket = bucket.selecting(result.metrics)
         metric = next(m for m in bucket.all_metrics if m.name == name)
         policy = policy_for(bucket, self.config.gate, result.hardware.slug, metric)
-        minimum = (
-            policy.min_drop_pct
-            if isinstance(policy, CalibratedPolicy)
-            else policy.min_block_regression_pct
-        )
-        return confirm_drop_for(self.config.gate, minimum)
+        return confirm_drop_for(self.config.gate, policy.min_drop_pct)
 
     def decisions(
         self, bucket: Bucket, result: Result, *, final: bool

@@ -96,18 +96,19 @@ class GateReport:
     headlines: tuple[str, ...]
     description: str
     exit_code: int
-    min_samples: int
     # gate.always_pass: the exit code is 0 whatever the verdict (R8's explicit opt-in).
-    always_pass: bool = False
-    max_samples: int = 20
+    always_pass: bool
     # The rule every bucket was judged with (gate.policy) and the settings a reader needs
-    # to read its verdicts: the false-alarm rate, the minimum drop, the window's runs.
-    policy: PolicyName = PolicyName.CALIBRATED
-    false_alarm_rate: float = 0.001
-    min_drop_pct: float = 3.0
-    max_runs: int = 20
+    # to read its verdicts: the window's samples and runs, the false-alarm rate, the minimum
+    # drop; all are the config's (``evaluate``).
+    min_samples: int
+    max_samples: int
+    policy: PolicyName
+    false_alarm_rate: float
+    min_drop_pct: float
+    max_runs: int
     # How a suspicious run is confirmed before it may block (gate.confirm).
-    confirm: ConfirmMode = ConfirmMode.PAIRED
+    confirm: ConfirmMode
     baseline_tip: str | None = None
     # Which baseline branch was read: "origin/perf-baselines" or "perf-baselines (local)".
     baseline_source: str | None = None

@@ -32,7 +32,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from perfgate.config import Direction
+from perfgate.config import Bucket, Direction, GatePolicy, OraclePolicy
 from perfgate.judge.goodness import (
     effect_text,
     from_g,
@@ -51,16 +51,17 @@ OUTLIER = 4.0
 
 @dataclass(frozen=True, kw_only=True)
 class PairedPolicy:
-    """The paired test's settings: the gate's false-alarm rate and minimum drop, the budget."""
+    """The paired test's settings: the gate's false-alarm rate and minimum drop, the budget
+    (built from the config by ``judge.bucket_policy.paired_policy_for``)."""
 
-    false_alarm_rate: float = 0.001  # P(BLOCK | unchanged code) per bucket run
-    min_drop_pct: float = 3.0
-    noise_floor_pct: float = 0.0  # per-sample noise is never taken below this
+    false_alarm_rate: float = GatePolicy.false_alarm_rate  # P(BLOCK | unchanged) per bucket run
+    min_drop_pct: float = OraclePolicy.min_block_regression_pct
+    noise_floor_pct: float = OraclePolicy.noise_floor_pct  # sample noise never taken below this
     # Stop once a drop this large is ruled out (None: min_drop_pct). Pairs are started for
     # drops that matter for this PR; a smaller one is left to post-merge detection.
     clear_drop_pct: float | None = None
     min_pairs: int = 3  # never BLOCK or clear on fewer pairs
-    max_pairs: int = 16
+    max_pairs: int = Bucket.max_pairs
     clear_rate: float = 0.05  # one-sided: how sure "no blocking drop" must be to stop early
     last_look_share: float = 0.5  # of the false-alarm rate, spent at the last look
     confidence: float = 0.95  # two-sided level of the reported interval

@@ -4,23 +4,28 @@
 * ``CalibratedPolicy`` (the default): a robust, sigma-consistent test between the window
   and the run's samples (``judge.window`` analyses the window, ``judge.calibrated`` judges
   the run against it).
+
+A setting perfgate.yaml has defaults to the config's (``judge.bucket_policy`` builds both).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from perfgate.config import BaselinePolicy, Bucket, GatePolicy, OraclePolicy
+
 
 @dataclass(frozen=True, kw_only=True)
 class ReferencePolicy:
     """The seed's constants (``gate.policy: reference``), reproduced exactly."""
 
-    k_warn: float = 2.5
-    k_block: float = 4.0
-    min_block_regression_pct: float = 3.0
-    noise_floor_pct: float = 0.0
-    min_samples: int = 5
-    max_samples: int = 20
+    k_warn: float = OraclePolicy.k_warn
+    k_block: float = OraclePolicy.k_block
+    # The smallest regression that may BLOCK (gate.oracle.min_block_regression_pct).
+    min_drop_pct: float = OraclePolicy.min_block_regression_pct
+    noise_floor_pct: float = OraclePolicy.noise_floor_pct
+    min_samples: int = BaselinePolicy.min_samples
+    max_samples: int = BaselinePolicy.max_samples
 
     @property
     def name(self) -> str:
@@ -32,15 +37,16 @@ class ReferencePolicy:
 class CalibratedPolicy:
     """The calibrated rule (``gate.policy: calibrated``, the default)."""
 
-    false_alarm_rate: float = 0.001  # P(BLOCK | unchanged code) per bucket-run
-    min_drop_pct: float = 3.0  # smallest regression worth a BLOCK (and an IMPROVED)
-    history_runs: int = 200  # runs of history runner offsets are learned from (0: none)
-    noise_floor_pct: float = 0.0  # per-sample noise is never taken below this
-    min_samples: int = 5  # window samples needed to judge at all (R4)
-    min_runs: int = 3  # window runs needed to judge at all
-    max_runs: int = 20  # nearest runs considered (all their samples)
-    initial_repeats: int = 2  # samples every run takes
-    max_repeats: int = 10  # budget when the first samples are suspicious
+    false_alarm_rate: float = GatePolicy.false_alarm_rate  # P(BLOCK | unchanged) per bucket-run
+    # The smallest regression worth a BLOCK (and gain an IMPROVED).
+    min_drop_pct: float = OraclePolicy.min_block_regression_pct
+    history_runs: int = BaselinePolicy.history_runs  # runner offsets learned from (0: none)
+    noise_floor_pct: float = OraclePolicy.noise_floor_pct  # sample noise never taken below
+    min_samples: int = BaselinePolicy.min_samples  # window samples needed to judge (R4)
+    min_runs: int = BaselinePolicy.min_runs  # window runs needed to judge at all
+    max_runs: int = BaselinePolicy.max_runs  # nearest runs considered (all their samples)
+    initial_repeats: int = Bucket.repeats  # samples every run takes
+    max_repeats: int = Bucket.max_repeats  # budget when the first samples are suspicious
     min_block_samples: int = 3  # never BLOCK on fewer run samples (heavy tails, flukes)
     rank_rate: float = 0.005  # distribution-free cap on the false-alarm rate (rank test)
     last_look_share: float = 0.5  # of both rates, spent at the last look (see look_share)
@@ -49,7 +55,7 @@ class CalibratedPolicy:
     shift_rate: float = 0.002  # false level-shift rate per window
     run_noise_rate: float = 0.05  # pre-test level for noise shared by a run's samples
     min_run_noise: float = 0.35  # ... assumed at least this fraction of the sample noise
-    run_noise_floor_pct: float = 0.0  # ... and at least this % (a shared machine's drift)
+    run_noise_floor_pct: float = OraclePolicy.run_noise_floor_pct  # ... and this % (drift)
     min_shift_pct: float = 1.5  # smaller steps are left to the robust estimators
     min_post_shift_samples: int = 3  # samples after a shift needed to judge against it
     mode_separation: float = 6.0  # modes must be this many sigma apart (+ 15/n)

@@ -58,14 +58,14 @@ def reference_decide(
     if len(flat) < policy.min_samples:
         verdict, reason = Verdict.WARN, Reason.INSUFFICIENT_WINDOW
         detail = f"only {len(flat)} of {policy.min_samples} baseline samples; cannot judge yet"
-    elif past(value, block_line, direction) and regression_pct >= policy.min_block_regression_pct:
+    elif past(value, block_line, direction) and regression_pct >= policy.min_drop_pct:
         verdict, reason = Verdict.BLOCK, Reason.ROLLING_WINDOW
         detail = f"regression {change}, past the block line"
     elif past(value, block_line, direction):
         verdict, reason = Verdict.WARN, Reason.BELOW_BLOCK_INSIDE_REGRESSION_FLOOR
         detail = (
             f"past the block line but {change} is under the "
-            f"{policy.min_block_regression_pct:g}% minimum for a block"
+            f"{policy.min_drop_pct:g}% minimum for a block"
         )
     elif past(value, warn_line, direction):
         verdict, reason = Verdict.WARN, Reason.ROLLING_WINDOW

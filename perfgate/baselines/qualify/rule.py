@@ -137,11 +137,11 @@ def reference_rule_figures(
     figures = partial(_figures, policy, direction=direction, power=power, false_alarm_rate=None)
     if decision.threshold_pct is None or decision.noise_pct is None:
         return figures(None, None, detail=decision.detail)
-    band = max(abs(decision.threshold_pct), policy.min_block_regression_pct)
+    band = max(abs(decision.threshold_pct), policy.min_drop_pct)
     # One figure per run: its error is the window's noise, made sigma-consistent (the
     # rule's noise is the unscaled MAD, about 0.67 sigma).
     se = math.log1p(MAD_TO_SIGMA * decision.noise_pct / 100.0)
-    floor = policy.min_block_regression_pct
+    floor = policy.min_drop_pct
     return figures(band, se, detail=f"median - {policy.k_block:g} x MAD, at least {floor:g} %")
 
 

@@ -335,7 +335,7 @@ class PlanRequest:
     seed_key: str = DEFAULT_SEED_KEY
     hardware: str
     override: Config | None = None
-    min_samples: int = 5
+    min_samples: int  # gate.baseline.min_samples of the config
 
 
 def build_plan(repo: Path, request: PlanRequest, store: BaselineStore | None) -> SeedPlan:

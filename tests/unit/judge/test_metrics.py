@@ -255,7 +255,7 @@ def test_a_metric_noise_floor_is_its_own_and_hardware_floors_stay_the_primarys(
     assert policy_for(bucket, gate, "cpu-x", by_name["startup_s"]).noise_floor_pct == 0.0
     reference = GatePolicy(policy=PolicyName.REFERENCE)
     judged = policy_for(bucket, reference, "cpu-x", by_name["startup_s"])
-    assert isinstance(judged, ReferencePolicy) and judged.min_block_regression_pct == 10.0
+    assert isinstance(judged, ReferencePolicy) and judged.min_drop_pct == 10.0
 
 
 def paired_config(tmp_path: Path) -> Config:

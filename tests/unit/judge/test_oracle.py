@@ -31,7 +31,7 @@ from perfgate.result import FailurePhase, SampleReading, StaleImage
 from tests.factories import make_result
 from tests.paths import ROOT
 
-REFERENCE = ReferencePolicy(k_warn=2.5, k_block=4.0, min_block_regression_pct=3.0)
+REFERENCE = ReferencePolicy(k_warn=2.5, k_block=4.0, min_drop_pct=3.0)
 CALIBRATED = CalibratedPolicy()
 # median 100, MAD 1 -> warn line 97.5, block line 96.0 (reference policy)
 WINDOW = [99.0, 100.0, 101.0, 100.0, 99.0, 101.0, 100.0]
