@@ -12,7 +12,7 @@ titles, and the runner minutes a bisection of them would cost at most.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any
 
@@ -149,14 +149,14 @@ def declared(bucket: Bucket, name: str) -> Metric | None:
 
 
 def alert_policy(config: Config, bucket: Bucket, metric: str) -> AlertPolicy:
-    """The rule for one series: perfgate.yaml's ``alerts``, the metric's minimum drop."""
+    """The rule for one series: perfgate.yaml's ``alerts`` (each of the rule's settings),
+    the metric's minimum drop."""
     declaration = declared(bucket, metric)
     own = declaration.min_drop_pct if declaration is not None else None
-    return AlertPolicy(
-        false_alert_rate=config.alerts.false_alert_rate,
-        confirm_runs=config.alerts.confirm_runs,
-        min_drop_pct=own if own is not None else config.gate.oracle.min_block_regression_pct,
-    )
+    minimum = own if own is not None else config.gate.oracle.min_block_regression_pct
+    spec = config.alerts
+    names = (f.name for f in fields(AlertPolicy) if f.name != "min_drop_pct")
+    return AlertPolicy(min_drop_pct=minimum, **{name: getattr(spec, name) for name in names})
 
 
 def first_parent(repo_history: History) -> frozenset[str]:

@@ -17,7 +17,7 @@ from typing import Any
 from perfgate.config.bucket import argv_of
 from perfgate.config.image import IMAGE_PLACEHOLDERS, PER_COMMIT_PLACEHOLDERS, ROLL_PLACEHOLDERS
 from perfgate.config.messages import fail, kind, short
-from perfgate.config.policy import GatePolicy, OraclePolicy, QualifyPolicy
+from perfgate.config.policy import AlertsSpec, GatePolicy, OraclePolicy, QualifyPolicy
 from perfgate.yamlfile import KeyPath, YamlDocument, format_key_path
 
 #: GitHub runs at most 256 jobs from one matrix; the bench job has one per bucket.
@@ -322,6 +322,18 @@ def check_qualify(document: YamlDocument, policy: QualifyPolicy) -> None:
             "each allocation lands on one runner, so the pool could never qualify; raise "
             "allocations or lower min_runners",
         )
+
+
+def check_alerts(document: YamlDocument, alerts: AlertsSpec) -> None:
+    """A level can be fitted: min_level_runs <= min_runs <= window_runs (R18)."""
+    for low, high in (("min_level_runs", "min_runs"), ("min_runs", "window_runs")):
+        if getattr(alerts, low) > getattr(alerts, high):
+            fail(
+                document,
+                ("alerts", low),
+                f"{low} ({getattr(alerts, low)}) exceeds {high} ({getattr(alerts, high)}), so "
+                f"no level could ever be fitted and nothing alerted; raise {high} or lower {low}",
+            )
 
 
 def check_perfgate_source(document: YamlDocument, source: str | None) -> None:

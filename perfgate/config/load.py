@@ -12,6 +12,7 @@ from typing import Any
 
 from perfgate.config.bucket import Bucket, argv_of
 from perfgate.config.checks import (
+    check_alerts,
     check_bucket_count,
     check_gate,
     check_gate_block,
@@ -102,6 +103,8 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
     check_qualify(document, qualify)
     if "image" in data:
         check_image(document, data["image"])
+    alerts = AlertsSpec(**data.get("alerts", {}))
+    check_alerts(document, alerts)
     source = data.get("workflows", {}).get("perfgate_source")
     check_perfgate_source(document, source)
     return Config(
@@ -118,7 +121,7 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
         report=ReportSpec(**data.get("report", {})),
         notices=(*_deprecations(document, gate), *opted_in_notices(buckets)),
         admission=_admission_policy(data.get("admission", {})),
-        alerts=AlertsSpec(**data.get("alerts", {})),
+        alerts=alerts,
     )
 
 

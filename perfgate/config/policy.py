@@ -233,12 +233,31 @@ class ReportSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class AlertsSpec:
-    """The ``alerts`` block: post-merge regression alerts on protected branches (R18)."""
+    """The ``alerts`` block: post-merge regression alerts on protected branches (R18).
+
+    The rule's settings (``judge.alerts``, which says how each is used) come first; the
+    smallest change alerted is not one of them: it is the metric's minimum drop.
+    """
 
     # The chance that unchanged code is alerted as a regression, per bucket-push.
     false_alert_rate: float = 0.001
-    # Pushes at the new level, the change's own included, before a regression is alerted.
+    # Pushes at the new level, the change's own included, before a regression is alerted:
+    # the runs since a candidate change that are tested, at each push.
     confirm_runs: int = 3
+    # Runs before a change that make its level: the nearest ones, back to this many.
+    window_runs: int = 100
+    # The level needs this many runs in all, and this many since its segment started.
+    min_runs: int = 10
+    min_level_runs: int = 3
+    # The rank line's own rate: a distribution-free cap on false alerts, whatever the
+    # noise of whole runs (the t line holds the rate for near-normal run noise).
+    rank_rate: float = 0.005
+    # Every run since a change must be at least this many of its noise past the level.
+    persist_z: float = 1.0
+    # A regression is recovered when the level is back within this share of the minimum.
+    recovered_share: float = 0.5
+    # Two-sided level of the interval an alert reports.
+    confidence: float = 0.95
     # A suspect range is bisected only when the bisection's runner-minute bound is within
     # this (0: never).
     bisect_max_minutes: float = 600.0

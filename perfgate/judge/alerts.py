@@ -55,7 +55,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from perfgate.config import Direction
+from perfgate.config import AlertsSpec, Direction, OraclePolicy
 from perfgate.judge.goodness import effect_text, from_g, g_of_regression, pct_of_g, to_g
 from perfgate.judge.numerics import (
     huber_location,
@@ -80,28 +80,20 @@ class ChangeKind(StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class AlertPolicy:
-    """The rule's settings (perfgate.yaml ``alerts``; the minimum drop is the metric's)."""
+    """The rule's settings: perfgate.yaml's ``alerts`` (``AlertsSpec`` says what each is),
+    and the metric's minimum drop (``baselines.alerting.alert_policy`` builds it)."""
 
-    # P(a regression is alerted | unchanged code), per bucket-push.
-    false_alert_rate: float = 0.001
+    false_alert_rate: float = AlertsSpec.false_alert_rate
     # The smallest change alerted (or recorded as an improvement): the gate's minimum drop.
-    min_drop_pct: float = 3.0
-    # Runs at the new level, the change's own included, before it is alerted: the runs
-    # since a candidate change that are tested, at each push.
-    confirm_runs: int = 3
-    # Runs before a change that make its level: the nearest ones, back to this many.
-    window_runs: int = 100
-    # The level needs this many runs in all, and this many since its segment started.
-    min_runs: int = 10
-    min_level_runs: int = 3
-    # The rank line's own rate: a distribution-free cap on false alerts, whatever the
-    # noise of whole runs (the t line holds the rate for near-normal run noise).
-    rank_rate: float = 0.005
-    # Every run since a change must be at least this many of its noise past the level.
-    persist_z: float = 1.0
-    # A regression is recovered when the level is back within this share of the minimum.
-    recovered_share: float = 0.5
-    confidence: float = 0.95
+    min_drop_pct: float = OraclePolicy.min_block_regression_pct
+    confirm_runs: int = AlertsSpec.confirm_runs
+    window_runs: int = AlertsSpec.window_runs
+    min_runs: int = AlertsSpec.min_runs
+    min_level_runs: int = AlertsSpec.min_level_runs
+    rank_rate: float = AlertsSpec.rank_rate
+    persist_z: float = AlertsSpec.persist_z
+    recovered_share: float = AlertsSpec.recovered_share
+    confidence: float = AlertsSpec.confidence
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -683,7 +683,9 @@ BAD_CONFIGS = [
         "version: 1\nalerts:\n  push_samples: 4\n" + VALID_BUCKET,
         3,
         "alerts.push_samples",
-        "allowed keys: bisect_max_minutes, confirm_runs, false_alert_rate, push_repeats",
+        "allowed keys: bisect_max_minutes, confidence, confirm_runs, false_alert_rate, "
+        "min_level_runs, min_runs, persist_z, push_repeats, rank_rate, recovered_share, "
+        "window_runs",
     ),
     (
         "demo_block_on_another_driver",
@@ -923,3 +925,15 @@ def test_push_retries_still_loads_but_a_notice_names_it_deprecated(
     assert f"notice: {path}:4: gate.baseline.push_retries is deprecated and ignored" in out
     assert "publish_deadline_minutes" in out
     assert load_config(path).notices and not load_config(REPO / "perfgate.yaml").notices
+
+
+def test_an_alerts_block_whose_level_could_never_be_fitted_is_refused(tmp_path: Path) -> None:
+    """min_level_runs <= min_runs <= window_runs, else nothing would ever be alerted."""
+    path = tmp_path / "perfgate.yaml"
+    for block, key in (
+        ("{min_runs: 20, window_runs: 10}", r"alerts\.min_runs.*exceeds window_runs"),
+        ("{min_level_runs: 12}", r"alerts\.min_level_runs.*exceeds min_runs \(10\)"),
+    ):
+        path.write_text(f"version: 1\nalerts: {block}\n" + VALID_BUCKET, encoding="utf-8")
+        with pytest.raises(ConfigError, match=key):
+            load_config(path)
