@@ -29,6 +29,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from perfgate.baselines.reading import fetch_tip
+from perfgate.config import BaselinePolicy
 from perfgate.errors import GateMalfunction, GitError
 from perfgate.git import git, null_oid, resolve, time_left, try_git
 
@@ -132,9 +133,10 @@ def classify(stderr: str) -> PushFailure | None:
 
 @dataclass(frozen=True, kw_only=True)
 class PushRetryPolicy:
-    """How long a push to the baseline branch keeps trying, and how it spreads its attempts out."""
+    """How long a push to the baseline branch keeps trying (by default the config's
+    ``gate.baseline.publish_deadline_minutes``), and how it spreads its attempts out."""
 
-    deadline_s: float = 600.0
+    deadline_s: float = BaselinePolicy.publish_deadline_minutes * 60.0
     first_delay_s: float = 0.1
     max_delay_s: float = 30.0
 

@@ -43,6 +43,7 @@ from perfgate.judge.goodness import (
     to_g,
 )
 from perfgate.judge.numerics import MAD_TO_SIGMA, f_sf, t_isf
+from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.verdicts import Reason, Verdict
 
 # Pairs further than this many sigmas from the pairs' median are set aside (_set_aside).
@@ -63,8 +64,10 @@ class PairedPolicy:
     min_pairs: int = 3  # never BLOCK or clear on fewer pairs
     max_pairs: int = Bucket.max_pairs
     clear_rate: float = 0.05  # one-sided: how sure "no blocking drop" must be to stop early
-    last_look_share: float = 0.5  # of the false-alarm rate, spent at the last look
-    confidence: float = 0.95  # two-sided level of the reported interval
+    # Of the false-alarm rate, spent at the last look, and the level of the reported
+    # interval: the window rule's.
+    last_look_share: float = CalibratedPolicy.last_look_share
+    confidence: float = CalibratedPolicy.confidence
     prior_rate: float = 0.01  # pairs noisier than the window's noise at this level stand alone
 
     @property
