@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate import jsonfile
-from perfgate.config import Config, FileRef, QualifyPolicy
+from perfgate.config import Config, FileRef, GatePolicy, QualifyPolicy
 from perfgate.errors import ConfigError
 from perfgate.judge.numerics import MAD_TO_SIGMA, robust_scale, scale_ceiling, scale_upper
 from perfgate.judge.policies import CalibratedPolicy, Calibration, Policy
@@ -28,8 +28,8 @@ KIND = "perfgate-noise-calibration"
 # A calibration holds one short entry per bucket and hardware.
 MAX_BYTES = 4 * 1024 * 1024
 # How sure the gate must be that an entry's noise is more than the window can have before
-# it judges the window by its own noise instead (the gate's own false-alarm rate).
-WINDOW_CHECK_RATE = 0.001
+# it judges the window by its own noise instead: the gate's default false-alarm rate.
+WINDOW_CHECK_RATE = GatePolicy.false_alarm_rate
 
 
 @dataclass(frozen=True, kw_only=True)
