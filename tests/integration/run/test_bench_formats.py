@@ -1,6 +1,8 @@
 """``perfgate bench`` on a ``command`` bucket whose output is a benchmark tool's: the real
 pytest-benchmark runs in the bucket's subprocess, its JSON is read by the adapter, and the
-run is judged against the local baseline (lower is better: a slower test BLOCKs)."""
+run is judged against the local baseline (lower is better: a slower test BLOCKs). A suite of
+20 benchmarks, 19 selected by name pattern, is judged benchmark by benchmark, and unchanged
+code is not BLOCKed (R20)."""
 
 from __future__ import annotations
 
@@ -28,14 +30,39 @@ def test_nap(benchmark):
 """
 
 
-def checkout(root: Path, benchmark: str = "test_nap") -> Path:
-    """A repository with one pytest-benchmark test and a config reading its JSON."""
+SUITE = """\
+import time
+
+import pytest
+
+
+@pytest.mark.parametrize("n", range(20))
+def test_nap(benchmark, n):
+    benchmark.pedantic(time.sleep, args=(0.002 + n * 0.0001,), rounds=5, iterations=1)
+"""
+
+
+def checkout(
+    root: Path, *, source: str = BENCHMARK, metric: str = "test_nap", selection: str = ""
+) -> Path:
+    """A repository with a pytest-benchmark file and a config reading its JSON: the primary
+    reads ``metric``; a ``selection`` pattern makes every other benchmark it matches a
+    metric."""
     root.mkdir(parents=True)
-    (root / "bench_nap.py").write_text(BENCHMARK, encoding="utf-8")
+    (root / "bench_nap.py").write_text(source, encoding="utf-8")
+    defaults = {
+        "driver": "command",
+        "timeout_minutes": 2,
+        "retries": 0,
+        "repeats": 1,
+        "max_repeats": 2,
+        "metric": {"benchmark": metric, "unit": "ms"},
+    }
+    if selection:
+        defaults["metrics"] = [{"name": "naps", "benchmarks": selection, "unit": "ms"}]
     config = {
         "version": 1,
-        "defaults": {"driver": "command", "timeout_minutes": 2, "retries": 0, "repeats": 1,
-                     "max_repeats": 2, "metric": {"benchmark": benchmark, "unit": "ms"}},
+        "defaults": defaults,
         "buckets": [{
             "task": "nap",
             "backends": [{"physics": "cpu"}],
@@ -49,7 +76,7 @@ def checkout(root: Path, benchmark: str = "test_nap") -> Path:
     }  # fmt: skip
     (root / "perfgate.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     git("init", "-q", "-b", "main", cwd=root)
-    commit_all(root, "nap benchmark")
+    commit_all(root, "nap benchmarks")
     return root
 
 
@@ -82,7 +109,7 @@ def test_a_benchmark_missing_from_the_tools_output_fails_the_bucket_naming_what_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-    monkeypatch.chdir(checkout(tmp_path / "repo", benchmark="test_sort"))
+    monkeypatch.chdir(checkout(tmp_path / "repo", metric="test_sort"))
     assert main(bench_args(tmp_path, "--no-judge")) == 2  # a HARD_FAILURE
     data = json.loads((tmp_path / "out" / "nap__cpu.json").read_text(encoding="utf-8"))
     assert data["health"]["phase"] == "output"
@@ -91,3 +118,25 @@ def test_a_benchmark_missing_from_the_tools_output_fails_the_bucket_naming_what_
         "metric's benchmark to one of them"
     )
     assert "no benchmark named 'test_sort'" in capsys.readouterr().err
+
+
+def test_an_unchanged_suite_is_judged_benchmark_by_benchmark_and_not_blocked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.chdir(
+        checkout(tmp_path / "repo", source=SUITE, metric="test_nap[0]", selection="test_nap[[]*")
+    )
+    for _ in range(5):  # five recorded runs of one sample: a window for every benchmark
+        assert main(bench_args(tmp_path, "--record")) == 0
+    capsys.readouterr()
+    assert main(bench_args(tmp_path, "--json")) == 0  # no BLOCK
+    out = json.loads(capsys.readouterr().out)
+    (result,) = out["results"]
+    assert sorted(result["metrics"]) == sorted(f"test_nap[{n}]" for n in range(1, 20))
+    assert {m["unit"] for m in result["metrics"].values()} == {"ms"}
+    assert result["identity"]["launch"]["units"] == {"primary": "ms", "naps": "ms"}
+    (row,) = out["verdict"]["rows"]
+    assert len(row["metrics"]) == 20 and row["verdict"] != "BLOCK"
+    windows = {m["baseline"]["samples"] for m in row["metrics"] if m["baseline"]}
+    assert windows == {5}  # each benchmark's own window of five recorded runs
