@@ -39,7 +39,12 @@ from perfgate.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from perfgate.baselines.alerting import Survey
+    from perfgate.baselines.store import BaselineStore
+    from perfgate.config import Config
+    from perfgate.context import RunContext
     from perfgate.github.alerts import Failed, Posted, Reconciled
+    from perfgate.github.client import GitHubClient
+    from perfgate.judge.alerts import Change
 
 DEFAULT_ALERTS = Path(".perfgate/alerts")
 ALERTS_FILE = "alerts.json"
@@ -177,7 +182,7 @@ def _permissions(needed: str) -> Iterator[None]:
         ) from None
 
 
-def _client(here: Any, config: Any) -> Any:
+def _client(here: RunContext, config: Config) -> GitHubClient | None:
     """A client when this run may post; otherwise one notice saying why not, and None."""
     from perfgate.console import annotate
     from perfgate.github.alerts import refusal
@@ -192,7 +197,9 @@ def _client(here: Any, config: Any) -> Any:
     return GitHubClient(api_url=here.api_url, repository=here.repository, token=token)
 
 
-def _record_acceptances(client: Any, config: Any, store: Any, here: Any, target: str) -> None:
+def _record_acceptances(
+    client: GitHubClient, config: Config, store: BaselineStore, here: RunContext, target: str
+) -> None:
     """Acceptances from alert issues' labels and the merged pull request, onto the branch."""
     from perfgate.baselines.acks import record_acks
     from perfgate.console import say
@@ -208,7 +215,7 @@ def _record_acceptances(client: Any, config: Any, store: Any, here: Any, target:
         say(f"recorded {added} accepted change(s) on {store.branch} ({len(acks) - added} known)")
 
 
-def _survey(config: Any, store: Any, target: str) -> Survey:
+def _survey(config: Config, store: BaselineStore, target: str) -> Survey:
     from perfgate.baselines.acks import accepted_levels, read_acks
     from perfgate.baselines.alerting import survey
     from perfgate.baselines.history import read_history
@@ -223,7 +230,7 @@ def _survey(config: Any, store: Any, target: str) -> Survey:
     return survey(config, history, accepted_levels(store.repo, acks, history.target_tip))
 
 
-def _dispatch(report: Path, config: Any, here: Any) -> int:
+def _dispatch(report: Path, config: Config, here: RunContext) -> int:
     """Dispatch the bisects a trusted alert run asked for."""
     from perfgate import jsonfile
     from perfgate.console import say
@@ -254,7 +261,7 @@ def alerts_json(found: Survey, done: Reconciled) -> dict[str, Any]:
     """The machine-readable survey: each regression and improvement, what was posted, and
     what GitHub refused."""
 
-    def change(c: Any) -> dict[str, Any]:
+    def change(c: Change) -> dict[str, Any]:
         return {"change_pct": c.change_pct, "interval_pct": list(c.interval_pct),
                 "before": c.before, "after": c.after, "runs": c.runs}  # fmt: skip
 
