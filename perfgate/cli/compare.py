@@ -20,11 +20,9 @@ so the machine's state is in both sides and the pairs' ratios carry the change a
 from __future__ import annotations
 
 import argparse
-import os
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,14 +47,13 @@ if TYPE_CHECKING:
     from perfgate.baselines.store import BaselineStore
     from perfgate.judge.compare import Comparison, SetState
     from perfgate.judge.policies import CalibratedPolicy
+    from perfgate.run.commits import Measured
 
 MARKERS = {"better": "+ better", "worse": "- worse", "same": "= same", "unclear": "? unclear",
            "not comparable": "! not comparable"}  # fmt: skip
 #: Pairs --measure takes of each bucket by default: enough for the paired test to call a
 #: change of a few percent on a quiet machine (5 is the least that can make a call).
 DEFAULT_PAIRS = 6
-#: What --measure takes for the working tree, uncommitted changes included.
-WORKING_TREE = "."
 
 
 def register(verbs: Verbs) -> None:
@@ -125,17 +122,6 @@ class Side:
     hardware: dict[str, str]
     # What the side's artifacts say about the machine (None: no artifacts, e.g. a commit).
     state: SetState | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Measured:
-    """Both sides measured alternately: per bucket id, its (A, B) pairs."""
-
-    a: str
-    b: str
-    pairs: dict[str, tuple[tuple[float, float], ...]]
-    hardware: str
-    notes: list[str] = field(default_factory=list)
 
 
 def _from_results(directory: Path, buckets: dict[str, Bucket]) -> Side:
@@ -336,111 +322,12 @@ def _report(
 
 def _measure(args: argparse.Namespace, config: Config, buckets: dict[str, Bucket]) -> Measured:
     """Commits A and B, checked out side by side, measured alternately bucket by bucket."""
-    from perfgate import context
     from perfgate.console import say
-    from perfgate.result import PairedSide
-    from perfgate.run import hardware
-    from perfgate.run.admission import AdmissionControl
-    from perfgate.run.alternate import measure_alternately
-    from perfgate.run.launch import BenchSettings
+    from perfgate.run.commits import measure_commits
 
     if not 1 <= args.pairs <= 100:
         raise UsageError(f"--pairs {args.pairs}: take between 1 and 100 pairs")
-    top = repo_top()
-    work = args.work_dir.resolve()
-    machine = hardware.detect()
-    base = BenchSettings(
-        checkout=Path.cwd(),
-        work_root=work,
-        out_dir=work / "results",
-        hardware=machine,
-        context=context.detect(os.environ, default_target=config.gate.target_branches[0]),
-        say=say,
-        admission=config.admission,
-    )
-    notes: list[str] = []
-    pairs: dict[str, tuple[tuple[float, float], ...]] = {}
-    with ExitStack() as stack:
-        sides = {
-            side: stack.enter_context(_checkout(top, ref, config, work / side.value))
-            for side, ref in ((PairedSide.BASE, args.a), (PairedSide.HEAD, args.b))
-        }
-        label = {side: found.label for side, found in sides.items()}
-        say(
-            f"{len(buckets)} bucket(s) on {machine.slug}: {args.pairs} pair(s) each, "
-            f"A ({label[PairedSide.BASE]}) and B ({label[PairedSide.HEAD]}) alternately"
-        )
-        for bucket_id, bucket in buckets.items():
-            own = {side: found.bucket(bucket_id) for side, found in sides.items()}
-            missing = [label[side] for side, b in own.items() if b is None]
-            if missing:
-                notes.append(f"{bucket_id}: not declared at {', '.join(missing)}; not compared")
-                continue
-            record = measure_alternately(
-                bucket,
-                {
-                    side: (b, replace(base, checkout=sides[side].checkout))
-                    for side, b in own.items()
-                    if b is not None
-                },
-                base_commit=sides[PairedSide.BASE].commit,
-                run_key=f"compare-{os.getpid()}",
-                control=AdmissionControl(config.admission, machine),
-                max_pairs=args.pairs,
-                budget_s=None,
-                wants_more=lambda record: True,
-            )
-            taken = record.pairs(PRIMARY)
-            ended = f" ({record.reason})" if record.reason else ""
-            say(f"{bucket_id}: {len(taken)} usable pair(s) of {args.pairs}{ended}")
-            if taken:
-                pairs[bucket_id] = tuple(taken)
-            else:
-                notes.append(f"{bucket_id}: no usable pair ({record.reason or 'see the logs'})")
-    return Measured(
-        a=label[PairedSide.BASE], b=label[PairedSide.HEAD], pairs=pairs, hardware=machine.slug,
-        notes=notes,
+    return measure_commits(
+        repo_top(), args.a, args.b, config=config, buckets=buckets, pairs=args.pairs,
+        work=args.work_dir.resolve(), say=say,
     )  # fmt: skip
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Checkout:
-    """One --measure side: where its tree is, which commit it is, and its own buckets."""
-
-    label: str
-    commit: str
-    checkout: Path
-    config: Config
-
-    def bucket(self, bucket_id: str) -> Bucket | None:
-        """The bucket as this side's perfgate.yaml declares it (its own benchmark)."""
-        return next((b for b in self.config.buckets if b.id == bucket_id), None)
-
-
-@contextmanager
-def _checkout(top: Path, ref: str, config: Config, root: Path) -> Iterator[_Checkout]:
-    """``ref`` in a throwaway worktree (removed on exit), or the working tree for '.'."""
-    from perfgate.git import resolve
-    from perfgate.run.checkout import replay_checkout
-
-    if ref == WORKING_TREE:
-        head = resolve(top, "HEAD") or "working tree"
-        yield _Checkout(label="working tree", commit=head, checkout=Path.cwd(), config=config)
-        return
-    commit = resolve(top, ref)
-    if commit is None:
-        raise UsageError(f"--measure {ref!r}: no such commit here; fetch it or check the name")
-    try:
-        relative = config.path.resolve().relative_to(top)
-    except ValueError:
-        relative = None  # a config outside the repository: both sides use it
-    with replay_checkout(top, commit, root) as tree:
-        own = tree / relative if relative is not None else None
-        side_config = load_config(own) if own is not None and own.is_file() else config
-        where = Path.cwd().resolve().relative_to(top)
-        yield _Checkout(
-            label=f"{ref} ({commit[:12]})" if ref != commit else commit[:12],
-            commit=commit,
-            checkout=tree / where,
-            config=side_config,
-        )
