@@ -138,5 +138,9 @@ def test_an_unchanged_suite_is_judged_benchmark_by_benchmark_and_not_blocked(
     assert result["identity"]["launch"]["units"] == {"primary": "ms", "naps": "ms"}
     (row,) = out["verdict"]["rows"]
     assert len(row["metrics"]) == 20 and row["verdict"] != "BLOCK"
-    windows = {m["baseline"]["samples"] for m in row["metrics"] if m["baseline"]}
-    assert windows == {5}  # each benchmark's own window of five recorded runs
+    # Each benchmark is judged against its own window, read from the five recorded runs;
+    # the rule may use fewer of them where it sees the level shift (naps on a busy
+    # machine do), never more.
+    assert all(m["baseline"] for m in row["metrics"])
+    windows = {m["baseline"]["samples"] for m in row["metrics"]}
+    assert max(windows) == 5 and min(windows) >= 1
