@@ -57,6 +57,8 @@ class RunContext:
     # The CI artifact this job uploads its attempt logs as (PERFGATE_LOG_ARTIFACT, which
     # the rendered bench job sets): one per runner job, which may run several buckets.
     log_artifact: str | None = None
+    # The machine as gate.runner_identity names it (run.hardware.identify_machine).
+    machine: str | None = None
 
     @property
     def is_pull_request(self) -> bool:
@@ -89,6 +91,7 @@ class RunContext:
             "runner_name": self.runner_name,
             "run_label": self.run_label,
             "log_artifact": self.log_artifact,
+            "machine": self.machine,
         }
 
     def source_json(self) -> dict[str, Any]:

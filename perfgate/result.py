@@ -154,6 +154,13 @@ class CiInfo:
     run_label: str | None = None
     # The CI artifact holding this job's attempt logs (None: per bucket, as before lanes).
     log_artifact: str | None = None
+    # The machine, when gate.runner_identity names it by more than the runner's name.
+    machine: str | None = None
+
+    @property
+    def runner_identity(self) -> str | None:
+        """What the runner model knows this run's machine by: the machine, else the runner."""
+        return self.machine or self.runner_name
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -285,7 +285,7 @@ def samples_from_result(
                 ci_run_attempt=result.ci.run_attempt,
                 ci_workflow=result.ci.workflow,
                 ci_job=result.ci.job,
-                ci_runner_name=result.ci.runner_name,
+                ci_runner_name=result.ci.runner_identity,
                 runtime=result.identity.runtime.get("fields", {}),
             )
             for reading in readings

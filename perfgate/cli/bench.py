@@ -285,6 +285,9 @@ def run(args: argparse.Namespace) -> int:
     run = context.detect(os.environ, default_target=config.gate.target_branches[0])
     if args.run_label is not None:
         run = dataclasses.replace(run, run_label=context.check_run_label(args.run_label))
+    run, unnamed = hardware.identify_machine(run, config.gate.runner_identity, os.environ)
+    if unnamed:
+        annotate("warning", unnamed, stream=sys.stderr)
     if args.samples is None:
         # --samples is an exact design (a qualification allocation): nothing adds to it.
         buckets = as_run_measures(buckets, run, config.gate, config.alerts)

@@ -91,6 +91,7 @@ def run_validate(args: argparse.Namespace) -> int:
 
     store = open_store(config, local=not on_github())
     report_budgets(config, config.buckets, calibration, store)
+    report_recurrence(config, config.buckets, store)
     for line in worst_case_lines(config):
         print(line)
     if args.checkout is not None:
@@ -195,6 +196,22 @@ def report_budgets(
     for note in warnings:
         annotate(note.level, note.text(detailed=detailed), stream=stream)
     return len(warnings)
+
+
+def report_recurrence(
+    config: Config, buckets: Sequence[Bucket], store: BaselineStore | None
+) -> None:
+    """A warning when the recorded runs' machines never recur (gate.runner_identity)."""
+    from perfgate.baselines.recurrence import recurrence_note
+    from perfgate.console import annotate
+
+    try:
+        note = recurrence_note(store, buckets, config.gate.runner_identity)
+    except PerfgateError as exc:
+        annotate("notice", f"runner identities not checked ({exc})")
+        return
+    if note:
+        annotate("warning", note)
 
 
 def worst_case_lines(config: Config) -> list[str]:

@@ -160,6 +160,8 @@ def _plan(config: Config, buckets: tuple[Bucket, ...], allocations: int, samples
 def run(args: argparse.Namespace) -> int:
     """Qualify the pool from the allocations' artifacts; write the report (and calibration)."""
     from perfgate.baselines.qualify import Design, QualVerdict, load_evidence, qualify
+    from perfgate.baselines.store import open_store
+    from perfgate.cli.config import report_recurrence
     from perfgate.console import annotate, on_github, say, write_step_summary
     from perfgate.report.qualification import (
         qualification_json,
@@ -213,6 +215,7 @@ def run(args: argparse.Namespace) -> int:
     say(f"report in {args.report_dir / 'qualification.md'} and qualification.json")
     if report.verdict is not QualVerdict.STABLE:
         annotate("warning", f"runner pool: {report.verdict.value}", stream=out)
+    report_recurrence(config, buckets, open_store(config, local=not on_github()))
     if args.json:
         print_json(document)
     if args.require_ready and report.verdict is not QualVerdict.STABLE:

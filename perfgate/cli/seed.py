@@ -247,12 +247,17 @@ def seed_command(options: SeedOptions, current: Config, store: BaselineStore) ->
         print("dry run: nothing was run or written; add --execute to run this plan")
         return ExitCode.OK
     records: list[SeedRecord] = []
+    run, unnamed = hardware.identify_machine(
+        context.detect(os.environ, cwd=store.repo), current.gate.runner_identity, os.environ
+    )
+    if unnamed:
+        annotate("warning", unnamed)
     settings = ExecuteSettings(
         repo=store.repo,
         store=store,
         work_dir=options.work_dir,
         hardware=machine,
-        context=context.detect(os.environ, cwd=store.repo),
+        context=run,
         admission=current.admission,
         image=current.image,
     )

@@ -60,6 +60,7 @@ from perfgate.config.policy import (
     PolicyName,
     QualifyPolicy,
     ReportSpec,
+    RunnerIdentity,
 )
 
 __all__ = [
@@ -103,6 +104,7 @@ __all__ = [
     "PolicyName",
     "QualifyPolicy",
     "ReportSpec",
+    "RunnerIdentity",
     "branch_problem",
     "image_reference_problem",
     "load_config",

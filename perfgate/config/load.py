@@ -45,6 +45,7 @@ from perfgate.config.policy import (
     PolicyName,
     QualifyPolicy,
     ReportSpec,
+    RunnerIdentity,
 )
 from perfgate.yamlfile import KeyPath, YamlDocument, format_key_path, load_yaml
 
@@ -160,6 +161,7 @@ def _gate_policy(document: YamlDocument, raw: Mapping[str, Any]) -> GatePolicy:
         budget_minutes=(
             float(raw["budget_minutes"]) if raw.get("budget_minutes") is not None else None
         ),
+        runner_identity=RunnerIdentity(raw.get("runner_identity", GatePolicy.runner_identity)),
         oracle=oracle,
         baseline=BaselinePolicy(**raw.get("baseline", {})),
         calibration=None

@@ -45,6 +45,14 @@ class ConfirmMode(StrEnum):
     OFF = "off"  # only the initial repeats
 
 
+class RunnerIdentity(StrEnum):
+    """What names the machine a sample was measured on, for the runner model (judge.runners)."""
+
+    RUNNER = "runner"  # the CI runner's name (RUNNER_NAME): recurs on persistent runners
+    # The visible GPUs' UUIDs, hashed: recurs where runner names are ephemeral (one per job).
+    GPU = "gpu"
+
+
 class AdmissionMode(StrEnum):
     """What admission control does with a sample taken on an unfit machine."""
 
@@ -117,6 +125,7 @@ class GatePolicy:
     # Runner minutes of confirmation one run may spend across the whole matrix (None: each
     # bucket only within its own budgets), the most suspicious buckets first.
     budget_minutes: float | None = None
+    runner_identity: RunnerIdentity = RunnerIdentity.RUNNER
     oracle: OraclePolicy = field(default_factory=OraclePolicy)
     baseline: BaselinePolicy = field(default_factory=BaselinePolicy)
     # gate.calibration: the noise calibration file (None: every bucket uncalibrated).

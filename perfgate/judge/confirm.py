@@ -292,7 +292,7 @@ class Confirmer:
     ) -> WindowView | None:
         """A metric's window on this run's runner's terms; None when it cannot be read."""
         key = self.window_key(result, metric.name)
-        runner = result.ci.runner_name
+        runner = result.ci.runner_identity
         if (key, runner) not in self._views:
             window = self._window(bucket, metric, result)
             measured = self.calibration.for_result(result) if self.calibration else None

@@ -358,7 +358,7 @@ def _judge_metric(
             window_view(
                 check.window,
                 check.runners,
-                result.ci.runner_name,
+                result.ci.runner_identity,
                 policy=check.policy,
                 direction=direction,
                 calibration=calibration,

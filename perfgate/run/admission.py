@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -38,6 +38,7 @@ from perfgate.run.hardware import (
     parse_csv,
     parse_int,
     query,
+    visible_gpus,
 )
 
 T = TypeVar("T")
@@ -83,14 +84,6 @@ def _float(cell: str | None) -> float | None:
         return float(cell) if cell is not None else None
     except ValueError:
         return None
-
-
-def visible_gpus(env: Mapping[str, str]) -> frozenset[str] | None:
-    """The GPUs a benchmark can use (``CUDA_VISIBLE_DEVICES``: indexes or UUIDs); None: all."""
-    raw = env.get("CUDA_VISIBLE_DEVICES")
-    if raw is None or not raw.strip():
-        return None
-    return frozenset(part.strip() for part in raw.split(",") if part.strip())
 
 
 class GpuProbe:

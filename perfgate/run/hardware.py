@@ -1,19 +1,24 @@
 """Hardware fingerprint: the GPU model slug that partitions the baseline store.
 
 Only the slug partitions the store. Driver, memory, compute capability, clocks and active
-throttle reasons are recorded in each result so a report can show what the run had.
+throttle reasons are recorded in each result so a report can show what the run had. The
+machine (which GPUs, not which model) names a run for the runner model when runner names
+do not recur (gate.runner_identity: gpu).
 """
 
 from __future__ import annotations
 
+import hashlib
 import platform
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from perfgate.config import RunnerIdentity
+from perfgate.context import RunContext
 from perfgate.result import Hardware
 
 # nvidia-smi names that do not slugify to the conventional short form.
@@ -174,3 +179,45 @@ def detect() -> Hardware:
     if found is not None:
         return found
     return Hardware(slug=f"cpu-{slugify(cpu)[:48].strip('_') or 'unknown'}", cpu_name=cpu)
+
+
+def visible_gpus(env: Mapping[str, str]) -> frozenset[str] | None:
+    """The GPUs a benchmark can use (``CUDA_VISIBLE_DEVICES``: indexes or UUIDs); None: all."""
+    raw = env.get("CUDA_VISIBLE_DEVICES")
+    if raw is None or not raw.strip():
+        return None
+    return frozenset(part.strip() for part in raw.split(",") if part.strip())
+
+
+def gpu_machine(smi: str, visible: frozenset[str] | None) -> str | None:
+    """``gpu-<hash>`` of the visible GPUs' UUIDs; None when nvidia-smi reports none.
+
+    Hashed: a UUID is a board's serial-like identifier, and the baseline branch is read by
+    anyone who can read the repository; the hash still recurs wherever the GPUs do.
+    """
+    text = query(smi, ("index", "uuid"))
+    uuids = sorted(
+        uuid
+        for index, uuid in (row for row in parse_csv(text or "") if len(row) == 2)
+        if uuid and (visible is None or index in visible or uuid in visible)
+    )
+    if not uuids:
+        return None
+    return "gpu-" + hashlib.sha256(",".join(uuids).encode()).hexdigest()[:12]
+
+
+def identify_machine(
+    run: RunContext, identity: RunnerIdentity, env: Mapping[str, str]
+) -> tuple[RunContext, str | None]:
+    """``run`` with its machine named as ``identity`` asks, and a notice when it cannot be."""
+    if identity is RunnerIdentity.RUNNER:
+        return run, None
+    smi = shutil.which("nvidia-smi")
+    machine = gpu_machine(smi, visible_gpus(env)) if smi is not None else None
+    if machine is None:
+        fallback = f"the runner's name ({run.runner_name})" if run.runner_name else "nothing"
+        return run, (
+            "gate.runner_identity: gpu, but nvidia-smi reported no GPU UUID here: this run's "
+            f"machine is named by {fallback}, and the runner model cannot tell it from others"
+        )
+    return replace(run, machine=machine), None

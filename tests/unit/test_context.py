@@ -71,6 +71,7 @@ def test_pull_request_targets_the_base_ref_not_the_merge_ref(tmp_path: Path) -> 
         "runner_name": "gpu-runner-7",
         "run_label": None,
         "log_artifact": None,
+        "machine": None,
     }
 
 

@@ -121,7 +121,7 @@ def observations_of(result: Result, source: str) -> list[Observation]:
             bucket=result.bucket.id,
             source=source,
             allocation=allocation,
-            runner=result.ci.runner_name,
+            runner=result.ci.runner_identity,
             sample_index=index,
             sample_id=stable_hash({**run, "sample_index": index, "value": value}, length=24),
             value=value,

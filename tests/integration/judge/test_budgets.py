@@ -156,3 +156,31 @@ def test_a_bench_says_each_budget_in_one_short_line_and_the_numbers_only_when_as
         assert len(line) <= 100 and "\n" not in line, line
         assert not any(word in line for word in ("max_pairs", "BLOCKing", "a launch", "noise"))
         assert detailed.getvalue().startswith(line + " [") and "min a launch" in detailed.getvalue()
+
+
+def test_validate_says_when_no_recorded_machine_recurs(
+    recorded: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Four runners taking turns recur; a pool of ephemeral runner names (one per job) does
+    not, and the runner model cannot learn there: validate names the fix."""
+    monkeypatch.chdir(recorded)
+    for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY"):
+        monkeypatch.delenv(name, raising=False)
+    config = str(write_config(recorded, "pair_budget_minutes: 300"))
+    assert main(["validate", "--config", config]) == 0
+    assert "no machine recurs" not in capsys.readouterr().out
+    sha = git("rev-parse", "HEAD", cwd=recorded).strip()
+    rng = random.Random(5)
+    runs = [recorded_run(sha, i, rng, cv=0.02, seconds=840.0) for i in range(30, 50)]
+    ephemeral = [
+        replace(run, ci=replace(run.ci, runner_name=f"arc-l40s-{rng.getrandbits(32):08x}"))
+        for run in runs
+    ]
+    record_samples(BaselineStore(recorded, branch="perf-baselines"), ephemeral,
+                   "protected_branch", "record")  # fmt: skip
+    assert main(["validate", "--config", config]) == 0
+    warning = next(
+        line for line in capsys.readouterr().out.splitlines() if "no machine recurs" in line
+    )
+    assert "cartpole/numpy (cpu-test)" in warning
+    assert "set gate.runner_identity: gpu" in warning

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from perfgate.config import RunnerIdentity
+from perfgate.context import RunContext
 from perfgate.run import hardware
 from tests.fake_smi import install
 
@@ -64,3 +66,49 @@ def test_failing_nvidia_smi_falls_back_to_the_cpu(
 ) -> None:
     install(tmp_path, monkeypatch, {"name": []})  # every query fails: the fields are unknown
     assert hardware.detect().slug.startswith("cpu-")
+
+
+TWO_GPUS = {
+    "name": ["NVIDIA L40S", "NVIDIA L40S"],
+    "index": ["0", "1"],
+    "uuid": [
+        "GPU-aaaaaaaa-0000-1111-2222-333344445555",
+        "GPU-bbbbbbbb-0000-1111-2222-333344445555",
+    ],
+}
+
+
+def _machine(env: dict[str, str]) -> tuple[str | None, str | None]:
+    run = RunContext(commit=None, branch=None, target_branch=None, event="local",
+                     runner_name="arc-runner-x7k2p")  # fmt: skip
+    named, notice = hardware.identify_machine(run, RunnerIdentity.GPU, env)
+    return named.machine, notice
+
+
+def test_gpu_identity_names_the_visible_gpus_and_hides_their_uuids(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    install(tmp_path, monkeypatch, TWO_GPUS)
+    both, notice = _machine({})
+    first, _ = _machine({"CUDA_VISIBLE_DEVICES": "0"})
+    second, _ = _machine({"CUDA_VISIBLE_DEVICES": TWO_GPUS["uuid"][1]})
+    assert notice is None
+    assert len({both, first, second}) == 3
+    assert all(m is not None and m.startswith("gpu-") and "aaaa" not in m for m in (both, first))
+    # Another job on the same machine names it the same way: the identity recurs.
+    assert _machine({"CUDA_VISIBLE_DEVICES": "0"})[0] == first
+
+
+def test_gpu_identity_without_a_gpu_keeps_the_runner_name_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi anywhere
+    machine, notice = _machine({})
+    assert machine is None
+    assert notice is not None and "arc-runner-x7k2p" in notice and "no GPU UUID" in notice
+
+
+def test_runner_identity_reads_no_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    install(tmp_path, monkeypatch, TWO_GPUS)
+    run = RunContext(commit=None, branch=None, target_branch=None, event="local")
+    assert hardware.identify_machine(run, RunnerIdentity.RUNNER, {}) == (run, None)

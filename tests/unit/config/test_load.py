@@ -24,6 +24,7 @@ from perfgate.config import (
     Metric,
     Mode,
     PolicyName,
+    RunnerIdentity,
     load_config,
 )
 from perfgate.errors import ConfigError
@@ -313,7 +314,7 @@ BAD_CONFIGS = [
         "gate.mdoe",
         "allowed keys: always_pass, baseline, budget_minutes, calibration, confirm, "
         "confirm_drop_pct, false_alarm_rate, mode, oracle, policy, protected_branches, "
-        "target_branches",
+        "runner_identity, target_branches",
     ),
     (
         "qualify_limit_not_a_number",
@@ -888,6 +889,14 @@ def test_confirm_off_reads_as_off_however_yaml_types_it(tmp_path: Path, written:
     path.write_text(f"version: 1\ngate:\n  confirm: true\n{VALID_BUCKET}", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"use one of: paired, repeat, off$"):
         load_config(path)
+
+
+def test_runner_identity_defaults_to_the_runner_and_reads_gpu(tmp_path: Path) -> None:
+    path = tmp_path / "perfgate.yaml"
+    path.write_text("version: 1\n" + VALID_BUCKET, encoding="utf-8")
+    assert load_config(path).gate.runner_identity is RunnerIdentity.RUNNER
+    path.write_text(f"version: 1\ngate:\n  runner_identity: gpu\n{VALID_BUCKET}", encoding="utf-8")
+    assert load_config(path).gate.runner_identity is RunnerIdentity.GPU
 
 
 @pytest.mark.parametrize("deadline", ["0", "-1", "301", "soon"])

@@ -37,6 +37,8 @@ def test_an_enum_offers_its_choices_but_not_yaml_booleans() -> None:
     # confirm allows YAML's reading of a bare `off` (false): never offered as a choice.
     document = {"version": 1, "gate": {"confirm": "twice"}, "buckets": BUCKETS}
     assert words(document, "enum") == ("'twice' is not allowed; use one of: paired, repeat, off")
+    document = {"version": 1, "gate": {"runner_identity": "host"}, "buckets": BUCKETS}
+    assert words(document, "enum") == "'host' is not allowed; use one of: runner, gpu"
 
 
 def test_a_pattern_is_explained_by_its_hint_and_a_range_by_its_bound() -> None:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from perfgate.config import AdmissionMode, AdmissionPolicy, CpuAdmission, GpuAdmission
 from perfgate.result import AdmissionStatus, GpuReading, Hardware, MachineState
-from perfgate.run.admission import AdmissionControl, assess, read_cpu_state, visible_gpus
+from perfgate.run.admission import AdmissionControl, assess, read_cpu_state
+from perfgate.run.hardware import visible_gpus
 
 POLICY = AdmissionPolicy()
 IDLE = GpuReading(
