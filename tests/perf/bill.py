@@ -87,6 +87,9 @@ class Case:
     # One push run per branch at a time, the newest pending push winning (the others'
     # changes are measured with it): fewer pushes measured, wider suspect ranges.
     coalesce: bool = False
+    # Runner names never recur (one per job) and nothing else names the machine: the
+    # runner model has no earlier run of a machine to learn its offset from.
+    ephemeral: bool = False
 
 
 def cases(config: Config) -> tuple[Case, ...]:
@@ -98,6 +101,8 @@ def cases(config: Config) -> tuple[Case, ...]:
         Case(name="3 jobs, push 2", lanes=3, push_samples=2),
         Case(name="3 jobs, push 2, coalesced", lanes=3, push_samples=2, coalesce=True),
         Case(name="as it ships", lanes=config.bench_jobs,
+             push_samples=config.alerts.push_repeats, coalesce=config.coalesce_pushes),
+        Case(name="as it ships, no name recurs", lanes=config.bench_jobs, ephemeral=True,
              push_samples=config.alerts.push_repeats, coalesce=config.coalesce_pushes),
     )  # fmt: skip
 
@@ -248,6 +253,12 @@ class Life:
             self.tally.delays[self.drop] += [99] * missed
         return self.tally
 
+    def machine(self, b: int, index: int, job: str) -> tuple[str, float]:
+        """Who measures bucket ``b``'s run at ``index`` in a ``job`` and the factor it
+        carries; under ephemeral names a name no other job has."""
+        runner, factor = self.serieses[b].machine_factor(index)
+        return (f"{job}-{index}-{b}" if self.case.ephemeral else runner), factor
+
     def push(self, index: int, merge: int) -> tuple[float, float]:
         """Every bucket's push run at ``index``: its runner minutes and its wall time."""
         case, tally, launch = self.case, self.tally, self.launch
@@ -257,7 +268,7 @@ class Life:
         if merge >= self.change:
             self.measured_since += 1
         for b in range(len(self.config.buckets)):
-            runner, factor = self.serieses[b].machine_factor(index)
+            runner, factor = self.machine(b, index, "push")
             machine = economics.Machine(self.noise, factor, self.pool)
             kept = economics.take(machine, self.level(b, merge), case.push_samples)
             minutes += launch[b] * machine.taken
@@ -293,7 +304,7 @@ class Life:
         for lane, share in zip(self.lanes, self.shares, strict=True):
             runs = {}
             for b in lane:
-                runner, factor = self.serieses[b].machine_factor(index)
+                runner, factor = self.machine(b, index, "pr")
                 head = self.level(b, merge)
                 base = self.level(b, merge - 1)
                 machine = economics.Machine(self.noise, factor, self.pool)
@@ -478,7 +489,7 @@ def _figures(
 def _targets(
     config: Config, results: dict[str, dict[str, Tally]], setup: float, options: Options
 ) -> list[Target]:
-    ships = cases(config)[-1]
+    ships = _case(config, "as it ships")
     upstream = cases(config)[0]
     targets: list[Target] = []
     for pool, by_case in results.items():
