@@ -8,6 +8,12 @@ bucket run. The check holds when no bucket run is BLOCKed, at most ``--max-incon
 Every verdict, with the change and the samples each run took, is printed, with each run's
 seconds.
 
+``--slowdown PCT`` makes it an A/B check: after recording, a branch commits a demo whose
+every timed step does PCT % less work a second (it burns CPU time after the step, so a
+loaded machine cannot hide it), and the judged runs are that branch's pull request against
+the recorded main. The check then holds when every bucket run is BLOCKed, and ``perfgate
+compare --measure main <branch>`` calls every bucket worse, as the gate does.
+
 ``--load N`` keeps N busy processes running beside the judged runs (a parallel CPU load);
 ``--source DIR`` checks another checkout (``--source /path/to/main`` measures today's
 defaults, to set beside this one's); ``--direct`` runs ``python -m perfgate bench``
@@ -34,6 +40,23 @@ ROOT = Path(__file__).resolve().parents[2]
 PASS_LEVEL = ("PASS", "IMPROVED")
 
 
+# The demo's timed step, and what the slower branch puts after it: CPU time in proportion
+# to the step's own, inside the timed region.
+STEP = "        step(actions)\n"
+SLOWER_STEP = (
+    "        step(actions)\n"
+    "        _until = clock() + {extra!r} * (clock() - began)  # the slowdown under test\n"
+    "        while clock() < _until:\n"
+    "            pass\n"
+)
+
+
+def _env(clone: Path) -> dict[str, str]:
+    """The clone's own perfgate first on the path, outside any CI."""
+    env = {**os.environ, "PYTHONPATH": str(clone), "PERFGATE_TARGET_BRANCH": "main"}
+    return {k: v for k, v in env.items() if not k.startswith("GITHUB_")}
+
+
 def _bench(clone: Path, *, record: bool, direct: bool) -> dict[str, Any]:
     """One bench run in the clone; its verdict.json."""
     extra = ["--record"] if record else []
@@ -43,9 +66,7 @@ def _bench(clone: Path, *, record: bool, direct: bool) -> dict[str, Any]:
         argv = [sys.executable, "-m", "nox", "-s", "bench", "--", "--quiet", *extra]
     # The clone's own perfgate judges the clone (it is installed editable by nox; --direct
     # puts it first on the path).
-    env = {**os.environ, "PYTHONPATH": str(clone)}
-    for name in [n for n in env if n.startswith("GITHUB_")]:
-        del env[name]
+    env = _env(clone)
     done = subprocess.run(argv, cwd=clone, env=env, capture_output=True, text=True, check=False)
     verdict = clone / ".perfgate" / "report" / "verdict.json"
     if done.returncode not in (0, 1) or not verdict.is_file():
@@ -69,6 +90,35 @@ def _cell(row: dict[str, Any]) -> str:
     return text
 
 
+def _slow_down(clone: Path, pct: float) -> str:
+    """Commit, on a new branch, a demo whose throughput is ``pct`` % lower; its name."""
+    demo = clone / "perfgate" / "run" / "demo.py"
+    original = demo.read_text(encoding="utf-8")
+    if original.count(STEP) != 1:
+        raise SystemExit(f"{demo}: the demo's timed step call moved; update SLOWER_STEP")
+    # Throughput falls by pct % when each step takes 1 / (1 - pct/100) as long.
+    extra = round(1.0 / (1.0 - pct / 100.0) - 1.0, 6)
+    demo.write_text(original.replace(STEP, SLOWER_STEP.format(extra=extra)), encoding="utf-8")
+    branch = f"slower-{pct:g}"
+    for argv in (["switch", "--quiet", "-c", branch], ["commit", "--quiet", "-am", branch]):
+        subprocess.run(["git", "-c", "user.name=aa", "-c", "user.email=aa@example.invalid",
+                        *argv], cwd=clone, check=True)  # fmt: skip
+    return branch
+
+
+def _compare_calls(clone: Path, branch: str) -> dict[str, str]:
+    """``perfgate compare --measure main <branch>``: its call per bucket."""
+    done = subprocess.run(
+        [sys.executable, "-m", "perfgate", "compare", "--measure", "main", branch, "--json"],
+        cwd=clone, env=_env(clone), capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout[-4000:] + done.stderr[-4000:])
+        raise SystemExit(f"compare --measure failed with exit {done.returncode}")
+    rows = json.loads(done.stdout)["rows"]
+    return {str(row["bucket"]): f"{row['change']} {row['change_pct']:+.1f}%" for row in rows}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Record, judge, print the verdicts and whether the check holds."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -80,6 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load", type=int, default=0, help="busy processes beside the judged runs")
     parser.add_argument("--max-seconds", type=float, default=30.0, help="median judged run")
     parser.add_argument("--max-inconclusive", type=int, default=1)
+    parser.add_argument(
+        "--slowdown",
+        type=float,
+        default=None,
+        help="judge a branch whose demo is this many %% slower (an A/B check)",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="perfgate-aa-"))
@@ -89,10 +145,13 @@ def main(argv: list[str] | None = None) -> int:
         ["git", "rev-parse", "--short=12", "HEAD"], cwd=clone, check=True, capture_output=True,
         text=True,
     ).stdout.strip()  # fmt: skip
-    print(f"A/A check of {args.source} at {head}: {args.recorded} recorded, {args.runs} judged")
+    kind = "A/A" if args.slowdown is None else f"A/B ({args.slowdown:g} % slower)"
+    print(f"{kind} check of {args.source} at {head}: {args.recorded} recorded, {args.runs} judged")
     for index in range(args.recorded):
         _bench(clone, record=True, direct=args.direct)
         print(f"  recorded run {index + 1} of {args.recorded}", flush=True)
+    branch = None if args.slowdown is None else _slow_down(clone, args.slowdown)
+    calls: dict[str, str] = {}
     counts: Counter[str] = Counter()
     seconds: list[float] = []
     load = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)]
@@ -105,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
             counts.update(str(row["verdict"]) for row in data["rows"])
             print(f"  run {index + 1:2d} ({seconds[-1]:5.1f} s): "
                   + "  ".join(f"{b} {c}" for b, c in cells.items()))  # fmt: skip
+        if branch is not None:
+            calls = _compare_calls(clone, branch)
+            print("  compare --measure main " + branch + ": "
+                  + "  ".join(f"{b} {c}" for b, c in calls.items()))  # fmt: skip
     finally:
         for process in load:
             process.kill()
@@ -115,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     beside = f" beside {args.load} busy processes" if args.load else ""
     print()
     print("verdicts over", total, "bucket runs:", ", ".join(f"{v} {n}" for v, n in counts.items()))
-    print(f"BLOCK: {blocks} (target 0)   INCONCLUSIVE: {unsure} (target <= "
+    wanted = "0" if branch is None else f"all {total}"
+    print(f"BLOCK: {blocks} (target {wanted})   INCONCLUSIVE: {unsure} (target <= "
           f"{args.max_inconclusive})   PASS-level: {passed / max(total, 1):.1%}")  # fmt: skip
     print(f"judged runs{beside}: median {median:.1f} s (target <= {args.max_seconds:g}), "
           f"{min(seconds):.1f} to {max(seconds):.1f} s")  # fmt: skip
@@ -124,8 +188,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"clone kept at {clone}")
     else:
         subprocess.run(["rm", "-rf", str(tmp)], check=False)
-    held = blocks == 0 and unsure <= args.max_inconclusive and median <= args.max_seconds
-    print("A/A check", "HOLDS" if held else "FAILS")
+    if branch is None:
+        held = blocks == 0 and unsure <= args.max_inconclusive
+    else:
+        agree = bool(calls) and all(call.startswith("worse") for call in calls.values())
+        print(f"compare --measure calls every bucket worse, as the gate: {agree}")
+        held = blocks == total and agree
+    held = held and median <= args.max_seconds
+    print(f"{kind} check", "HOLDS" if held else "FAILS")
     return 0 if held else 1
 
 
