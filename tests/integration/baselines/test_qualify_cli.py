@@ -167,3 +167,30 @@ def test_the_plan_checks_the_scope_and_gives_the_matrix(
     assert (lines["samples"], lines["timeout"]) == ("2", "35")
     # A typo in an allowlist stops the run before any runner time is spent.
     assert cli.main(["qualify", "--plan", "--backend", "numpyy"]) == 4
+
+
+def test_qualify_says_when_no_recorded_machine_recurs(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Twelve recorded runs on twelve runner names never seen again: the pool qualifies on
+    its allocations, and the report says the runner model will have nothing to learn."""
+    from dataclasses import replace
+
+    from perfgate.baselines.publish import record_samples
+    from perfgate.baselines.store import BaselineStore
+    from perfgate.result import CiInfo
+
+    sha = git("rev-parse", "HEAD", cwd=checkout).strip()
+    runs = [
+        replace(make_result("cartpole/numpy", commit=sha, samples=[1000.0 + k, 1001.0 + k]),
+                ci=CiInfo(run_id=f"run-{k}", run_attempt="1", runner_name=f"arc-{k:04x}"))
+        for k in range(12)
+    ]  # fmt: skip
+    record_samples(BaselineStore(checkout, branch="perf-baselines"), runs, "protected_branch",
+                   "record")  # fmt: skip
+    write_pool(Path("stable"), values={"a1": 1000, "a2": 1004, "a3": 998},
+               runners={"a1": "r1", "a2": "r2", "a3": "r3"})  # fmt: skip
+    assert cli.main(["qualify", "--results", "stable", "--bucket", "cartpole/numpy"]) == 0
+    out = capsys.readouterr().out
+    assert "no machine recurs among the newest recorded runs of cartpole/numpy" in out
+    assert "set gate.runner_identity: gpu" in out
