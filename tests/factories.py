@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from perfgate.config import Config, Direction
+from perfgate.config import PRIMARY, Config, Direction
 from perfgate.identity import stable_hash
+from perfgate.judge.judgement import MetricCheck, MetricKey, MetricWindow, measured_primary
 from perfgate.result import (
     BucketRef,
     CiInfo,
@@ -109,6 +110,18 @@ def make_result(
         perfgate_version="test",
     )
     return replace(result, **overrides)
+
+
+def windows_of(runs: Mapping[str, Any], metric: str = PRIMARY) -> dict[MetricKey, MetricWindow]:
+    """Each bucket's window of ``metric``: its runs (by bucket id), nothing else known."""
+    return {MetricKey(bucket, metric): MetricWindow(runs=window) for bucket, window in runs.items()}
+
+
+def primary_check(result: Result, runs: Any, **fields: Any) -> MetricCheck:
+    """What ``result``'s primary metric is judged with: ``runs``, and ``fields`` (a policy)."""
+    runners = fields.pop("runners", None)
+    window = MetricWindow(runs=runs, runners=runners)
+    return MetricCheck(metric=measured_primary(result), window=window, **fields)
 
 
 def with_metric(

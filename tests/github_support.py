@@ -6,7 +6,7 @@ import dataclasses
 from pathlib import Path
 
 from perfgate.config import Bucket, Config, load_config
-from perfgate.judge.gate import GateReport, build_report
+from perfgate.judge.gate import GateReport, ReportContext, build_report
 from perfgate.result import BucketRef, FailurePhase, Result
 from tests import factories
 
@@ -110,10 +110,10 @@ def mixed_report(directory: Path, *, mode: str = "advisory", hostile: bool = Fal
         config=config,
         expected=(passing, blocked, failed, missing),
         results=results,
-        windows=windows,
-        notes=[HOSTILE] if hostile else [],
-        baseline_tip="f" * 40,
-        base_commit="e" * 40,
+        windows=factories.windows_of(windows),
+        context=ReportContext(
+            notes=[HOSTILE] if hostile else [], baseline_tip="f" * 40, base_commit="e" * 40
+        ),
     )
 
 
@@ -125,7 +125,7 @@ def passing_report(directory: Path, *, mode: str = "advisory") -> GateReport:
         config=config,
         expected=config.buckets,
         results=results,
-        windows={b.id: WINDOW for b in config.buckets},
+        windows=factories.windows_of({b.id: WINDOW for b in config.buckets}),
     )
 
 
@@ -147,5 +147,5 @@ def new_verdicts_report(directory: Path, *, mode: str = "advisory") -> GateRepor
         config=config,
         expected=config.buckets,
         results=results,
-        windows={b.id: RUNS for b in config.buckets},
+        windows=factories.windows_of({b.id: RUNS for b in config.buckets}),
     )

@@ -9,7 +9,7 @@ from perfgate.artifacts import UnreadableArtifact
 from perfgate.baselines.acks import accepted_levels, kept_runs, read_acks
 from perfgate.baselines.samples import WindowKey
 from perfgate.baselines.store import BaselineStore
-from perfgate.config import PRIMARY, Bucket, Config
+from perfgate.config import Bucket, Config
 from perfgate.git import merge_base
 from perfgate.judge.bucket_policy import (
     fitted_window_depth,
@@ -17,8 +17,8 @@ from perfgate.judge.bucket_policy import (
     window_sample_limit,
 )
 from perfgate.judge.calibration import configured_calibration
-from perfgate.judge.gate import GateReport, build_report, latest_per_bucket
-from perfgate.judge.runners import WindowRunners
+from perfgate.judge.gate import GateReport, ReportContext, build_report, latest_per_bucket
+from perfgate.judge.judgement import MetricKey, MetricWindow
 from perfgate.result import Result
 
 
@@ -36,16 +36,13 @@ def evaluate(
     # Each metric the config declares and the result reports has a window of its own.
     declared = {bucket.id: bucket for bucket in expected}
     keys = {
-        (bucket, metric.name): WindowKey.for_result(r, metric.name)
+        MetricKey(bucket, metric.name): WindowKey.for_result(r, metric.name)
         for bucket, r in latest_per_bucket(results).items()
         if bucket in declared
         for metric in declared[bucket].selecting(r.metrics).all_metrics
         if metric.name in r.all_metrics
     }
-    windows: dict[str, Sequence[Sequence[float]]] = {}
-    metric_windows: dict[tuple[str, str], Sequence[Sequence[float]]] = {}
-    accepted: dict[tuple[str, str], int] = {}
-    runners: dict[str | tuple[str, str], WindowRunners] = {}
+    windows: dict[MetricKey, MetricWindow] = {}
     tip = base = source = None
     notes = list(notes)
     if store is None:
@@ -63,19 +60,17 @@ def evaluate(
             max_runs=window_run_limit(config.gate),
             fitted=fitted_window_depth(config.gate, config.buckets, config.alerts),
         )
-        windows = {bucket: w.runs() for (bucket, name), w in found.items() if name == PRIMARY}
-        metric_windows = {key: w.runs() for key, w in found.items() if key[1] != PRIMARY}
         acks, ack_warnings = read_acks(store.repo, tip)
         levels = accepted_levels(store.repo, acks, base)
-        for (bucket, name), window in found.items():
-            kept = kept_runs(levels, bucket, name, window.run_commits())
-            if kept is not None:
-                accepted[(bucket, name)] = kept
-        notes.extend(ack_warnings)
-        runners = {
-            (bucket if name == PRIMARY else (bucket, name)): w.runners()
-            for (bucket, name), w in found.items()
+        windows = {
+            key: MetricWindow(
+                runs=window.runs(),
+                runners=window.runners(),
+                known_shift=kept_runs(levels, key.bucket, key.metric, window.run_commits()),
+            )
+            for key, window in found.items()
         }
+        notes.extend(ack_warnings)
         if store.skipped_lines:
             # The count first: it survives the cap on notes however many lines follow.
             notes.append(
@@ -88,13 +83,9 @@ def evaluate(
         expected=expected,
         results=results,
         windows=windows,
-        notes=notes,
-        baseline_tip=tip,
-        baseline_source=source,
-        base_commit=base,
         unreadable=unreadable,
         calibration=configured_calibration(config),
-        metric_windows=metric_windows,
-        accepted=accepted,
-        runners=runners,
+        context=ReportContext(
+            baseline_tip=tip, baseline_source=source, base_commit=base, notes=notes
+        ),
     )

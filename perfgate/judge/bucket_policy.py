@@ -6,13 +6,17 @@ with the policy, the paired test and the window depth given here, so they never 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from perfgate.config import PRIMARY, AlertsSpec, Bucket, GatePolicy, Metric, PolicyName
 from perfgate.judge.budget import clear_drop
+from perfgate.judge.calibration import BucketNoise
 from perfgate.judge.decision import Decision
+from perfgate.judge.judgement import MetricCheck, MetricKey, MetricWindow, measured_primary
 from perfgate.judge.paired import PairedPolicy, PairNoise
 from perfgate.judge.policies import CalibratedPolicy, Policy, ReferencePolicy
+from perfgate.result import Result
 
 
 def window_sample_limit(
@@ -105,6 +109,35 @@ def policy_for(
         initial_repeats=bucket.repeats,
         max_repeats=bucket.most_samples(gate.confirm),
     )
+
+
+def metric_checks(
+    bucket: Bucket,
+    result: Result,
+    windows: Mapping[MetricKey, MetricWindow],
+    gate: GatePolicy,
+    noise: BucketNoise | None = None,
+) -> list[MetricCheck]:
+    """What each metric of ``bucket`` is judged with in ``result``, the primary first: its
+    window (none yet when ``windows`` has none), floors and rules; the primary's rule
+    takes its noise from ``noise`` (a calibration's entry) when given."""
+    hardware = result.hardware.slug
+    rule = policy_for(bucket, gate, hardware)
+    if noise is not None and isinstance(rule, ReferencePolicy):
+        rule = replace(rule, noise_floor_pct=noise.noise_floor_pct)
+    calibration = noise.for_rule() if noise is not None else None
+    return [
+        MetricCheck(
+            # The primary as it was measured, judged by the rule the noise may have set.
+            metric=measured_primary(result) if metric is bucket.metric else metric,
+            window=windows.get(MetricKey(bucket.id, metric.name), MetricWindow()),
+            floors=bucket.floors_for(hardware, metric.name),
+            policy=rule if metric is bucket.metric else policy_for(bucket, gate, hardware, metric),
+            paired_policy=paired_policy_for(bucket, gate, hardware, metric),
+            calibration=calibration if metric is bucket.metric else None,
+        )
+        for metric in bucket.all_metrics
+    ]
 
 
 def paired_policy_for(

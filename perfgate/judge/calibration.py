@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -114,6 +114,17 @@ class BucketNoise:
 
 
 @dataclass(frozen=True, kw_only=True)
+class NoiseUse:
+    """What became of a calibration for one bucket run: the entry applied, or why none was."""
+
+    applied: BucketNoise | None = None
+    # Why the entry for this experiment was not applied: far above the window's own noise.
+    beyond: str | None = None
+    # An entry for this bucket and hardware measured another experiment.
+    stale: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
 class NoiseCalibration:
     """Every calibrated bucket of a calibration file."""
 
@@ -135,6 +146,40 @@ class NoiseCalibration:
             (e for e in self.buckets if e.key == key and not e.measures(result)),
             None,
         )
+
+    def use_for(self, result: Result, runs: Sequence[Sequence[float]], rule: Policy) -> NoiseUse:
+        """The entry for ``result``'s experiment, unless the window ``runs`` shows it wrong."""
+        measured = self.for_result(result)
+        # Noise the window cannot have would only widen the lines (R5, R14).
+        why = measured.beyond(runs, rule) if measured is not None else None
+        if measured is not None and why is None:
+            return NoiseUse(applied=measured)
+        return NoiseUse(beyond=why, stale=self.stale_for(result) is not None)
+
+    def notes(self, uses: Mapping[str, NoiseUse]) -> list[str]:
+        """What the report says of how this calibration was used, by bucket (``uses``)."""
+        notes = []
+        calibrated = [bucket for bucket, use in uses.items() if use.applied is not None]
+        beyond = [f"{bucket}: {use.beyond}" for bucket, use in uses.items() if use.beyond]
+        stale = [bucket for bucket, use in uses.items() if use.stale]
+        if calibrated:
+            notes.append(
+                f"noise from the calibration {self.path} (measured runner-to-runner "
+                f"noise) for: {', '.join(calibrated)}"
+            )
+        if beyond:
+            notes.append(
+                "calibration entries not applied, the window's own noise judged instead: "
+                + "; ".join(beyond)
+                + "; qualify the pool again with --write-calibration if it changed"
+            )
+        if stale:
+            notes.append(
+                "calibration entries measured another experiment (launch or benchmark hash) "
+                f"and were not applied for: {', '.join(stale)}; qualify the pool again with "
+                "--write-calibration"
+            )
+        return notes
 
     def merged(self, entries: Iterable[BucketNoise]) -> NoiseCalibration:
         """This calibration with ``entries`` replacing those of the same bucket and hardware."""

@@ -8,18 +8,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.artifacts import UnreadableArtifact
 from perfgate.config import PRIMARY, Bucket, Config, ConfirmMode, Mode, PolicyName
 from perfgate.errors import ExitCode
-from perfgate.judge.bucket_policy import paired_policy_for, policy_for
-from perfgate.judge.calibration import NoiseCalibration
-from perfgate.judge.judgement import Bisect, Judgement, MetricCheck, Signal
+from perfgate.judge.bucket_policy import metric_checks, policy_for
+from perfgate.judge.calibration import NoiseCalibration, NoiseUse
+from perfgate.judge.judgement import Bisect, Judgement, MetricKey, MetricWindow, Signal
 from perfgate.judge.oracle import judge
-from perfgate.judge.policies import ReferencePolicy
-from perfgate.judge.runners import WindowRunners
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import Result, Spend
 
@@ -326,149 +324,68 @@ def _unreadable_judgement(artifact: UnreadableArtifact) -> Judgement:
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class ReportContext:
+    """What the report says of where its baselines came from, and what else it notes."""
+
+    baseline_tip: str | None = None
+    baseline_source: str | None = None
+    base_commit: str | None = None
+    notes: Sequence[str] = ()
+
+
 def build_report(
     *,
     config: Config,
     expected: Sequence[Bucket],
     results: Sequence[Result],
-    windows: Mapping[str, Sequence[Sequence[float]]],
-    notes: Sequence[str] = (),
-    baseline_tip: str | None = None,
-    baseline_source: str | None = None,
-    base_commit: str | None = None,
+    windows: Mapping[MetricKey, MetricWindow],
     unreadable: Sequence[UnreadableArtifact] = (),
     calibration: NoiseCalibration | None = None,
-    metric_windows: Mapping[tuple[str, str], Sequence[Sequence[float]]] | None = None,
-    accepted: Mapping[tuple[str, str], int] | None = None,
-    runners: Mapping[str | tuple[str, str], WindowRunners] | None = None,
+    context: ReportContext = ReportContext(),
 ) -> GateReport:
     """Judge every expected bucket; pure, so every rule is testable without I/O.
 
-    ``windows`` holds each bucket's baseline runs of its primary metric, nearest first,
-    each the samples it took (the window, then older history runner offsets are learned
-    from when no runner model was fitted as they were stored); ``metric_windows`` those of
-    its other metrics, by (bucket id, metric name); ``runners`` who measured each of those
-    runs and the fitted model, keyed alike (absent: windows are judged as their runners
-    measured them). ``accepted`` says, by (bucket id, metric name), after
-    how many of a window's nearest runs an accepted change starts a new level (R18): the
-    rule takes it as a known level shift. A bucket that ``calibration`` measured on this
-    hardware and
-    experiment is judged with that measured noise (an A/A noise model of its primary
-    metric): the calibrated rule reads it as its A/A calibration, the reference rule
-    takes its noise floor from it instead of from a constant.
+    ``windows`` holds each bucket's baseline of each metric (absent: none yet). A bucket
+    that ``calibration`` measured on this hardware and experiment is judged with that
+    measured noise (an A/A noise model of its primary metric): the calibrated rule reads
+    it as its A/A calibration, the reference rule takes its noise floor from it instead
+    of from a constant.
     """
     by_bucket = latest_per_bucket(results)
-    counts = Counter(result.bucket.id for result in results)
-    expected_ids = tuple(b.id for b in expected)
     policy = config.gate
     rows = []
     placed: set[Path] = set()
-    calibrated: list[str] = []
-    stale: list[str] = []
-    beyond: list[str] = []
+    noise: dict[str, NoiseUse] = {}
     for bucket in expected:
         result = by_bucket.get(bucket.id)
-        bad = next((u for u in unreadable if u.belongs_to(bucket)), None)
-        if result is None and bad is not None:
-            placed.add(bad.path)
-            judgement = _unreadable_judgement(bad)
-            rows.append(
-                Row(bucket=bucket, verdict=judgement.verdict, result=None, judgement=judgement)
-            )
-            continue
         if result is None:
-            rows.append(
-                Row(bucket=bucket, verdict=Verdict.HARD_FAILURE, result=None, judgement=None)
-            )
+            bad = next((u for u in unreadable if u.belongs_to(bucket)), None)
+            judgement = None if bad is None else _unreadable_judgement(bad)
+            placed.update(() if bad is None else (bad.path,))
+            verdict = Verdict.HARD_FAILURE if judgement is None else judgement.verdict
+            rows.append(Row(bucket=bucket, verdict=verdict, result=None, judgement=judgement))
             continue
         # A selection's metrics are the benchmarks this run measured; the rate is split
         # over every metric that gates, so the bucket's false-alarm rate holds (R5).
         bucket = bucket.selecting(result.metrics)
-        hardware = result.hardware.slug
-        rule = policy_for(bucket, policy, hardware)
-        measured = calibration.for_result(result) if calibration else None
-        window = windows.get(bucket.id, ())
-        why = measured.beyond(window, rule) if measured is not None else None
-        if why is not None:
-            # Noise the window cannot have would only widen the lines (R5, R14).
-            beyond.append(f"{bucket.id}: {why}")
-            measured = None
-        if measured is not None:
-            calibrated.append(bucket.id)
-            if isinstance(rule, ReferencePolicy):
-                rule = replace(rule, noise_floor_pct=measured.noise_floor_pct)
-        elif calibration is not None and calibration.stale_for(result) is not None:
-            stale.append(bucket.id)
-        judgement = judge(
-            result,
-            window,
-            floors=bucket.floors_for(hardware),
-            policy=rule,
-            calibration=measured.for_rule() if measured is not None else None,
-            metrics=[
-                MetricCheck(
-                    metric=metric,
-                    window=(metric_windows or {}).get((bucket.id, metric.name), ()),
-                    floors=bucket.floors_for(hardware, metric.name),
-                    policy=policy_for(bucket, policy, hardware, metric),
-                    paired_policy=paired_policy_for(bucket, policy, hardware, metric),
-                    known_shift=(accepted or {}).get((bucket.id, metric.name)),
-                    runners=(runners or {}).get((bucket.id, metric.name)),
-                )
-                for metric in bucket.metrics
-            ],
-            confirm=policy.confirm,
-            paired_policy=paired_policy_for(bucket, policy, hardware),
-            known_shift=(accepted or {}).get((bucket.id, PRIMARY)),
-            runners=(runners or {}).get(bucket.id),
-            confirm_drop_pct=policy.confirm_drop_pct,
-        )
+        rule = policy_for(bucket, policy, result.hardware.slug)
+        window = windows.get(MetricKey(bucket.id), MetricWindow())
+        use = NoiseUse() if calibration is None else calibration.use_for(result, window.runs, rule)
+        noise[bucket.id] = use
+        checks = metric_checks(bucket, result, windows, policy, use.applied)
+        judgement = judge(result, checks, confirm=policy.confirm,
+                          confirm_drop_pct=policy.confirm_drop_pct)  # fmt: skip
         rows.append(
             Row(bucket=bucket, verdict=judgement.verdict, result=result, judgement=judgement)
         )
-    arrived = {row.bucket.id for row in rows if row.reported}
-    coverage = Coverage(
-        expected=expected_ids,
-        reported=tuple(b for b in expected_ids if b in arrived),
-        missing=tuple(b for b in expected_ids if b not in arrived),
-        duplicates=tuple(b for b, n in counts.items() if n > 1 and b in expected_ids),
-        unexpected=tuple(sorted(b for b in by_bucket if b not in expected_ids)),
-        not_selected=tuple(b for b in config.bucket_ids() if b not in expected_ids),
-    )
-    all_notes = list(notes)
-    all_notes += [
-        f"unreadable result artifact skipped: {u.problem}"
-        for u in unreadable
-        if u.path not in placed
-    ]
-    if coverage.unexpected:
-        all_notes.append(
-            f"ignored artifacts for buckets not expected by {config.path} (reported, not "
-            "judged): " + ", ".join(coverage.unexpected)
-        )
-    if calibrated and calibration is not None:
-        all_notes.append(
-            f"noise from the calibration {calibration.path} (measured runner-to-runner "
-            f"noise) for: {', '.join(calibrated)}"
-        )
-    if beyond:
-        all_notes.append(
-            "calibration entries not applied, the window's own noise judged instead: "
-            + "; ".join(beyond)
-            + "; qualify the pool again with --write-calibration if it changed"
-        )
-    if stale:
-        all_notes.append(
-            "calibration entries measured another experiment (launch or benchmark hash) and "
-            f"were not applied for: {', '.join(stale)}; qualify the pool again with "
-            "--write-calibration"
-        )
-    if coverage.duplicates:
-        all_notes.append(
-            "several artifacts for "
-            + ", ".join(coverage.duplicates)
-            + "; the latest attempt counts"
-        )
+    coverage = _coverage(config, expected, results, rows)
+    notes = [
+        *context.notes,
+        *(f"unreadable result artifact skipped: {u.problem}"
+          for u in unreadable if u.path not in placed),
+        *_report_notes(config, coverage, calibration, noise),
+    ]  # fmt: skip
     overall = max((row.verdict for row in rows), key=lambda v: v.severity)
     reported = [r.result for r in rows if r.result is not None]
     return GateReport(
@@ -487,13 +404,51 @@ def build_report(
         min_drop_pct=policy.oracle.min_block_regression_pct,
         max_runs=policy.baseline.max_runs,
         confirm=policy.confirm,
-        baseline_tip=baseline_tip,
-        baseline_source=baseline_source,
-        base_commit=base_commit,
+        baseline_tip=context.baseline_tip,
+        baseline_source=context.baseline_source,
+        base_commit=context.base_commit,
         commit=reported[0].source.commit if reported else None,
         target_branch=reported[0].source.target_branch if reported else None,
         hardware=tuple(sorted({r.hardware.slug for r in reported})),
         machines=tuple(sorted({r.hardware.describe() for r in reported})),
-        notes=tuple(all_notes),
+        notes=tuple(notes),
         trend_url=config.report.url,
     )
+
+
+def _coverage(
+    config: Config, expected: Sequence[Bucket], results: Sequence[Result], rows: Sequence[Row]
+) -> Coverage:
+    """Which expected buckets reported, and which artifacts were doubled or unexpected."""
+    expected_ids = tuple(b.id for b in expected)
+    counts = Counter(result.bucket.id for result in results)
+    arrived = {row.bucket.id for row in rows if row.reported}
+    return Coverage(
+        expected=expected_ids,
+        reported=tuple(b for b in expected_ids if b in arrived),
+        missing=tuple(b for b in expected_ids if b not in arrived),
+        duplicates=tuple(b for b, n in counts.items() if n > 1 and b in expected_ids),
+        unexpected=tuple(sorted(b for b in counts if b not in expected_ids)),
+        not_selected=tuple(b for b in config.bucket_ids() if b not in expected_ids),
+    )
+
+
+def _report_notes(
+    config: Config,
+    coverage: Coverage,
+    calibration: NoiseCalibration | None,
+    noise: Mapping[str, NoiseUse],
+) -> list[str]:
+    """What a reader should know besides the verdicts: artifacts set aside, calibration used."""
+    notes = []
+    if coverage.unexpected:
+        notes.append(
+            f"ignored artifacts for buckets not expected by {config.path} (reported, not "
+            "judged): " + ", ".join(coverage.unexpected)
+        )
+    notes += calibration.notes(noise) if calibration is not None else []
+    if coverage.duplicates:
+        notes.append(
+            f"several artifacts for {', '.join(coverage.duplicates)}; the latest attempt counts"
+        )
+    return notes

@@ -1,15 +1,17 @@
-"""What the oracle says of one bucket: its judgement, each metric's, and the signals behind them."""
+"""What the oracle is given of one bucket (each metric's window and rule) and what it says:
+its judgement, each metric's, and the signals behind them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
-from perfgate.config import Direction, Floor, Metric
+from perfgate.config import PRIMARY, Direction, Floor, Metric
 from perfgate.judge.decision import Decision
 from perfgate.judge.paired import PairedDecision, PairedPolicy
-from perfgate.judge.policies import Policy
+from perfgate.judge.policies import Calibration, Policy
 from perfgate.judge.runners import WindowRunners
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import FailurePhase, Result
@@ -57,19 +59,42 @@ class MetricJudgement:
         return tuple(signal.reason for signal in self.signals)
 
 
+class MetricKey(NamedTuple):
+    """Which window: one metric of one bucket."""
+
+    bucket: str
+    metric: str = PRIMARY
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetricWindow:
+    """The baseline of one metric of one bucket: its runs, nearest first, each the samples
+    it took; who measured them; and where an accepted change starts its level."""
+
+    runs: Sequence[Sequence[float]] = ()
+    # Who measured each run (and a fitted runner model), for a runner-aware window.
+    runners: WindowRunners | None = None
+    # An accepted change starts the level after the nearest this many runs (R18).
+    known_shift: int | None = None
+
+
 @dataclass(frozen=True, kw_only=True)
 class MetricCheck:
-    """A metric besides the primary, and what it is judged with."""
+    """One metric of a bucket and what it is judged with."""
 
     metric: Metric
-    window: Sequence[Sequence[float]]
+    window: MetricWindow
     floors: Sequence[Floor] = ()
     policy: Policy
     paired_policy: PairedPolicy | None = None
-    # An accepted change starts the level after the window's nearest this many runs.
-    known_shift: int | None = None
-    # Who measured each window run (and a fitted runner model), for a runner-aware window.
-    runners: WindowRunners | None = None
+    # The measured noise of this metric (an A/A calibration), when the rule may use it.
+    calibration: Calibration | None = None
+
+
+def measured_primary(result: Result) -> Metric:
+    """The primary metric as ``result`` measured it (path, direction, unit): required, gating."""
+    reading = result.metric
+    return Metric(path=reading.path, direction=reading.direction, unit=reading.unit)
 
 
 class Method(StrEnum):

@@ -13,9 +13,10 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from functools import cached_property
 
-from perfgate.config import ConfirmMode, Direction, Floor, FloorKind, Metric
+from perfgate.config import ConfirmMode, Direction, Floor, FloorKind
 from perfgate.console import failure_cause
 from perfgate.judge.bucket_policy import pair_noise
 from perfgate.judge.budget import UNJUDGED
@@ -27,13 +28,14 @@ from perfgate.judge.judgement import (
     Method,
     MetricCheck,
     MetricJudgement,
+    MetricWindow,
     Signal,
     bisect_label,
 )
 from perfgate.judge.paired import PairedDecision, PairedPolicy, settled_decision
 from perfgate.judge.policies import CalibratedPolicy, Calibration, Policy
 from perfgate.judge.rule import decide
-from perfgate.judge.runners import WindowRunners, WindowView, window_view
+from perfgate.judge.runners import WindowView, window_view
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import (
     FailurePhase,
@@ -190,59 +192,33 @@ def _window_signals(decision: Decision) -> list[Signal]:
 
 def judge(
     result: Result,
-    window: Sequence[Sequence[float]],
+    checks: Sequence[MetricCheck],
     *,
-    floors: Sequence[Floor],
-    policy: Policy,
-    calibration: Calibration | None = None,
-    metrics: Sequence[MetricCheck] = (),
     confirm: ConfirmMode = ConfirmMode.REPEAT,
-    paired_policy: PairedPolicy | None = None,
-    known_shift: int | None = None,
-    runners: WindowRunners | None = None,
     confirm_drop_pct: float | None = None,
 ) -> Judgement:
     """Judge one result: health first, then each metric apart; the worst that gates wins.
 
-    ``window``, ``floors``, ``policy``, ``calibration``, ``paired_policy`` and
-    ``known_shift`` (an accepted change, R18) are the primary metric's; ``metrics`` the
-    others the bucket declares, each with its own. A
-    window holds the baseline's runs, nearest first, each the samples it took. The rule
-    sees every sample of the run that admission control kept (``final``: the bench took
-    its last one). A paired comparison, when measured, decides in the window's place;
-    under ``confirm: paired`` a window BLOCK that no paired comparison confirmed is
-    INCONCLUSIVE, unless the bench skipped the pairs on purpose (the budget could not
-    decide or afford them): then the window's verdict stands, and says so. ``runners``
-    names the runner of each window run (and the model fitted as they were stored): the
-    window is then judged on the result's runner's terms (``judge.runners``). Samples
-    admission control set aside never support a BLOCK. Under ``confirm: paired`` a
-    blocking drop the window could not rule out and no pair measured is named as left to
-    post-merge detection (``confirm_drop_pct``).
+    ``checks`` are the bucket's metrics, each with its window, floors and rules, the one
+    the bucket is read by (its primary) first: its signals, decision and paired test are
+    the bucket's. A window holds the baseline's runs, nearest first, each the samples it
+    took; an accepted change (R18) starts its level, and the runners that measured it put
+    it on the result's runner's terms (``judge.runners``). The rule sees every sample of
+    the run that admission control kept (``final``: the bench took its last one). A paired
+    comparison, when measured, decides in the window's place; under ``confirm: paired`` a
+    window BLOCK that no paired comparison confirmed is INCONCLUSIVE, unless the bench
+    skipped the pairs on purpose (the budget could not decide or afford them): then the
+    window's verdict stands, and says so. Samples admission control set aside never
+    support a BLOCK. Under ``confirm: paired`` a blocking drop the window could not rule
+    out and no pair measured is named as left to post-merge detection (``confirm_drop_pct``).
     """
     signals = _health_signals(result)
     samples = result.metric.sample_values(result.set_aside) or result.metric.sample_values()
     value = statistics.median(samples) if samples else result.metric.value
     judged: list[MetricJudgement] = []
     if not signals and value is not None:
-        primary = Metric(
-            path=result.metric.path, direction=result.metric.direction, unit=result.metric.unit
-        )
-        checks = [
-            MetricCheck(
-                metric=primary, window=window, floors=floors, policy=policy,
-                paired_policy=paired_policy, known_shift=known_shift, runners=runners,
-            ),
-            *metrics,
-        ]  # fmt: skip
         judged = [
-            _judge_metric(
-                check,
-                result.all_metrics.get(check.metric.name),
-                result,
-                confirm=confirm,
-                calibration=calibration if check.metric is primary else None,
-                confirm_drop_pct=confirm_drop_pct,
-            )
+            _judge_metric(check, result, confirm=confirm, confirm_drop_pct=confirm_drop_pct)
             for check in checks
         ]
         signals += judged[0].signals
@@ -272,33 +248,27 @@ def judge(
 
 def judge_run(
     samples: Sequence[float],
-    window: Sequence[Sequence[float]],
+    window: MetricWindow,
     *,
     direction: Direction,
     floors: Sequence[Floor],
     policy: Policy,
     calibration: Calibration | None = None,
     retried: bool = False,
-    known_shift: int | None = None,
-    runners: WindowRunners | None = None,
     runner: str | None = None,
 ) -> Judgement:
     """Judge a stored run's samples against its window, as :func:`judge` judges a metric.
 
     The trend site judges the runs the baseline branch holds with it, so a chart draws the
     verdict and lines the rule gave. Paired comparisons are never stored, so this is the
-    window's verdict: what the gate says under ``gate.confirm: repeat`` or ``off``. With
-    ``runners`` (who measured each window run) the window is put on ``runner``'s terms, as
-    the gate does.
+    window's verdict: what the gate says under ``gate.confirm: repeat`` or ``off``. When
+    the window names who measured each run it is put on ``runner``'s terms, as the gate
+    does.
     """
     value = statistics.median(samples)
-    if isinstance(policy, CalibratedPolicy):
-        view = window_view(window, runners, runner, policy=policy, direction=direction,
-                           calibration=calibration, known_shift=known_shift)  # fmt: skip
-        decision = view.decide(samples, policy, final=True)
-    else:
-        decision = decide(window, samples, direction=direction, policy=policy, final=True,
-                          known_shift=known_shift)  # fmt: skip
+    rule = _WindowRule(window=window, policy=policy, direction=direction,
+                       calibration=calibration, runner=runner)  # fmt: skip
+    decision = rule.decide(samples)
     signals = [*_floor_signals(value, floors, direction), *_window_signals(decision)]
     verdict = _worst(signals, retried="a retry" if retried else None)
     return Judgement(
@@ -327,20 +297,18 @@ def _worst(signals: list[Signal], *, retried: str | None) -> Verdict:
 
 def _judge_metric(
     check: MetricCheck,
-    reading: MetricReading | None,
     result: Result,
     *,
     confirm: ConfirmMode,
-    calibration: Calibration | None = None,
     confirm_drop_pct: float | None = None,
 ) -> MetricJudgement:
     """One metric against its window: its figure, fixed floors, the rule, then its pairs.
 
-    ``check.metric`` is the declaration; the run's ``reading`` (None: not reported) says
+    ``check.metric`` is the declaration; the run's reading of it (none: not reported) says
     what was measured, and its direction is the one hashed into the window.
     """
     metric = check.metric
-    measured = reading or MetricReading(
+    measured = result.all_metrics.get(metric.name) or MetricReading(
         path=metric.path, direction=metric.direction, unit=metric.unit, value=None
     )
     signals = _figure_signals(measured, required=metric.required)
@@ -353,72 +321,25 @@ def _judge_metric(
     if value is not None:
         direction = measured.direction
         signals += _floor_signals(value, check.floors, direction)
-
-        view = (
-            window_view(
-                check.window,
-                check.runners,
-                result.ci.runner_identity,
-                policy=check.policy,
-                direction=direction,
-                calibration=calibration,
-                known_shift=check.known_shift,
-            )
-            if isinstance(check.policy, CalibratedPolicy)
-            else None
-        )
-
-        def against_window(values: Sequence[float]) -> Decision:
-            if view is not None and isinstance(check.policy, CalibratedPolicy):
-                return view.decide(values, check.policy, final=True)
-            return decide(check.window, values, direction=direction, policy=check.policy,
-                          calibration=calibration, final=True,
-                          known_shift=check.known_shift)  # fmt: skip
-
-        decision = against_window(samples)
+        rule = _WindowRule(window=check.window, policy=check.policy, direction=direction,
+                           calibration=check.calibration, runner=result.ci.runner_identity)  # fmt: skip
+        decision = rule.decide(samples)
         window = _window_signals(decision)
-        if view is not None and view.fitted is not None and view.fitted.corrects:
-            window.append(_runner_signal(view, direction))
+        if rule.view is not None and rule.view.fitted is not None and rule.view.fitted.corrects:
+            window.append(_runner_signal(rule.view, direction))
         record = result.paired
-        evidence = record is not None and _measured(record) and record.measures(metric.name)
-        pairs = record.pairs(metric.name) if record is not None and evidence else None
-        if pairs is not None:
+        if record is not None and _measured(record) and record.measures(metric.name):
             paired = settled_decision(
-                pairs, direction=direction, policy=check.paired_policy or PairedPolicy(),
-                prior=pair_noise(decision),
+                record.pairs(metric.name), direction=direction,
+                policy=check.paired_policy or PairedPolicy(), prior=pair_noise(decision),
             )  # fmt: skip
-            window = [_informational(window[0]), *window[1:], _paired_signal(paired, record)]
-        elif record is not None and record.status is PairedStatus.SKIPPED:
-            window.append(
-                Signal(
-                    reason=Reason.PAIRED_SKIPPED,
-                    verdict=Verdict.PASS,
-                    detail=f"no paired A/B: {record.reason}; the window's verdict stands",
-                )
-            )
-        elif record is not None and confirm is ConfirmMode.PAIRED:
-            window.append(
-                Signal(
-                    reason=Reason.PAIRED_UNAVAILABLE,
-                    verdict=Verdict.PASS,
-                    detail=f"no paired A/B ({record.reason or 'no pairs for this metric'}); "
-                    "confirmed by repeats against the window",
-                )
-            )
-        elif confirm is ConfirmMode.PAIRED and decision.verdict is Verdict.BLOCK:
-            window[0] = Signal(
-                reason=Reason.UNPAIRED,
-                verdict=Verdict.INCONCLUSIVE,
-                detail=f"{window[0].detail}; not confirmed: the bench made no paired comparison "
-                "with the merge base, and gate.confirm: paired needs one to block",
-            )
+        signals += _confirmation_signals(window, decision, record, paired, confirm=confirm)
         if paired is None and confirm is ConfirmMode.PAIRED and confirm_drop_pct is not None:
-            window += _post_merge_signals(decision, check.policy, confirm_drop_pct)
-        signals += window
+            signals += _post_merge_signals(decision, check.policy, confirm_drop_pct)
         # Samples set aside never support a BLOCK: when only they would have blocked, or
         # nothing else is left, the verdict cannot be a pass either.
         undecided = aside and paired is None and decision.verdict is not Verdict.BLOCK
-        if undecided and (not samples or against_window(everything).verdict is Verdict.BLOCK):
+        if undecided and (not samples or rule.decide(everything).verdict is Verdict.BLOCK):
             signals.append(_contamination_signal(result, unconfirmed=True))
     return MetricJudgement(
         name=metric.name,
@@ -432,6 +353,63 @@ def _judge_metric(
         decision=decision,
         paired=paired,
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _WindowRule:
+    """A metric's rule against its window for a run on ``runner``: on that runner's terms
+    under the calibrated policy (``view``), else the window as stored."""
+
+    window: MetricWindow
+    policy: Policy
+    direction: Direction
+    calibration: Calibration | None
+    runner: str | None
+
+    @cached_property
+    def view(self) -> WindowView | None:
+        """The window analysed for ``runner`` (the calibrated policy's only)."""
+        if not isinstance(self.policy, CalibratedPolicy):
+            return None
+        return window_view(self.window.runs, self.window.runners, self.runner,
+                           policy=self.policy, direction=self.direction,
+                           calibration=self.calibration,
+                           known_shift=self.window.known_shift)  # fmt: skip
+
+    def decide(self, samples: Sequence[float]) -> Decision:
+        """The rule's decision on ``samples``, the run's last look."""
+        if self.view is not None and isinstance(self.policy, CalibratedPolicy):
+            return self.view.decide(samples, self.policy, final=True)
+        return decide(self.window.runs, samples, direction=self.direction, policy=self.policy,
+                      calibration=self.calibration, final=True,
+                      known_shift=self.window.known_shift)  # fmt: skip
+
+
+def _confirmation_signals(
+    window: list[Signal],
+    decision: Decision,
+    record: PairedRecord | None,
+    paired: PairedDecision | None,
+    *,
+    confirm: ConfirmMode,
+) -> list[Signal]:
+    """The window's signals as the paired comparison (or its absence) leaves them."""
+    if paired is not None:
+        return [_informational(window[0]), *window[1:], _paired_signal(paired, record)]
+    if record is not None and record.status is PairedStatus.SKIPPED:
+        detail = f"no paired A/B: {record.reason}; the window's verdict stands"
+        return [*window, Signal(reason=Reason.PAIRED_SKIPPED, verdict=Verdict.PASS, detail=detail)]
+    if record is not None and confirm is ConfirmMode.PAIRED:
+        detail = (f"no paired A/B ({record.reason or 'no pairs for this metric'}); "
+                  "confirmed by repeats against the window")  # fmt: skip
+        return [*window, Signal(reason=Reason.PAIRED_UNAVAILABLE, verdict=Verdict.PASS,
+                                detail=detail)]  # fmt: skip
+    if confirm is ConfirmMode.PAIRED and decision.verdict is Verdict.BLOCK:
+        detail = (f"{window[0].detail}; not confirmed: the bench made no paired comparison "
+                  "with the merge base, and gate.confirm: paired needs one to block")  # fmt: skip
+        return [Signal(reason=Reason.UNPAIRED, verdict=Verdict.INCONCLUSIVE, detail=detail),
+                *window[1:]]  # fmt: skip
+    return window
 
 
 def _runner_signal(view: WindowView, direction: Direction) -> Signal:

@@ -24,10 +24,10 @@ from perfgate.config import (
     Direction,
     GatePolicy,
     Metric,
-    PolicyName,
 )
-from perfgate.judge.bucket_policy import policy_for, window_sample_limit
+from perfgate.judge.bucket_policy import policy_for, window_run_limit, window_sample_limit
 from perfgate.judge.calibration import NoiseCalibration
+from perfgate.judge.judgement import MetricWindow
 from perfgate.judge.oracle import judge_run
 from perfgate.judge.policies import Calibration, Policy, ReferencePolicy
 from perfgate.judge.verdicts import Reason
@@ -98,14 +98,6 @@ class TrendRule:
         return policy, measured.for_rule()
 
     @property
-    def window_runs(self) -> int | None:
-        """The nearest runs the rule reads: the window and the history runner offsets are
-        learned from (None: it counts samples only)."""
-        if self.gate.policy is PolicyName.REFERENCE:
-            return None
-        return max(self.gate.baseline.max_runs, self.gate.baseline.history_runs)
-
-    @property
     def paired(self) -> bool:
         """True when the gate confirms by pairs, which the store does not keep (R5)."""
         return self.gate.confirm is ConfirmMode.PAIRED
@@ -146,21 +138,22 @@ def judge_series(series: Series, rule: TrendRule) -> list[JudgedRun]:
     floors = series.bucket.floors_for(series.hardware, series.metric)
     metric_policy = policy_for(series.bucket, rule.gate, series.hardware, declared(series))
     judged = []
-    for run, window in zip(
-        series.runs, windows_before(series.runs, rule.window_limit, rule.window_runs), strict=True
-    ):
+    windows = windows_before(series.runs, rule.window_limit, window_run_limit(rule.gate))
+    for run, window in zip(series.runs, windows, strict=True):
         runs = window.runs()
         policy, calibration = rule.run_policy(series, run, metric_policy, runs)
         judgement = judge_run(
             run.values,
-            runs,
+            MetricWindow(
+                runs=runs,
+                runners=window.runners(),
+                known_shift=rule.known_shift(series, run, window.run_commits()),
+            ),
             direction=direction,
             floors=floors,
             policy=policy,
             calibration=calibration,
             retried=run.retried,
-            known_shift=rule.known_shift(series, run, window.run_commits()),
-            runners=window.runners(),
             runner=run.samples[0].ci_runner_name,
         )
         decision, figure = judgement.decision, judgement.value

@@ -22,7 +22,7 @@ from perfgate.judge.judgement import Bisect
 from perfgate.judge.oracle import judge
 from perfgate.judge.verdicts import Verdict
 from perfgate.result import FailurePhase
-from tests.factories import make_result
+from tests.factories import make_result, primary_check
 from tests.unit.baselines.test_seed_plan import bucket
 
 GOOD, BAD = "g" * 40, "b" * 40
@@ -142,5 +142,6 @@ def test_a_step_of_two_repeats_can_be_bad() -> None:
     that takes exactly its repeats can, as the rule is told its sampling."""
     assert judged((80.0, 81.0), 2).label is Bisect.BAD
     result = make_result("cartpole/numpy", samples=(80.0, 81.0), commit=MIDDLE[0])
-    gate = judge(result, WINDOW, floors=(), policy=policy_for(bucket(), GatePolicy(), "cpu-test"))
+    policy = policy_for(bucket(), GatePolicy(), "cpu-test")
+    gate = judge(result, [primary_check(result, WINDOW, policy=policy)])
     assert gate.verdict is Verdict.INCONCLUSIVE

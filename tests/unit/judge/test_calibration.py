@@ -26,7 +26,7 @@ from perfgate.judge.gate import GateReport, build_report
 from perfgate.judge.verdicts import Verdict
 from perfgate.report.summary import summary_markdown
 from perfgate.result import Result
-from tests.factories import make_result
+from tests.factories import make_result, windows_of
 
 # Reference policy: median 100, unscaled MAD 1 (one sample per run, nearest first).
 STEADY = [[99.0], [100.0], [101.0], [100.0], [99.0], [101.0]]
@@ -83,7 +83,7 @@ def judged(tmp_path: Path, policy: str, result: Result, window: object,
         config=config,
         expected=config.buckets,
         results=[result],
-        windows={"cartpole/numpy": window},  # type: ignore[dict-item]
+        windows=windows_of({"cartpole/numpy": window}),
         calibration=calibration,
     )
 

@@ -9,12 +9,12 @@ import pytest
 from perfgate.artifacts import load_results
 from perfgate.config import Config, load_config
 from perfgate.errors import GateMalfunction
-from perfgate.judge.gate import build_report
+from perfgate.judge.gate import ReportContext, build_report
 from perfgate.judge.verdicts import Verdict
 from perfgate.report.summary import summary_markdown
 from perfgate.report.verdict import report_json
 from perfgate.result import FailurePhase, StaleImage, write_result
-from tests.factories import make_result
+from tests.factories import make_result, windows_of
 
 STEADY = [99.0, 100.0, 101.0, 100.0, 99.0, 101.0]
 # Three samples 20 % down: a confirmed regression (a BLOCK needs at least three).
@@ -42,7 +42,8 @@ buckets:
 def report_for(cfg: Config, results, windows=None):  # type: ignore[no-untyped-def]
     if windows is None:
         windows = {b.id: STEADY for b in cfg.buckets}
-    return build_report(config=cfg, expected=cfg.buckets, results=results, windows=windows)
+    return build_report(config=cfg, expected=cfg.buckets, results=results,
+                        windows=windows_of(windows))  # fmt: skip
 
 
 def healthy_all(cfg: Config) -> list:  # type: ignore[type-arg]
@@ -220,7 +221,7 @@ def test_one_unreadable_artifact_costs_its_bucket_and_names_the_file(tmp_path: P
     assert sorted(u.path.name for u in loaded.unreadable) == ["pendulum__numpy.json", "stray.json"]
     report = build_report(
         config=cfg, expected=cfg.buckets, results=loaded.results,
-        windows={b.id: STEADY for b in cfg.buckets}, unreadable=loaded.unreadable,
+        windows=windows_of({b.id: STEADY for b in cfg.buckets}), unreadable=loaded.unreadable,
     )  # fmt: skip
     row = next(r for r in report.rows if r.bucket.id == "pendulum/numpy")
     assert row.verdict is Verdict.HARD_FAILURE and row.reasons == ("UNREADABLE_ARTIFACT",)
@@ -247,7 +248,8 @@ def test_verdict_json_stays_within_the_schema_caps_however_many_notes(tmp_path: 
     notes = [f"{cfg.path}:{n}: corrupt baseline line skipped" for n in range(120)]
     report = build_report(
         config=cfg, expected=cfg.buckets, results=healthy_all(cfg),
-        windows={b.id: STEADY for b in cfg.buckets}, notes=notes,
+        windows=windows_of({b.id: STEADY for b in cfg.buckets}),
+        context=ReportContext(notes=notes),
     )  # fmt: skip
     data = report_json(report)
     assert len(data["notes"]) == 50 and data["notes"][-1] == "… and 71 more"

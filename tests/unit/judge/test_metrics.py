@@ -13,7 +13,7 @@ import pytest
 from perfgate.config import PRIMARY, Config, GatePolicy, PolicyName, load_config
 from perfgate.judge.bucket_policy import policy_for
 from perfgate.judge.gate import GateReport, build_report
-from perfgate.judge.judgement import Bisect
+from perfgate.judge.judgement import Bisect, MetricKey, MetricWindow
 from perfgate.judge.policies import CalibratedPolicy, ReferencePolicy
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import (
@@ -78,16 +78,16 @@ def result(
 
 
 def report(cfg: Config, measured: Result, **windows: list[list[float]]) -> GateReport:
-    metric_windows = {
-        (BUCKET, "startup_s"): windows.get("startup", STARTUP),
-        (BUCKET, "gpu_mem_gb"): windows.get("memory", MEMORY),
+    runs = {
+        MetricKey(BUCKET): windows.get("fps", FPS),
+        MetricKey(BUCKET, "startup_s"): windows.get("startup", STARTUP),
+        MetricKey(BUCKET, "gpu_mem_gb"): windows.get("memory", MEMORY),
     }
     return build_report(
         config=cfg,
         expected=cfg.buckets,
         results=[measured],
-        windows={BUCKET: windows.get("fps", FPS)},
-        metric_windows=metric_windows,
+        windows={key: MetricWindow(runs=window) for key, window in runs.items()},
     )
 
 

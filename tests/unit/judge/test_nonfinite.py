@@ -12,7 +12,7 @@ from perfgate.config import load_config
 from perfgate.judge.gate import build_report, latest_per_bucket
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.report.verdict import report_json
-from tests.factories import make_result
+from tests.factories import make_result, windows_of
 
 WINDOW = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8]
 
@@ -42,7 +42,7 @@ def test_a_non_finite_figure_against_a_full_window_is_a_hard_failure(config, val
     result = make_result("cartpole/numpy", value)
     report = build_report(
         config=config, expected=config.buckets, results=[result],
-        windows={"cartpole/numpy": WINDOW},
+        windows=windows_of({"cartpole/numpy": WINDOW}),
     )  # fmt: skip
     assert report.overall is Verdict.HARD_FAILURE
     assert report.exit_code == 2
@@ -59,7 +59,7 @@ def test_verdict_json_is_strict_even_when_statistics_overflow(config) -> None:  
     result = make_result("cartpole/numpy", 1e308)
     report = build_report(
         config=config, expected=config.buckets, results=[result],
-        windows={"cartpole/numpy": [1e-10] * 7},
+        windows=windows_of({"cartpole/numpy": [1e-10] * 7}),
     )  # fmt: skip
     data = strict(json.dumps(report_json(report), allow_nan=False))
     assert isinstance(data, dict)

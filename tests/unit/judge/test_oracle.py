@@ -28,7 +28,7 @@ from perfgate.judge.oracle import judge
 from perfgate.judge.policies import CalibratedPolicy, ReferencePolicy
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import FailurePhase, SampleReading, StaleImage
-from tests.factories import make_result
+from tests.factories import make_result, primary_check
 from tests.paths import ROOT
 
 REFERENCE = ReferencePolicy(k_warn=2.5, k_block=4.0, min_drop_pct=3.0)
@@ -49,7 +49,7 @@ def verdict_of(value: float | None, window: Any = WINDOW, **kwargs: Any) -> Judg
     if samples is not None:
         readings = tuple(SampleReading(sample_index=i, value=v) for i, v in enumerate(samples))
         result = replace(result, metric=replace(result.metric, samples=readings))
-    return judge(result, window, floors=floors, policy=policy)
+    return judge(result, [primary_check(result, window, floors=floors, policy=policy)])
 
 
 def test_the_reference_lines_are_median_minus_k_unscaled_mad() -> None:

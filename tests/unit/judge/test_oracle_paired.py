@@ -26,7 +26,7 @@ from perfgate.result import (
     Sampling,
     SamplingStop,
 )
-from tests.factories import make_result
+from tests.factories import make_result, primary_check
 
 # Twenty runs of two samples, 1 % apart around 1000.
 WINDOW = [[1000.0 + (i % 5 - 2) * 4, 1000.0 - (i % 3 - 1) * 5] for i in range(20)]
@@ -51,8 +51,8 @@ def record(base: list[float], head: list[float], **changes: object) -> PairedRec
 
 
 def verdict_of(result: Result, confirm: ConfirmMode = ConfirmMode.PAIRED) -> Judgement:
-    return judge(result, WINDOW, floors=(), policy=POLICY, confirm=confirm,
-                 paired_policy=PairedPolicy())  # fmt: skip
+    check = primary_check(result, WINDOW, policy=POLICY, paired_policy=PairedPolicy())
+    return judge(result, [check], confirm=confirm)
 
 
 def admission(*statuses: AdmissionStatus) -> tuple[SampleAdmission, ...]:
@@ -188,8 +188,8 @@ def test_a_drop_too_small_to_confirm_here_is_left_to_post_merge_alerts() -> None
     # A 2.5 % slower run: the window cannot rule out a 3 % drop, but rules out 5 % (the drop
     # worth confirming), so nothing is spent and the summary says who watches it.
     slightly = make_result(samples=(975.0, 976.0, 974.0))
-    judgement = judge(slightly, WINDOW, floors=(), policy=POLICY, confirm=ConfirmMode.PAIRED,
-                      paired_policy=PairedPolicy(), confirm_drop_pct=5.0)  # fmt: skip
+    check = primary_check(slightly, WINDOW, policy=POLICY, paired_policy=PairedPolicy())
+    judgement = judge(slightly, [check], confirm=ConfirmMode.PAIRED, confirm_drop_pct=5.0)
     assert judgement.verdict.level is not Verdict.BLOCK
     note = next(s for s in judgement.signals if s.reason is Reason.POST_MERGE)
     assert note.verdict is Verdict.PASS
@@ -198,8 +198,8 @@ def test_a_drop_too_small_to_confirm_here_is_left_to_post_merge_alerts() -> None
         in note.detail
     )
     clear = make_result(samples=SAME)
-    judged = judge(clear, WINDOW, floors=(), policy=POLICY, confirm=ConfirmMode.PAIRED,
-                   paired_policy=PairedPolicy(), confirm_drop_pct=5.0)  # fmt: skip
+    check = primary_check(clear, WINDOW, policy=POLICY, paired_policy=PairedPolicy())
+    judged = judge(clear, [check], confirm=ConfirmMode.PAIRED, confirm_drop_pct=5.0)
     assert Reason.POST_MERGE not in judged.reasons
 
 
@@ -212,9 +212,11 @@ def test_the_window_is_put_on_the_runs_runners_terms_and_says_so() -> None:
     on_slow = make_result(samples=(970.0, 971.0, 969.0),
                           ci=CiInfo(run_id="1", run_attempt="1", runner_name="r-3"))  # fmt: skip
     policy = replace(POLICY, max_runs=40)
-    aware = judge(on_slow, window, floors=(), policy=policy, confirm=ConfirmMode.REPEAT,
-                  runners=WindowRunners(names=tuple(runners)))  # fmt: skip
-    plain = judge(on_slow, window, floors=(), policy=policy, confirm=ConfirmMode.REPEAT)
+    named = WindowRunners(names=tuple(runners))
+    aware = judge(on_slow, [primary_check(on_slow, window, policy=policy, runners=named)],
+                  confirm=ConfirmMode.REPEAT)  # fmt: skip
+    plain = judge(on_slow, [primary_check(on_slow, window, policy=policy)],
+                  confirm=ConfirmMode.REPEAT)  # fmt: skip
     assert aware.decision is not None and plain.decision is not None
     assert abs(aware.decision.effect_pct or 0.0) < 0.8  # the slow runner's own level
     assert (plain.decision.effect_pct or 0.0) < -2.0  # against the pool's average

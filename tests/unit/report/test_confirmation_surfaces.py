@@ -29,6 +29,7 @@ from perfgate.result import (
     Sampling,
     SamplingStop,
 )
+from tests.factories import windows_of
 from tests.github_support import CONFIG_TEXT, HOSTILE, RUNS, make_result
 
 BASE = [1000.0, 1004.0, 996.0, 1002.0, 998.0]
@@ -86,7 +87,7 @@ def report(directory: Path, hostile: bool = False) -> GateReport:
         ),
     ]
     return build_report(config=config, expected=config.buckets, results=results,
-                        windows={b.id: RUNS for b in config.buckets})  # fmt: skip
+                        windows=windows_of({b.id: RUNS for b in config.buckets}))  # fmt: skip
 
 
 def test_verdict_json_says_how_each_verdict_was_reached(tmp_path: Path) -> None:

@@ -8,12 +8,13 @@ from textwrap import dedent
 
 from perfgate.config import Config, Direction, load_config
 from perfgate.judge.gate import GateReport, build_report
+from perfgate.judge.judgement import MetricKey, MetricWindow
 from perfgate.judge.verdicts import Verdict
 from perfgate.report.summary import SHOWN_METRICS, noted_metrics, summary_markdown
 from perfgate.report.terminal import terminal_table
 from perfgate.report.verdict import report_json
 from perfgate.result import Result
-from tests.factories import make_result, with_metric
+from tests.factories import make_result, windows_of, with_metric
 
 BUCKET = "suite/cpu"
 NOISE = [(1.005, 0.992), (1.009, 0.998), (0.987, 1.003), (1.012, 1.001), (0.994, 0.999),
@@ -67,8 +68,10 @@ def report(tmp_path: Path, slower: dict[str, float], unseen: int = 0) -> GateRep
         config=cfg,
         expected=cfg.buckets,
         results=[suite_result(slower)],
-        windows={BUCKET: WINDOW},
-        metric_windows={(BUCKET, name): WINDOW for name in known},
+        windows={
+            **windows_of({BUCKET: WINDOW}),
+            **{MetricKey(BUCKET, name): MetricWindow(runs=WINDOW) for name in known},
+        },
     )
 
 

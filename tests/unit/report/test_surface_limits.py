@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from perfgate.github.handoff import validate_verdict
-from perfgate.judge.gate import build_report
+from perfgate.judge.gate import ReportContext, build_report
 from perfgate.report import verdict
 from perfgate.report.summary import MAX_SUMMARY_BYTES, fit_markdown, summary_markdown
 from perfgate.report.verdict import MAX_VERDICT_BYTES, report_json
@@ -25,7 +25,7 @@ def test_verdict_json_is_cut_to_its_limit_and_says_so(tmp_path: Path) -> None:
     config = write_config(tmp_path)
     results = [make_result(bucket, None, exit_code=1, error=HUGE) for bucket in config.buckets]
     report = build_report(config=config, expected=config.buckets, results=results, windows={},
-                          notes=[HUGE])  # fmt: skip
+                          context=ReportContext(notes=[HUGE]))  # fmt: skip
     document = report_json(report)
     size = len(json.dumps(document, indent=2).encode("utf-8"))
     assert size < MAX_VERDICT_BYTES
@@ -97,7 +97,7 @@ def test_junit_grows_with_the_buckets_only_whatever_the_texts(tmp_path: Path) ->
     config = write_config(tmp_path)
     results = [make_result(bucket, None, exit_code=1, error=HUGE) for bucket in config.buckets]
     report = build_report(config=config, expected=config.buckets, results=results, windows={},
-                          notes=[HUGE])  # fmt: skip
+                          context=ReportContext(notes=[HUGE]))  # fmt: skip
     size = len(ET.tostring(junit_tree(report).getroot(), encoding="utf-8"))
     assert size < 30_000 * len(config.buckets)
     assert "(cut; the whole text is in verdict.json)" in ET.tostring(

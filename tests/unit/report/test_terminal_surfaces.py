@@ -15,7 +15,7 @@ from perfgate.report.summary import summary_markdown
 from perfgate.report.terminal import terminal_table
 from perfgate.report.verdict import row_json
 from perfgate.result import FailurePhase
-from tests.factories import make_result
+from tests.factories import make_result, windows_of
 
 STEADY = [99.0, 100.0, 101.0, 100.0, 99.0, 101.0]
 # What a benchmark that raised KeyError leaves: its traceback, and no output file.
@@ -63,7 +63,7 @@ def report(
         config=cfg,
         expected=cfg.buckets,
         results=results,
-        windows={b.id: STEADY for b in cfg.buckets} if windows else {},
+        windows=windows_of({b.id: STEADY for b in cfg.buckets} if windows else {}),
     )
 
 
