@@ -11,9 +11,9 @@ from typing import Any
 
 import yaml
 
-from perfgate.config import PRIMARY, Config, Direction
+from perfgate.config import PRIMARY, Config, Direction, Metric
 from perfgate.identity import stable_hash
-from perfgate.judge.judgement import MetricCheck, MetricKey, MetricWindow, measured_primary
+from perfgate.judge.judgement import MetricCheck, MetricKey, MetricWindow
 from perfgate.result import (
     BucketRef,
     CiInfo,
@@ -117,11 +117,10 @@ def windows_of(runs: Mapping[str, Any], metric: str = PRIMARY) -> dict[MetricKey
     return {MetricKey(bucket, metric): MetricWindow(runs=window) for bucket, window in runs.items()}
 
 
-def primary_check(result: Result, runs: Any, **fields: Any) -> MetricCheck:
-    """What ``result``'s primary metric is judged with: ``runs``, and ``fields`` (a policy)."""
-    runners = fields.pop("runners", None)
-    window = MetricWindow(runs=runs, runners=runners)
-    return MetricCheck(metric=measured_primary(result), window=window, **fields)
+def primary_check(runs: Any, **fields: Any) -> MetricCheck:
+    """What a result's primary metric is judged with: ``runs``, and ``fields`` (a policy)."""
+    window = MetricWindow(runs=runs, runners=fields.pop("runners", None))
+    return MetricCheck(metric=Metric(), window=window, **fields)
 
 
 def with_metric(

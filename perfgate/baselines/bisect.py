@@ -29,7 +29,7 @@ from perfgate.context import RunContext
 from perfgate.errors import ConfigError, GitError, UsageError
 from perfgate.git import git
 from perfgate.judge.bucket_policy import policy_for
-from perfgate.judge.judgement import Bisect, MetricCheck, MetricWindow, measured_primary
+from perfgate.judge.judgement import Bisect, MetricCheck, MetricWindow
 from perfgate.judge.oracle import judge
 from perfgate.judge.policies import CalibratedPolicy, Policy
 from perfgate.judge.rule import needs_more
@@ -340,7 +340,7 @@ def label(
     result: Result, window: Sequence[Sequence[float]], bucket: Bucket, policy: Policy
 ) -> Step:
     """The oracle's label for one commit's run: all its samples, judged as one run."""
-    check = MetricCheck(metric=measured_primary(result), window=MetricWindow(runs=window),
+    check = MetricCheck(metric=bucket.metric, window=MetricWindow(runs=window),
                         floors=bucket.floors_for(result.hardware.slug), policy=policy)  # fmt: skip
     judgement = judge(result, [check])
     return Step(

@@ -7,13 +7,12 @@ with the policy, the paired test and the window depth given here, so they never 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 from perfgate.config import PRIMARY, AlertsSpec, Bucket, GatePolicy, Metric, PolicyName
 from perfgate.judge.budget import clear_drop
 from perfgate.judge.calibration import BucketNoise
 from perfgate.judge.decision import Decision
-from perfgate.judge.judgement import MetricCheck, MetricKey, MetricWindow, measured_primary
+from perfgate.judge.judgement import MetricCheck, MetricKey, MetricWindow
 from perfgate.judge.paired import PairedPolicy, PairNoise
 from perfgate.judge.policies import CalibratedPolicy, Policy, ReferencePolicy
 from perfgate.result import Result
@@ -122,14 +121,11 @@ def metric_checks(
     window (none yet when ``windows`` has none), floors and rules; the primary's rule
     takes its noise from ``noise`` (a calibration's entry) when given."""
     hardware = result.hardware.slug
-    rule = policy_for(bucket, gate, hardware)
-    if noise is not None and isinstance(rule, ReferencePolicy):
-        rule = replace(rule, noise_floor_pct=noise.noise_floor_pct)
-    calibration = noise.for_rule() if noise is not None else None
+    primary = policy_for(bucket, gate, hardware)
+    rule, calibration = (primary, None) if noise is None else noise.applied_to(primary)
     return [
         MetricCheck(
-            # The primary as it was measured, judged by the rule the noise may have set.
-            metric=measured_primary(result) if metric is bucket.metric else metric,
+            metric=metric,
             window=windows.get(MetricKey(bucket.id, metric.name), MetricWindow()),
             floors=bucket.floors_for(hardware, metric.name),
             policy=rule if metric is bucket.metric else policy_for(bucket, gate, hardware, metric),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from perfgate import jsonfile
 from perfgate.config import Config, FileRef, GatePolicy, QualifyPolicy
 from perfgate.errors import ConfigError
 from perfgate.judge.numerics import MAD_TO_SIGMA, robust_scale, scale_ceiling, scale_upper
-from perfgate.judge.policies import CalibratedPolicy, Calibration, Policy
+from perfgate.judge.policies import CalibratedPolicy, Calibration, Policy, ReferencePolicy
 from perfgate.result import Result
 
 SCHEMA_VERSION = 1
@@ -64,6 +64,13 @@ class BucketNoise:
     def for_rule(self) -> Calibration:
         """The ``calibration=`` input of the calibrated verdict rule."""
         return Calibration(noise_pct=self.noise_pct, df=self.df, run_noise_pct=self.run_noise_pct)
+
+    def applied_to(self, policy: Policy) -> tuple[Policy, Calibration | None]:
+        """``policy`` told this noise: the reference rule as its noise floor, the calibrated
+        rule as its A/A calibration (the ``calibration=`` it is then judged with)."""
+        if isinstance(policy, ReferencePolicy):
+            return replace(policy, noise_floor_pct=self.noise_floor_pct), None
+        return policy, self.for_rule()
 
     def measures(self, result: Result) -> bool:
         """True when this entry measured ``result``'s experiment: bucket, hardware, hashes."""

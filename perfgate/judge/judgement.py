@@ -91,12 +91,6 @@ class MetricCheck:
     calibration: Calibration | None = None
 
 
-def measured_primary(result: Result) -> Metric:
-    """The primary metric as ``result`` measured it (path, direction, unit): required, gating."""
-    reading = result.metric
-    return Metric(path=reading.path, direction=reading.direction, unit=reading.unit)
-
-
 class Method(StrEnum):
     """How a bucket's verdict was reached."""
 

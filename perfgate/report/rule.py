@@ -12,7 +12,7 @@ neither can disagree with a gate run.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from perfgate.baselines.acks import AcceptedLevel, kept_runs
 from perfgate.baselines.history import BranchCommit, Run, Series, windows_before
@@ -29,7 +29,7 @@ from perfgate.judge.bucket_policy import policy_for, window_run_limit, window_sa
 from perfgate.judge.calibration import NoiseCalibration
 from perfgate.judge.judgement import MetricWindow
 from perfgate.judge.oracle import judge_run
-from perfgate.judge.policies import Calibration, Policy, ReferencePolicy
+from perfgate.judge.policies import Calibration, Policy
 from perfgate.judge.verdicts import Reason
 
 
@@ -93,9 +93,7 @@ class TrendRule:
         )
         if measured is None or measured.beyond(window, policy):
             return policy, None
-        if isinstance(policy, ReferencePolicy):
-            return replace(policy, noise_floor_pct=measured.noise_floor_pct), None
-        return policy, measured.for_rule()
+        return measured.applied_to(policy)
 
     @property
     def paired(self) -> bool:

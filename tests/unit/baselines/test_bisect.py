@@ -143,5 +143,5 @@ def test_a_step_of_two_repeats_can_be_bad() -> None:
     assert judged((80.0, 81.0), 2).label is Bisect.BAD
     result = make_result("cartpole/numpy", samples=(80.0, 81.0), commit=MIDDLE[0])
     policy = policy_for(bucket(), GatePolicy(), "cpu-test")
-    gate = judge(result, [primary_check(result, WINDOW, policy=policy)])
+    gate = judge(result, [primary_check(WINDOW, policy=policy)])
     assert gate.verdict is Verdict.INCONCLUSIVE

@@ -49,7 +49,7 @@ def verdict_of(value: float | None, window: Any = WINDOW, **kwargs: Any) -> Judg
     if samples is not None:
         readings = tuple(SampleReading(sample_index=i, value=v) for i, v in enumerate(samples))
         result = replace(result, metric=replace(result.metric, samples=readings))
-    return judge(result, [primary_check(result, window, floors=floors, policy=policy)])
+    return judge(result, [primary_check(window, floors=floors, policy=policy)])
 
 
 def test_the_reference_lines_are_median_minus_k_unscaled_mad() -> None:

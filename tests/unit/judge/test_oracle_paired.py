@@ -51,7 +51,7 @@ def record(base: list[float], head: list[float], **changes: object) -> PairedRec
 
 
 def verdict_of(result: Result, confirm: ConfirmMode = ConfirmMode.PAIRED) -> Judgement:
-    check = primary_check(result, WINDOW, policy=POLICY, paired_policy=PairedPolicy())
+    check = primary_check(WINDOW, policy=POLICY, paired_policy=PairedPolicy())
     return judge(result, [check], confirm=confirm)
 
 
@@ -188,7 +188,7 @@ def test_a_drop_too_small_to_confirm_here_is_left_to_post_merge_alerts() -> None
     # A 2.5 % slower run: the window cannot rule out a 3 % drop, but rules out 5 % (the drop
     # worth confirming), so nothing is spent and the summary says who watches it.
     slightly = make_result(samples=(975.0, 976.0, 974.0))
-    check = primary_check(slightly, WINDOW, policy=POLICY, paired_policy=PairedPolicy())
+    check = primary_check(WINDOW, policy=POLICY, paired_policy=PairedPolicy())
     judgement = judge(slightly, [check], confirm=ConfirmMode.PAIRED, confirm_drop_pct=5.0)
     assert judgement.verdict.level is not Verdict.BLOCK
     note = next(s for s in judgement.signals if s.reason is Reason.POST_MERGE)
@@ -198,7 +198,7 @@ def test_a_drop_too_small_to_confirm_here_is_left_to_post_merge_alerts() -> None
         in note.detail
     )
     clear = make_result(samples=SAME)
-    check = primary_check(clear, WINDOW, policy=POLICY, paired_policy=PairedPolicy())
+    check = primary_check(WINDOW, policy=POLICY, paired_policy=PairedPolicy())
     judged = judge(clear, [check], confirm=ConfirmMode.PAIRED, confirm_drop_pct=5.0)
     assert Reason.POST_MERGE not in judged.reasons
 
@@ -213,9 +213,9 @@ def test_the_window_is_put_on_the_runs_runners_terms_and_says_so() -> None:
                           ci=CiInfo(run_id="1", run_attempt="1", runner_name="r-3"))  # fmt: skip
     policy = replace(POLICY, max_runs=40)
     named = WindowRunners(names=tuple(runners))
-    aware = judge(on_slow, [primary_check(on_slow, window, policy=policy, runners=named)],
+    aware = judge(on_slow, [primary_check(window, policy=policy, runners=named)],
                   confirm=ConfirmMode.REPEAT)  # fmt: skip
-    plain = judge(on_slow, [primary_check(on_slow, window, policy=policy)],
+    plain = judge(on_slow, [primary_check(window, policy=policy)],
                   confirm=ConfirmMode.REPEAT)  # fmt: skip
     assert aware.decision is not None and plain.decision is not None
     assert abs(aware.decision.effect_pct or 0.0) < 0.8  # the slow runner's own level
