@@ -321,8 +321,10 @@ def _judge_metric(
     if value is not None:
         direction = measured.direction
         signals += _floor_signals(value, check.floors, direction)
-        rule = _WindowRule(window=check.window, policy=check.policy, direction=direction,
-                           calibration=check.calibration, runner=result.ci.runner_identity)  # fmt: skip
+        rule = _WindowRule(
+            window=check.window, policy=check.policy, direction=direction,
+            calibration=check.calibration, runner=result.ci.runner_identity,
+        )  # fmt: skip
         decision = rule.decide(samples)
         window = _window_signals(decision)
         if rule.view is not None and rule.view.fitted is not None and rule.view.fitted.corrects:
