@@ -18,7 +18,7 @@ from perfgate.result import (
     PairedStop,
 )
 from perfgate.run.admission import AdmissionControl
-from perfgate.run.launch import BenchSettings, warm_cache
+from perfgate.run.launch import BenchSettings, sample_layout, warm_cache
 from perfgate.run.paired import measure_pairs
 from perfgate.run.sample import (
     SampleRun,
@@ -66,10 +66,10 @@ def measure_alternately(
 
     def measure(side: PairedSide, pair: int, index: int) -> PairedSample:
         which, where, warm_name = runs[side]
-        run = measure_sample(
-            which, where, run_key, index, control, label=f"paired-{index}-{side}",
-            warm_name=warm_name, planned=False, expected_s=expected_s,
-        )  # fmt: skip
+        layout = sample_layout(
+            which, where, run_key, index, label=f"paired-{index}-{side}", warm_name=warm_name
+        )
+        run = measure_sample(which, where, layout, control, planned=False, expected_s=expected_s)
         metrics = measured_bucket(bucket, [run]).metrics
         others = {m.name: sample_figure(run, m) for m in metrics} if run.healthy else {}
         return PairedSample(

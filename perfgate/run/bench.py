@@ -29,7 +29,7 @@ from perfgate.run.admission import AdmissionControl
 from perfgate.run.allowance import Allowance
 from perfgate.run.alternate import measure_alternately
 from perfgate.run.bucket_result import bucket_result
-from perfgate.run.launch import BenchSettings, run_key_of
+from perfgate.run.launch import BenchSettings, run_key_of, sample_layout
 from perfgate.run.paired import BaseCheckout, PairPlan
 from perfgate.run.sample import SampleRun, declared_launch_s, grant_remeasure, measure_sample
 from perfgate.run.sampling import Sampler, SamplingPlan, Step
@@ -100,7 +100,8 @@ class BucketRun:
         taken = self.sampler
         again = bool(taken.replaced) and taken.replaced[-1] == index - 1
         planned = not again and taken.counted < self.plan.repeats
-        return measure_sample(self.bucket, self.settings, self.run_key, index, self.control,
+        layout = sample_layout(self.bucket, self.settings, self.run_key, index)
+        return measure_sample(self.bucket, self.settings, layout, self.control,
                               planned=planned, expected_s=self.launch_s())  # fmt: skip
 
     def launch_s(self) -> float:

@@ -32,7 +32,6 @@ from perfgate.result import (
 from perfgate.run import staleness
 from perfgate.run.admission import AdmissionControl
 from perfgate.run.bundle import MetricStats
-from perfgate.run.execution import attempt_log
 from perfgate.run.launch import BenchSettings, benchmark_identity, launch_identity
 from perfgate.run.logs import read_log_excerpt
 from perfgate.run.sample import SampleRun, measured_bucket, sample_figure
@@ -78,7 +77,7 @@ def bucket_result(
     stale_image = None
     if phase in CRASH_PHASES:
         stale_image = staleness.assess(
-            read_log_excerpt(attempt_log(last.work_dir, final.number, warmup=final.warmup)),
+            read_log_excerpt(last.log),
             measurement.versions,
             settings.checkout,
             _pin_files(bucket),
@@ -139,7 +138,7 @@ def bucket_result(
             ),
         ),
         log_tail=outcome.log_tail,
-        log_path=str(attempt_log(last.work_dir, final.number, warmup=final.warmup)),
+        log_path=str(last.log),
         perfgate_version=__version__,
         sampling=Sampling(
             confirm=plan.confirm.value,

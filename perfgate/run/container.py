@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import stat
 import subprocess
 import time
@@ -233,11 +232,6 @@ def container_uid(user: str) -> int | None:
     """The uid the container runs as, when the setting says it (None: a name or the image's)."""
     uid = (user_arg(user) or "").partition(":")[0]
     return int(uid) if uid.isdigit() else None
-
-
-def container_name(*parts: str) -> str:
-    """A docker-legal container name built from ``parts``."""
-    return re.sub(r"[^a-zA-Z0-9_.-]+", "-", "-".join(("perfgate", *parts))).strip("-.")[:120]
 
 
 def translate(value: str, mounts: Sequence[Mount]) -> str:

@@ -21,6 +21,7 @@ from typing import IO, Generic, TypeVar
 from perfgate.config import DEFAULT_KEEP_ENV, PhaseMarkers
 from perfgate.result import CacheState, FailurePhase
 from perfgate.run import guard
+from perfgate.run.layout import SampleLayout
 from perfgate.run.logs import (
     BEFORE_MEASUREMENT,
     REPEATING_EXCEPTIONS,
@@ -324,36 +325,6 @@ class AttemptRecord(Generic[T]):
     not_retried: str | None = None
 
 
-#: Written into a warm cache once a launch completed in it: the next launch starts warm.
-WARM_MARK = ".perfgate-warm"
-
-
-@dataclass(frozen=True, kw_only=True)
-class WarmCache:
-    """A bucket's cache kept warm across its samples and runs (R16): ``path`` is perfgate's.
-
-    It is cold until a launch completed in it; a retry after a failed attempt empties it
-    first, since the failed attempt may have poisoned it.
-    """
-
-    path: Path
-
-    @property
-    def state(self) -> CacheState:
-        """Warm once a launch completed in it."""
-        return CacheState.WARM if (self.path / WARM_MARK).is_file() else CacheState.COLD
-
-    def mark_warm(self) -> None:
-        """Record that a launch completed in the cache."""
-        (self.path / WARM_MARK).write_text("filled by a completed launch\n", encoding="utf-8")
-
-    def empty(self) -> None:
-        """Start over from an empty cache (what this user cannot delete stays, unmarked)."""
-        shutil.rmtree(self.path, ignore_errors=True)
-        (self.path / WARM_MARK).unlink(missing_ok=True)
-        self.path.mkdir(parents=True, exist_ok=True)
-
-
 def with_cache_env(invocation: Invocation, cache_dir: Path) -> Invocation:
     """Point the benchmark's caches (perfgate's, Warp's kernels, CUDA's JIT) at ``cache_dir``."""
     env = {
@@ -373,9 +344,7 @@ def run_with_retry(
     retries: int,
     timeout_s: float,
     markers: PhaseMarkers,
-    work_dir: Path,
-    cache_root: Path,
-    warm: WarmCache | None = None,
+    layout: SampleLayout,
     wrap: Callable[[Invocation, AttemptDirs], Invocation] | None = None,
     keep_env: Iterable[str] = DEFAULT_KEEP_ENV,
     on_line: Callable[[str], None] | None = None,
@@ -384,22 +353,26 @@ def run_with_retry(
 ) -> list[AttemptRecord[T]]:
     """Run up to ``1 + retries`` attempts, each with fresh outputs and a fresh cache.
 
-    With ``warm`` the attempts share that cache instead, across samples too: an attempt
-    that finds it cold first takes a warm-up launch (its own record, never measured), and
-    a retry empties it first. ``wrap`` (e.g. a container) rewrites each launch's command
-    after its cache environment is set. Outputs live inside the attempt's output directory
-    (validation sees to it), so removing that directory removes everything a failed attempt
-    wrote (R10), and nothing outside it is ever deleted (R14). ``on_line`` sees the
-    benchmark's output live; ``on_retry`` hears of each failed attempt another one follows.
-    A failure :func:`why_not_retry` says would repeat ends the attempts; its record says why,
-    and so does one ``may_retry`` refuses (the run's budget cannot afford another launch
-    after the one that failed).
+    With a warm cache in ``layout`` the attempts share that cache instead, across samples
+    too: an attempt that finds it cold first takes a warm-up launch (its own record, never
+    measured), and a retry empties it first. ``wrap`` (e.g. a container) rewrites each
+    launch's command after its cache environment is set. Outputs live inside the attempt's
+    output directory (validation sees to it), so removing that directory removes everything
+    a failed attempt wrote (R10), and nothing outside it is ever deleted (R14). ``on_line``
+    sees the benchmark's output live; ``on_retry`` hears of each failed attempt another one
+    follows. A failure :func:`why_not_retry` says would repeat ends the attempts; its record
+    says why, and so does one ``may_retry`` refuses (the run's budget cannot afford another
+    launch after the one that failed).
     """
     records: list[AttemptRecord[T]] = []
+    warm = layout.warm
 
-    def launch(number: int, cache_dir: Path, *, warmup: bool) -> AttemptRecord[T]:
-        base = work_dir / f"attempt-{number}" / ("warmup" if warmup else "")
-        dirs = AttemptDirs(number=number, output_dir=base / "output", cache_dir=cache_dir)
+    def launch(number: int, *, warmup: bool) -> AttemptRecord[T]:
+        dirs = AttemptDirs(
+            number=number,
+            output_dir=layout.output_dir(number, warmup=warmup),
+            cache_dir=layout.cache_dir(number),
+        )
         state = warm.state if warm is not None else CacheState.COLD
         invocation = with_cache_env(plan(dirs), dirs.cache_dir)
         shutil.rmtree(dirs.output_dir, ignore_errors=True)
@@ -409,7 +382,7 @@ def run_with_retry(
             wrap(invocation, dirs) if wrap is not None else invocation,
             timeout_s=timeout_s,
             markers=markers,
-            log_path=attempt_log(work_dir, number, warmup=warmup),
+            log_path=layout.log(number, warmup=warmup),
             keep_env=keep_env,
             on_line=on_line,
         )
@@ -423,20 +396,19 @@ def run_with_retry(
     for number in range(1, retries + 2):
         if number > 1:
             # A retry can never report the failed attempt's figures (R10); its log stays.
-            previous = work_dir / f"attempt-{number - 1}"
-            for output in (previous / "output", previous / "warmup" / "output"):
-                shutil.rmtree(output, ignore_errors=True)
+            for warmup in (False, True):
+                shutil.rmtree(layout.output_dir(number - 1, warmup=warmup), ignore_errors=True)
         if warm is None:
-            record = launch(number, cache_root / f"attempt-{number}", warmup=False)
+            record = launch(number, warmup=False)
         else:
             if number > 1:
                 warm.empty()
-            record = launch(number, warm.path, warmup=warm.state is CacheState.COLD)
+            record = launch(number, warmup=warm.state is CacheState.COLD)
             if succeeded(record.outcome, record.reading) and record.warmup:
                 # Never measured: its figures go (its log stays), the cache it filled stays.
-                shutil.rmtree(work_dir / f"attempt-{number}" / "warmup" / "output")
+                shutil.rmtree(layout.output_dir(number, warmup=True))
                 warm.mark_warm()
-                record = launch(number, warm.path, warmup=False)
+                record = launch(number, warmup=False)
         if succeeded(record.outcome, record.reading):
             if warm is not None:
                 warm.mark_warm()
@@ -450,9 +422,3 @@ def run_with_retry(
         if on_retry is not None:
             on_retry(record)
     return records
-
-
-def attempt_log(work_dir: Path, attempt: int, *, warmup: bool = False) -> Path:
-    """Where an attempt's whole output is kept (its warm-up launch's beside it)."""
-    base = work_dir / f"attempt-{attempt}"
-    return base / "warmup" / "log.txt" if warmup else base / "log.txt"

@@ -15,7 +15,8 @@ from perfgate.result import CacheState, Hardware
 from perfgate.run import container, staleness
 from perfgate.run.allowance import Allowance
 from perfgate.run.drivers import get_driver
-from perfgate.run.execution import AttemptDirs, Invocation, WarmCache, with_cache_env
+from perfgate.run.execution import AttemptDirs, Invocation, with_cache_env
+from perfgate.run.layout import SampleLayout, WarmCache
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,7 +168,7 @@ def container_of(bucket: Bucket, image: ImageSpec | None = None) -> container.Co
 def container_wrap(
     bucket: Bucket,
     settings: BenchSettings,
-    run_key: str,
+    layout: SampleLayout,
     *,
     env: Mapping[str, str] = os.environ,
     dry_run: bool = False,
@@ -183,9 +184,6 @@ def container_wrap(
     )  # fmt: skip
 
     def wrap(invocation: Invocation, dirs: AttemptDirs) -> Invocation:
-        name = container.container_name(
-            run_key, str(os.getpid()), bucket.file_stem, str(dirs.number)
-        )
         if not dry_run:
             container.prepare(resolved, checkout=settings.checkout, dirs=dirs)
         return container.wrap(
@@ -194,7 +192,7 @@ def container_wrap(
             image=image,
             checkout=settings.checkout,
             dirs=dirs,
-            name=name,
+            name=layout.container_name(dirs.number),
         )
 
     return wrap
@@ -230,6 +228,27 @@ def warm_cache(bucket: Bucket, settings: BenchSettings, name: str | None) -> War
     return WarmCache(path=settings.warm_root / (name or bucket.file_stem))
 
 
+def sample_layout(
+    bucket: Bucket,
+    settings: BenchSettings,
+    run_key: str,
+    index: int,
+    *,
+    label: str | None = None,
+    warm_name: str | None = None,
+) -> SampleLayout:
+    """Where sample ``index`` of ``bucket`` works (``label`` names its directory), with the
+    bucket's warm cache (``warm_name`` under the warm root) when it runs warm."""
+    return SampleLayout(
+        work_root=settings.work_root,
+        run_key=run_key,
+        stem=bucket.file_stem,
+        index=index,
+        label=label,
+        warm=warm_cache(bucket, settings, warm_name),
+    )
+
+
 @dataclass(frozen=True, kw_only=True)
 class PlannedLaunch:
     """What a bucket's first sample would launch: the exact command, nothing run or made."""
@@ -255,20 +274,12 @@ def plan_first_launch(
     commit is named, not awaited). Raises what planning raises (CheckoutUnsupported, a
     ConfigError for a container without an image).
     """
-    work_dir = settings.work_root / "runs" / bucket.file_stem / "sample-0"
-    warm = warm_cache(bucket, settings, None)
-    cache_dir = (
-        warm.path
-        if warm is not None
-        else settings.work_root / "cache" / run_key_of(settings.context) / bucket.file_stem
-        / "sample-0" / "attempt-1"
-    )  # fmt: skip
-    dirs = AttemptDirs(number=1, output_dir=work_dir / "attempt-1" / "output", cache_dir=cache_dir)
-    invocation = with_cache_env(launch_invocation(bucket, settings.checkout, dirs), cache_dir)
-    run_key = f"{run_key_of(settings.context)}-0"
-    wrap = container_wrap(bucket, settings, run_key, env=env, dry_run=True)
+    layout = sample_layout(bucket, settings, run_key_of(settings.context), 0)
+    dirs = AttemptDirs(number=1, output_dir=layout.output_dir(1), cache_dir=layout.cache_dir(1))
+    invocation = with_cache_env(launch_invocation(bucket, settings.checkout, dirs), dirs.cache_dir)
+    wrap = container_wrap(bucket, settings, layout, env=env, dry_run=True)
     return PlannedLaunch(
         invocation=wrap(invocation, dirs) if wrap is not None else invocation,
         container=container_of(bucket, settings.image),
-        warm=warm,
+        warm=layout.warm,
     )

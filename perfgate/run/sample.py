@@ -20,7 +20,8 @@ from perfgate.run.execution import (
     ProcessOutcome,
     run_with_retry,
 )
-from perfgate.run.launch import BenchSettings, container_wrap, launch_invocation, warm_cache
+from perfgate.run.launch import BenchSettings, container_wrap, launch_invocation
+from perfgate.run.layout import SampleLayout
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,7 +30,7 @@ class SampleRun:
 
     index: int
     records: list[AttemptRecord[Measurement]]
-    work_dir: Path
+    layout: SampleLayout
     admission: SampleAdmission
 
     @property
@@ -46,6 +47,11 @@ class SampleRun:
     def attempts(self) -> int:
         """Attempts the sample took (a warm-up launch is part of its attempt, not another)."""
         return max(record.number for record in self.records)
+
+    @property
+    def log(self) -> Path:
+        """Where the attempt that counts kept its whole output."""
+        return self.layout.log(self.final.number, warmup=self.final.warmup)
 
     @property
     def final(self) -> AttemptRecord[Measurement]:
@@ -65,26 +71,20 @@ class SampleRun:
 def measure_sample(
     bucket: Bucket,
     settings: BenchSettings,
-    run_key: str,
-    index: int,
+    layout: SampleLayout,
     control: AdmissionControl,
-    label: str | None = None,
-    warm_name: str | None = None,
     *,
     planned: bool = True,
     expected_s: float | None = None,
 ) -> SampleRun:
-    """Sample ``index`` of the bucket: its own work directory, with retry, between admission
-    control's checks of the machine (``label`` names its directory). Its cache is its own
-    per attempt, or the bucket's warm cache (``warm_name`` under the warm root).
+    """Sample ``layout.index`` of the bucket, in its own directories (``layout``), with
+    retry, between admission control's checks of the machine.
 
     A ``planned`` sample's first launch (and the warm-up its cold cache needs) is the
     plan; its retries, and every launch of a sample that is not planned, are charged to
     the run's allowance, and a retry it cannot afford at ``expected_s`` is not started.
     """
     driver = get_driver(bucket.driver)
-    sample_dir = label or f"sample-{index}"
-    work_dir = settings.work_root / "runs" / bucket.file_stem / sample_dir
     invocations: dict[int, Invocation] = {}
 
     def plan(dirs: AttemptDirs) -> Invocation:
@@ -95,8 +95,6 @@ def measure_sample(
     def read(dirs: AttemptDirs, outcome: ProcessOutcome) -> Measurement:
         return _require_metric(bucket, driver.read(bucket, dirs, invocations[dirs.number]))
 
-    cache_root = settings.work_root / "cache" / run_key / bucket.file_stem / sample_dir
-    warm = warm_cache(bucket, settings, warm_name)
     expected = expected_s if expected_s is not None else declared_launch_s(bucket)
 
     def attempts() -> list[AttemptRecord[Measurement]]:
@@ -108,10 +106,8 @@ def measure_sample(
                 retries=bucket.retries,
                 timeout_s=bucket.timeout_minutes * 60,
                 markers=driver.markers(bucket),
-                work_dir=work_dir,
-                cache_root=cache_root,
-                warm=warm,
-                wrap=container_wrap(bucket, settings, f"{run_key}-{label or index}"),
+                layout=layout,
+                wrap=container_wrap(bucket, settings, layout),
                 # A name the container block passes on is wanted by name: kept for docker to read.
                 keep_env=(*bucket.keep_env, *(bucket.container.env if bucket.container else ())),
                 on_line=settings.echo,
@@ -130,9 +126,9 @@ def measure_sample(
             settings.say(_retry_notice(bucket, records[-1]))
         return records
 
-    records, admission = control.measure(index, attempts)
+    records, admission = control.measure(layout.index, attempts)
     settings.allowance.charge(sum(r.outcome.wall_s for r in records if not planned or r.number > 1))
-    return SampleRun(index=index, records=records, work_dir=work_dir, admission=admission)
+    return SampleRun(index=layout.index, records=records, layout=layout, admission=admission)
 
 
 def declared_launch_s(bucket: Bucket) -> float:

@@ -14,14 +14,13 @@ from pathlib import Path
 from perfgate.config import PhaseMarkers
 from perfgate.result import CacheState, FailurePhase
 from perfgate.run.execution import (
-    WARM_MARK,
     AttemptDirs,
     AttemptRecord,
     Invocation,
     ProcessOutcome,
-    WarmCache,
     run_with_retry,
 )
+from perfgate.run.layout import WARM_MARK, SampleLayout, WarmCache
 
 BENCHMARK = """
 import json, os, pathlib, sys
@@ -62,9 +61,7 @@ def run(
         retries=retries,
         timeout_s=60,
         markers=MARKERS,
-        work_dir=tmp_path / "runs" / f"sample-{sample}",
-        cache_root=tmp_path / "per-attempt",
-        warm=warm,
+        layout=SampleLayout(work_root=tmp_path, run_key="local", stem="b", index=sample, warm=warm),
     )
     return records
 

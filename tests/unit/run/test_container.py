@@ -23,7 +23,6 @@ from perfgate.run.container import (
     Container,
     ContainerProfile,
     Mount,
-    container_name,
     container_uid,
     image_for,
     make_links,
@@ -37,6 +36,7 @@ from perfgate.run.container import (
 )
 from perfgate.run.drivers.isaaclab import CONTAINER as ISAACLAB
 from perfgate.run.execution import AttemptDirs, EnvironmentProblem, Invocation, with_cache_env
+from perfgate.run.layout import container_name
 
 
 def attempt(tmp_path: Path) -> tuple[Path, AttemptDirs, Invocation]:

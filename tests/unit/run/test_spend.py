@@ -22,6 +22,7 @@ from perfgate.run.bucket_result import paired_spend, run_spend
 from perfgate.run.bundle import MetricStats
 from perfgate.run.drivers import Measurement
 from perfgate.run.execution import AttemptRecord, ProcessOutcome
+from perfgate.run.layout import SampleLayout
 from perfgate.run.sample import SampleRun
 
 
@@ -83,7 +84,12 @@ def _sample(index: int, *walls: float, warmup: bool = False) -> SampleRun:
         for n, wall in enumerate(walls)
     ]  # fmt: skip
     admission = SampleAdmission(sample_index=index, status=AdmissionStatus.ADMITTED)
-    return SampleRun(index=index, records=records, work_dir=Path("w"), admission=admission)
+    return SampleRun(
+        index=index,
+        records=records,
+        layout=SampleLayout(work_root=Path("w"), run_key="local", stem="b", index=index),
+        admission=admission,
+    )
 
 
 def test_each_launch_is_billed_as_what_the_allowance_charged_it_for() -> None:
