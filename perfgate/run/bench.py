@@ -28,7 +28,7 @@ from perfgate.result import (
 from perfgate.run.admission import AdmissionControl
 from perfgate.run.allowance import Allowance
 from perfgate.run.alternate import measure_alternately
-from perfgate.run.bucket_result import bucket_result
+from perfgate.run.bucket_result import RunTimes, Taken, bucket_result
 from perfgate.run.launch import BenchSettings, run_key_of, sample_layout
 from perfgate.run.paired import BaseCheckout, PairPlan
 from perfgate.run.sample import SampleRun, declared_launch_s, grant_remeasure, measure_sample
@@ -76,7 +76,7 @@ class BucketRun:
     def __init__(self, bucket: Bucket, settings: BenchSettings, plan: SamplingPlan) -> None:
         self.bucket, self.settings, self.plan = bucket, settings, plan
         self.run_key = run_key_of(settings.context)
-        self.started_at, self.started = datetime.now(UTC), time.monotonic()
+        self.started_at = datetime.now(UTC)
         # The run's own time: waiting while other buckets measure is not this bucket's.
         self.finished_at, self.wall_s = self.started_at, 0.0
         self.control = AdmissionControl(settings.admission, settings.hardware)
@@ -142,10 +142,14 @@ class BucketRun:
 
     def result(self, stopped: SamplingStop | None = None) -> Result:
         """The run so far as a Result."""
-        timing = (self.started_at, self.started, self.finished_at, self.wall_s)
-        result = bucket_result(self.bucket, self.settings, self.sampler.taken, self.plan,
-                               stopped or self.stopped, timing, self.sampler.replaced,
-                               self.control, self.paired)  # fmt: skip
+        taken = Taken(samples=self.sampler.taken, replaced=self.sampler.replaced)
+        times = RunTimes(
+            started_at=self.started_at, finished_at=self.finished_at, wall_s=self.wall_s
+        )
+        stopped = stopped or self.stopped
+        result = bucket_result(
+            self.bucket, self.settings, taken, self.plan, stopped, times, self.control, self.paired
+        )
         if self.setup_s is None or result.spend is None:
             return result
         setup = Spend(lines={SpendKind.SETUP: SpendLine(seconds=round(self.setup_s, 3))})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Collection, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from perfgate import __version__
@@ -48,14 +48,31 @@ def _pin_files(bucket: Bucket) -> tuple[str, ...]:
     return declared if declared is not None else staleness.DEFAULT_PIN_FILES
 
 
+@dataclass(frozen=True, kw_only=True)
+class Taken:
+    """A run's samples in the order taken, and the indices of those measured again
+    (admission control set them aside, and the next sample replaced them)."""
+
+    samples: Sequence[SampleRun]
+    replaced: Sequence[int]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunTimes:
+    """When a bucket run started and last worked, and the time it spent itself."""
+
+    started_at: datetime
+    finished_at: datetime
+    wall_s: float
+
+
 def bucket_result(
     bucket: Bucket,
     settings: BenchSettings,
-    samples: Sequence[SampleRun],
+    taken: Taken,
     plan: SamplingPlan,
     stopped: SamplingStop,
-    timing: tuple[datetime, float, datetime, float],
-    replaced: Sequence[int],
+    times: RunTimes,
     control: AdmissionControl,
     paired: PairedRecord | None,
 ) -> Result:
@@ -65,7 +82,56 @@ def bucket_result(
     set every one aside, so the artifact still says what was measured).
     """
     ci = settings.context
-    started_at, _, finished_at, wall_s = timing
+    samples = taken.samples
+    measurement = samples[-1].final.reading
+    identity = Identity(
+        launch=launch_identity(bucket),
+        benchmark=benchmark_identity(bucket),
+        runtime=runtime_inputs(measurement.runtime_fields),
+    )
+    aside = {sample.index for sample in samples if sample.admission.set_aside}
+    # Runner time past the plan: confirmation samples that counted, and any paired comparison.
+    counted = [sample for sample in samples if sample.index not in taken.replaced]
+    confirming = counted[plan.repeats :]
+    return Result(
+        bucket=BucketRef.of(bucket),
+        hardware=settings.hardware,
+        source=Source(**ci.source_json()),
+        ci=CiInfo(**ci.ci_json()),
+        identity=IdentityRecord(**identity.to_json()),
+        metric=replace(
+            _reading(bucket.metric, samples, aside, measurement.stats),
+            figures=dict(measurement.figures),
+        ),
+        metrics={
+            metric.name: _reading(metric, samples, aside)
+            for metric in measured_bucket(bucket, samples).metrics
+        },
+        health=_health(bucket, settings, samples),
+        timings=_timings(samples, times),
+        log_tail=samples[-1].final.outcome.log_tail,
+        log_path=str(samples[-1].log),
+        perfgate_version=__version__,
+        sampling=Sampling(
+            confirm=plan.confirm.value,
+            repeats=plan.repeats,
+            max_repeats=plan.max_repeats,
+            stopped=stopped,
+            confirming_samples=len(confirming),
+            confirmation_s=round(
+                sum(s.wall_s for s in confirming) + (paired.wall_s if paired else 0.0), 3
+            ),
+            admission_s=round(control.spent_s, 3),
+        ),
+        admission=tuple(sample.admission for sample in samples),
+        paired=paired,
+        spend=run_spend(samples, taken.replaced, plan.repeats, paired),
+    )
+
+
+def _health(bucket: Bucket, settings: BenchSettings, samples: Sequence[SampleRun]) -> Health:
+    """How the run's last sample ended (the attempt that counts), and how many attempts the
+    run's samples needed; a crash's log is read for a stale image (R7)."""
     last = samples[-1]
     final = last.final
     measurement, outcome = final.reading, final.outcome
@@ -82,78 +148,41 @@ def bucket_result(
             settings.checkout,
             _pin_files(bucket),
         )
-    identity = Identity(
-        launch=launch_identity(bucket),
-        benchmark=benchmark_identity(bucket),
-        runtime=runtime_inputs(measurement.runtime_fields),
+    return Health(
+        exit_code=outcome.exit_code,
+        phase=phase,
+        timed_out=outcome.timed_out,
+        # The sample that needed the most attempts (a retried sample makes a retried run).
+        attempts=max(sample.attempts for sample in samples),
+        retried=any(sample.attempts > 1 for sample in samples),
+        config_mismatch=measurement.config_mismatch,
+        # An environment failure says what to do about it; else what the output lacked.
+        error=outcome.fix or measurement.error,
+        not_retried=final.not_retried,
+        stale_image=stale_image,
     )
-    aside = {sample.index for sample in samples if sample.admission.set_aside}
-    # Runner time past the plan: confirmation samples that counted, and any paired comparison.
-    counted = [sample for sample in samples if sample.index not in replaced]
-    confirming = counted[plan.repeats :]
-    return Result(
-        bucket=BucketRef.of(bucket),
-        hardware=settings.hardware,
-        source=Source(**ci.source_json()),
-        ci=CiInfo(**ci.ci_json()),
-        identity=IdentityRecord(**identity.to_json()),
-        metric=replace(
-            _reading(bucket.metric, samples, aside, measurement.stats),
-            figures=dict(measurement.figures),
+
+
+def _timings(samples: Sequence[SampleRun], times: RunTimes) -> Timings:
+    """The run's times, and every launch of every sample."""
+    return Timings(
+        started_at=times.started_at.isoformat(),
+        finished_at=times.finished_at.isoformat(),
+        wall_s=times.wall_s,
+        attempts=tuple(
+            AttemptTiming(
+                number=r.number,
+                exit_code=r.outcome.exit_code,
+                phase=r.outcome.phase,
+                timed_out=r.outcome.timed_out,
+                wall_s=r.outcome.wall_s,
+                sample_index=sample.index,
+                cache=r.cache,
+                warmup=r.warmup,
+            )
+            for sample in samples
+            for r in sample.records
         ),
-        metrics={
-            metric.name: _reading(metric, samples, aside)
-            for metric in measured_bucket(bucket, samples).metrics
-        },
-        health=Health(
-            exit_code=outcome.exit_code,
-            phase=phase,
-            timed_out=outcome.timed_out,
-            # The sample that needed the most attempts (a retried sample makes a retried run).
-            attempts=max(sample.attempts for sample in samples),
-            retried=any(sample.attempts > 1 for sample in samples),
-            config_mismatch=measurement.config_mismatch,
-            # An environment failure says what to do about it; else what the output lacked.
-            error=outcome.fix or measurement.error,
-            not_retried=final.not_retried,
-            stale_image=stale_image,
-        ),
-        timings=Timings(
-            started_at=started_at.isoformat(),
-            finished_at=finished_at.isoformat(),
-            wall_s=wall_s,
-            attempts=tuple(
-                AttemptTiming(
-                    number=r.number,
-                    exit_code=r.outcome.exit_code,
-                    phase=r.outcome.phase,
-                    timed_out=r.outcome.timed_out,
-                    wall_s=r.outcome.wall_s,
-                    sample_index=sample.index,
-                    cache=r.cache,
-                    warmup=r.warmup,
-                )
-                for sample in samples
-                for r in sample.records
-            ),
-        ),
-        log_tail=outcome.log_tail,
-        log_path=str(last.log),
-        perfgate_version=__version__,
-        sampling=Sampling(
-            confirm=plan.confirm.value,
-            repeats=plan.repeats,
-            max_repeats=plan.max_repeats,
-            stopped=stopped,
-            confirming_samples=len(confirming),
-            confirmation_s=round(
-                sum(s.wall_s for s in confirming) + (paired.wall_s if paired else 0.0), 3
-            ),
-            admission_s=round(control.spent_s, 3),
-        ),
-        admission=tuple(sample.admission for sample in samples),
-        paired=paired,
-        spend=run_spend(samples, replaced, plan.repeats, paired),
     )
 
 

@@ -31,6 +31,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -153,17 +154,19 @@ TASKS: dict[str, dict[str, Callable[[np.random.Generator, int], tuple[np.ndarray
 }
 
 
+@dataclass(frozen=True, kw_only=True)
+class Length:
+    """How long the demo steps: a warm-up of at least ``warmup_steps`` and
+    ``warmup_seconds``, then at least ``steps`` timed steps and ``measure_seconds``."""
+
+    steps: int
+    warmup_steps: int
+    warmup_seconds: float
+    measure_seconds: float
+
+
 def run(
-    task: str,
-    physics: str,
-    num_envs: int,
-    steps: int,
-    warmup_steps: int,
-    seed: int,
-    *,
-    warmup_seconds: float = 0.0,
-    measure_seconds: float = 0.0,
-    timer: str = "cpu",
+    task: str, physics: str, num_envs: int, length: Length, *, seed: int = 0, timer: str = "cpu"
 ) -> dict[str, Any]:
     """Step the environments and return the RuntimeBundle-shaped result."""
     clock = TIMERS[timer]
@@ -172,15 +175,15 @@ def run(
     _, step = TASKS[task][physics](rng, num_envs)
     print(INIT_DONE, flush=True)
     # Warm up caches, branch predictors and the CPU clock before anything is timed.
-    warm_until = time.perf_counter() + warmup_seconds
+    warm_until = time.perf_counter() + length.warmup_seconds
     done = 0
-    while done < warmup_steps or time.perf_counter() < warm_until:
+    while done < length.warmup_steps or time.perf_counter() < warm_until:
         step(rng.random(num_envs))
         done += 1
     print(STEPPING, flush=True)
     step_times: list[float] = []
     measured = 0.0
-    while len(step_times) < steps or measured < measure_seconds:
+    while len(step_times) < length.steps or measured < length.measure_seconds:
         actions = rng.random(num_envs)
         began = clock()
         step(actions)
@@ -241,8 +244,8 @@ def run(
         },
         "resources": {},
         "extra": {
-            "num_steps": steps,
-            "warmup_steps": warmup_steps,
+            "num_steps": length.steps,
+            "warmup_steps": length.warmup_steps,
             "measured_steps": len(times),
             "warmup_steps_taken": done,
             "timer": timer,
@@ -274,17 +277,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--output-path", type=Path, required=True)
     args = parser.parse_args(argv)
-    bundle = run(
-        args.task,
-        args.physics,
-        args.num_envs,
-        args.steps,
-        args.warmup_steps,
-        args.seed,
+    length = Length(
+        steps=args.steps,
+        warmup_steps=args.warmup_steps,
         warmup_seconds=args.warmup_seconds,
         measure_seconds=args.measure_seconds,
-        timer=args.timer,
     )
+    bundle = run(args.task, args.physics, args.num_envs, length, seed=args.seed, timer=args.timer)
     args.output_path.mkdir(parents=True, exist_ok=True)
     out = args.output_path / f"benchmark_runtime_{args.task}.json"
     out.write_text(json.dumps(bundle, indent=2, allow_nan=False) + "\n", encoding="utf-8")

@@ -154,23 +154,27 @@ def _guarded(invocation: Invocation) -> list[str]:
     ]
 
 
-def run_process(
-    invocation: Invocation,
-    *,
-    timeout_s: float,
-    markers: PhaseMarkers,
-    log_path: Path,
-    keep_env: Iterable[str] = DEFAULT_KEEP_ENV,
-    on_line: Callable[[str], None] | None = None,
-) -> ProcessOutcome:
+@dataclass(frozen=True, kw_only=True)
+class Watch:
+    """How a benchmark process is run and watched: its timeout, the log markers its failures
+    are classified by, the variables it keeps, and who sees its output live."""
+
+    timeout_s: float
+    markers: PhaseMarkers
+    keep_env: Iterable[str] = DEFAULT_KEEP_ENV
+    on_line: Callable[[str], None] | None = None
+
+
+def run_process(invocation: Invocation, watch: Watch, log_path: Path) -> ProcessOutcome:
     """Run once with a timeout, the whole log to ``log_path``, a bounded tail kept in memory.
 
     The benchmark runs under :mod:`perfgate.run.guard` in a session of its own: a timeout
     or an interruption of perfgate (Ctrl-C, SIGTERM, SIGHUP) tears the whole group down,
     and the guard does so when perfgate is killed outright.
     """
+    timeout_s, markers = watch.timeout_s, watch.markers
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    scan = LogScan(marker_strings(markers), on_line=on_line)
+    scan = LogScan(marker_strings(markers), on_line=watch.on_line)
     started = time.monotonic()
     timed_out = False
     with log_path.open("wb") as log:
@@ -178,7 +182,7 @@ def run_process(
             process = subprocess.Popen(
                 _guarded(invocation),
                 cwd=invocation.cwd,
-                env={**benchmark_environment(os.environ, keep_env), **invocation.env},
+                env={**benchmark_environment(os.environ, watch.keep_env), **invocation.env},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -336,33 +340,37 @@ def with_cache_env(invocation: Invocation, cache_dir: Path) -> Invocation:
     return replace(invocation, env=env)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Retries(Generic[T]):
+    """How a failed attempt is retried (R10): up to ``retries`` more, ``on_retry`` told of
+    each, and ``may_retry`` able to refuse one (why, in one line; None: go ahead)."""
+
+    retries: int
+    on_retry: Callable[[AttemptRecord[T]], None] | None = None
+    may_retry: Callable[[AttemptRecord[T]], str | None] | None = None
+
+
 def run_with_retry(
     *,
     plan: Callable[[AttemptDirs], Invocation],
     read: Callable[[AttemptDirs, ProcessOutcome], T],
     succeeded: Callable[[ProcessOutcome, T], bool],
-    retries: int,
-    timeout_s: float,
-    markers: PhaseMarkers,
+    watch: Watch,
     layout: SampleLayout,
+    retry: Retries[T],
     wrap: Callable[[Invocation, AttemptDirs], Invocation] | None = None,
-    keep_env: Iterable[str] = DEFAULT_KEEP_ENV,
-    on_line: Callable[[str], None] | None = None,
-    on_retry: Callable[[AttemptRecord[T]], None] | None = None,
-    may_retry: Callable[[AttemptRecord[T]], str | None] | None = None,
 ) -> list[AttemptRecord[T]]:
-    """Run up to ``1 + retries`` attempts, each with fresh outputs and a fresh cache.
+    """Run up to ``1 + retry.retries`` attempts, each with fresh outputs and a fresh cache.
 
     With a warm cache in ``layout`` the attempts share that cache instead, across samples
     too: an attempt that finds it cold first takes a warm-up launch (its own record, never
     measured), and a retry empties it first. ``wrap`` (e.g. a container) rewrites each
     launch's command after its cache environment is set. Outputs live inside the attempt's
     output directory (validation sees to it), so removing that directory removes everything
-    a failed attempt wrote (R10), and nothing outside it is ever deleted (R14). ``on_line``
-    sees the benchmark's output live; ``on_retry`` hears of each failed attempt another one
-    follows. A failure :func:`why_not_retry` says would repeat ends the attempts; its record
-    says why, and so does one ``may_retry`` refuses (the run's budget cannot afford another
-    launch after the one that failed).
+    a failed attempt wrote (R10), and nothing outside it is ever deleted (R14). ``watch``
+    says how each launch is run and watched. A failure :func:`why_not_retry` says would
+    repeat ends the attempts; its record says why, and so does one ``retry.may_retry``
+    refuses (the run's budget cannot afford another launch after the one that failed).
     """
     records: list[AttemptRecord[T]] = []
     warm = layout.warm
@@ -380,11 +388,8 @@ def run_with_retry(
         dirs.cache_dir.mkdir(parents=True, exist_ok=True)
         outcome = run_process(
             wrap(invocation, dirs) if wrap is not None else invocation,
-            timeout_s=timeout_s,
-            markers=markers,
-            log_path=layout.log(number, warmup=warmup),
-            keep_env=keep_env,
-            on_line=on_line,
+            watch,
+            layout.log(number, warmup=warmup),
         )
         reading = read(dirs, outcome)
         record = AttemptRecord(
@@ -393,7 +398,7 @@ def run_with_retry(
         records.append(record)
         return record
 
-    for number in range(1, retries + 2):
+    for number in range(1, retry.retries + 2):
         if number > 1:
             # A retry can never report the failed attempt's figures (R10); its log stays.
             for warmup in (False, True):
@@ -413,12 +418,14 @@ def run_with_retry(
             if warm is not None:
                 warm.mark_warm()
             break
-        if number > retries:
+        if number > retry.retries:
             break
-        refusal = why_not_retry(record.outcome) or (may_retry(record) if may_retry else None)
+        refusal = why_not_retry(record.outcome) or (
+            retry.may_retry(record) if retry.may_retry else None
+        )
         if refusal is not None:
             records[-1] = replace(record, not_retried=refusal)
             break
-        if on_retry is not None:
-            on_retry(record)
+        if retry.on_retry is not None:
+            retry.on_retry(record)
     return records

@@ -18,6 +18,8 @@ from perfgate.run.execution import (
     EnvironmentProblem,
     Invocation,
     ProcessOutcome,
+    Retries,
+    Watch,
     run_with_retry,
 )
 from perfgate.run.launch import BenchSettings, container_wrap, launch_invocation
@@ -103,19 +105,26 @@ def measure_sample(
                 plan=plan,
                 read=read,
                 succeeded=lambda outcome, m: outcome.phase is None and m.error is None,
-                retries=bucket.retries,
-                timeout_s=bucket.timeout_minutes * 60,
-                markers=driver.markers(bucket),
-                layout=layout,
-                wrap=container_wrap(bucket, settings, layout),
-                # A name the container block passes on is wanted by name: kept for docker to read.
-                keep_env=(*bucket.keep_env, *(bucket.container.env if bucket.container else ())),
-                on_line=settings.echo,
-                on_retry=lambda record: settings.say(_retry_notice(bucket, record)),
-                # A retry takes as long as a launch of this run, or the attempt it repeats.
-                may_retry=lambda failed: settings.allowance.refusal(
-                    "a retry", max(expected, failed.outcome.wall_s)
+                watch=Watch(
+                    timeout_s=bucket.timeout_minutes * 60,
+                    markers=driver.markers(bucket),
+                    # A name the container block passes on is wanted by name: kept for docker.
+                    keep_env=(
+                        *bucket.keep_env,
+                        *(bucket.container.env if bucket.container else ()),
+                    ),
+                    on_line=settings.echo,
                 ),
+                layout=layout,
+                retry=Retries(
+                    retries=bucket.retries,
+                    on_retry=lambda record: settings.say(_retry_notice(bucket, record)),
+                    # A retry takes as long as a launch of this run, or the attempt it repeats.
+                    may_retry=lambda failed: settings.allowance.refusal(
+                        "a retry", max(expected, failed.outcome.wall_s)
+                    ),
+                ),
+                wrap=container_wrap(bucket, settings, layout),
             )
         except CheckoutUnsupported as exc:
             return [_not_launched(str(exc), FailurePhase.IMPORT)]

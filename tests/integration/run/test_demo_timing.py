@@ -27,8 +27,9 @@ def test_time_the_machine_spends_elsewhere_is_not_the_codes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(demo.TASKS, "sleepy", {"numpy": sleepy})
+    length = demo.Length(steps=20, warmup_steps=2, warmup_seconds=0, measure_seconds=0)
     runs = {
-        timer: demo.run("sleepy", "numpy", 64, steps=20, warmup_steps=2, seed=1, timer=timer)
+        timer: demo.run("sleepy", "numpy", 64, length, seed=1, timer=timer)
         for timer in ("wall", "cpu")
     }
     wall, cpu = (runs[t]["runtime"]["total_fps"] for t in ("wall", "cpu"))
@@ -41,7 +42,8 @@ def test_time_the_machine_spends_elsewhere_is_not_the_codes(
 
 
 def test_the_best_block_is_of_consecutive_steps_and_always_exists() -> None:
-    bundle = demo.run("cartpole", "numpy", 64, steps=5, warmup_steps=1, seed=1)
+    length = demo.Length(steps=5, warmup_steps=1, warmup_seconds=0, measure_seconds=0)
+    bundle = demo.run("cartpole", "numpy", 64, length, seed=1)
     fps, extra = bundle["runtime"]["total_fps"], bundle["extra"]
     assert 1 <= extra["steps_per_block"] <= extra["measured_steps"]
     assert fps["best_block"] > 0

@@ -18,6 +18,8 @@ from perfgate.run.execution import (
     AttemptRecord,
     Invocation,
     ProcessOutcome,
+    Retries,
+    Watch,
     run_with_retry,
 )
 from perfgate.run.layout import WARM_MARK, SampleLayout, WarmCache
@@ -58,9 +60,8 @@ def run(
         plan=plan,
         read=read,
         succeeded=lambda outcome, reading: outcome.phase is None and reading is not None,
-        retries=retries,
-        timeout_s=60,
-        markers=MARKERS,
+        watch=Watch(timeout_s=60, markers=MARKERS),
+        retry=Retries(retries=retries),
         layout=SampleLayout(work_root=tmp_path, run_key="local", stem="b", index=sample, warm=warm),
     )
     return records
