@@ -1,17 +1,14 @@
-"""The bench's confirmer on the baseline branch: each bucket's windows read once, read-only.
+"""The bench's confirmer's windows on the baseline branch: each read once, read-only.
 
 ``judge.confirm`` answers the bench's questions on a suspicious run (pure); this reads the
 windows it answers them on from the store, with the history runner offsets are learned
-from, checks out the merge base for pairs (``run.checkout``), and reads the recorded runs
-a confirmation budget is checked against (R5, R17).
+from, and the recorded runs a confirmation budget is checked against (R5, R17).
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable, Hashable, Sequence
 
 from perfgate.baselines.acks import AcceptedLevel, accepted_levels, kept_runs, read_acks
 from perfgate.baselines.samples import Window, WindowKey, sample_path
@@ -20,70 +17,43 @@ from perfgate.baselines.verify import hardware_partitions
 from perfgate.config import PRIMARY, Bucket, Config, Direction
 from perfgate.errors import GateMalfunction
 from perfgate.git import merge_base
-from perfgate.judge import confirm
+from perfgate.judge import budget_check
 from perfgate.judge.bucket_policy import (
     fitted_window_depth,
     window_run_limit,
     window_sample_limit,
 )
 from perfgate.judge.calibration import NoiseCalibration
+from perfgate.judge.confirm import RecordedWindow
 from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.window import analyse_window
 from perfgate.result import Result
-from perfgate.run.checkout import merge_base_checkout
-from perfgate.run.paired import BaseCheckout
 
 # Recorded runs of a bucket read to learn its noise and launch time.
 _RECORDED_RUNS = 100
 
 
-class WindowConfirmer(confirm.Confirmer):
-    """Answers the bench's questions from each bucket's windows, read once per key."""
+class StoreWindows:
+    """The confirmer's windows (``judge.confirm.WindowSource``) on the baseline branch: each
+    read at one tip, against this checkout's merge base, with the gate's limits."""
 
     def __init__(
-        self,
-        config: Config,
-        store: BaselineStore | None,
-        *,
-        say: Callable[[str], None],
-        calibration: NoiseCalibration | None = None,
-        checkout: Path | None = None,
-        work_dir: Path | None = None,
+        self, config: Config, store: BaselineStore | None, *, say: Callable[[str], None]
     ) -> None:
-        super().__init__(config, calibration=calibration)
+        self.config = config
         self.store = store
         self.say = say
-        # Where the bench runs (the change) and where a merge base may be checked out.
-        self.checkout = checkout or Path.cwd()
-        self.work_dir = work_dir or self.checkout / ".perfgate" / "work"
         self._ends: tuple[str | None, str | None] | None = None
         self._levels: tuple[AcceptedLevel, ...] | None = None
         self._unreadable = False
 
-    @contextmanager
-    def base(self, bucket: Bucket, result: Result) -> Iterator[BaseCheckout | str]:
-        """The merge base checked out with its own bucket, or why it cannot be measured."""
-        with merge_base_checkout(
-            self.config,
-            bucket,
-            result,
-            checkout=self.checkout,
-            work_dir=self.work_dir,
-            remote=self.store.remote if self.store is not None else None,
-        ) as found:
-            yield found
-
-    def window_key(self, result: Result, metric: str) -> Hashable:
+    def key(self, result: Result, metric: str) -> Hashable:
         """The store's key of a metric's window."""
         return WindowKey.for_result(result, metric)
 
-    def read_window(self, bucket: Bucket, key: Hashable) -> confirm.RecordedWindow | None:
-        """A metric's window and history (None when the baseline branch cannot be read)."""
-        return self.read_windows(bucket, [key])[key]
-
-    def read_windows(
+    def read(
         self, bucket: Bucket, keys: Sequence[Hashable]
-    ) -> dict[Hashable, confirm.RecordedWindow | None]:
+    ) -> dict[Hashable, RecordedWindow | None]:
         """Several metrics' windows and histories in one read of the store (None each when
         the baseline branch cannot be read)."""
         if self.store is None or self._unreadable:
@@ -99,9 +69,7 @@ class WindowConfirmer(confirm.Confirmer):
             )
             return dict.fromkeys(keys)
 
-    def known_shift(
-        self, bucket: Bucket, metric: str, window: confirm.RecordedWindow
-    ) -> int | None:
+    def known_shift(self, bucket: Bucket, metric: str, window: RecordedWindow) -> int | None:
         """Where an accepted change starts the window's level, from the acknowledgements on
         the baseline branch at the tip the window was read at (as the gate reads them)."""
         assert isinstance(window, Window)
@@ -113,7 +81,7 @@ class WindowConfirmer(confirm.Confirmer):
             self._levels = accepted_levels(self.store.repo, acks, base)
         return kept_runs(self._levels, bucket.id, metric, window.run_commits())
 
-    def _read(self, keys: Sequence[Hashable]) -> dict[Hashable, confirm.RecordedWindow | None]:
+    def _read(self, keys: Sequence[Hashable]) -> dict[Hashable, RecordedWindow | None]:
         """Windows and their histories at the baseline tip, against this checkout's merge base."""
         assert self.store is not None
         wanted = {key: key for key in keys if isinstance(key, WindowKey)}
@@ -140,15 +108,15 @@ def budget_warnings(
     buckets: Sequence[Bucket],
     store: BaselineStore | None,
     calibration: NoiseCalibration | None = None,
-) -> list[confirm.BudgetNote]:
-    """Each bucket whose confirmation budget cannot decide (``judge.confirm.budget_warnings``),
+) -> list[budget_check.BudgetNote]:
+    """Each bucket whose confirmation budget cannot decide (``budget_check.budget_warnings``),
     against the noise and launch durations its runs recorded in ``store``."""
-    return confirm.budget_warnings(
+    return budget_check.budget_warnings(
         config, buckets, lambda: recorded_runs(store, buckets), calibration
     )
 
 
-def recorded_runs(store: BaselineStore | None, buckets: Sequence[Bucket]) -> confirm.Recorded:
+def recorded_runs(store: BaselineStore | None, buckets: Sequence[Bucket]) -> budget_check.Recorded:
     """Per bucket and per hardware it was recorded on: its launch minutes from recorded
     durations and its recorded runs analysed (newest experiment, primary metric). Each
     runner pool is checked against its own recordings."""
@@ -157,7 +125,7 @@ def recorded_runs(store: BaselineStore | None, buckets: Sequence[Bucket]) -> con
     tip = store.refresh()
     if tip is None:
         return {}
-    found: dict[str, list[confirm.RecordedRuns]] = {}
+    found: dict[str, list[budget_check.RecordedRuns]] = {}
     for hardware in hardware_partitions(store.repo, tip):
         paths = {sample_path(hardware, b.task, b.backend_key): b for b in buckets}
         for path, samples in store.read(paths, tip).items():
@@ -176,6 +144,6 @@ def recorded_runs(store: BaselineStore | None, buckets: Sequence[Bucket]) -> con
                                    direction=direction)  # fmt: skip
             launch = statistics.median(walls) / 60.0 if walls else None
             found.setdefault(paths[path].id, []).append(
-                confirm.RecordedRuns(launch_minutes=launch, hardware=hardware, model=model)
+                budget_check.RecordedRuns(launch_minutes=launch, hardware=hardware, model=model)
             )
     return found

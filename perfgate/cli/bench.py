@@ -306,9 +306,11 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.dry_run:
         return _dry_run(buckets, settings, args)
-    from perfgate.baselines.confirm import WindowConfirmer
+    from perfgate.baselines.confirm import StoreWindows
     from perfgate.baselines.store import open_store
     from perfgate.judge.calibration import configured_calibration
+    from perfgate.judge.confirm import Confirmer
+    from perfgate.run.paired import Confirmation, merge_base_checkout
 
     # Locally the local baseline branch; in CI the remote one, read-only (R9).
     store = open_store(config, local=not on_github())
@@ -327,14 +329,14 @@ def run(args: argparse.Namespace) -> int:
         if noted and not args.verbose:
             say("`bench --verbose` or `perfgate validate` shows the numbers behind these")
     progress = Progress(len(buckets), echo=not args.quiet, figures=not judged)
-    confirmer = WindowConfirmer(
-        config,
-        store,
-        say=say,
-        calibration=calibration,
-        checkout=settings.checkout,
-        work_dir=settings.work_root,
-    )
+    remote = store.remote if store is not None else None
+    confirmation = Confirmation(
+        judge=Confirmer(config, StoreWindows(config, store, say=say), calibration=calibration),
+        bases=lambda bucket, result: merge_base_checkout(
+            config, bucket, result, checkout=settings.checkout, work_dir=settings.work_root,
+            remote=remote,
+        ),
+    )  # fmt: skip
     results = run_buckets(
         buckets,
         settings,
@@ -342,8 +344,7 @@ def run(args: argparse.Namespace) -> int:
         on_done=progress.finish,
         # --samples: exactly K samples, so nothing confirms (neither repeats nor pairs).
         confirm_mode=ConfirmMode.OFF if args.samples is not None else config.gate.confirm,
-        confirm=confirmer,
-        pairing=confirmer,
+        confirmation=confirmation,
         budget_minutes=run_budget(config, args.budget_minutes),
     )
     out = human(args)

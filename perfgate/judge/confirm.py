@@ -1,23 +1,24 @@
 """The bench's questions on a suspicious run: another sample? pairs? can they decide? (R5, R17)
 
 The bench owns the runner, so it confirms a suspicious bucket there, locally and in CI.
-It asks this module (pure) on the bucket's windows, which ``baselines.confirm`` reads from
-the baseline branch once (read-only) with the history runner offsets are learned from;
+It asks this module (pure) on the bucket's windows, which its ``WindowSource``
+(``baselines.confirm.StoreWindows``) reads from the baseline branch once (read-only) with
+the history runner offsets are learned from;
 each is analysed once on the run's runner's terms (``judge.runners``). Every sample
 measures every metric, so a question is answered for the bucket: yes when any metric that
 gates asks.
 
-* ``gate.confirm: repeat``: after each sample, the calibrated rule's ``need_more``.
+* ``gate.confirm: repeat``: after each sample, ``needs_sample`` (the rule's ``need_more``).
 * ``gate.confirm: paired`` (the default): after the repeats, ``step`` says what to spend
   next (``judge.budget.next_step``): nothing when the window rules out a drop of
   ``confirm_drop_pct``; another launch on this runner while more repeats could still rule
   it out; else the merge base beside the change, checked out in a throwaway worktree (as
-  seeding does; ``run.checkout``) with its own perfgate.yaml and benchmark, pair after
+  seeding does; ``run.paired``) with its own perfgate.yaml and benchmark, pair after
   pair until the paired test (``judge.paired``, the window's within-run noise pooled in)
-  says no more. ``pair_plan`` first says whether the pairs the budget affords can BLOCK a
-  drop that matters at this noise and launch time; when they cannot, none is taken and
-  the window's verdict stands. No merge base to measure (not a git checkout, no parent, another
-  experiment there): the run confirms by repeats instead.
+  says no more (``needs_pair``). ``pair_plan`` first says whether the pairs the budget
+  affords can BLOCK a drop that matters at this noise and launch time; when they cannot,
+  none is taken and the window's verdict stands. No merge base to measure (not a git
+  checkout, no parent, another experiment there): the run confirms by repeats instead.
 
 The gate later judges the recorded samples as the window's last look, and the pairs at
 the look where the bench stopped (``paired.settled_decision``), and so reaches the
@@ -27,11 +28,10 @@ bench's verdicts.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable, Sequence
 from typing import Protocol
 
-from perfgate.config import PRIMARY, Bucket, Config, ConfirmMode, Direction, Metric, PolicyName
+from perfgate.config import PRIMARY, Bucket, Config, Metric
 from perfgate.judge.bucket_policy import confirm_drop_for, pair_noise, paired_policy_for, policy_for
 from perfgate.judge.budget import (
     UNJUDGED,
@@ -40,20 +40,17 @@ from perfgate.judge.budget import (
     by_suspicion,
     next_step,
     pair_affordability,
-    repeat_affordability,
     suspicion,
     unaffordable,
     uncleared,
 )
 from perfgate.judge.calibration import NoiseCalibration
 from perfgate.judge.decision import Decision
-from perfgate.judge.goodness import pct_of_g
 from perfgate.judge.paired import paired_decide
 from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.rule import decide
 from perfgate.judge.runners import StoredRun, WindowRunners, WindowView, window_view
 from perfgate.judge.verdicts import Reason
-from perfgate.judge.window import WindowModel
 from perfgate.result import PairedRecord, Result
 from perfgate.run.allowance import MARGIN
 from perfgate.run.paired import PairPlan
@@ -80,15 +77,41 @@ class RecordedWindow(Protocol):
         ...
 
 
+class WindowSource(Protocol):
+    """Where the confirmer's windows come from (``baselines.confirm.StoreWindows`` reads the
+    baseline branch): how a metric's window is keyed, the windows, the accepted changes."""
+
+    def key(self, result: Result, metric: str) -> Hashable:
+        """What a metric's window is selected by: results with one key share their window."""
+        ...
+
+    def read(
+        self, bucket: Bucket, keys: Sequence[Hashable]
+    ) -> dict[Hashable, RecordedWindow | None]:
+        """The windows ``keys`` select, in one read (None each: none to judge against)."""
+        ...
+
+    def known_shift(self, bucket: Bucket, metric: str, window: RecordedWindow) -> int | None:
+        """After how many of ``window``'s nearest runs an accepted change starts a new level
+        (R18), as the gate judges it."""
+        ...
+
+
 class Confirmer:
     """Answers the bench's questions from each bucket's windows, read once per key.
 
-    Pure: the windows come from ``read_window``, which reads none here; the bench's
-    ``baselines.confirm.WindowConfirmer`` reads them from the baseline branch.
+    Pure: the windows come from ``windows``, which the bench reads from the baseline branch.
     """
 
-    def __init__(self, config: Config, *, calibration: NoiseCalibration | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        windows: WindowSource,
+        *,
+        calibration: NoiseCalibration | None = None,
+    ) -> None:
         self.config = config
+        self.windows = windows
         # The gate's calibration (gate.calibration): bench and gate judge with one noise.
         self.calibration = calibration
         self._windows: dict[Hashable, RecordedWindow | None] = {}
@@ -96,7 +119,7 @@ class Confirmer:
 
     # -- gate.confirm: repeat ---------------------------------------------------------------
 
-    def __call__(self, bucket: Bucket, result: Result) -> bool:
+    def needs_sample(self, bucket: Bucket, result: Result) -> bool:
         """True when a gating metric's samples so far leave its verdict open."""
         bucket = bucket.selecting(result.metrics)
         return any(
@@ -206,7 +229,7 @@ class Confirmer:
             return statistics.median(recorded) / 60.0
         return bucket.launch_minutes
 
-    def wants_more(self, bucket: Bucket, result: Result, paired: PairedRecord) -> bool:
+    def needs_pair(self, bucket: Bucket, result: Result, paired: PairedRecord) -> bool:
         """After each pair: is the paired test of any gating metric still undecided?
 
         Undecided, not "may take another": at the last pair allowed the test is still
@@ -247,10 +270,10 @@ class Confirmer:
             key: None
             for metric in bucket.all_metrics
             if metric.gates and metric.name in result.all_metrics
-            and (key := self.window_key(result, metric.name)) not in self._windows
+            and (key := self.windows.key(result, metric.name)) not in self._windows
         }  # fmt: skip
         if len(unread) > 1:
-            self._windows.update(self.read_windows(bucket, list(unread)))
+            self._windows.update(self.windows.read(bucket, list(unread)))
         decisions: dict[str, Decision | None] = {}
         for metric in bucket.all_metrics:
             reading = result.all_metrics.get(metric.name)
@@ -282,8 +305,10 @@ class Confirmer:
             window = self._window(bucket, metric, result)
             if window is None:
                 return None
-            return decide(window.runs(), values, direction=direction, policy=policy,
-                          known_shift=self.known_shift(bucket, metric.name, window))  # fmt: skip
+            shift = self.windows.known_shift(bucket, metric.name, window)
+            return decide(
+                window.runs(), values, direction=direction, policy=policy, known_shift=shift
+            )
         view = self._view(bucket, metric, result, policy)
         return None if view is None else view.decide(values, policy, final=final)
 
@@ -291,7 +316,7 @@ class Confirmer:
         self, bucket: Bucket, metric: Metric, result: Result, policy: CalibratedPolicy
     ) -> WindowView | None:
         """A metric's window on this run's runner's terms; None when it cannot be read."""
-        key = self.window_key(result, metric.name)
+        key = self.windows.key(result, metric.name)
         runner = result.ci.runner_identity
         if (key, runner) not in self._views:
             window = self._window(bucket, metric, result)
@@ -308,7 +333,7 @@ class Confirmer:
                     runner,
                     policy=policy,
                     direction=result.all_metrics[metric.name].direction,
-                    known_shift=self.known_shift(bucket, metric.name, window),
+                    known_shift=self.windows.known_shift(bucket, metric.name, window),
                     # An A/A calibration measures the primary metric's noise.
                     calibration=(
                         measured.for_rule()
@@ -321,176 +346,7 @@ class Confirmer:
 
     def _window(self, bucket: Bucket, metric: Metric, result: Result) -> RecordedWindow | None:
         """A metric's window and history, read once per key (None: none to judge against)."""
-        key = self.window_key(result, metric.name)
+        key = self.windows.key(result, metric.name)
         if key not in self._windows:
-            self._windows[key] = self.read_window(bucket, key)
+            self._windows[key] = self.windows.read(bucket, [key])[key]
         return self._windows[key]
-
-    def window_key(self, result: Result, metric: str) -> Hashable:
-        """What a window is selected by: results with one key share their window."""
-        return (result.bucket.id, metric)
-
-    def read_window(self, bucket: Bucket, key: Hashable) -> RecordedWindow | None:
-        """The window ``key`` selects; here none (``baselines.confirm`` reads the store)."""
-        return None
-
-    def read_windows(
-        self, bucket: Bucket, keys: Sequence[Hashable]
-    ) -> dict[Hashable, RecordedWindow | None]:
-        """The windows ``keys`` select, each as ``read_window`` reads it."""
-        return {key: self.read_window(bucket, key) for key in keys}
-
-    def known_shift(self, bucket: Bucket, metric: str, window: RecordedWindow) -> int | None:
-        """After how many of ``window``'s nearest runs an accepted change starts a new level
-        (R18), as the gate judges it; here none (``baselines.confirm`` reads the acks)."""
-        return None
-
-
-# -- budgets that can decide (validate, and bench before it spends a minute) --------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class RecordedRuns:
-    """What one runner pool recorded of a bucket: launch time, and the runs analysed."""
-
-    launch_minutes: float | None
-    hardware: str
-    model: WindowModel | None
-
-
-# Per bucket id: one entry per hardware it was recorded on.
-Recorded = Mapping[str, Sequence[RecordedRuns]]
-
-
-@dataclass(frozen=True, kw_only=True)
-class BudgetNote:
-    """A budget that cannot decide everything (R17): one short line, and its numbers."""
-
-    level: str  # "warning" or "notice", as console.annotate prints it
-    short: str
-    detail: str
-
-    def text(self, *, detailed: bool) -> str:
-        """The short line, with its numbers when ``detailed``."""
-        return f"{self.short} [{self.detail}]" if detailed else self.short
-
-
-_NOTHING = (RecordedRuns(launch_minutes=None, hardware="", model=None),)
-
-
-def budget_warnings(
-    config: Config,
-    buckets: Sequence[Bucket],
-    recorded: Callable[[], Recorded],
-    calibration: NoiseCalibration | None = None,
-) -> list[BudgetNote]:
-    """Each bucket whose confirmation budget cannot decide, with the numbers (R17).
-
-    Under ``gate.confirm: paired``: can the pairs its budget affords BLOCK a drop of
-    ``confirm_drop_pct`` (else none is taken and the window decides), and one of the
-    minimum (else smaller drops are left to post-merge detection)? The noise is the
-    calibration's, else what the bucket's recorded runs show (the within-run noise a pair
-    sees); the launch time its recorded samples' durations, else ``launch_minutes``.
-    Under ``gate.confirm: repeat``: the same for samples against the window. Buckets with
-    a launch time but no noise known yet are named once; those without either are not
-    checked. Each line comes with its level: ``warning`` or ``notice``. ``recorded`` reads
-    the buckets' recorded runs, only when a budget is checked.
-    """
-    gate = config.gate
-    if gate.confirm is ConfirmMode.OFF or gate.policy is not PolicyName.CALIBRATED:
-        return []
-    runs_of = recorded()
-    lines: list[BudgetNote] = []
-    unknown: list[str] = []
-    for bucket in buckets:
-        pools = runs_of.get(bucket.id) or _NOTHING
-        for pool in pools:
-            label = f"{bucket.id} on {pool.hardware}" if len(pools) > 1 else bucket.id
-            lines += _budget_lines(config, bucket, pool, label, calibration, unknown)
-    if unknown:
-        short = f"{len(unknown)} bucket(s) have no recorded noise yet: budgets are checked later"
-        detail = "record samples or calibrate; " + ", ".join(unknown)
-        lines.append(BudgetNote(level="notice", short=short, detail=detail))
-    return lines
-
-
-def _budget_lines(
-    config: Config,
-    bucket: Bucket,
-    pool: RecordedRuns,
-    label: str,
-    calibration: NoiseCalibration | None,
-    unknown: list[str],
-) -> list[BudgetNote]:
-    """One bucket's budget on one runner pool; names it in ``unknown`` when no noise is known."""
-    gate = config.gate
-    lines: list[BudgetNote] = []
-    hardware, model = pool.hardware, pool.model
-    launch = pool.launch_minutes or bucket.launch_minutes
-    policy = policy_for(bucket, gate, hardware)
-    assert isinstance(policy, CalibratedPolicy)
-    noise, run_noise, df, runs = _noise(bucket, hardware, model, calibration)
-    if launch is None:
-        return lines  # nothing known of it yet: checked once it declares or records a launch
-    if noise is None:
-        unknown.append(label)
-        return lines
-    drops = (confirm_drop_for(gate, policy.min_drop_pct), policy.min_drop_pct)
-    if gate.confirm is ConfirmMode.PAIRED:
-        paired = paired_policy_for(bucket, gate, hardware)
-        plans = [
-            pair_affordability(budget_minutes=bucket.pair_budget_minutes,
-                               max_pairs=bucket.max_pairs, launch_minutes=launch,
-                               drop_pct=drop, noise_pct=noise, policy=paired, prior_df=df)
-            for drop in drops
-        ]  # fmt: skip
-    else:
-        plans = [
-            repeat_affordability(budget_minutes=bucket.repeat_budget_minutes,
-                                 repeats=bucket.repeats, max_repeats=bucket.max_repeats,
-                                 launch_minutes=launch, drop_pct=drop, noise_pct=noise,
-                                 run_noise_pct=run_noise, policy=policy, window_runs=runs,
-                                 df=df)
-            for drop in drops
-        ]  # fmt: skip
-    matters, minimum = plans
-    if not matters.decides:
-        afforded = f"{matters.afforded} {matters.what}s"
-        short = (
-            f"{label}: {afforded} cannot confirm a {matters.drop_pct:g} % drop; the window decides"
-        )
-        lines.append(BudgetNote(level="warning", short=short, detail=matters.text()))
-    elif not minimum.decides:
-        short = f"{label}: drops under {matters.drop_pct:g} % are left to the post-merge alerts"
-        lines.append(BudgetNote(level="notice", short=short, detail=minimum.text()))
-    shared = gate.budget_minutes
-    if shared is not None and matters.decides and matters.minutes > shared:
-        short = f"{label}: confirming a drop costs more than the run's gate.budget_minutes"
-        needs = f"{matters.minutes:.0f} runner minutes against {shared:g} for the whole run"
-        lines.append(BudgetNote(level="warning", short=short, detail=needs))
-    return lines
-
-
-def _noise(
-    bucket: Bucket,
-    hardware: str,
-    model: WindowModel | None,
-    calibration: NoiseCalibration | None,
-) -> tuple[float | None, float, float, int]:
-    """(per-sample noise %, run noise %, its df, window runs) a budget is checked against."""
-    measured = next(
-        (e for e in calibration.buckets if e.bucket == bucket.id and e.hardware == hardware),
-        None,
-    ) if calibration is not None else None  # fmt: skip
-    if measured is not None:
-        return measured.noise_pct, measured.run_noise_pct, measured.df, 20
-    if model is None or model.problem is not None:
-        return None, 0.0, 0.0, 0
-    within = model.within_sigma if model.within_df else model.sigma
-    df = model.within_df or model.df
-    return (
-        pct_of_g(within, Direction.HIGHER),
-        pct_of_g(model.run_sigma, Direction.HIGHER),
-        df,
-        model.runs_used,
-    )

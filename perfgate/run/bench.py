@@ -6,15 +6,12 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Protocol
 
 from perfgate.config import Bucket, ConfirmMode
 from perfgate.result import (
     PairedRecord,
-    PairedSide,
     PairedStatus,
     Result,
     SampleAdmission,
@@ -27,41 +24,15 @@ from perfgate.result import (
 )
 from perfgate.run.admission import AdmissionControl
 from perfgate.run.allowance import Allowance
-from perfgate.run.alternate import measure_alternately
 from perfgate.run.bucket_result import RunTimes, Taken, bucket_result
 from perfgate.run.launch import BenchSettings, run_key_of, sample_layout
-from perfgate.run.paired import BaseCheckout, PairPlan
+from perfgate.run.paired import Confirmation, pair_with_base
 from perfgate.run.sample import SampleRun, declared_launch_s, grant_remeasure, measure_sample
 from perfgate.run.sampling import Sampler, SamplingPlan, Step
 
 #: After the initial repeats, and after every further sample: does the verdict need another?
 #: It sees the run so far as a Result (the judge side reads the bucket's window for it).
 Confirm = Callable[[Bucket, Result], bool]
-
-
-class Pairing(Protocol):
-    """The judge side of paired confirmation (``gate.confirm: paired``)."""
-
-    def step(self, bucket: Bucket, result: Result) -> Step:
-        """What the run should spend next: nothing, another launch here, or pairs."""
-        ...
-
-    def pair_plan(self, bucket: Bucket, result: Result, left_minutes: float | None) -> PairPlan:
-        """How many pairs to take at most, or why none (they cannot decide, or the run's
-        shared budget, ``left_minutes`` of it left, cannot afford them)."""
-        ...
-
-    def order(self, runs: Sequence[tuple[Bucket, Result]]) -> list[Bucket]:
-        """The buckets in the order the run's shared budget is spent on them."""
-        ...
-
-    def base(self, bucket: Bucket, result: Result) -> AbstractContextManager[BaseCheckout | str]:
-        """The merge base checked out (removed on exit), or why none can be measured."""
-        ...
-
-    def wants_more(self, bucket: Bucket, result: Result, paired: PairedRecord) -> bool:
-        """After each pair: does the paired test need another one?"""
-        ...
 
 
 class BucketRun:
@@ -177,44 +148,31 @@ class BucketRun:
             self.affords_launch() and confirm(self.bucket, self.result(SamplingStop.PLANNED))
         )
 
-    def confirm(self, pairing: Pairing, confirm: Confirm | None) -> None:
+    def confirm(self, confirmation: Confirmation, confirm: Confirm | None) -> None:
         """``gate.confirm: paired``: more launches here while they may still clear the run,
-        then pairs with the merge base when the window still cannot, within the bucket's
-        budgets and the run's allowance; none that cannot decide. Without a merge base to
-        measure, by repeats against the window (``confirm``)."""
+        then pairs with the merge base when the window still cannot (``run.paired``).
+        Without a merge base to measure, by repeats against the window (``confirm``)."""
         if self.stopped is not SamplingStop.PLANNED:
             return  # a failed run is not measured further
-        bucket, began = self.bucket, time.monotonic()
-        allowance = self.settings.allowance
+        bucket, judge, began = self.bucket, confirmation.judge, time.monotonic()
         # The repeat budget counts this run's own time, not the other buckets' repeats.
         self.sampler.started = began - self.wall_s
-
-        def repeat() -> bool:
-            return self.affords_launch() and pairing.step(bucket, self.result()) is Step.REPEAT
-
-        if pairing.step(bucket, self.result()) is Step.REPEAT:
-            self.stopped = self._sample_until(self.plan, lambda taken: repeat())
-        elif pairing.step(bucket, self.result()) is Step.DONE:
+        step = judge.step(bucket, self.result())
+        if step is Step.REPEAT:
+            self.stopped = self._sample_until(
+                self.plan,
+                lambda taken: (
+                    self.affords_launch() and judge.step(bucket, self.result()) is Step.REPEAT
+                ),
+            )
+            if self.stopped is not SamplingStop.FAILED:
+                step = judge.step(bucket, self.result())
+        elif step is Step.DONE:
             self.stopped = SamplingStop.SETTLED
-        if self.stopped is SamplingStop.FAILED or pairing.step(bucket, self.result()) is Step.DONE:
+        if self.stopped is SamplingStop.FAILED or step is Step.DONE:
             self._worked(began)
             return
-        room = allowance.left_s
-        plan = pairing.pair_plan(bucket, self.result(), None if room is None else room / 60.0)
-        if plan.pairs <= 0:
-            self.paired = PairedRecord(
-                status=PairedStatus.SKIPPED, reason=plan.skipped, max_pairs=bucket.max_pairs
-            )
-        else:
-            budget = bucket.pair_budget_minutes
-            limits = [
-                v for v in (budget * 60.0 if budget is not None else None, room) if v is not None
-            ]
-            self.paired = _pair(self, pairing, max_pairs=min(bucket.max_pairs, plan.pairs),
-                                budget_s=min(limits) if limits else None)  # fmt: skip
-            # The launches were charged as they ran; the rest is the merge base's checkout.
-            allowance.charge(self.paired.wall_s - sum(s.wall_s for s in self.paired.samples))
-        self.settings.say(_paired_notice(bucket, self.paired))
+        self.paired = pair_with_base(self, confirmation)
         unavailable = self.paired.status is PairedStatus.UNAVAILABLE
         if unavailable or (self.paired.status is PairedStatus.FAILED and
                            self.paired.head_failure is None):  # fmt: skip
@@ -240,72 +198,22 @@ def run_bucket(
     *,
     plan: SamplingPlan | None = None,
     confirm: Confirm | None = None,
-    pairing: Pairing | None = None,
+    confirmation: Confirmation | None = None,
 ) -> Result:
     """Run one bucket's samples (each with retry) and return its Result (not yet written).
 
     ``plan`` says how many samples (default: the bucket's repeats, no confirmation);
     ``confirm`` answers, from the samples so far, whether the verdict needs another;
-    ``pairing`` (``gate.confirm: paired``) compares a suspicious run with its merge base.
+    ``confirmation`` (``gate.confirm: paired``) compares a suspicious run with its merge base.
     """
     run = BucketRun(bucket, settings, plan or SamplingPlan.for_bucket(bucket, ConfirmMode.OFF))
     run.take(confirm)
     if run.plan.confirm is ConfirmMode.PAIRED:
-        if pairing is not None:
-            run.confirm(pairing, confirm)
+        if confirmation is not None:
+            run.confirm(confirmation, confirm)
         elif confirm is not None:
             run.stopped = run.sampler.run(run.plan, run.asks(confirm))
     return run.finish()
-
-
-def _paired_notice(bucket: Bucket, paired: PairedRecord) -> str:
-    """``cartpole/numpy: paired A/B with abc123def456: 6 pair(s) (settled)``."""
-    if paired.status is PairedStatus.UNAVAILABLE:
-        return f"{bucket.id}: no paired A/B ({paired.reason}); confirming by repeats"
-    if paired.status is PairedStatus.SKIPPED:
-        # The numbers go to the verdict and the summary; the terminal gets the reason.
-        why = paired.reason.split(": ", 1)[0]
-        return f"{bucket.id}: no pairs taken ({why}); the window's verdict stands"
-    base = (paired.base_commit or "?")[:12]
-    pairs = len(paired.pairs())
-    stopped = paired.stopped.value if paired.stopped else "?"
-    extra = f"; {paired.reason}" if paired.reason else ""
-    return f"{bucket.id}: paired A/B with the merge base {base}: {pairs} pair(s) ({stopped}){extra}"
-
-
-def _pair(
-    run: BucketRun, pairing: Pairing, *, max_pairs: int, budget_s: float | None
-) -> PairedRecord:
-    """Measure the merge base and the change alternately on this runner (the evidence)."""
-    bucket, settings, head = run.bucket, run.settings, run.result()
-    started = time.monotonic()
-    with pairing.base(bucket, head) as base:
-        if isinstance(base, str):
-            return PairedRecord(
-                status=PairedStatus.UNAVAILABLE,
-                reason=base,
-                max_pairs=bucket.max_pairs,
-                wall_s=round(time.monotonic() - started, 3),
-            )
-        return measure_alternately(
-            bucket,
-            {
-                # The base's warm caches live beside the lane's, never in what CI saves.
-                PairedSide.BASE: (
-                    base.bucket,
-                    replace(settings, checkout=base.checkout, warm_caches=settings.base_warm_root),
-                ),
-                PairedSide.HEAD: (bucket, settings),
-            },
-            base_commit=base.commit,
-            run_key=run.run_key,
-            control=run.control,
-            expected_s=run.launch_s(),
-            max_pairs=max_pairs,
-            budget_s=budget_s,
-            wants_more=lambda record: pairing.wants_more(bucket, head, record),
-            started=started,
-        )
 
 
 def run_buckets(
@@ -315,20 +223,21 @@ def run_buckets(
     on_done: Callable[[Result], None] = lambda result: None,
     *,
     confirm_mode: ConfirmMode = ConfirmMode.OFF,
-    confirm: Confirm | None = None,
-    pairing: Pairing | None = None,
+    confirmation: Confirmation | None = None,
     budget_minutes: float | None = None,
 ) -> list[Result]:
     """Run each bucket in turn, writing its artifact into ``settings.out_dir`` as it finishes.
 
     Under ``gate.confirm: paired`` every bucket takes its repeats first; then the buckets
-    the window cannot clear are confirmed in the order ``pairing.order`` gives (the most
-    suspicious first), each within its own budgets, its artifact rewritten; a run that
+    the window cannot clear are confirmed in the order ``confirmation.judge.order`` gives (the
+    most suspicious first), each within its own budgets, its artifact rewritten; a run that
     ends before a bucket's turn is done removes that bucket's unconfirmed artifact. Whatever the
     buckets spend beyond their plans (retries, re-measures, confirmation) comes out of one
     allowance of ``budget_minutes`` (the run's, or this job's share of it; None: unlimited).
     """
     settings = replace(settings, allowance=Allowance(budget_minutes))
+    confirm = confirmation.judge.needs_sample if confirmation is not None else None
+    paired = confirmation is not None and confirm_mode is ConfirmMode.PAIRED
     runs: list[BucketRun] = []
     for bucket in buckets:
         on_start(bucket)
@@ -336,22 +245,18 @@ def run_buckets(
         if not runs and settings.job_started_at is not None:
             run.setup_s = max(0.0, time.time() - settings.job_started_at)
         run.take(confirm)
-        result = (
-            run.finish()
-            if pairing is None or confirm_mode is not ConfirmMode.PAIRED
-            else (run.result())
-        )
+        result = run.result() if paired else run.finish()
         write_result(result, settings.out_dir)
         on_done(result)
         runs.append(run)
-    if pairing is None or confirm_mode is not ConfirmMode.PAIRED:
+    if confirmation is None or not paired:
         return [run.result() for run in runs]
     by_bucket = {run.bucket.id: run for run in runs}
     unconfirmed = set(by_bucket)
     try:
-        for bucket in pairing.order([(run.bucket, run.result()) for run in runs]):
+        for bucket in confirmation.judge.order([(run.bucket, run.result()) for run in runs]):
             run = by_bucket[bucket.id]
-            run.confirm(pairing, confirm)
+            run.confirm(confirmation, confirm)
             write_result(run.finish(), settings.out_dir)
             unconfirmed.discard(bucket.id)
     except BaseException:

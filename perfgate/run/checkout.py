@@ -1,8 +1,7 @@
-"""A commit checked out beside the change: a throwaway worktree, and the merge base (R16).
+"""A commit checked out beside the change: a throwaway worktree (R16).
 
-Seeding and bisecting replay commits in throwaway worktrees; paired confirmation measures
-the merge base beside the change, checked out the same way with its own perfgate.yaml and
-benchmark, so both sides of a pair run as their own commit declares them.
+Seeding and bisecting replay commits in throwaway worktrees; paired confirmation checks
+out the merge base the same way (``run.paired``), and ``compare --measure`` both sides.
 """
 
 from __future__ import annotations
@@ -10,16 +9,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 
-from perfgate.config import Bucket, Config, load_config
-from perfgate.errors import GitError, GitTimeout, PerfgateError
-from perfgate.git import git, git_env, merge_base, try_git
-from perfgate.result import Result
-from perfgate.run.drivers import get_driver
-from perfgate.run.launch import bucket_hashes
-from perfgate.run.paired import BaseCheckout
+from perfgate.errors import GitError, GitTimeout
+from perfgate.git import git, git_env
 
 # How long fetching a commit's LFS content may take: assets can be gigabytes, far more
 # than a fetch of the baseline branch, but a stalled LFS server must still end the wait.
@@ -79,87 +73,3 @@ def replay_checkout(repo: Path, commit: str, root: Path, *, lfs: bool = False) -
         yield path
     finally:
         _remove_worktree(repo, path)
-
-
-@contextmanager
-def merge_base_checkout(
-    config: Config,
-    bucket: Bucket,
-    result: Result,
-    *,
-    checkout: Path,
-    work_dir: Path,
-    remote: str | None,
-) -> Iterator[BaseCheckout | str]:
-    """The merge base of ``checkout`` (the change) checked out under ``work_dir`` with its
-    own bucket, or why it cannot be measured; ``remote`` holds the target branch."""
-    repo = try_git("rev-parse", "--show-toplevel", cwd=checkout)
-    if repo is None:
-        yield "not a git checkout, so there is no merge base to measure"
-        return
-    top = Path(repo).resolve()
-    commit, why = _base_commit(top, result, remote)
-    if commit is None:
-        yield why
-        return
-    try:
-        where = checkout.resolve().relative_to(top)
-        config_path: Path | None = (checkout / config.path).resolve().relative_to(top)
-    except ValueError:
-        where, config_path = Path(), None
-    # The base gets what the change's checkout has: its LFS content (the assets) too.
-    lfs = get_driver(bucket.driver).needs_lfs
-    with ExitStack() as stack:
-        try:
-            worktree = stack.enter_context(
-                replay_checkout(top, commit, work_dir / "paired", lfs=lfs)
-            )
-        except GitError as exc:
-            yield f"the merge base {commit[:12]} cannot be checked out like the change: {exc}"
-            return
-        found = _base_bucket(config, bucket, result, worktree, config_path)
-        if isinstance(found, str):
-            yield found
-        else:
-            yield BaseCheckout(commit=commit, checkout=worktree / where, bucket=found)
-
-
-def _base_commit(top: Path, result: Result, remote: str | None) -> tuple[str | None, str]:
-    """The commit to measure beside the change, or None and why there is none.
-
-    It is the merge base with the target branch; when the change is the merge base
-    itself (a push to the target, a clean checkout of it), its first parent; with
-    uncommitted changes on the merge base, HEAD.
-    """
-    head = try_git("rev-parse", "HEAD", cwd=top)
-    if head is None:
-        return None, "this checkout has no commit yet"
-    base = merge_base(top, result.source.target_branch or None, remote) or head
-    if base != head:
-        return base, ""
-    if try_git("status", "--porcelain", "--untracked-files=no", cwd=top):
-        return head, ""
-    parent = try_git("rev-parse", "--verify", "--quiet", "HEAD^1", cwd=top)
-    return parent, "" if parent else f"{head[:12]} has no parent commit to compare with"
-
-
-def _base_bucket(
-    config: Config, bucket: Bucket, result: Result, worktree: Path, config_path: Path | None
-) -> Bucket | str:
-    """The bucket as the merge base declares it, or why it cannot be compared."""
-    if config_path is None:
-        base_config = config  # a config outside the repository: every commit uses it
-    else:
-        path = worktree / config_path
-        if not path.is_file():
-            return f"the merge base has no {config_path}"
-        try:
-            base_config = load_config(path)
-        except PerfgateError as exc:
-            return f"the merge base's {config_path} is not usable: {exc}"
-    found = next((b for b in base_config.buckets if b.id == bucket.id), None)
-    if found is None:
-        return f"the merge base's perfgate.yaml has no bucket {bucket.id}"
-    if bucket_hashes(found) != (result.identity.launch_hash, result.identity.benchmark_hash):
-        return "the merge base runs another experiment (its launch or benchmark hash differs)"
-    return found

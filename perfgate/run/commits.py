@@ -2,13 +2,14 @@
 
 Each side is a throwaway worktree of its commit (or the working tree for ``.``), with its
 own perfgate.yaml's buckets; every bucket both declare is measured A, B, A, B... by the
-same paired loop the bench's confirmation uses (``run.alternate``), so the machine's
+same paired loop the bench's confirmation uses (``run.paired``), so the machine's
 drift lands on both sides alike.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
@@ -20,8 +21,8 @@ from perfgate.errors import UsageError
 from perfgate.result import PairedSide
 from perfgate.run import hardware
 from perfgate.run.admission import AdmissionControl
-from perfgate.run.alternate import measure_alternately
 from perfgate.run.launch import BenchSettings
+from perfgate.run.paired import PairLimits, measure_alternately
 
 #: What --measure takes for the working tree, uncommitted changes included.
 WORKING_TREE = "."
@@ -89,8 +90,7 @@ def measure_commits(
                 base_commit=sides[PairedSide.BASE].commit,
                 run_key=f"compare-{os.getpid()}",
                 control=AdmissionControl(config.admission, machine),
-                max_pairs=pairs,
-                budget_s=None,
+                limits=PairLimits(max_pairs=pairs, budget_s=None, started=time.monotonic()),
                 wants_more=lambda record: True,
             )
             taken = record.pairs(PRIMARY)

@@ -21,13 +21,14 @@ from pathlib import Path
 import pytest
 
 from perfgate import cli
-from perfgate.baselines.confirm import WindowConfirmer
+from perfgate.baselines.confirm import StoreWindows
 from perfgate.baselines.evaluate import evaluate
 from perfgate.baselines.samples import samples_from_result
 from perfgate.baselines.store import BaselineStore
 from perfgate.config import PRIMARY, Config, load_config
 from perfgate.git import git
 from perfgate.github.alerts import ACCEPTED_LABEL, LABEL, read_state
+from perfgate.judge.confirm import Confirmer
 from perfgate.judge.verdicts import Reason
 from perfgate.run.launch import bucket_hashes
 from tests.factories import make_result
@@ -500,8 +501,8 @@ def test_the_bench_confirms_against_the_accepted_level_as_the_gate_judges(
         """The first reason of the gate's window decision, and of the bench's."""
         (row,) = evaluate(pushes.config, pushes.config.buckets, [result], pushes.store).rows
         assert row.judgement is not None and row.judgement.decision is not None
-        confirmer = WindowConfirmer(pushes.config, pushes.store, say=lambda _: None,
-                                    checkout=pushes.clone)  # fmt: skip
+        windows = StoreWindows(pushes.config, pushes.store, say=lambda _: None)
+        confirmer = Confirmer(pushes.config, windows)
         bench = confirmer.decisions(bucket, result, final=True)[PRIMARY]
         assert bench is not None
         return row.judgement.decision.reasons[0], bench.reasons[0]

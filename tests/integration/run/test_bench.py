@@ -597,16 +597,19 @@ def test_threads_cap_numeric_libraries_only_when_set(
 class FakePairing:
     """The judge side, scripted: every bucket wants pairs; a shared budget affords one.
 
-    Stands in for baselines.confirm.WindowConfirmer (whose statistics and budget arithmetic are
-    tested apart): it records the budget the bench says is left, and under a shared budget
-    declines pairs to every bucket after the first. The base is the same checkout, so every
-    pair measures the same benchmark twice.
+    Stands in for judge.confirm.Confirmer and the merge base (the statistics and budget
+    arithmetic are tested apart): it records the budget the bench says is left, and under a
+    shared budget declines pairs to every bucket after the first. The base is the same
+    checkout, so every pair measures the same benchmark twice.
     """
 
     def __init__(self, checkout: Path) -> None:
         self.checkout = checkout
         self.lefts: dict[str, float | None] = {}
         self.order_asked: list[str] = []
+
+    def needs_sample(self, bucket: Bucket, result: Result) -> bool:
+        return False
 
     def step(self, bucket: Bucket, result: Result) -> Any:
         from perfgate.run.sampling import Step
@@ -633,7 +636,7 @@ class FakePairing:
 
         return nullcontext(BaseCheckout(commit="b" * 40, checkout=self.checkout, bucket=bucket))
 
-    def wants_more(self, bucket: Bucket, result: Result, paired: Any) -> bool:
+    def needs_pair(self, bucket: Bucket, result: Result, paired: Any) -> bool:
         return True
 
 
@@ -649,6 +652,7 @@ def test_the_matrix_takes_its_repeats_then_confirms_the_most_suspicious_first(
 ) -> None:
     from perfgate.result import PairedStatus
     from perfgate.run.bench import run_buckets
+    from perfgate.run.paired import Confirmation
 
     buckets = two_buckets(tmp_path)
     pairing = FakePairing(tmp_path)
@@ -656,8 +660,9 @@ def test_the_matrix_takes_its_repeats_then_confirms_the_most_suspicious_first(
         checkout=tmp_path, work_root=tmp_path / "work", out_dir=tmp_path / "results",
         hardware=HARDWARE, context=CONTEXT,
     )  # fmt: skip
-    results = run_buckets(buckets, settings, confirm_mode=ConfirmMode.PAIRED, pairing=pairing,
-                          budget_minutes=budget)  # fmt: skip
+    confirmation = Confirmation(judge=pairing, bases=pairing.base)
+    results = run_buckets(buckets, settings, confirm_mode=ConfirmMode.PAIRED,
+                          confirmation=confirmation, budget_minutes=budget)  # fmt: skip
     # Every bucket took its repeats before anything was confirmed; the judge chose the order.
     assert pairing.order_asked == ["fake/cpu", "other/cpu"]
     assert list(pairing.lefts) == ["other/cpu", "fake/cpu"]

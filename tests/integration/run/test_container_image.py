@@ -11,16 +11,18 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from perfgate.baselines.confirm import WindowConfirmer
-from perfgate.config import Bucket, ConfirmMode, load_config
+from perfgate.baselines.confirm import StoreWindows
+from perfgate.config import Bucket, Config, ConfirmMode, load_config
 from perfgate.context import RunContext
 from perfgate.git import git
+from perfgate.judge.confirm import Confirmer
 from perfgate.result import (
     CacheState,
     FailurePhase,
@@ -33,7 +35,7 @@ from perfgate.result import (
 )
 from perfgate.run.bench import run_bucket
 from perfgate.run.launch import BenchSettings
-from perfgate.run.paired import PairPlan
+from perfgate.run.paired import Confirmation, PairPlan, merge_base_checkout
 from perfgate.run.sampling import SamplingPlan, Step
 from tests import container_support as support
 from tests.fixtures import isaaclab_standin as standin
@@ -84,7 +86,7 @@ def settings(tmp_path: Path, checkout: Path, **more: Any) -> BenchSettings:
     )
 
 
-class AlwaysPair(WindowConfirmer):
+class AlwaysPair(Confirmer):
     """The judge side of ``gate.confirm: paired`` made to measure every bucket once beside
     its merge base: what is tested is that the base runs in the image as the change does."""
 
@@ -94,18 +96,28 @@ class AlwaysPair(WindowConfirmer):
     def pair_plan(self, bucket: Bucket, result: Result, left_minutes: float | None) -> PairPlan:
         return PairPlan(pairs=1)
 
-    def wants_more(self, bucket: Bucket, result: Result, paired: PairedRecord) -> bool:
+    def needs_pair(self, bucket: Bucket, result: Result, paired: PairedRecord) -> bool:
         return False
+
+
+def always_pair(
+    config: Config, checkout: Path, work_dir: Path, say: Callable[[str], None]
+) -> Confirmation:
+    """AlwaysPair with no baseline branch, and the merge base of ``checkout``."""
+    return Confirmation(
+        judge=AlwaysPair(config, StoreWindows(config, None, say=say)),
+        bases=lambda bucket, result: merge_base_checkout(
+            config, bucket, result, checkout=checkout, work_dir=work_dir, remote=None
+        ),
+    )
 
 
 def paired_run(tmp_path: Path, bucket: Bucket, checkout: Path, config: Path) -> Result:
     """One head sample, then one pair with the merge base, as the bench takes them."""
-    pairing = AlwaysPair(
-        load_config(config), None, say=lambda line: None, checkout=checkout,
-        work_dir=tmp_path / "work",
-    )  # fmt: skip
+    loaded = load_config(config)
+    confirmation = always_pair(loaded, checkout, tmp_path / "work", say=lambda line: None)
     plan = SamplingPlan(confirm=ConfirmMode.PAIRED, repeats=1, max_repeats=1)
-    result = run_bucket(bucket, settings(tmp_path, checkout), plan=plan, pairing=pairing)
+    result = run_bucket(bucket, settings(tmp_path, checkout), plan=plan, confirmation=confirmation)
     assert validate_result(result.to_json()) == []
     return result
 
@@ -228,8 +240,10 @@ def test_the_merge_base_fetches_lfs_content_as_the_change_has_it(
     bucket = config.buckets[1]
     plan = SamplingPlan(confirm=ConfirmMode.OFF, repeats=1, max_repeats=1)
     result = run_bucket(bucket, settings(tmp_path, repo), plan=plan)
-    confirmer = WindowConfirmer(config, None, say=print, checkout=repo, work_dir=tmp_path / "w")
-    with confirmer.base(bucket, result) as checkout:
+    merge_base = merge_base_checkout(
+        config, bucket, result, checkout=repo, work_dir=tmp_path / "w", remote=None
+    )
+    with merge_base as checkout:
         assert not isinstance(checkout, str), checkout
         assert checkout.commit == base
         fetched = (checkout.checkout / "source" / "isaaclab_assets" / "robot.usd").read_text()
@@ -299,12 +313,11 @@ def test_each_side_runs_in_its_own_commits_image_with_no_checkout_over_it(
     config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     loaded = load_config(config)
     bucket = loaded.buckets[1]
-    pairing = AlwaysPair(loaded, None, say=print, checkout=repo, work_dir=tmp_path / "work")
     result = run_bucket(
         bucket,
         settings(tmp_path, repo, image=loaded.image),
         plan=SamplingPlan(confirm=ConfirmMode.PAIRED, repeats=1, max_repeats=1),
-        pairing=pairing,
+        confirmation=always_pair(loaded, repo, tmp_path / "work", say=print),
     )
     assert result.health.healthy, result.log_tail
     assert result.paired is not None and result.paired.status is PairedStatus.MEASURED

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfgate.baselines.confirm import WindowConfirmer
+from perfgate.baselines.confirm import StoreWindows
 from perfgate.config import load_config
+from perfgate.judge.confirm import Confirmer
 from perfgate.result import PairedRecord, PairedSample, PairedSide, PairedStatus, PairedStop
 from perfgate.run.paired import measure_pairs, pair_order
 from tests.factories import make_result
@@ -20,7 +21,9 @@ def confirmer_and_bucket(tmp_path: Path, max_pairs: int):  # type: ignore[no-unt
         encoding="utf-8",
     )
     config = load_config(path)
-    return WindowConfirmer(config, None, say=lambda message: None), config.buckets[0]
+    return Confirmer(config, StoreWindows(config, None, say=lambda message: None)), config.buckets[
+        0
+    ]
 
 
 def run_pairs(tmp_path: Path, max_pairs: int, base: list[float], head: list[float]) -> PairedStop:
@@ -39,7 +42,7 @@ def run_pairs(tmp_path: Path, max_pairs: int, base: list[float], head: list[floa
         budget_s=None,
         measure=measure,
         remeasure=lambda sample: False,
-        wants_more=lambda taken: confirmer.wants_more(bucket, result, record(list(taken))),
+        wants_more=lambda taken: confirmer.needs_pair(bucket, result, record(list(taken))),
     )
     return stop
 

@@ -121,7 +121,7 @@ def test_a_failed_sample_ends_the_comparison() -> None:
 def test_pairs_not_taken_are_said_in_one_short_line_with_the_numbers_left_to_the_verdict() -> None:
     from perfgate.config import load_config
     from perfgate.judge.budget import Affordability
-    from perfgate.run.bench import _paired_notice
+    from perfgate.run.paired import _paired_notice
     from perfgate.run.sampling import Step
     from tests.paths import ROOT
 
