@@ -23,7 +23,6 @@ from perfgate.judge.bucket_policy import (
     window_run_limit,
     window_sample_limit,
 )
-from perfgate.judge.calibration import NoiseCalibration
 from perfgate.judge.confirm import RecordedWindow
 from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.window import analyse_window
@@ -101,19 +100,6 @@ class StoreWindows:
             fitted=fitted_window_depth(gate, self.config.buckets, self.config.alerts),
         )
         return {key: window for key, window in found.items()}
-
-
-def budget_warnings(
-    config: Config,
-    buckets: Sequence[Bucket],
-    store: BaselineStore | None,
-    calibration: NoiseCalibration | None = None,
-) -> list[budget_check.BudgetNote]:
-    """Each bucket whose confirmation budget cannot decide (``budget_check.budget_warnings``),
-    against the noise and launch durations its runs recorded in ``store``."""
-    return budget_check.budget_warnings(
-        config, buckets, lambda: recorded_runs(store, buckets), calibration
-    )
 
 
 def recorded_runs(store: BaselineStore | None, buckets: Sequence[Bucket]) -> budget_check.Recorded:

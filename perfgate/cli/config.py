@@ -185,14 +185,16 @@ def report_budgets(
     baseline branch's recorded noise and launch durations) when there is one, with its
     numbers when ``detailed``; a branch that cannot be read only costs the check its
     recorded figures. Returns how many it printed."""
-    from perfgate.baselines.confirm import budget_warnings
+    from perfgate.baselines.confirm import recorded_runs
     from perfgate.console import annotate
+    from perfgate.judge.budget_check import budget_warnings
 
     try:
-        warnings = budget_warnings(config, buckets, store, calibration)
+        warnings = budget_warnings(config, buckets, lambda: recorded_runs(store, buckets),
+                                   calibration)  # fmt: skip
     except PerfgateError as exc:
         annotate("notice", f"budgets checked without recorded samples ({exc})", stream=stream)
-        warnings = budget_warnings(config, buckets, None, calibration)
+        warnings = budget_warnings(config, buckets, lambda: {}, calibration)
     for note in warnings:
         annotate(note.level, note.text(detailed=detailed), stream=stream)
     return len(warnings)

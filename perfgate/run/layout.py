@@ -70,23 +70,17 @@ class SampleLayout:
         """The sample's directory name."""
         return self.label or f"sample-{self.index}"
 
-    @property
-    def work_dir(self) -> Path:
-        """The sample's directory: one ``attempt-K`` per attempt."""
-        return self.work_root / "runs" / self.stem / self.name
-
-    def attempt_dir(self, number: int, *, warmup: bool = False) -> Path:
-        """Attempt ``number``'s directory (its warm-up launch's inside it)."""
-        base = self.work_dir / f"attempt-{number}"
-        return base / "warmup" if warmup else base
-
     def output_dir(self, number: int, *, warmup: bool = False) -> Path:
         """Where a launch writes its outputs (removed when the attempt is retried)."""
-        return self.attempt_dir(number, warmup=warmup) / "output"
+        return self._attempt(number, warmup) / "output"
 
     def log(self, number: int, *, warmup: bool = False) -> Path:
         """Where a launch's whole output is kept."""
-        return self.attempt_dir(number, warmup=warmup) / "log.txt"
+        return self._attempt(number, warmup) / "log.txt"
+
+    def _attempt(self, number: int, warmup: bool) -> Path:
+        base = self.work_root / "runs" / self.stem / self.name / f"attempt-{number}"
+        return base / "warmup" if warmup else base
 
     def cache_dir(self, number: int) -> Path:
         """Attempt ``number``'s cache: the warm cache, else a fresh one of its own."""
