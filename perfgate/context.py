@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from perfgate.errors import GateMalfunction, UsageError
 from perfgate.git import try_git
+from perfgate.result import CiInfo
 
 PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -47,18 +48,7 @@ class RunContext:
     pr_number: int | None = None
     head_sha: str | None = None
     head_repository: str | None = None
-    run_id: str | None = None
-    run_attempt: str | None = None
-    workflow: str | None = None
-    job: str | None = None
-    runner_name: str | None = None
-    # Names the allocation a run belongs to (bench --run-label, PERFGATE_RUN_LABEL).
-    run_label: str | None = None
-    # The CI artifact this job uploads its attempt logs as (PERFGATE_LOG_ARTIFACT, which
-    # the rendered bench job sets): one per runner job, which may run several buckets.
-    log_artifact: str | None = None
-    # The machine as gate.runner_identity names it (run.hardware.identify_machine).
-    machine: str | None = None
+    ci: CiInfo = field(default_factory=CiInfo)
 
     @property
     def is_pull_request(self) -> bool:
@@ -77,22 +67,9 @@ class RunContext:
     @property
     def run_url(self) -> str | None:
         """Link to the Actions run, when there is one."""
-        if not (self.repository and self.run_id):
+        if not (self.repository and self.ci.run_id):
             return None
-        return f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}"
-
-    def ci_json(self) -> dict[str, Any]:
-        """CI identity as stored in a result artifact."""
-        return {
-            "run_id": self.run_id,
-            "run_attempt": self.run_attempt,
-            "workflow": self.workflow,
-            "job": self.job,
-            "runner_name": self.runner_name,
-            "run_label": self.run_label,
-            "log_artifact": self.log_artifact,
-            "machine": self.machine,
-        }
+        return f"{self.server_url}/{self.repository}/actions/runs/{self.ci.run_id}"
 
     def source_json(self) -> dict[str, Any]:
         """Source identity as stored in a result artifact."""
@@ -139,7 +116,7 @@ def detect(
         target_branch=target,
         event="local",
         # A local allocation of a qualification names its (simulated) runner this way.
-        runner_name=env.get("RUNNER_NAME") or None,
+        ci=CiInfo(runner_name=env.get("RUNNER_NAME") or None),
     )
 
 
@@ -192,12 +169,14 @@ def _from_github(env: Mapping[str, str]) -> RunContext:
         pr_number=int(pr_number) if pr_number is not None else None,
         head_sha=head_sha,
         head_repository=head_repository or repository,
-        run_id=env.get("GITHUB_RUN_ID"),
-        run_attempt=env.get("GITHUB_RUN_ATTEMPT"),
-        workflow=env.get("GITHUB_WORKFLOW"),
-        job=env.get("GITHUB_JOB"),
-        runner_name=env.get("RUNNER_NAME"),
-        log_artifact=_artifact_name(env.get("PERFGATE_LOG_ARTIFACT")),
+        ci=CiInfo(
+            run_id=env.get("GITHUB_RUN_ID"),
+            run_attempt=env.get("GITHUB_RUN_ATTEMPT"),
+            workflow=env.get("GITHUB_WORKFLOW"),
+            job=env.get("GITHUB_JOB"),
+            runner_name=env.get("RUNNER_NAME"),
+            log_artifact=_artifact_name(env.get("PERFGATE_LOG_ARTIFACT")),
+        ),
     )
 
 

@@ -190,7 +190,7 @@ def run_cache_key(args: argparse.Namespace) -> int:
         )
     else:
         launches, lane = keys.restore
-        saved = f"{launches}{run.run_id or 'local'}-{run.run_attempt or '1'}"
+        saved = f"{launches}{run.ci.run_id or 'local'}-{run.ci.run_attempt or '1'}"
         outputs.update({"path": keys.path, "key": saved, "restore-launches": launches,
                         "restore-lane": lane})  # fmt: skip
     # Step outputs are strings: the bench job skips its actions/cache step on an empty path.
@@ -284,7 +284,8 @@ def run(args: argparse.Namespace) -> int:
     buckets = with_sample_count(selected(config, args), repeats=args.repeats, samples=args.samples)
     run = context.detect(os.environ, default_target=config.gate.target_branches[0])
     if args.run_label is not None:
-        run = dataclasses.replace(run, run_label=context.check_run_label(args.run_label))
+        label = context.check_run_label(args.run_label)
+        run = dataclasses.replace(run, ci=dataclasses.replace(run.ci, run_label=label))
     run, unnamed = hardware.identify_machine(run, config.gate.runner_identity, os.environ)
     if unnamed:
         annotate("warning", unnamed, stream=sys.stderr)

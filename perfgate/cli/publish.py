@@ -149,14 +149,14 @@ def _gather(
     from perfgate.github.pending import gather_pending
 
     token = os.environ.get("GITHUB_TOKEN", "")
-    if not (run.on_github and run.repository and run.run_id and token.strip()):
+    if not (run.on_github and run.repository and run.ci.run_id and token.strip()):
         return [], ["--gather-pending: not a GitHub job with GITHUB_TOKEN; nothing gathered"]
     on_branch = on_branch_tips(store, store.remote or config.gate.baseline.remote)
     client = GitHubClient(api_url=run.api_url, repository=run.repository, token=token)
     try:
         gathered = gather_pending(
             client,
-            run_id=run.run_id,
+            run_id=run.ci.run_id,
             protected=config.gate.is_protected,
             on_branch=on_branch,
             into=into,

@@ -71,7 +71,7 @@ def context_json(run: RunContext) -> dict[str, Any]:
         "repository": run.repository,
         "pr_number": run.pr_number if run.is_pull_request else None,
         "head_sha": run.head_sha,
-        "run_id": run.run_id,
+        "run_id": run.ci.run_id,
     }
 
 

@@ -13,7 +13,6 @@ from perfgate.identity import Identity, runtime_inputs
 from perfgate.result import (
     AttemptTiming,
     BucketRef,
-    CiInfo,
     FailurePhase,
     Health,
     IdentityRecord,
@@ -81,7 +80,7 @@ def bucket_result(
     The figure is the median of the samples admission control kept (of all of them when it
     set every one aside, so the artifact still says what was measured).
     """
-    ci = settings.context
+    run = settings.context
     samples = taken.samples
     measurement = samples[-1].final.reading
     identity = Identity(
@@ -96,8 +95,8 @@ def bucket_result(
     return Result(
         bucket=BucketRef.of(bucket),
         hardware=settings.hardware,
-        source=Source(**ci.source_json()),
-        ci=CiInfo(**ci.ci_json()),
+        source=Source(**run.source_json()),
+        ci=run.ci,
         identity=IdentityRecord(**identity.to_json()),
         metric=replace(
             _reading(bucket.metric, samples, aside, measurement.stats),

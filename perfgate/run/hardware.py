@@ -215,9 +215,9 @@ def identify_machine(
     smi = shutil.which("nvidia-smi")
     machine = gpu_machine(smi, visible_gpus(env)) if smi is not None else None
     if machine is None:
-        fallback = f"the runner's name ({run.runner_name})" if run.runner_name else "nothing"
+        fallback = f"the runner's name ({run.ci.runner_name})" if run.ci.runner_name else "nothing"
         return run, (
             "gate.runner_identity: gpu, but nvidia-smi reported no GPU UUID here: this run's "
             f"machine is named by {fallback}, and the runner model cannot tell it from others"
         )
-    return replace(run, machine=machine), None
+    return replace(run, ci=replace(run.ci, machine=machine)), None

@@ -205,9 +205,10 @@ def thread_env(threads: int | None) -> dict[str, str]:
     return {name: str(threads) for name in THREAD_VARIABLES}
 
 
-def run_key_of(ci: RunContext) -> str:
+def run_key_of(run: RunContext) -> str:
     """What keys a run's per-attempt caches: run id, attempt and run label (R10), so two
     allocations of one qualification run (same run id and attempt) never share one."""
+    ci = run.ci
     return "-".join(
         part for part in (ci.run_id or "local", ci.run_attempt or "1", ci.run_label) if part
     )

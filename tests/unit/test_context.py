@@ -14,6 +14,7 @@ import pytest
 
 from perfgate.context import RunContext, check_run_label, detect
 from perfgate.errors import GateMalfunction, UsageError
+from perfgate.result import CiInfo
 
 SHA = "1" * 40
 HEAD_SHA = "2" * 40
@@ -63,16 +64,9 @@ def test_pull_request_targets_the_base_ref_not_the_merge_ref(tmp_path: Path) -> 
     assert context.is_pull_request and context.is_fork
     assert context.api_url == "https://ghe.example/api/v3"
     assert context.run_url == "https://ghe.example/acme/sim/actions/runs/987"
-    assert context.ci_json() == {
-        "run_id": "987",
-        "run_attempt": "2",
-        "workflow": "perf",
-        "job": "bench",
-        "runner_name": "gpu-runner-7",
-        "run_label": None,
-        "log_artifact": None,
-        "machine": None,
-    }
+    assert context.ci == CiInfo(
+        run_id="987", run_attempt="2", workflow="perf", job="bench", runner_name="gpu-runner-7"
+    )
 
 
 def test_pull_request_base_falls_back_to_the_payload(tmp_path: Path) -> None:
@@ -152,8 +146,8 @@ def test_run_labels_are_plain_names_and_local_runs_name_their_runner(tmp_path: P
         with pytest.raises(UsageError, match="run label"):
             check_run_label(bad)
     local = detect({"RUNNER_NAME": "laptop-b"}, cwd=tmp_path)
-    assert (local.runner_name, local.event) == ("laptop-b", "local")
-    assert detect({}, cwd=tmp_path).runner_name is None
+    assert (local.ci.runner_name, local.event) == ("laptop-b", "local")
+    assert detect({}, cwd=tmp_path).ci.runner_name is None
 
 
 def test_a_runner_jobs_log_artifact_is_recorded_when_it_is_a_name_github_accepts(
@@ -162,7 +156,7 @@ def test_a_runner_jobs_log_artifact_is_recorded_when_it_is_a_name_github_accepts
     """A job of several buckets uploads one log artifact; results name it for the reports."""
     env = github_env(tmp_path, "push", {}, GITHUB_REF="refs/heads/main",
                      PERFGATE_LOG_ARTIFACT="perfgate-log-lane-2")  # fmt: skip
-    assert detect(env).ci_json()["log_artifact"] == "perfgate-log-lane-2"
+    assert detect(env).ci.log_artifact == "perfgate-log-lane-2"
     for bad in ("", "logs with spaces", "a/b", "x" * 201):
         env["PERFGATE_LOG_ARTIFACT"] = bad
-        assert detect(env).log_artifact is None, bad
+        assert detect(env).ci.log_artifact is None, bad

@@ -19,6 +19,7 @@ from perfgate.config import Bucket, ConfirmMode, load_config
 from perfgate.context import RunContext
 from perfgate.errors import ConfigError
 from perfgate.result import (
+    CiInfo,
     FailurePhase,
     Hardware,
     Result,
@@ -41,8 +42,7 @@ CONTEXT = RunContext(
     branch="feature",
     target_branch="main",
     event="local",
-    run_id="4242",
-    run_attempt="3",
+    ci=CiInfo(run_id="4242", run_attempt="3"),
 )
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from perfgate.config import RunnerIdentity
 from perfgate.context import RunContext
+from perfgate.result import CiInfo
 from perfgate.run import hardware
 from tests.fake_smi import install
 
@@ -80,9 +81,9 @@ TWO_GPUS = {
 
 def _machine(env: dict[str, str]) -> tuple[str | None, str | None]:
     run = RunContext(commit=None, branch=None, target_branch=None, event="local",
-                     runner_name="arc-runner-x7k2p")  # fmt: skip
+                     ci=CiInfo(runner_name="arc-runner-x7k2p"))  # fmt: skip
     named, notice = hardware.identify_machine(run, RunnerIdentity.GPU, env)
-    return named.machine, notice
+    return named.ci.machine, notice
 
 
 def test_gpu_identity_names_the_visible_gpus_and_hides_their_uuids(

@@ -19,6 +19,7 @@ from perfgate.github.handoff import (
 )
 from perfgate.report.surfaces import write_report
 from perfgate.report.verdict import report_json
+from perfgate.result import CiInfo
 from tests.github_support import HEAD_SHA, mixed_report
 
 REPO = "acme/sim"
@@ -35,7 +36,7 @@ def fork_run() -> RunContext:
         pr_number=7,
         head_sha=HEAD_SHA,
         head_repository="mallory/sim",
-        run_id="99",
+        ci=CiInfo(run_id="99"),
     )
 
 
