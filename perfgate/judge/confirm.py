@@ -184,7 +184,8 @@ class Confirmer:
         return [found[name] for name in (*first, *rest)]
 
     def affordability(self, bucket: Bucket, result: Result) -> Affordability | None:
-        """Can the pairs this bucket's budgets afford BLOCK a drop that matters?
+        """Can the pairs this bucket's budgets afford BLOCK a drop that matters (the drop
+        worth confirming, or the one the window estimates when that is larger)?
 
         Asked of each gating metric the window cannot clear, with its within-run noise and
         the launch time (this run's own samples, else the history's recorded durations,
@@ -200,6 +201,9 @@ class Confirmer:
             drop = self._confirm_drop(bucket, result, name)
             if decision is None or not uncleared(decision, drop):
                 continue
+            # Pairs that cannot tell a 5 % drop may still tell the 10 % the window reads:
+            # they are planned for the larger, so a deep drop is never left unpaired.
+            drop = max(drop, decision.drop_pct or 0.0)
             metric = next(m for m in bucket.all_metrics if m.name == name)
             policy = paired_policy_for(bucket, self.config.gate, result.hardware.slug, metric)
             prior = pair_noise(decision)

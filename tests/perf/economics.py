@@ -385,7 +385,8 @@ def pair_phase(
             budget_minutes=strategy.pair_budget,
             max_pairs=strategy.max_pairs,
             launch_minutes=launch,
-            drop_pct=strategy.confirm_drop_pct,
+            # As the bench sizes them: for the window's estimated drop when it is larger.
+            drop_pct=max(strategy.confirm_drop_pct, decision.drop_pct or 0.0),
             noise_pct=prior.noise_pct if prior else decision.noise_pct or 0.0,
             policy=paired_policy,
             prior_df=prior.df if prior else 0.0,
