@@ -13,17 +13,12 @@ from dataclasses import dataclass, field, replace
 
 from perfgate.config import Direction
 from perfgate.judge.goodness import from_g, pct_of_g, signed_pct, to_g
-from perfgate.judge.modes import find_modes, nearest
-from perfgate.judge.numerics import (
-    MEDIAN_VAR,
-    NORMAL,
-    huber_location,
-    location_var,
-    robust_scale,
-    t_isf,
-)
+from perfgate.judge.level_shifts import find_shifts, policy_modes
+from perfgate.judge.modes import nearest
+from perfgate.judge.numerics import MEDIAN_VAR, huber_location, location_var
 from perfgate.judge.policies import CalibratedPolicy, Calibration
 from perfgate.judge.verdicts import Reason
+from perfgate.judge.window_noise import window_noise
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,122 +140,6 @@ def runs_of(window: WindowInput) -> list[list[float]]:
     return runs
 
 
-# ----------------------------------------------------------------------------------------
-# Level shifts
-# ----------------------------------------------------------------------------------------
-
-
-def _scan_shift(
-    resid: Sequence[float],
-    run_starts: Sequence[int],
-    first_run: int,
-    sigma: float,
-    rate: float,
-    df: float,
-    min_step: float,
-    runs_after: int = 1,
-) -> tuple[int, float, float] | None:
-    """Most convincing step in runs[first_run:] at a run boundary: (run index, step, t).
-
-    The false-shift ``rate`` is spent over the boundaries with weights 1/k, k the number of
-    runs after the boundary: a just-merged change shows first in the newest runs, and a
-    wrong cut there costs the most, so they get the largest share. A step needs
-    ``runs_after`` runs after it (two, where one run alone can fall as a whole).
-    """
-    lo = run_starts[first_run]
-    n = len(resid) - lo
-    newest = len(run_starts) - 1
-    candidates = range(first_run + 1, newest + 2 - runs_after)
-    if n < 2 or not candidates or sigma <= 0.0:
-        return None
-    clip = 3.0 * sigma  # one wild sample must not fake a step
-    clipped = [min(max(r, -clip), clip) for r in resid[lo:]]
-    total = math.fsum(clipped)
-    prefix = [0.0]
-    for v in clipped:
-        prefix.append(prefix[-1] + v)
-    harmonic = sum(1.0 / k for k in range(1, len(candidates) + 1))
-    best: tuple[int, float, float] | None = None
-    best_score = 1.0
-    for run in candidates:
-        k = run_starts[run] - lo
-        n1, n2 = k, n - k
-        if n1 < 1 or n2 < 1:
-            continue
-        step = (total - prefix[k]) / n2 - prefix[k] / n1
-        if abs(step) < min_step:
-            continue
-        t = step / (sigma * math.sqrt(1.0 / n1 + 1.0 / n2))
-        share = 1.0 / ((newest - run + 1) * harmonic)
-        score = abs(t) / t_isf(rate * share / 2.0, round(df))  # two-sided
-        if score >= best_score:
-            best, best_score = (run, step, t), score
-    return best
-
-
-def _run_noise(
-    resid: Sequence[float], run_of: Sequence[int], runs: int, groups: int, rate: float
-) -> tuple[float, float, float, float]:
-    """Noise shared by the samples of one run (runner, thermal state), and its df; then
-    the noise within a run and its df (0, 0 with fewer than three runs of two samples).
-
-    Repeats of one run are not independent when runs differ by more than their samples
-    do; the test must then not shrink the run's error as 1/m. Compare the spread of run
-    means with what the within-run spread predicts; only when the excess is significant
-    (one-sided, ``rate``) is it used, so i.i.d. noise keeps its full power.
-    """
-    by_run: list[list[float]] = [[] for _ in range(runs)]
-    for r, run in zip(resid, run_of, strict=True):
-        by_run[run].append(r)
-    within: list[float] = []
-    multi = 0
-    for values in by_run:
-        k = len(values)
-        if k >= 2:
-            multi += 1
-            # Centred on the run's median from three samples: one sample throttled unseen
-            # would move the run's mean, and with it every residual of the run. A sample
-            # less its run's median has variance sigma^2 (1 + (pi/2 - 2) / k); less the
-            # mean, sigma^2 (1 - 1/k): the factors put both back on sigma.
-            if k >= 3:
-                centre = statistics.median(values)
-                inflate = 1.0 / math.sqrt(1.0 + (MEDIAN_VAR - 2.0) / k)
-            else:
-                centre = math.fsum(values) / k
-                inflate = math.sqrt(k / (k - 1.0))
-            within.extend((v - centre) * inflate for v in values)
-    if multi < 3:
-        return 0.0, math.inf, 0.0, 0.0
-    sigma_w, nu_w = robust_scale(within, groups=multi + 1)
-    if sigma_w <= 0.0:
-        return 0.0, math.inf, 0.0, 0.0
-    # run levels standardised by their within-run error: variance 1 + sigma_b^2 / (sigma_w^2
-    # v(m)). A run's level is its samples' Huber location (their mean up to two), so one
-    # sample throttled unseen does not move a run of six by a sixth of its excursion.
-    z = [
-        huber_location(values, sigma_w) / (sigma_w * math.sqrt(location_var(len(values))))
-        for values in by_run
-        if values
-    ]
-    inv_m = [location_var(len(values)) for values in by_run if values]
-    s_z, nu_z = robust_scale(z, groups=groups)
-    if nu_z <= 0.0 or nu_w <= 0.0:
-        return 0.0, math.inf, sigma_w, nu_w
-    ratio = s_z * s_z
-    # ln of a ratio of two chi2/nu variances is ~ normal with variance 2/nu_z + 2/nu_w
-    critical = math.exp(NORMAL.inv_cdf(1.0 - rate) * math.sqrt(2.0 / nu_z + 2.0 / nu_w))
-    if ratio <= critical:
-        return 0.0, math.inf, sigma_w, nu_w
-    mean_inv_m = math.fsum(inv_m) / len(inv_m)
-    sigma_b2 = (ratio - 1.0) * sigma_w * sigma_w * mean_inv_m
-    return math.sqrt(max(sigma_b2, 0.0)), nu_z, sigma_w, nu_w
-
-
-# ----------------------------------------------------------------------------------------
-# Window analysis
-# ----------------------------------------------------------------------------------------
-
-
 def analyse_window(
     window: WindowInput,
     *,
@@ -294,26 +173,9 @@ def analyse_window(
         df=0.0,
         problem=None,
     )
-    if n_total == 0:
-        return replace(
-            empty,
-            problem=Reason.NO_BASELINE,
-            detail="no baseline yet for this experiment on this hardware",
-        )
-    if known_shift == 0:
-        return replace(
-            empty,
-            problem=Reason.SHIFT_SETTLING,
-            detail="an accepted change starts a new level and no run has measured it yet",
-            shift=Shift(kept_runs=0, change_pct=0.0, t=0.0, accepted=True),
-        )
-    if n_total < policy.min_samples or len(runs_nf) < policy.min_runs:
-        return replace(
-            empty,
-            problem=Reason.INSUFFICIENT_WINDOW,
-            detail=f"only {n_total} baseline samples in {len(runs_nf)} runs; "
-            f"{policy.min_samples} samples in {policy.min_runs} runs are needed to judge",
-        )
+    unjudgeable = _unjudgeable(empty, policy, known_shift)
+    if unjudgeable is not None:
+        return unjudgeable
 
     # Oldest first from here on: shifts are found in time order.
     runs = [[to_g(v, direction) for v in run] for run in reversed(runs_nf)]
@@ -325,112 +187,30 @@ def analyse_window(
         run_starts.append(at)
         at += len(run)
     n = len(g)
+    found = find_shifts(g, run_of, run_starts, policy=policy, known_shift=known_shift,
+                        run_excursions=run_excursions)  # fmt: skip
+    seg_starts, seg_of, levels = found.starts, found.seg_of, found.levels
 
-    def modes_of(values: Sequence[float]) -> list[tuple[float, float]]:
-        return find_modes(
-            values,
-            separation=policy.mode_separation,
-            min_share=policy.min_mode_share,
-            max_modes=policy.max_modes,
-        )
-
-    # 1. Modes of the raw window. Two clusters that split the window in time (all older
-    #    samples in one, all newer in the other) are a level shift, not a mixture.
-    bounds0 = modes_of(g)
-    centers0 = [statistics.median([v for v in g if lo <= v <= hi]) for lo, hi in bounds0]
-    boundaries: list[int] = []  # run indices where a new level starts
-    accepted_at = None
-    if known_shift is not None and 0 < known_shift < len(runs):
-        accepted_at = len(runs) - known_shift
-    if len(bounds0) == 2:
-        labels = [nearest(v, centers0) for v in g]
-        changes = [i for i in range(1, n) if labels[i] != labels[i - 1]]
-        if len(changes) == 1 and changes[0] in run_starts:
-            boundaries.append(run_of[changes[0]])
-            centers0 = [statistics.median(g)]
-    if accepted_at is not None:
-        boundaries = sorted({*boundaries, accepted_at})
-
-    # 2. Residuals against the nearest mode, then binary segmentation for the most recent
-    #    level shift. Noise for the scan comes from successive differences, which a step
-    #    barely touches.
-    if len(centers0) == 1:
-        resid = [v - centers0[0] for v in g]
-    else:
-        resid = [v - centers0[nearest(v, centers0)] for v in g]
-    diffs = [(resid[i + 1] - resid[i]) / math.sqrt(2.0) for i in range(n - 1)]
-    sigma_d, nu_d = robust_scale(diffs, groups=0) if diffs else (0.0, 0.0)
-    min_step = math.log1p(policy.min_shift_pct / 100.0)
-    first = boundaries[-1] if boundaries else 0
-    while len(runs) - first >= 2:
-        found = _scan_shift(
-            resid,
-            run_starts,
-            first,
-            sigma_d,
-            policy.shift_rate,
-            max(nu_d, 1.0),
-            min_step,
-            runs_after=2 if run_excursions else 1,
-        )
-        if found is None:
-            break
-        boundaries.append(found[0])
-        first = found[0]
-
-    # 3. Levels per segment, in mode-relative terms, then modes of the level-adjusted
-    #    window (mode offsets persist across a shift: a regression moves every mode).
-    seg_starts = [0, *boundaries]
-    seg_of_run = [0] * len(runs)
-    for s, start in enumerate(seg_starts):
-        for r in range(start, len(runs)):
-            seg_of_run[r] = s
-    seg_of = [seg_of_run[r] for r in run_of]
-    scale0 = sigma_d if sigma_d > 0 else 1e-12
-    levels = []
-    for s in range(len(seg_starts)):
-        seg_resid = [resid[i] for i in range(n) if seg_of[i] == s]
-        levels.append(huber_location(seg_resid, scale0))
+    # Modes of the level-adjusted window (mode offsets persist across a shift: a regression
+    # moves every mode).
     adjusted = [g[i] - levels[seg_of[i]] for i in range(n)]
-    bounds = modes_of(adjusted)
+    bounds = policy_modes(adjusted, policy)
     clusters = [[v for v in adjusted if lo <= v <= hi] for lo, hi in bounds]
     centers = [statistics.median(c) for c in clusters]
     member = [0] * n if len(centers) == 1 else [nearest(v, centers) for v in adjusted]
     resid2 = [adjusted[i] - centers[member[i]] for i in range(n)]
+    noise = window_noise(
+        resid2, run_of, len(runs), len(seg_starts) + len(centers) - 1, policy, calibration
+    )
+    sigma = noise.sigma
 
-    # 4. Noise: pooled residuals of every segment and mode (more degrees of freedom than
-    #    the post-shift segment alone), floors and calibration applied.
-    groups = len(seg_starts) + len(centers) - 1
-    sigma, df = robust_scale(resid2, groups=groups)
-    if calibration is not None and calibration.df > 0:
-        cal = math.log1p(calibration.noise_pct / 100.0)
-        sigma = math.sqrt((df * sigma * sigma + calibration.df * cal * cal) / (df + calibration.df))
-        df += calibration.df
-    sigma = max(sigma, math.log1p(policy.noise_floor_pct / 100.0))
-    if calibration is not None:
-        run_sigma, run_df = math.log1p(calibration.run_noise_pct / 100.0), math.inf
-        within, within_df = math.log1p(calibration.noise_pct / 100.0), calibration.df
-    else:
-        run_sigma, run_df, within, within_df = _run_noise(
-            resid2, run_of, len(runs), groups, policy.run_noise_rate
-        )
-        # Repeats of one run share its runner, build and thermal state; 20 runs cannot show
-        # a small shared part, so a floor is assumed unless an A/A calibration measured it.
-        if run_sigma < policy.min_run_noise * sigma:
-            run_sigma, run_df = policy.min_run_noise * sigma, math.inf
-    # A runner shared with other work moves whole runs (minutes of contention) by more than
-    # a young window shows: a floor set from an A/A measurement of such runners.
-    floor = math.log1p(policy.run_noise_floor_pct / 100.0)
-    if run_sigma < floor:
-        run_sigma, run_df = floor, math.inf
-
-    # 5. The level a new run is judged against: the last segment, refined on its samples'
-    #    mode-relative residuals (Huber, with the pooled noise as scale).
+    # The level a new run is judged against: the last segment, refined on its samples'
+    # mode-relative residuals (Huber, with the pooled noise as scale).
     last = len(seg_starts) - 1
     post = [i for i in range(n) if seg_of[i] == last]
     post_runs = len(runs) - seg_starts[last]
     shift = None
-    if boundaries:
+    if found.boundaries:
         step = levels[last] - levels[last - 1] if last >= 1 else 0.0
         before = [resid2[i] + levels[seg_of[i]] for i in range(n) if seg_of[i] == last - 1]
         after = [resid2[i] + levels[last] for i in post]
@@ -440,33 +220,12 @@ def analyse_window(
             kept_runs=post_runs,
             change_pct=pct_of_g(step, direction),
             t=step / se,
-            accepted=seg_starts[last] == accepted_at,
+            accepted=seg_starts[last] == found.accepted_at,
         )
-    base = replace(
-        empty,
-        runs_used=post_runs,
-        samples_used=len(post),
-        shift=shift,
-        sigma=sigma,
-        run_sigma=run_sigma,
-        run_df=run_df,
-        df=df,
-        within_sigma=max(within, math.log1p(policy.noise_floor_pct / 100.0)),
-        within_df=within_df,
-        residuals=tuple(sorted(resid2)),
-    )
+    base = replace(empty, runs_used=post_runs, samples_used=len(post), shift=shift,
+                   residuals=tuple(sorted(resid2)), **noise._asdict())  # fmt: skip
     if len(post) < policy.min_post_shift_samples:
-        return replace(
-            base,
-            problem=Reason.SHIFT_SETTLING,
-            detail=(
-                "an accepted change started a new level"
-                if shift is not None and shift.accepted
-                else f"a level shift of {signed_pct(shift.change_pct if shift else 0.0)} % landed"
-            )
-            + f" {post_runs} run(s) ago; {len(post)} sample(s) since, need "
-            f"{policy.min_post_shift_samples}",
-        )
+        return _settling(base, policy)
     refine = huber_location([resid2[i] for i in post], sigma, start=0.0)
     level = levels[last] + refine
     main = max(range(len(centers)), key=lambda k: len(clusters[k]))
@@ -480,6 +239,51 @@ def analyse_window(
         modes.append(_ModeFit(center=c + level, count=counts[k], var=post_var + offset_var,
                               run_level=whole[k]))  # fmt: skip
     return replace(base, modes=tuple(modes))
+
+
+def _unjudgeable(
+    empty: WindowModel, policy: CalibratedPolicy, known_shift: int | None
+) -> WindowModel | None:
+    """The model of a window too small to judge with, or one an accepted change just emptied
+    (None: the window can judge)."""
+    n_total, runs = empty.samples_total, empty.runs_total
+    if n_total == 0:
+        return replace(
+            empty,
+            problem=Reason.NO_BASELINE,
+            detail="no baseline yet for this experiment on this hardware",
+        )
+    if known_shift == 0:
+        return replace(
+            empty,
+            problem=Reason.SHIFT_SETTLING,
+            detail="an accepted change starts a new level and no run has measured it yet",
+            shift=Shift(kept_runs=0, change_pct=0.0, t=0.0, accepted=True),
+        )
+    if n_total < policy.min_samples or runs < policy.min_runs:
+        return replace(
+            empty,
+            problem=Reason.INSUFFICIENT_WINDOW,
+            detail=f"only {n_total} baseline samples in {runs} runs; "
+            f"{policy.min_samples} samples in {policy.min_runs} runs are needed to judge",
+        )
+    return None
+
+
+def _settling(base: WindowModel, policy: CalibratedPolicy) -> WindowModel:
+    """The model of a window whose last level shift has too few samples after it yet."""
+    shift = base.shift
+    return replace(
+        base,
+        problem=Reason.SHIFT_SETTLING,
+        detail=(
+            "an accepted change started a new level"
+            if shift is not None and shift.accepted
+            else f"a level shift of {signed_pct(shift.change_pct if shift else 0.0)} % landed"
+        )
+        + f" {base.runs_used} run(s) ago; {base.samples_used} sample(s) since, need "
+        f"{policy.min_post_shift_samples}",
+    )
 
 
 def _whole_runs(member: Sequence[int], run_of: Sequence[int], runs: int, modes: int) -> list[bool]:
