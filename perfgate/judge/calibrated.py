@@ -16,6 +16,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from perfgate.config import Direction
 from perfgate.judge.decision import Decision, DecisionBasis
@@ -134,6 +135,176 @@ def _evidence(model: WindowModel, samples_g: Sequence[float]) -> _Evidence:
     )
 
 
+class _Look(NamedTuple):
+    """One look at a run's evidence: its lines (t, rank, size), what they say, and the
+    drops the window cannot rule out, in g units unless named otherwise."""
+
+    ev: _Evidence
+    samples: int
+    t_block: float
+    t_improve: float
+    t_warn: float
+    t_ci: float
+    min_drop: float
+    min_gain: float
+    n_window: int  # window residuals the rank test compares with
+    u_improve: int
+    may_block: bool  # enough samples for a BLOCK
+    significant: bool  # past the block line by t and by rank
+    big: bool  # a drop of at least the minimum
+    past_warn: bool
+    # More samples could still make this a BLOCK: not when even the pessimistic end of the
+    # warn-level interval is a drop under the minimum.
+    could_be_big: bool
+    change: float  # the change, metric %
+    # the run against the window's best state, and the drop from it the warn line leaves
+    # possible (-inf: the run is in the best state, or in a mode of single samples)
+    best_drop: float
+    state_bound: float
+    resolution: float  # the drop the full budget's last look could BLOCK, metric %
+
+
+def _look(
+    model: WindowModel, ev: _Evidence, m: int, policy: CalibratedPolicy, last_look: bool
+) -> _Look:
+    """The lines of this look (the last look's share of the false-alarm rate when
+    ``last_look``) and where the run's evidence lies against them."""
+    direction = model.direction
+    share = policy.look_share(last_look)
+    level = policy.false_alarm_rate * share
+    t_block = t_isf(level, ev.df)
+    t_warn = t_isf(policy.warn_rate, ev.df)
+    # minimum changes as the metric's own percentages (a 3 % drop of a throughput, a 3 %
+    # rise of a latency), like the reference rule's regression_pct
+    min_drop = g_of_regression(policy.min_drop_pct, direction)
+    n_window = len(model.residuals)
+    # With too few samples for the rank test to reach its level at all, the run must at
+    # least lie beyond every window sample (U = 0): one-sample buckets can still block.
+    u_block = max(mwu_critical(ev.used, n_window, policy.rank_rate * share), 0)
+    # resolution: the drop that would sit on the last look's block line with the full budget
+    t_last = t_isf(policy.false_alarm_rate * policy.look_share(True), ev.df)
+    se_full = math.sqrt(
+        model.sigma**2 * (location_var(policy.max_repeats) + ev.center_var) + ev.run_var
+    )
+    best_drop = -(ev.delta + ev.baseline_g - model.modes[-1].center) if ev.state_gap else -math.inf
+    return _Look(
+        ev=ev,
+        samples=m,
+        t_block=t_block,
+        t_improve=t_isf(policy.false_alarm_rate, ev.df),
+        t_warn=t_warn,
+        t_ci=t_isf((1.0 - policy.confidence) / 2.0, ev.df),
+        min_drop=min_drop,
+        min_gain=-g_of_regression(-policy.min_drop_pct, direction),
+        n_window=n_window,
+        u_improve=max(mwu_critical(ev.used, n_window, policy.rank_rate), 0),
+        may_block=ev.used >= min(policy.min_block_samples, policy.max_repeats),
+        significant=ev.t <= -t_block and ev.u <= u_block,
+        big=-ev.delta >= min_drop,
+        past_warn=ev.t <= -t_warn,
+        could_be_big=-(ev.delta - t_warn * ev.se) >= min_drop,
+        change=pct_of_g(ev.delta, direction),
+        best_drop=best_drop,
+        state_bound=best_drop + t_warn * ev.se,
+        resolution=abs(pct_of_g(-max(t_last * se_full, min_drop), direction)),
+    )
+
+
+class _Call(NamedTuple):
+    """A verdict, the reason that names it, and its explanation."""
+
+    verdict: Verdict
+    reason: Reason
+    detail: str
+
+
+def _ladder(model: WindowModel, look: _Look, policy: CalibratedPolicy) -> _Call:
+    """The verdict ladder: the first rung the run's evidence reaches, most severe first."""
+    ev, m, change = look.ev, look.samples, look.change
+    significant, big, past_warn = look.significant, look.big, look.past_warn
+    mode_note = (
+        f" ({len(model.modes)} modes, judged against the matching one)" if model.multimodal else ""
+    )
+    between = f"; {ev.ambiguous} sample(s) between modes not used" if ev.ambiguous else ""
+    if significant and big and look.may_block:
+        verdict, reason = Verdict.BLOCK, Reason.REGRESSION
+        detail = f"regression {signed_pct(change)} %, past the block line{mode_note}{between}"
+    elif (
+        ev.t >= look.t_improve
+        and ev.delta >= look.min_gain
+        and ev.u >= ev.used * look.n_window - look.u_improve
+    ):
+        verdict, reason = Verdict.IMPROVED, Reason.IMPROVEMENT
+        detail = (
+            f"improvement {signed_pct(change)} %{mode_note}; baselines follow once pushes record it"
+        )
+    elif ev.ambiguous * 2 >= m:
+        verdict, reason = Verdict.INCONCLUSIVE, Reason.BETWEEN_MODES
+        modes = len(model.modes)
+        detail = f"{ev.ambiguous} of {m} samples fall between the window's {modes} modes"
+    elif significant and big:
+        verdict, reason = Verdict.INCONCLUSIVE, Reason.UNCONFIRMED
+        need = policy.min_block_samples
+        detail = f"drop {signed_pct(change)} % on {ev.used} sample(s); {need} needed to block"
+    elif significant:
+        verdict, reason = Verdict.WARN, Reason.SMALL_REGRESSION
+        detail = (
+            f"significant drop {signed_pct(change)} %, under the {policy.min_drop_pct:g} % minimum"
+        )
+    elif past_warn and big:
+        verdict, reason = Verdict.INCONCLUSIVE, Reason.UNRESOLVED
+        detail = (
+            f"drop {signed_pct(change)} % cannot be told from noise with {m} sample(s){between}"
+        )
+    elif past_warn and look.could_be_big:
+        # the budget is spent and a blocking drop is still inside the interval
+        verdict, reason = Verdict.WARN, Reason.POSSIBLE_REGRESSION
+        detail = f"possible regression {signed_pct(change)} %, past the warn line{between}"
+    else:
+        # past the warn line but provably under the minimum drop is noise, not a warning
+        verdict, reason = Verdict.PASS, Reason.WITHIN_NOISE
+        detail = f"within noise ({signed_pct(change)} %){mode_note}{between}"
+        if look.resolution > 2.0 * policy.min_drop_pct:
+            detail += f"; this window cannot resolve drops under {look.resolution:.0f} %"
+    return _Call(verdict, reason, detail)
+
+
+def _whole_run_states(model: WindowModel, look: _Look, call: _Call) -> _Call:
+    """The call once the window's states of whole runs are taken into account.
+
+    A run that matches a slower state of whole runs may be that state, or a drop from the
+    best one: the window cannot tell them apart, and the run's repeats share its state.
+    Never cleared or called an improvement on the window alone: pairs on one runner, in
+    one state, decide. Nor BLOCKed for a drop unchanged code has shown as a whole run.
+    """
+    ev, direction, history = look.ev, model.direction, model.history
+    slower_state = ev.state_gap > 0.0 and call.verdict in (Verdict.PASS, Verdict.IMPROVED,
+                                                          Verdict.WARN)  # fmt: skip
+    if slower_state and look.state_bound >= look.min_drop:
+        gap = regression_of_g(ev.state_gap, direction)
+        detail = (
+            f"matches the window's slower state ({gap:.1f} % below its best runs); a drop of "
+            f"up to {regression_of_g(look.state_bound, direction):.1f} % from the best state "
+            "cannot be told from it without a paired comparison on the same runner"
+        )
+        return _Call(Verdict.WARN, Reason.SLOWER_STATE, detail)
+    if slower_state and call.verdict is Verdict.IMPROVED:
+        detail = f"within noise ({signed_pct(look.change)} % against the window's slower state)"
+        return _Call(Verdict.PASS, Reason.WITHIN_NOISE, detail)
+    if call.verdict is Verdict.BLOCK and -ev.delta - look.t_block * ev.se < history.deepest:
+        # Unchanged code has fallen about this far as a whole run on this pool (a slower
+        # machine state for a run's length): the window cannot tell this run from one.
+        deepest = regression_of_g(history.deepest, direction)
+        near = history.as_deep(-ev.delta - look.t_block * ev.se)
+        detail = (
+            f"drop {signed_pct(look.change)} %, but {near} of the last {history.runs} runs of "
+            f"unchanged code fell as a whole nearly as far (up to {deepest:.1f} %); only a "
+            "paired comparison on the same runner can tell this run from one of them"
+        )
+        return _Call(Verdict.INCONCLUSIVE, Reason.RUN_STATE, detail)
+    return call
+
+
 def calibrated_decide(
     model: WindowModel, samples: Sequence[float], *, policy: CalibratedPolicy, final: bool = False
 ) -> Decision:
@@ -196,148 +367,66 @@ def calibrated_decide(
             between_modes=ev.ambiguous,
             noise_pct=pct_of_g(model.sigma, Direction.HIGHER),
         )
-    last_look = final or m >= policy.max_repeats
-    share = policy.look_share(last_look)
-    level = policy.false_alarm_rate * share
-    t_block = t_isf(level, ev.df)
-    t_improve = t_isf(policy.false_alarm_rate, ev.df)
-    t_warn = t_isf(policy.warn_rate, ev.df)
-    t_ci = t_isf((1.0 - policy.confidence) / 2.0, ev.df)
-    # minimum changes as the metric's own percentages (a 3 % drop of a throughput, a 3 %
-    # rise of a latency), like the reference rule's regression_pct
-    min_drop = g_of_regression(policy.min_drop_pct, direction)
-    min_gain = -g_of_regression(-policy.min_drop_pct, direction)
-    n_window = len(model.residuals)
-    # With too few samples for the rank test to reach its level at all, the run must at
-    # least lie beyond every window sample (U = 0): one-sample buckets can still block.
-    u_block = max(mwu_critical(ev.used, n_window, policy.rank_rate * share), 0)
-    u_improve = max(mwu_critical(ev.used, n_window, policy.rank_rate), 0)
-    may_block = ev.used >= min(policy.min_block_samples, policy.max_repeats)
-
-    significant = ev.t <= -t_block and ev.u <= u_block
-    big = -ev.delta >= min_drop
-    past_warn = ev.t <= -t_warn
-    # Could more samples still make this a BLOCK? Not when even the pessimistic end of
-    # the warn-level interval is a drop under the minimum.
-    could_be_big = -(ev.delta - t_warn * ev.se) >= min_drop
-    budget_left = not final and m < policy.max_repeats
-
+    look = _look(model, ev, m, policy, last_look=final or m >= policy.max_repeats)
     need_more = False
     if not final and m < policy.initial_repeats:
         need_more = True
-    elif budget_left and not (significant and big and may_block):
+    elif (
+        not final
+        and m < policy.max_repeats
+        and not (look.significant and look.big and look.may_block)
+    ):
         # suspicious: past the warn line with a blocking drop still possible, or samples
         # that fit no mode of the window (more samples show which mode the run is in)
-        need_more = (past_warn and could_be_big) or ev.ambiguous * 2 >= m
-
-    mode_note = (
-        f" ({len(model.modes)} modes, judged against the matching one)" if model.multimodal else ""
-    )
-    between = f"; {ev.ambiguous} sample(s) between modes not used" if ev.ambiguous else ""
-    change = pct_of_g(ev.delta, direction)
-    if significant and big and may_block:
-        verdict, reason = Verdict.BLOCK, Reason.REGRESSION
-        detail = f"regression {signed_pct(change)} %, past the block line{mode_note}{between}"
-    elif ev.t >= t_improve and ev.delta >= min_gain and ev.u >= ev.used * n_window - u_improve:
-        verdict, reason = Verdict.IMPROVED, Reason.IMPROVEMENT
-        detail = (
-            f"improvement {signed_pct(change)} %{mode_note}; baselines follow once pushes record it"
-        )
-    elif ev.ambiguous * 2 >= m:
-        verdict, reason = Verdict.INCONCLUSIVE, Reason.BETWEEN_MODES
-        modes = len(model.modes)
-        detail = f"{ev.ambiguous} of {m} samples fall between the window's {modes} modes"
-    elif significant and big:
-        verdict, reason = Verdict.INCONCLUSIVE, Reason.UNCONFIRMED
-        need = policy.min_block_samples
-        detail = f"drop {signed_pct(change)} % on {ev.used} sample(s); {need} needed to block"
-    elif significant:
-        verdict, reason = Verdict.WARN, Reason.SMALL_REGRESSION
-        detail = (
-            f"significant drop {signed_pct(change)} %, under the {policy.min_drop_pct:g} % minimum"
-        )
-    elif past_warn and big:
-        verdict, reason = Verdict.INCONCLUSIVE, Reason.UNRESOLVED
-        detail = (
-            f"drop {signed_pct(change)} % cannot be told from noise with {m} sample(s){between}"
-        )
-    elif past_warn and could_be_big:
-        # the budget is spent and a blocking drop is still inside the interval
-        verdict, reason = Verdict.WARN, Reason.POSSIBLE_REGRESSION
-        detail = f"possible regression {signed_pct(change)} %, past the warn line{between}"
-    else:
-        # past the warn line but provably under the minimum drop is noise, not a warning
-        verdict, reason = Verdict.PASS, Reason.WITHIN_NOISE
-        detail = f"within noise ({signed_pct(change)} %){mode_note}{between}"
-
-    # resolution: the drop that would sit on the last look's block line with the full budget
-    t_last = t_isf(policy.false_alarm_rate * policy.look_share(True), ev.df)
-    se_full = math.sqrt(
-        model.sigma**2 * (location_var(policy.max_repeats) + ev.center_var) + ev.run_var
-    )
-    resolution = abs(pct_of_g(-max(t_last * se_full, min_drop), direction))
-    if verdict is Verdict.PASS and resolution > 2.0 * policy.min_drop_pct:
-        detail += f"; this window cannot resolve drops under {resolution:.0f} %"
-    # A run that matches a slower state of whole runs may be that state, or a drop from
-    # the best one: the window cannot tell them apart, and the run's repeats share its
-    # state. Never cleared or called an improvement on the window alone: pairs on one
-    # runner, in one state, decide.
-    # the run against the best state, and the drop from it the warn line leaves possible
-    # (-inf: the run is in the best state, or in a mode of single samples)
-    best_drop = -(ev.delta + ev.baseline_g - model.modes[-1].center) if ev.state_gap else -math.inf
-    state_bound = best_drop + t_warn * ev.se
-    slower_state = ev.state_gap > 0.0 and verdict in (Verdict.PASS, Verdict.IMPROVED, Verdict.WARN)
-    if slower_state and state_bound >= min_drop:
-        gap = regression_of_g(ev.state_gap, direction)
-        verdict, reason = Verdict.WARN, Reason.SLOWER_STATE
-        detail = (
-            f"matches the window's slower state ({gap:.1f} % below its best runs); a drop of "
-            f"up to {regression_of_g(state_bound, direction):.1f} % from the best state cannot "
-            "be told from it without a paired comparison on the same runner"
-        )
-    elif slower_state and verdict is Verdict.IMPROVED:
-        verdict, reason = Verdict.PASS, Reason.WITHIN_NOISE
-        detail = f"within noise ({signed_pct(change)} % against the window's slower state)"
-    history = model.history
-    if verdict is Verdict.BLOCK and -ev.delta - t_block * ev.se < history.deepest:
-        # Unchanged code has fallen about this far as a whole run on this pool (a slower
-        # machine state for a run's length): the window cannot tell this run from one.
-        deepest = regression_of_g(history.deepest, direction)
-        near = history.as_deep(-ev.delta - t_block * ev.se)
-        verdict, reason = Verdict.INCONCLUSIVE, Reason.RUN_STATE
-        detail = (
-            f"drop {signed_pct(change)} %, but {near} of the last {history.runs} runs of "
-            f"unchanged code fell as a whole nearly as far (up to {deepest:.1f} %); only a "
-            "paired comparison on the same runner can tell this run from one of them"
-        )
-    lo = pct_of_g(ev.delta - t_ci * ev.se, direction)
-    hi = pct_of_g(ev.delta + t_ci * ev.se, direction)
-    block_g = ev.baseline_g - max(t_block * ev.se, min_drop)
-    warn_g = ev.baseline_g - t_warn * ev.se
-    return replace(
-        Decision.on(basis, verdict=verdict, reasons=(reason, *info), detail=detail),
+        need_more = (look.past_warn and look.could_be_big) or ev.ambiguous * 2 >= m
+    call = _whole_run_states(model, look, _ladder(model, look, policy))
+    return _with_statistics(
+        Decision.on(basis, verdict=call.verdict, reasons=(call.reason, *info), detail=call.detail),
+        model,
+        look,
+        policy,
         need_more=need_more,
-        drop_possible=could_be_big,
+    )
+
+
+def _with_statistics(
+    decision: Decision,
+    model: WindowModel,
+    look: _Look,
+    policy: CalibratedPolicy,
+    *,
+    need_more: bool,
+) -> Decision:
+    """``decision`` with the statistics behind it, as verdict.json carries them."""
+    ev, direction = look.ev, model.direction
+    lo = pct_of_g(ev.delta - look.t_ci * ev.se, direction)
+    hi = pct_of_g(ev.delta + look.t_ci * ev.se, direction)
+    block_g = ev.baseline_g - max(look.t_block * ev.se, look.min_drop)
+    warn_g = ev.baseline_g - look.t_warn * ev.se
+    return replace(
+        decision,
+        need_more=need_more,
+        drop_possible=look.could_be_big,
         drop_bound_pct=regression_of_g(
-            max(-(ev.delta - t_warn * ev.se), state_bound),
+            max(-(ev.delta - look.t_warn * ev.se), look.state_bound),
             direction,
         ),
         drop_pct=regression_of_g(-ev.delta, direction),
         # what no number of repeats can rule out: the noise the run shares, its state
         repeats_bound_pct=regression_of_g(
-            max(-(ev.delta - t_warn * math.sqrt(ev.run_var)), best_drop),
+            max(-(ev.delta - look.t_warn * math.sqrt(ev.run_var)), look.best_drop),
             direction,
         ),
         value=from_g(ev.baseline_g + ev.delta, direction),
         baseline=from_g(ev.baseline_g, direction),
-        effect_pct=change,
+        effect_pct=look.change,
         interval_pct=(min(lo, hi), max(lo, hi)),
         confidence=policy.confidence,
         block_line=from_g(block_g, direction),
         warn_line=from_g(warn_g, direction),
         threshold_pct=pct_of_g(block_g - ev.baseline_g, direction),
         t=ev.t,
-        t_block=t_block,
+        t_block=look.t_block,
         df=ev.df,
         noise_pct=pct_of_g(model.sigma, Direction.HIGHER),
         run_noise_pct=pct_of_g(model.run_sigma, Direction.HIGHER),
@@ -345,6 +434,6 @@ def calibrated_decide(
         if model.within_df
         else None,
         within_df=model.within_df or None,
-        resolution_pct=resolution,
+        resolution_pct=look.resolution,
         between_modes=ev.ambiguous,
     )
