@@ -14,7 +14,7 @@ from perfgate.baselines.samples import samples_from_result
 from perfgate.baselines.verify import BucketReadiness, Readiness
 from perfgate.config import load_config
 from perfgate.report.rule import JudgedRun
-from perfgate.report.trend import chart_figure
+from perfgate.report.trend_chart import chart_figure
 from tests.factories import make_result
 from tests.paths import ROOT
 
