@@ -71,38 +71,18 @@ def bucket_metrics(
     mean = statistics.fmean(values)
     cv = statistics.stdev(values) / mean * 100.0 if len(values) > 1 else 0.0
     mad_pct = statistics.median(abs(v - median) for v in values) / median * 100.0
-
-    def offset(value: float) -> float:
-        return (value - median) / median * 100.0
-
     samples = [
         SampleEvidence(
             allocation=o.allocation or "?",
             runner=o.runner or "?",
             index=o.sample_index,
             value=o.value,
-            offset_pct=offset(o.value),
+            offset_pct=(o.value - median) / median * 100.0,
         )
         for o in healthy
         if o.value is not None
     ]
-    by_runner: dict[str, list[Observation]] = defaultdict(list)
-    for obs in healthy:
-        by_runner[obs.runner or "?"].append(obs)
-    runners = []
-    for name in sorted(by_runner):
-        own = [o.value for o in by_runner[name] if o.value is not None]
-        runner_median = statistics.median(own)
-        runners.append(
-            RunnerEvidence(
-                runner=name,
-                allocations=tuple(sorted({o.allocation or "?" for o in by_runner[name]})),
-                samples=tuple(own),
-                median=runner_median,
-                offset_pct=offset(runner_median),
-                over_limit=abs(offset(runner_median)) > policy.max_runner_deviation_pct,
-            )
-        )
+    runners = _runners(healthy, median, policy)
     outliers = tuple(s for s in samples if abs(s.offset_pct) > policy.max_sample_deviation_pct)
     by_allocation: dict[str, list[float]] = defaultdict(list)
     for obs in sorted(healthy, key=lambda o: (o.allocation or "", o.sample_index or 0)):
@@ -127,7 +107,38 @@ def bucket_metrics(
         outliers=outliers,
         rule=figures,
     )
+    return metrics, _problems(metrics, policy)
+
+
+def _runners(
+    healthy: Sequence[Observation], median: float, policy: QualifyPolicy
+) -> list[RunnerEvidence]:
+    """Each runner's samples and how far their median lies from the pooled ``median``."""
+    by_runner: dict[str, list[Observation]] = defaultdict(list)
+    for obs in healthy:
+        by_runner[obs.runner or "?"].append(obs)
+    runners = []
+    for name in sorted(by_runner):
+        own = [o.value for o in by_runner[name] if o.value is not None]
+        runner_median = statistics.median(own)
+        offset = (runner_median - median) / median * 100.0
+        runners.append(
+            RunnerEvidence(
+                runner=name,
+                allocations=tuple(sorted({o.allocation or "?" for o in by_runner[name]})),
+                samples=tuple(own),
+                median=runner_median,
+                offset_pct=offset,
+                over_limit=abs(offset) > policy.max_runner_deviation_pct,
+            )
+        )
+    return runners
+
+
+def _problems(metrics: BucketMetrics, policy: QualifyPolicy) -> list[str]:
+    """Every qualification limit the pooled statistics exceed."""
     problems = []
+    cv, outliers, figures = metrics.cv_pct, metrics.outliers, metrics.rule
     if cv > policy.max_pooled_cv_pct:
         problems.append(f"pooled CV {cv:.1f} % exceeds {policy.max_pooled_cv_pct:g} %")
     if outliers:
@@ -139,7 +150,7 @@ def bucket_metrics(
             f"{plural(len(outliers), 'sample')} more than {policy.max_sample_deviation_pct:g} % "
             f"from the pooled median: {shown}{more}"
         )
-    for runner in runners:
+    for runner in metrics.runners:
         if runner.over_limit:
             problems.append(
                 f"runner {runner.runner}: median {runner.offset_pct:+.1f} % from the pooled "
@@ -159,4 +170,4 @@ def bucket_metrics(
             f"{figures.block_band_pct:.1f} % regression{never} "
             f"(limit {policy.max_block_band_pct:g} %)"
         )
-    return metrics, problems
+    return problems
