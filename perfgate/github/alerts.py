@@ -29,7 +29,7 @@ from perfgate.context import RunContext
 from perfgate.github.client import GitHubClient, GitHubError, GitHubPermissionError
 from perfgate.github.post import ACTIONS_BOT
 from perfgate.judge.goodness import signed_pct
-from perfgate.report.summary import md_text
+from perfgate.report.untrusted import md_text
 from perfgate.report.verdict import clipped
 
 LABEL = "perfgate-regression"

@@ -2,7 +2,7 @@
 
 Everything here renders verdict.json (``report.verdict.report_json``), so a same-repository
 run and the fork hand-off post exactly the same thing, and text that came from a
-pull request is only ever shown through ``report.summary.md_text``.
+pull request is only ever shown through ``report.untrusted.md_text``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from perfgate.console import annotate, say
 from perfgate.context import RunContext
 from perfgate.github.client import GitHubClient, GitHubPermissionError
 from perfgate.judge.verdicts import Verdict
-from perfgate.report.summary import deciding_change, fit_markdown, md_text, summary_from_verdict
+from perfgate.report.row_text import deciding_change
+from perfgate.report.summary import fit_markdown, summary_from_verdict
+from perfgate.report.untrusted import md_text
 
 MARKER = "<!-- perfgate-verdict -->"
 AGGREGATE_CONTEXT = "perfgate"

@@ -13,7 +13,7 @@ from perfgate.baselines.qualify import (
     QualVerdict,
 )
 from perfgate.console import format_figure, render_table
-from perfgate.report.summary import md_text
+from perfgate.report.untrusted import md_text
 
 HEADINGS = {
     QualVerdict.STABLE: "✅ STABLE_ENOUGH_TO_GATE",

@@ -11,7 +11,7 @@ from perfgate.console import format_figure, render_table
 from perfgate.judge.gate import GateReport, Row
 from perfgate.judge.judgement import Signal
 from perfgate.judge.verdicts import Verdict
-from perfgate.report.summary import (
+from perfgate.report.row_text import (
     SHOWN_METRICS,
     confirmation_text,
     cost_text,

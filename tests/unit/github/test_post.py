@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 
 from perfgate.github.post import MARKER, comment_body, fit_description, footer, plan_statuses
-from perfgate.report.summary import md_text, summary_from_verdict, summary_markdown
+from perfgate.report.summary import summary_from_verdict, summary_markdown
+from perfgate.report.untrusted import md_text
 from perfgate.report.verdict import report_json
 from tests.github_support import HEAD_SHA, HOSTILE, mixed_report, passing_report
 

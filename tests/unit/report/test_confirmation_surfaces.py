@@ -147,7 +147,7 @@ def test_every_surface_quotes_the_figures_that_decided(tmp_path: Path) -> None:
     are the pairs' head and base, the change between them.
     """
     from perfgate.report.junit import junit_tree
-    from perfgate.report.summary import deciding_change, deciding_figures
+    from perfgate.report.row_text import deciding_change, deciding_figures
 
     gate = report(tmp_path)
     data = report_json(gate)

@@ -10,7 +10,8 @@ from perfgate.config import Config, Direction, load_config
 from perfgate.judge.gate import GateReport, build_report
 from perfgate.judge.judgement import MetricKey, MetricWindow
 from perfgate.judge.verdicts import Verdict
-from perfgate.report.summary import SHOWN_METRICS, noted_metrics, summary_markdown
+from perfgate.report.row_text import SHOWN_METRICS, noted_metrics
+from perfgate.report.summary import summary_markdown
 from perfgate.report.terminal import terminal_table
 from perfgate.report.verdict import report_json
 from perfgate.result import Result
