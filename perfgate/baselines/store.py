@@ -59,7 +59,7 @@ from perfgate.baselines.segments import (
     segment_lines,
     stored_ids,
 )
-from perfgate.baselines.windows import FittedDepth, K, Outcome, choose_windows
+from perfgate.baselines.windows import FittedDepth, K, Outcome, WindowDepth, choose_windows
 from perfgate.config import BaselinePolicy, Config
 from perfgate.errors import GateMalfunction
 from perfgate.git import git, resolve, time_left, try_git
@@ -178,16 +178,18 @@ class BaselineStore:
         store's ``history_runs``) reads instead: the window alone, with its model."""
         if tip is None or base is None:
             return {bucket: Window(entries=()) for bucket in keys}
-        depth = None
+        fitted_depth = None
         if fitted is not None and self.history_runs > 0:
-            depth = FittedDepth(*fitted, self.history_runs)
+            fitted_depth = FittedDepth(*fitted, self.history_runs)
+        depth = WindowDepth(
+            samples=max_samples, runs=max_runs, horizon=self.horizon, fitted=fitted_depth
+        )
 
         def choose(
             wanted: Mapping[K, WindowKey], distance: dict[bytes, int], complete: bool
         ) -> Outcome[K]:
-            return choose_windows(self.repo, tip, wanted, distance, max_samples,
-                                  horizon=self.horizon, label=self.branch, max_runs=max_runs,
-                                  fitted=depth, complete=complete)  # fmt: skip
+            return choose_windows(self.repo, tip, wanted, distance, depth, label=self.branch,
+                                  complete=complete)  # fmt: skip
 
         # The nearest commits settle almost every window: only a bucket they cannot settle
         # walks the whole history, so a long one costs the gate nothing.

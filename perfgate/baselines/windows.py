@@ -129,6 +129,17 @@ class FittedDepth(NamedTuple):
     history_runs: int
 
 
+class WindowDepth(NamedTuple):
+    """How far each window reaches: at most ``samples`` samples of at most ``runs`` runs
+    (None: any number), candidates looked at to at least ``horizon`` lines; ``fitted``:
+    what a window whose runner model the store holds reads instead."""
+
+    samples: int
+    runs: int | None = None
+    horizon: int = RECENT_HORIZON
+    fitted: FittedDepth | None = None
+
+
 # What a caller names each window by: a bucket id, or (bucket id, metric name).
 K = TypeVar("K", bound=Hashable)
 # A window's entry, or a candidate for one.
@@ -432,19 +443,16 @@ def choose_windows(
     tip: str,
     keys: Mapping[K, WindowKey],
     distance: Mapping[bytes, int],
-    limit: int,
+    depth: WindowDepth,
     *,
-    horizon: int = RECENT_HORIZON,
     label: str,
-    max_runs: int | None = None,
-    fitted: FittedDepth | None = None,
     complete: bool = True,
 ) -> Outcome[K]:
-    """Each bucket's window at ``tip`` (keyed as ``keys``); ``label`` prefixes warnings.
+    """Each bucket's window at ``tip`` (keyed as ``keys``), as deep as ``depth`` says;
+    ``label`` prefixes warnings.
 
-    A window holds at most ``limit`` samples, of at most ``max_runs`` runs when given.
-    ``fitted``: a bucket whose runner model the store holds reads only the window, and
-    carries the model (:mod:`perfgate.baselines.runner_file`). Not ``complete``,
+    A bucket whose runner model the store holds (``depth.fitted``) reads only the window,
+    and carries the model (:mod:`perfgate.baselines.runner_file`). Not ``complete``,
     ``distance`` is the nearest part of the ancestry only: a commit it lacks may be just
     past the walk (or no ancestor at all). A window that is not full, or that held such a
     commit's sample at any point, is ``unsettled`` (the whole ancestry may change it).
@@ -452,11 +460,13 @@ def choose_windows(
     nearest samples as a whole walk would, so the same segments were read.
     """
     reach = _Reach(distance, complete)
+    fitted = depth.fitted
 
     def selection(key: WindowKey, keep_all: bool = False) -> _Selection:
-        depth = (fitted.samples, fitted.runs) if fitted else None
-        return _Selection(key=key, limit=limit, max_runs=max_runs, horizon=horizon,
-                          keep_all=keep_all, fitted_depth=depth, beyond=reach.beyond)  # fmt: skip
+        read = (fitted.samples, fitted.runs) if fitted else None
+        return _Selection(key=key, limit=depth.samples, max_runs=depth.runs,
+                          horizon=depth.horizon, keep_all=keep_all, fitted_depth=read,
+                          beyond=reach.beyond)  # fmt: skip
 
     history_runs = fitted.history_runs if fitted else None
     selections = {bucket: selection(key) for bucket, key in keys.items()}
