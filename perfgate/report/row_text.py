@@ -13,7 +13,6 @@ from perfgate.console import format_figure
 from perfgate.judge.goodness import effect_text
 from perfgate.judge.verdicts import Verdict
 from perfgate.report.untrusted import (
-    clipped,
     json_count,
     json_list,
     json_mapping,
@@ -22,6 +21,10 @@ from perfgate.report.untrusted import (
     json_verdict,
     md_text,
 )
+from perfgate.report.verdict import clipped
+
+# The visible table keeps each bucket's reasons to a glance; verdict.json has them whole.
+WHY_CHARS = 300
 
 
 def row_change(row: Mapping[str, Any], *, interval_too: bool = True) -> str:
@@ -135,7 +138,7 @@ def admission_text(records: object) -> str:
     parts = [f"{n} {status.replace('_', ' ')}" for status, n in counts.items() if n]
     text = " · ".join(parts)
     if unfit:
-        text += f" ({clipped(', '.join(unfit))})"
+        text += f" ({clipped(', '.join(unfit), WHY_CHARS)})"
     return md_text(text)
 
 

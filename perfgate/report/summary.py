@@ -12,6 +12,7 @@ from perfgate.console import format_figure
 from perfgate.judge.gate import GateReport
 from perfgate.judge.verdicts import Verdict
 from perfgate.report.row_text import (
+    WHY_CHARS,
     admission_text,
     confirmation_text,
     cost_text,
@@ -21,7 +22,6 @@ from perfgate.report.row_text import (
     paired_text,
 )
 from perfgate.report.untrusted import (
-    clipped,
     json_list,
     json_mapping,
     json_number,
@@ -29,7 +29,7 @@ from perfgate.report.untrusted import (
     json_verdict,
     md_text,
 )
-from perfgate.report.verdict import report_json
+from perfgate.report.verdict import clipped, report_json
 
 VERDICT_ICONS = {
     Verdict.PASS: "✅ pass",
@@ -280,7 +280,7 @@ def _table_lines(
             reported=was_reported, excused=row.get("excused") is True, verdict=verdict
         )
         # The bucket's own reasons, where it has them; the verdict's general meaning otherwise.
-        why = clipped("; ".join(json_texts(row.get("details")))) if was_reported else ""
+        why = clipped("; ".join(json_texts(row.get("details"))), WHY_CHARS) if was_reported else ""
         log = _log_cell(json_mapping(row.get("log")), data.get("run_url"))
         linked = bucket_cell(row.get("bucket"), trend_url)
         lines.append(_result_line(linked, verdict, row, confirmation_text(row),
@@ -300,7 +300,7 @@ def _table_lines(
             name = f"{bucket} · {md_text(str(metric.get('name')))}"
             judged = json_verdict(metric.get("verdict"))
             gates = "" if metric.get("gates") is not False else "(report only) "
-            why = clipped("; ".join(json_texts(metric.get("details"))))
+            why = clipped("; ".join(json_texts(metric.get("details"))), WHY_CHARS)
             how = paired_text(metric.get("paired"), metric)
             lines.append(_result_line(name, judged, metric, how, f"{gates}{md_text(why)}"))
             technical.append(_technical_line(name, judged, metric, ["—"] * 6))

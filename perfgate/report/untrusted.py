@@ -28,14 +28,6 @@ def md_text(text: str) -> str:
     return _AUTOLINK.sub(lambda m: f"{m.group(1)[0]}&#8203;{m.group(1)[1:]}", inert)
 
 
-# The visible table keeps each bucket's reasons to a glance; verdict.json has them whole.
-WHY_CHARS = 300
-
-
-def clipped(text: str) -> str:
-    return text if len(text) <= WHY_CHARS else text[: WHY_CHARS - 1] + "…"
-
-
 def json_count(value: object) -> int:
     """A count from verdict.json; anything that is not a non-negative integer is 0."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
