@@ -27,7 +27,8 @@ from perfgate.baselines.samples import samples_from_result
 from perfgate.baselines.store import BaselineStore
 from perfgate.config import PRIMARY, Config, load_config
 from perfgate.git import git
-from perfgate.github.alerts import ACCEPTED_LABEL, LABEL, read_state
+from perfgate.github.alert_text import ACCEPTED_LABEL, LABEL
+from perfgate.github.alerts import read_state
 from perfgate.judge.confirm import Confirmer
 from perfgate.judge.verdicts import Reason
 from perfgate.run.launch import bucket_hashes

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from perfgate.github.alerts import BODY_LIMIT, SUSPECT_TITLE_LIMIT, bisect_comment, commit_title
+from perfgate.github.alert_text import BODY_LIMIT, SUSPECT_TITLE_LIMIT, bisect_comment, commit_title
 
 GITHUB_LIMIT = 65_536
 GOOD, BAD = "a" * 40, "b" * 40
