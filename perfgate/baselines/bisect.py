@@ -9,7 +9,7 @@ sample of it, against a window whose runs are those of the commits already label
 GOOD (a clean pass), BAD (a regression, or a crash in init or runtime) or SKIP (anything
 else: a warning, an inconclusive run, an excused or other crash). Every step is kept in a
 state file, so an interrupted bisection resumes where it stopped; nothing is written to
-the baseline branch.
+the baseline branch. The replays themselves run in ``baselines.bisect_replay``.
 """
 
 from __future__ import annotations
@@ -17,27 +17,21 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from perfgate import jsonfile
 from perfgate.baselines.seed.plan import config_at
-from perfgate.config import Bucket, Config, ConfirmMode, GatePolicy, ImageSpec
-from perfgate.context import RunContext
+from perfgate.config import Bucket, Config, ConfirmMode, GatePolicy
 from perfgate.errors import ConfigError, GitError, UsageError
 from perfgate.git import git
 from perfgate.judge.bucket_policy import policy_for
 from perfgate.judge.judgement import Bisect, MetricCheck, MetricWindow
 from perfgate.judge.oracle import judge
 from perfgate.judge.policies import CalibratedPolicy, Policy
-from perfgate.judge.rule import needs_more
-from perfgate.result import Hardware, Result, write_result
-from perfgate.run.bench import Confirm, run_bucket
-from perfgate.run.checkout import replay_checkout
-from perfgate.run.drivers import get_driver
-from perfgate.run.launch import WARM_CACHE_DIR, BenchSettings
+from perfgate.result import Result
 from perfgate.run.sampling import SamplingPlan
 
 # 2: a step keeps its runs (each run's samples), not one flat list of figures.
@@ -185,8 +179,8 @@ def plan_bisect(repo: Path, options: BisectOptions, current: Config, hardware: s
         raise UsageError("--good and --bad name the same commit: nothing to bisect")
     listing = git("rev-list", "--first-parent", "--ancestry-path", "--reverse",
                   f"{good}..{bad}", cwd=repo).split()  # fmt: skip
-    at_bad = _config_at(repo, bad, options, current)
-    bucket = _bucket_in(at_bad, options.bucket)
+    at_bad = step_config(repo, bad, options, current)
+    bucket = bucket_in(at_bad, options.bucket)
     if bucket is None:
         known = ", ".join(at_bad.bucket_ids()) if at_bad else ""
         raise UsageError(
@@ -225,7 +219,7 @@ def _commit(repo: Path, ref: str, flag: str) -> str:
         raise UsageError(f"{flag} {ref}: no such commit here; fetch it or check the SHA") from None
 
 
-def _config_at(repo: Path, commit: str, options: BisectOptions, current: Config) -> Config | None:
+def step_config(repo: Path, commit: str, options: BisectOptions, current: Config) -> Config | None:
     """The commit's own perfgate.yaml (or --config's), None when it has none or a bad one."""
     if options.config is not None:
         return current
@@ -235,7 +229,7 @@ def _config_at(repo: Path, commit: str, options: BisectOptions, current: Config)
         return None
 
 
-def _bucket_in(config: Config | None, bucket_id: str) -> Bucket | None:
+def bucket_in(config: Config | None, bucket_id: str) -> Bucket | None:
     """The bucket ``bucket_id`` of ``config`` (None: no config, or no such bucket)."""
     return next((b for b in config.buckets if b.id == bucket_id), None) if config else None
 
@@ -364,123 +358,6 @@ def baseline_step(commit: str, results: Sequence[Result]) -> Step:
     samples = sum(len(run) for run in runs)
     return Step(commit=commit, label=Bisect.GOOD, runs=runs, verdict="BASELINE",
                 detail=f"{len(runs)} runs, {samples} samples: the first window")  # fmt: skip
-
-
-@dataclass(frozen=True, kw_only=True)
-class ReplaySettings:
-    """Where the replays run."""
-
-    repo: Path
-    hardware: Hardware
-    context: RunContext
-    # perfgate.yaml's image block (``per_commit``: each commit runs in its own image).
-    image: ImageSpec | None = None
-
-
-def measure(
-    commit: str,
-    bucket: Bucket,
-    runs: int,
-    sampling: SamplingPlan,
-    settings: ReplaySettings,
-    work_dir: Path,
-    announce: Callable[[str], None],
-    confirm: Confirm | None = None,
-) -> list[Result]:
-    """Run ``bucket`` ``runs`` times at ``commit`` with that commit's own benchmark.
-
-    Each run samples through the bench's own loop (``sampling``; ``confirm`` answers
-    whether a suspicious run needs another sample).
-    """
-    context = replace(
-        settings.context,
-        commit=commit,
-        branch=None,
-        target_branch=None,
-        event="bisect",
-        pr_number=None,
-        head_sha=None,
-    )
-    most = f", up to {sampling.max_repeats}" if sampling.max_repeats > sampling.repeats else ""
-    results = []
-    lfs = get_driver(bucket.driver).needs_lfs
-    with replay_checkout(settings.repo, commit, work_dir / "worktrees", lfs=lfs) as checkout:
-        for index in range(runs):
-            announce(
-                f"{commit[:12]} {bucket.id} run {index + 1}/{runs} "
-                f"({sampling.repeats} repeats{most})"
-            )
-            scratch = work_dir / commit[:12] / f"run-{index}"
-            result = run_bucket(
-                bucket,
-                BenchSettings(
-                    checkout=checkout,
-                    work_root=scratch,
-                    out_dir=scratch / "results",
-                    hardware=settings.hardware,
-                    context=context,
-                    say=announce,
-                    image=settings.image,
-                    # One warm cache per bucket across the bisected commits.
-                    warm_caches=work_dir / WARM_CACHE_DIR,
-                ),
-                plan=sampling,
-                confirm=confirm,
-            )
-            write_result(result, scratch / "results")
-            results.append(result)
-    return results
-
-
-def measure_step(
-    plan: BisectPlan,
-    commit: str,
-    steps: dict[str, Step],
-    settings: ReplaySettings,
-    options: BisectOptions,
-    current: Config,
-    log: Callable[[str], None],
-) -> Step:
-    """Measure ``commit`` and label it against the runs of the GOOD commits so far."""
-    config = _config_at(settings.repo, commit, options, current)
-    bucket = _bucket_in(config, options.bucket)
-    if bucket is None or config is None:
-        return Step(commit=commit, label=Bisect.SKIP, runs=(), verdict="SKIP",
-                    detail=f"no bucket {plan.bucket.id} in perfgate.yaml here")  # fmt: skip
-    if commit == plan.good:
-        fixed = fixed_sampling(plan.repeats)
-        runs = measure(commit, bucket, plan.good_runs, fixed, settings, options.work_dir, log)
-        return baseline_step(commit, runs)
-    window = window_for(plan, steps)
-    sampling = step_sampling(bucket, config.gate, plan.repeats)
-    policy = step_policy(bucket, config.gate, settings.hardware.slug, sampling)
-
-    def suspicious(_: Bucket, result: Result) -> bool:
-        samples = result.metric.sample_values()
-        return needs_more(window, samples, direction=result.metric.direction, policy=policy)
-
-    (result,) = measure(
-        commit, bucket, 1, sampling, settings, options.work_dir, log, confirm=suspicious
-    )
-    return label(result, window, bucket, policy)
-
-
-def run_bisect(
-    plan: BisectPlan,
-    state: BisectState,
-    settings: ReplaySettings,
-    options: BisectOptions,
-    current: Config,
-    log: Callable[[str], None],
-) -> Outcome:
-    """Measure commits until the search concludes; the state is saved after every step."""
-    while (outcome := search(plan, state.steps)).next_commit is not None:
-        commit = outcome.next_commit
-        step = measure_step(plan, commit, state.steps, settings, options, current, log)
-        state.steps[commit] = step
-        state.save(options.state)
-        log(f"{commit[:12]}: {step.label.value} ({step.verdict}: {step.detail})")
-    return outcome
 
 
 def bisect_json(plan: BisectPlan, state: BisectState, outcome: Outcome) -> dict[str, Any]:

@@ -151,11 +151,10 @@ def run(args: argparse.Namespace) -> int:
         BISECT_SCHEMA_VERSION,
         BisectOptions,
         BisectState,
-        ReplaySettings,
         bisect_json,
         plan_bisect,
-        run_bisect,
     )
+    from perfgate.baselines.bisect_replay import ReplaySettings, run_bisect
     from perfgate.run import hardware
 
     repo = repo_top()
