@@ -1,7 +1,8 @@
 """One ``buckets`` entry over the defaults, expanded into a bucket per backend (R1).
 
 The entry is checked first, every problem named at the key where it was written (the
-entry's, else the defaults'); the buckets are then built from settings known to be sound.
+entry's, else the defaults'); the buckets are then built from settings known to be sound
+(``config.build``).
 """
 
 from __future__ import annotations
@@ -10,31 +11,19 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfgate.backends import VOCABULARIES
-from perfgate.config.bucket import (
-    COMMAND_PLACEHOLDERS,
-    DEFAULT_KEEP_ENV,
-    PRIMARY,
-    Bucket,
-    CommandSpec,
-    ContainerSpec,
-    DemoSpec,
-    Direction,
-    Floor,
-    FloorKind,
-    IsaacLabSpec,
-    Metric,
-    OutputFormat,
-    PhaseMarkers,
-    argv_of,
-    summed_path,
+from perfgate.config.bucket import COMMAND_PLACEHOLDERS, PRIMARY, Bucket, OutputFormat
+from perfgate.config.build import (
+    MergedMetrics,
+    build_buckets,
+    entry_backend_keys,
+    metric_path,
+    output_format_of,
+    primary_path,
 )
 from perfgate.config.checks import check_placeholders, image_reference_problem, path_problem
 from perfgate.config.container import OPT_IN, refusal, unsafe_args
 from perfgate.config.messages import fail, short
 from perfgate.yamlfile import KeyPath, YamlDocument
-
-#: A metric's settings merged by name, with the key path that last declared it.
-MergedMetrics = dict[str, tuple[dict[str, Any], KeyPath]]
 
 
 def expand(
@@ -45,7 +34,7 @@ def expand(
     _check_entry(document, key_path, entry, settings)
     metrics = _merged_metrics(key_path, entry, defaults)
     _check_metrics(document, key_path, entry, defaults, settings, metrics)
-    return _build(entry, settings, metrics)
+    return build_buckets(entry, settings, metrics)
 
 
 def _settings(entry: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
@@ -62,15 +51,6 @@ def _settings(entry: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str
 def _written(key_path: KeyPath, entry: Mapping[str, Any], *keys: str | int) -> KeyPath:
     """Where a merged setting was written: the entry, else the defaults."""
     return (*key_path, *keys) if keys[0] in entry else ("defaults", *keys)
-
-
-def _backend_keys(entry: Mapping[str, Any]) -> list[str]:
-    """The entry's backend keys (``physics`` or ``physics_render``), in declaration order."""
-    pairs = [(backend["physics"], backend.get("render")) for backend in entry["backends"]]
-    return [f"{physics}_{render}" if render else physics for physics, render in pairs]
-
-
-# -- the checking part ------------------------------------------------------------------
 
 
 def _check_entry(
@@ -220,22 +200,6 @@ def _merged_metrics(
     return merged
 
 
-def _metric_path(raw: Mapping[str, Any]) -> str:
-    """Where a further metric's figure is read: its benchmark's name in a tool's output, its
-    ``path``, or its ``sum``'s paths joined (a selection's patterns, joined)."""
-    if "benchmark" in raw:
-        return str(raw["benchmark"])
-    if "benchmarks" in raw:
-        return " ".join(_patterns(raw))
-    return str(raw["path"]) if "path" in raw else summed_path(raw.get("sum", ()))
-
-
-def _patterns(raw: Mapping[str, Any]) -> tuple[str, ...]:
-    """A selection's name patterns: ``benchmarks:`` as one pattern or a list of them."""
-    value = raw.get("benchmarks", ())
-    return (value,) if isinstance(value, str) else tuple(value)
-
-
 def _check_metrics(
     document: YamlDocument,
     key_path: KeyPath,
@@ -261,9 +225,9 @@ def _check_metrics(
                     f"{PRIMARY!r} is the name of the 'metric' block; set the primary metric "
                     "there and give this one another name",
                 )
-    output_format = _output_format(settings)
+    output_format = output_format_of(settings)
     _check_format(document, key_path, entry, settings, merged, output_format)
-    paths = {_primary_path(settings): PRIMARY}
+    paths = {primary_path(settings): PRIMARY}
     for name, (raw, here) in merged.items():
         if output_format is OutputFormat.JSON and ("path" in raw) == ("sum" in raw):
             fail(
@@ -281,7 +245,7 @@ def _check_metrics(
             )
         if "benchmarks" in raw:
             continue  # a selection reads what no other metric reads (Bucket.selecting)
-        path = _metric_path(raw)
+        path = metric_path(raw)
         if path in paths:
             fail(
                 document,
@@ -290,7 +254,7 @@ def _check_metrics(
                 "each metric of a bucket reads its own figure",
             )
         paths[path] = name
-    backend_keys = _backend_keys(entry)
+    backend_keys = entry_backend_keys(entry)
     _check_per_backend(document, key_path, entry, "floors", backend_keys)
     # A selection's metrics are named by the benchmarks a run reports: no floor names them.
     names = [PRIMARY, *(name for name, (raw, _) in merged.items() if "benchmarks" not in raw)]
@@ -305,18 +269,6 @@ def _check_metrics(
                         f"no metric {name!r} in this bucket; use one of: {', '.join(names)}",
                     )
     _check_per_backend(document, key_path, entry, "noise_floor_pct", backend_keys)
-
-
-def _output_format(settings: Mapping[str, Any]) -> OutputFormat:
-    """How the bucket's output is read: its command block's ``format`` (JSON without one)."""
-    command = settings.get("command") if settings["driver"] == "command" else None
-    return OutputFormat((command or {}).get("format", OutputFormat.JSON))
-
-
-def _primary_path(settings: Mapping[str, Any]) -> str:
-    """Where the primary figure is read: its benchmark's name, else its dotted path."""
-    raw = settings["metric"]
-    return str(raw["benchmark"]) if "benchmark" in raw else raw.get("path", Metric.path)
 
 
 def _check_format(
@@ -409,154 +361,3 @@ def _check_per_backend(
                     f"backend {backend_key!r} is not one of this task's backends "
                     f"({', '.join(backend_keys)}); fix the key or add the backend",
                 )
-
-
-# -- the building part ------------------------------------------------------------------
-
-
-def _build(
-    entry: Mapping[str, Any], settings: Mapping[str, Any], merged: MergedMetrics
-) -> list[Bucket]:
-    """A bucket per backend of a checked entry, from its merged settings."""
-    driver = settings["driver"]
-    output_format = _output_format(settings)
-    primary = Metric(
-        path=_primary_path(settings),
-        direction=Direction(settings["metric"].get("direction", output_format.direction)),
-        unit=settings["metric"].get("unit", output_format.unit or ""),
-    )
-    metrics = tuple(_metric(name, raw, output_format) for name, (raw, _) in merged.items())
-    floors: Mapping[str, Mapping[str, Any]] = entry.get("floors", {})
-    noise: Mapping[str, Mapping[str, Any]] = entry.get("noise_floor_pct", {})
-    command = _command_spec(settings.get("command"))
-    return [
-        Bucket(
-            task=entry["task"],
-            physics=backend["physics"],
-            render=backend.get("render"),
-            driver=driver,
-            runner=tuple(settings["runner"]),
-            timeout_minutes=float(settings["timeout_minutes"]),
-            retries=settings["retries"],
-            num_envs=settings["num_envs"],
-            steps=settings["steps"],
-            warmup_steps=settings["warmup_steps"],
-            seed=settings["seed"],
-            tags=tuple(settings["tags"]),
-            baseline_epoch=settings["baseline_epoch"],
-            metric=primary,
-            metrics=metrics,
-            paths=tuple(settings["paths"]),
-            repeats=settings["repeats"],
-            max_repeats=settings["max_repeats"],
-            repeat_budget_minutes=_minutes(settings, "repeat_budget_minutes"),
-            max_pairs=settings["max_pairs"],
-            pair_budget_minutes=_minutes(settings, "pair_budget_minutes"),
-            launch_minutes=_minutes(settings, "launch_minutes"),
-            setup_minutes=_minutes(settings, "setup_minutes"),
-            threads=settings.get("threads"),
-            command=command,
-            isaaclab=_isaaclab_spec(settings.get("isaaclab")) if driver == "isaaclab" else None,
-            demo=DemoSpec(**settings["demo"]) if driver == "demo" and "demo" in settings else None,
-            container=_container_spec(settings.get("container")),
-            cache=settings.get("cache"),
-            floors={
-                hardware: tuple(
-                    Floor(
-                        name=f["name"],
-                        value=float(f["value"]),
-                        kind=FloorKind(f.get("verdict", "BLOCK")),
-                        metric=f.get("metric", PRIMARY),
-                    )
-                    for f in per_backend[backend_key]
-                )
-                for hardware, per_backend in floors.items()
-                if backend_key in per_backend
-            },
-            noise_floor_pct={
-                hardware: float(per_backend[backend_key])
-                for hardware, per_backend in noise.items()
-                if backend_key in per_backend
-            },
-            keep_env=(*DEFAULT_KEEP_ENV, *settings["keep_env"]),
-        )
-        for backend, backend_key in zip(entry["backends"], _backend_keys(entry), strict=True)
-    ]
-
-
-def _minutes(settings: Mapping[str, Any], key: str) -> float | None:
-    return float(settings[key]) if key in settings else None
-
-
-def _metric(name: str, raw: Mapping[str, Any], output_format: OutputFormat) -> Metric:
-    tool = output_format is not OutputFormat.JSON
-    return Metric(
-        name=name,
-        path=_metric_path(raw),
-        sum=tuple(raw.get("sum", ())),
-        direction=Direction(raw.get("direction", output_format.direction)),
-        unit=raw.get("unit", (output_format.unit or "") if tool else ""),
-        required=raw.get("required", True),
-        gates=raw.get("gate", True),
-        min_drop_pct=_optional_float(raw.get("min_drop_pct")),
-        noise_floor_pct=_optional_float(raw.get("noise_floor_pct")),
-        select=_patterns(raw),
-    )
-
-
-def _optional_float(value: float | None) -> float | None:
-    return None if value is None else float(value)
-
-
-def _command_spec(raw: Mapping[str, Any] | None) -> CommandSpec | None:
-    if raw is None:
-        return None
-    return CommandSpec(
-        argv=tuple(raw["argv"]),
-        output=raw["output"],
-        format=OutputFormat(raw.get("format", OutputFormat.JSON)),
-        cwd=raw.get("cwd"),
-        markers=phase_markers(raw.get("markers", {}), PhaseMarkers()),
-    )
-
-
-def phase_markers(raw: Mapping[str, Any], base: PhaseMarkers) -> PhaseMarkers:
-    """``base`` with the keys that ``raw`` (a ``markers`` block) sets replaced."""
-    return PhaseMarkers(
-        import_error=tuple(raw.get("import_error", base.import_error)),
-        driver_error=tuple(raw.get("driver_error", base.driver_error)),
-        oom=tuple(raw.get("oom", base.oom)),
-        init_done=raw.get("init_done", base.init_done),
-        stepping=raw.get("stepping", base.stepping),
-        environment=dict(raw.get("environment", base.environment)),
-    )
-
-
-def _isaaclab_spec(raw: Mapping[str, Any] | None) -> IsaacLabSpec:
-    raw = raw or {}
-    return IsaacLabSpec(
-        executable=argv_of(raw["executable"]) if "executable" in raw else None,
-        task_aliases=tuple(raw.get("task_aliases", ())),
-        extra_args=tuple(raw.get("extra_args", ())),
-        presets=tuple(raw["presets"]) if "presets" in raw else None,
-        markers=None if "markers" not in raw else phase_markers(raw["markers"], PhaseMarkers()),
-        pin_files=tuple(raw["pin_files"]) if "pin_files" in raw else None,
-    )
-
-
-def _container_spec(raw: Mapping[str, Any] | None) -> ContainerSpec | None:
-    if raw is None:
-        return None
-    keys = ("image", "checkout_mount", "workdir", "output_mount", "cache_mount", "user", "gpus",
-            "writable_checkout", "git_metadata", "allow_unsafe_args")  # fmt: skip
-    known = {key: raw[key] for key in keys if key in raw}
-    return ContainerSpec(
-        **known,
-        docker=argv_of(raw.get("docker", list(ContainerSpec.docker))),
-        env=tuple(raw.get("env", ())),
-        extra_args=tuple(raw.get("extra_args", ())),
-        links=dict(raw.get("links", {})),
-        caches=dict(raw.get("caches", {})),
-        set_env=dict(raw.get("set_env", {})),
-        run_args=tuple(raw["run_args"]) if "run_args" in raw else None,
-    )
