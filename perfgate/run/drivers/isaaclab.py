@@ -27,19 +27,13 @@ What the checkout offers decides the command (read from the checkout before each
 :func:`plan_launch` makes these choices for a checkout and a bucket without launching
 anything, so a hosted job can check a pull request before any GPU minute is spent;
 :func:`survey` says every problem of the launch and every doubt of the read
-(``isaaclab_scan`` reads the checkout).
+(``isaaclab_scan`` reads the checkout; ``isaaclab_bundle`` reads the bundle back).
 
 In Isaac Lab's CI image the driver's container profile (:data:`CONTAINER`) does what the
 upstream perf-smoke job does by hand: the checkout over ``/workspace/isaaclab`` with the
 ``_isaac_sim`` link it hides, the image's user (uid 1000), writable Warp, CUDA and Kit
 caches, the EULA, headless and CUP variables, ``--init`` and the security options. Its
 launches share a warm cache (R16) and its checkouts fetch Git LFS content (the assets).
-
-The bundle's launch echo is checked against what was sent (a mismatch is a HARD_FAILURE):
-``run.task``, ``run.num_envs``, ``run.seed``, ``runtime.iterations_completed`` (measured
-steps), ``run.config.physics_backend`` / ``rendering_backend`` (schema literals),
-``run.config.presets`` when the bundle lists them (older bundles; a ``presets=a,b`` entry
-counts as ``a`` and ``b``), and the warm-up count wherever the bundle records it.
 """
 
 from __future__ import annotations
@@ -53,19 +47,11 @@ from typing import Any
 
 from perfgate.config import Bucket, ContainerSpec, IsaacLabSpec, PhaseMarkers
 from perfgate.errors import ConfigError
-from perfgate.run.bundle import (
-    OutputError,
-    dig,
-    finite_figures,
-    launch_mismatches,
-    load_json,
-    metric_stats,
-    metric_values,
-)
 from perfgate.run.container import ContainerProfile
 from perfgate.run.drivers import isaaclab_scan
 from perfgate.run.drivers.base import CheckoutUnsupported, Measurement
-from perfgate.run.drivers.isaaclab_scan import Sources, parser_flags
+from perfgate.run.drivers.isaaclab_bundle import read_bundle
+from perfgate.run.drivers.isaaclab_scan import Sources, parser_flags, unread_ids
 from perfgate.run.execution import AttemptDirs, Invocation
 
 BENCHMARK_FORMATTER = "schema"
@@ -87,20 +73,6 @@ RENDER_SPELLINGS: Mapping[str, tuple[str | None, ...]] = {
 # The Newton Warp renderer takes the rgb camera data type (the reference gate sends it).
 RENDER_EXTRAS: Mapping[str, tuple[str, ...]] = {"newton_renderer": ("rgb",)}
 
-# run.config echoes (isaaclab.benchmark.schema PhysicsBackend / RenderingBackend literals):
-# Isaac Sim PhysX echoes "physx"; the Newton Warp renderer echoes "newton".
-PHYSICS_ECHO: Mapping[str, str] = {"physx": "physx", "newton": "newton_mjwarp"}
-RENDER_ECHO: Mapping[str | None, str] = {
-    None: "none",
-    "rtx_renderer": "isaacsim_rtx",
-    "newton_renderer": "newton",
-    "ovrtx_renderer": "ovrtx",
-}
-WARMUP_ECHOES = (
-    "runtime.environment_step_timing.warmup_steps",  # current bundles
-    "extra.warmup_frames",  # scripts/benchmarks/runtime.py
-    "extra.warmup_steps",
-)
 
 # What the CLI prints (nothing at step start, a launcher line only when Kit runs): a failure
 # is `import` when the checkout could not load the benchmark, its task or its presets, and
@@ -177,33 +149,6 @@ CONTAINER = ContainerProfile(
     git_metadata=True,
 )
 
-# Startup and memory figures recorded with every run (``metric.figures``), whether or not a
-# bucket declares them as metrics of their own to gate (docs/isaaclab.md "The `isaaclab` driver").
-FIGURES = (
-    "runtime.startup_time_s.python_imports",
-    "runtime.startup_time_s.task_config",
-    "runtime.startup_time_s.app_launch",
-    "runtime.startup_time_s.env_creation",
-    "runtime.startup_time_s.first_step",
-    "resources.gpu_mem_gb.peak",
-)
-
-# Runtime contract: always, then by physics, then by render backend.
-RUNTIME_ALWAYS = (
-    "versions.isaacsim",
-    "versions.isaaclab",
-    "versions.torch",
-    "versions.warp",
-    "hardware.cpu_name",
-)
-RUNTIME_BY_PHYSICS: Mapping[str, tuple[str, ...]] = {
-    "physx": ("versions.isaaclab_physx",),
-    "newton": ("versions.isaaclab_newton", "versions.newton"),
-}
-RUNTIME_BY_RENDER: Mapping[str, tuple[str, ...]] = {
-    render: ("versions.isaaclab_ov",)
-    for render in ("newton_renderer", "ovrtx_renderer", "warp_renderer", "rtx_renderer")
-}
 
 # The flags every launch passes (beside the steps and warm-up flags of the CLI's era).
 STEP_FLAGS = ("--num_steps", "--num_frames")
@@ -249,7 +194,7 @@ class LaunchPlan:
 
     @property
     def output_name(self) -> str:
-        """The RuntimeBundle file the run must write (see :func:`bundle_files`)."""
+        """The RuntimeBundle file the run must write (see ``isaaclab_bundle.bundle_files``)."""
         return f"benchmark_runtime_{self.task}_<timestamp>[_<hex>].json"
 
 
@@ -390,7 +335,7 @@ def task_findings(checkout: Path, bucket: Bucket, sources: Sources | None) -> Fi
     if fitting or sources.opaque_ids:
         doubt = (
             f"{checkout}/source registers none of {ids} by a literal gym.register id, and may "
-            f"register {bucket.task} {_unread_ids(fitting or sources.opaque_ids)}, whose id a "
+            f"register {bucket.task} {unread_ids(fitting or sources.opaque_ids)}, whose id a "
             "read cannot see: check the id, or add the task's current id to "
             "isaaclab.task_aliases"
         )
@@ -403,18 +348,6 @@ def task_findings(checkout: Path, bucket: Bucket, sources: Sources | None) -> Fi
         "to isaaclab.task_aliases in perfgate.yaml, or restore the id"
     )
     return Findings(problems=(problem,))
-
-
-def _unread_ids(calls: Sequence[tuple[str, str]]) -> str:
-    """``through gym.register(id=X) at a.py:5, b.py:9 and 2 more`` per spelling of the id."""
-    by_id: dict[str, list[str]] = {}
-    for written, where in calls:
-        by_id.setdefault(written, []).append(where)
-    parts = []
-    for written, places in by_id.items():
-        more = f" and {len(places) - 2} more" if len(places) > 2 else ""
-        parts.append(f"through gym.register(id={written}) at {', '.join(places[:2])}{more}")
-    return "; ".join(parts)
 
 
 def preset_findings(checkout: Path, bucket: Bucket, sources: Sources | None) -> Findings:
@@ -492,99 +425,6 @@ def default_executable(checkout: Path) -> tuple[str, ...]:
     return (f"./{LAUNCHER}",) if (checkout / LAUNCHER).is_file() else ("isaaclab",)
 
 
-def runtime_paths(bucket: Bucket) -> tuple[str, ...]:
-    """Bundle paths of the runtime contract fields for this bucket's backends."""
-    return (
-        *RUNTIME_ALWAYS,
-        *RUNTIME_BY_PHYSICS.get(bucket.physics, ()),
-        *(RUNTIME_BY_RENDER.get(bucket.render, ()) if bucket.render else ()),
-    )
-
-
-def _argument(argv: Sequence[str], flag: str) -> str | None:
-    return argv[argv.index(flag) + 1] if flag in argv[:-1] else None
-
-
-def sent_task(invocation: Invocation) -> str:
-    """The task id an invocation runs (its ``--task``)."""
-    task = _argument(invocation.argv, "--task")
-    assert task is not None, "the driver always passes --task"
-    return task
-
-
-def sent_presets(invocation: Invocation) -> tuple[str, ...]:
-    """The preset names an invocation sends in its ``presets=`` token."""
-    token = next((a for a in invocation.argv if a.startswith("presets=")), "presets=")
-    return tuple(name for name in token.removeprefix("presets=").split(",") if name)
-
-
-def _echoed_presets(echoed: list[Any]) -> list[str]:
-    """Preset names in ``run.config.presets``: older bundles keep ``presets=a,b`` unsplit."""
-    names: list[str] = []
-    for entry in map(str, echoed):
-        selector, has_value, value = entry.partition("=")
-        if has_value and selector == "presets":
-            names += value.split(",")
-        elif has_value and selector in ("physics", "renderer"):
-            names.append(value)
-        else:
-            names.append(entry)
-    return names
-
-
-def echo_mismatches(bundle: Any, bucket: Bucket, *, task: str, tokens: Sequence[str]) -> list[str]:
-    """Every way the bundle's launch echo differs from what was sent for the bucket."""
-    problems = launch_mismatches(
-        bundle,
-        {
-            "run.task": task,
-            "run.num_envs": bucket.num_envs,
-            "run.seed": bucket.seed,
-            "runtime.iterations_completed": bucket.steps,
-        },
-    )
-    for path, wanted in (
-        ("run.config.physics_backend", PHYSICS_ECHO.get(bucket.physics)),
-        ("run.config.rendering_backend", RENDER_ECHO.get(bucket.render)),
-    ):
-        got = dig(bundle, path)
-        if wanted is not None and got != wanted:
-            problems.append(f"{path}={got!r} (requested {wanted})")
-    echoed = dig(bundle, "run.config.presets")
-    if isinstance(echoed, list) and echoed:
-        missing = [token for token in tokens if token not in _echoed_presets(echoed)]
-        if missing:
-            problems.append(f"run.config.presets={echoed!r} lacks {missing!r}")
-    for path in WARMUP_ECHOES:
-        got = dig(bundle, path)
-        if got is not None and got != bucket.warmup_steps:
-            problems.append(f"{path}={got!r} (requested {bucket.warmup_steps!r})")
-    return problems
-
-
-def bundle_files(output_dir: Path, task: str) -> list[Path]:
-    """The schema outputs in ``output_dir``, named as Isaac Lab's formatters name them.
-
-    ``benchmark_runtime_<task>_<YYYY-MM-DD_HH-MM-SS-ffffff>_<8 hex>.json`` (current),
-    ``benchmark_runtime_<task>_<YYYY-MM-DD_HH-MM-SS>.json`` (older), with ``_schema``
-    appended when several formatters ran; other formatters' files are not bundles.
-    """
-    pattern = re.compile(
-        rf"benchmark_runtime_{re.escape(task)}"
-        r"_\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}(?:-\d{6}_[0-9a-f]{8})?(?:_schema)?\.json"
-    )
-    if not output_dir.is_dir():
-        return []
-    return sorted(p for p in output_dir.iterdir() if pattern.fullmatch(p.name) and p.is_file())
-
-
-def _versions(bundle: Any) -> dict[str, str]:
-    raw = bundle.get("versions") if isinstance(bundle, Mapping) else None
-    if not isinstance(raw, Mapping):
-        return {}
-    return {str(k): str(v) for k, v in raw.items() if isinstance(v, str) and v}
-
-
 class IsaacLabDriver:
     """Runs the checkout's Isaac Lab runtime benchmark and reads its RuntimeBundle."""
 
@@ -647,35 +487,4 @@ class IsaacLabDriver:
 
     def read(self, bucket: Bucket, dirs: AttemptDirs, invocation: Invocation) -> Measurement:
         """Find and read the bundle, check the launch echo, take metric and runtime fields."""
-        empty = metric_stats({}, bucket.metric.path)
-        task = sent_task(invocation)
-        found = bundle_files(dirs.output_dir, task)
-        if len(found) != 1:
-            wanted = f"benchmark_runtime_{task}_<timestamp>[_<hex>].json"
-            detail = "no" if not found else f"{len(found)} ({', '.join(p.name for p in found)})"
-            return Measurement(
-                stats=empty, error=f"{detail} RuntimeBundle {wanted} in {dirs.output_dir}"
-            )
-        path = found[0]
-        try:
-            bundle = load_json(path)
-        except OutputError as exc:
-            return Measurement(stats=empty, error=str(exc), output_file=path)
-        if not isinstance(bundle, Mapping) or not isinstance(bundle.get("runtime"), Mapping):
-            return Measurement(
-                stats=empty, error=f"{path} is not a RuntimeBundle (no 'runtime')", output_file=path
-            )
-        stats = metric_stats(bundle, bucket.metric.path)
-        mismatches = echo_mismatches(bundle, bucket, task=task, tokens=sent_presets(invocation))
-        return Measurement(
-            stats=stats,
-            runtime_fields={field: dig(bundle, field) for field in runtime_paths(bucket)},
-            versions=_versions(bundle),
-            figures=finite_figures(bundle, FIGURES),
-            metrics=metric_values(bundle, bucket.metrics),
-            config_mismatch="; ".join(mismatches) or None,
-            error=None
-            if stats.value is not None
-            else f"{path} has no number at {bucket.metric.path}",
-            output_file=path,
-        )
+        return read_bundle(bucket, dirs, invocation)

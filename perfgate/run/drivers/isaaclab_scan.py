@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +45,18 @@ class Sources:
     opaque_ids: tuple[tuple[str, str], ...] = ()
     # The strings spelt in the files holding those calls: the ids a helper is handed.
     beside_opaque: frozenset[str] = frozenset()
+
+
+def unread_ids(calls: Sequence[tuple[str, str]]) -> str:
+    """``through gym.register(id=X) at a.py:5, b.py:9 and 2 more`` per spelling of the id."""
+    by_id: dict[str, list[str]] = {}
+    for written, where in calls:
+        by_id.setdefault(written, []).append(where)
+    parts = []
+    for written, places in by_id.items():
+        more = f" and {len(places) - 2} more" if len(places) > 2 else ""
+        parts.append(f"through gym.register(id={written}) at {', '.join(places[:2])}{more}")
+    return "; ".join(parts)
 
 
 def _where(path: Path, root: Path, node: ast.AST) -> str:

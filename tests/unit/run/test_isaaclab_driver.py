@@ -13,15 +13,13 @@ from perfgate.result import FailurePhase
 from perfgate.run.drivers import CheckoutUnsupported, get_driver
 from perfgate.run.drivers.isaaclab import (
     MARKERS,
-    bundle_files,
     detect_cli,
-    echo_mismatches,
     plan_launch,
     presets,
     resolve_task,
-    runtime_paths,
     scan_sources,
 )
+from perfgate.run.drivers.isaaclab_bundle import bundle_files, echo_mismatches, runtime_paths
 from perfgate.run.execution import AttemptDirs
 from perfgate.run.logs import classify_failure
 from tests.fixtures import isaaclab_standin as standin
