@@ -17,7 +17,8 @@ lines, up to the one that fills the window, are split into their fields. A segme
 without an index (an older writer, a hand edit) is read and ranked line by line; only the
 lines that can make the window are parsed. All three give the same window. Candidates
 that can no longer make the window are dropped as they come, so memory follows the
-window, not the segment.
+window, not the segment. Over 500 lines on purpose: the three read paths must give the
+same window, so they share their ranking here and are read side by side.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from perfgate.config import Bucket, Config, ConfirmMode, load_config
 from perfgate.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
+    from perfgate.context import RunContext
     from perfgate.result import Result
     from perfgate.run.launch import BenchSettings, PlannedLaunch
 
@@ -269,9 +270,25 @@ def _dry_run(buckets: tuple[Bucket, ...], settings: BenchSettings, args: argpars
     return ExitCode.OK
 
 
+def _run_context(config: Config, run_label: str | None) -> RunContext:
+    """This run's context: its allocation's label, and its machine named as
+    ``gate.runner_identity`` asks (a warning when it cannot be)."""
+    from perfgate import context
+    from perfgate.console import annotate
+    from perfgate.run import hardware
+
+    run = context.detect(os.environ, default_target=config.gate.target_branches[0])
+    if run_label is not None:
+        label = context.check_run_label(run_label)
+        run = dataclasses.replace(run, ci=dataclasses.replace(run.ci, run_label=label))
+    run, unnamed = hardware.identify_machine(run, config.gate.runner_identity, os.environ)
+    if unnamed:
+        annotate("warning", unnamed, stream=sys.stderr)
+    return run
+
+
 def run(args: argparse.Namespace) -> int:
     """Run buckets and write one result artifact each; locally also judge them."""
-    from perfgate import context
     from perfgate.console import Progress, annotate, bench_table, on_github, say
     from perfgate.run import hardware
     from perfgate.run.bench import run_buckets
@@ -282,13 +299,7 @@ def run(args: argparse.Namespace) -> int:
     for notice in config.notices:  # an opt-in that weakens the container, say: before any launch
         annotate("warning", notice, stream=sys.stderr)
     buckets = with_sample_count(selected(config, args), repeats=args.repeats, samples=args.samples)
-    run = context.detect(os.environ, default_target=config.gate.target_branches[0])
-    if args.run_label is not None:
-        label = context.check_run_label(args.run_label)
-        run = dataclasses.replace(run, ci=dataclasses.replace(run.ci, run_label=label))
-    run, unnamed = hardware.identify_machine(run, config.gate.runner_identity, os.environ)
-    if unnamed:
-        annotate("warning", unnamed, stream=sys.stderr)
+    run = _run_context(config, args.run_label)
     if args.samples is None:
         # --samples is an exact design (a qualification allocation): nothing adds to it.
         buckets = as_run_measures(buckets, run, config.gate, config.alerts)

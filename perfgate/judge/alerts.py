@@ -45,6 +45,8 @@ widens it rather than leaving its commit out; the rule only splits where the com
 changes, so the range is never empty.
 ``nox -s quality`` (tests/perf/alert_quality.py) scores this rule: delay and false alerts
 per 1,000 bucket-pushes on runner pools with offsets, throttling and run-level states.
+Over 500 lines on purpose: the level, the regression, improvement and recovery rules and
+the replay that applies them share one state and are read together.
 """
 
 from __future__ import annotations

@@ -121,14 +121,18 @@ def pairs_to_block(
     )
 
 
-def repeats_to_block(
-    drop_pct: float,
-    noise_pct: float,
-    run_noise_pct: float,
-    policy: CalibratedPolicy,
-    window_runs: int,
-    df: float,
-) -> int | None:
+@dataclass(frozen=True, kw_only=True)
+class WindowNoise:
+    """The noise a budget is checked against: per sample and shared by one run's samples
+    (% of the level), the degrees of freedom behind them, and the window's runs."""
+
+    noise_pct: float
+    run_noise_pct: float
+    df: float
+    window_runs: int
+
+
+def repeats_to_block(drop_pct: float, noise: WindowNoise, policy: CalibratedPolicy) -> int | None:
     """Samples a run needs to BLOCK a ``drop_pct`` drop against its window with ``POWER``.
 
     The noise a run's samples share (``run_noise_pct``: runner, machine state) does not
@@ -136,9 +140,9 @@ def repeats_to_block(
     repeats alone: None then.
     """
     drop_g = -math.log1p(-min(drop_pct, 99.0) / 100.0)
-    sigma = math.log1p(max(noise_pct, policy.noise_floor_pct) / 100.0)
-    run_sigma = math.log1p(max(run_noise_pct, policy.run_noise_floor_pct) / 100.0)
-    runs = max(window_runs, 1)
+    sigma = math.log1p(max(noise.noise_pct, policy.noise_floor_pct) / 100.0)
+    run_sigma = math.log1p(max(noise.run_noise_pct, policy.run_noise_floor_pct) / 100.0)
+    runs = max(noise.window_runs, 1)
     centre = 1.0 / max(runs * policy.initial_repeats, 1)
 
     def se(m: int) -> float:
@@ -146,7 +150,7 @@ def repeats_to_block(
 
     rate = policy.false_alarm_rate * policy.last_look_share
     start = max(policy.min_block_samples, policy.initial_repeats)
-    return _needed(drop_g, se, lambda m: df, rate, start)
+    return _needed(drop_g, se, lambda m: noise.df, rate, start)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -223,11 +227,8 @@ def repeat_affordability(
     max_repeats: int,
     launch_minutes: float,
     drop_pct: float,
-    noise_pct: float,
-    run_noise_pct: float,
+    noise: WindowNoise,
     policy: CalibratedPolicy,
-    window_runs: int,
-    df: float,
 ) -> Affordability:
     """Can the samples a budget affords BLOCK a ``drop_pct`` drop against the window?"""
     return Affordability(
@@ -236,9 +237,9 @@ def repeat_affordability(
         launch_minutes=launch_minutes,
         afforded=samples_affordable(budget_minutes, launch_minutes, repeats, max_repeats),
         most=max_repeats,
-        needed=repeats_to_block(drop_pct, noise_pct, run_noise_pct, policy, window_runs, df),
+        needed=repeats_to_block(drop_pct, noise, policy),
         drop_pct=drop_pct,
-        noise_pct=noise_pct,
+        noise_pct=noise.noise_pct,
     )
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from perfgate.config import Bucket, Config, ConfirmMode, Direction, PolicyName
 from perfgate.judge.bucket_policy import confirm_drop_for, paired_policy_for, policy_for
-from perfgate.judge.budget import pair_affordability, repeat_affordability
+from perfgate.judge.budget import WindowNoise, pair_affordability, repeat_affordability
 from perfgate.judge.calibration import NoiseCalibration
 from perfgate.judge.goodness import pct_of_g
 from perfgate.judge.policies import CalibratedPolicy
@@ -97,7 +97,7 @@ def _budget_lines(
     launch = pool.launch_minutes or bucket.launch_minutes
     policy = policy_for(bucket, gate, hardware)
     assert isinstance(policy, CalibratedPolicy)
-    noise, run_noise, df, runs = _noise(bucket, hardware, model, calibration)
+    noise = _noise(bucket, hardware, model, calibration)
     if launch is None:
         return lines  # nothing known of it yet: checked once it declares or records a launch
     if noise is None:
@@ -109,16 +109,16 @@ def _budget_lines(
         plans = [
             pair_affordability(budget_minutes=bucket.pair_budget_minutes,
                                max_pairs=bucket.max_pairs, launch_minutes=launch,
-                               drop_pct=drop, noise_pct=noise, policy=paired, prior_df=df)
+                               drop_pct=drop, noise_pct=noise.noise_pct, policy=paired,
+                               prior_df=noise.df)
             for drop in drops
         ]  # fmt: skip
     else:
         plans = [
             repeat_affordability(budget_minutes=bucket.repeat_budget_minutes,
                                  repeats=bucket.repeats, max_repeats=bucket.max_repeats,
-                                 launch_minutes=launch, drop_pct=drop, noise_pct=noise,
-                                 run_noise_pct=run_noise, policy=policy, window_runs=runs,
-                                 df=df)
+                                 launch_minutes=launch, drop_pct=drop, noise=noise,
+                                 policy=policy)
             for drop in drops
         ]  # fmt: skip
     matters, minimum = plans
@@ -144,21 +144,23 @@ def _noise(
     hardware: str,
     model: WindowModel | None,
     calibration: NoiseCalibration | None,
-) -> tuple[float | None, float, float, int]:
-    """(per-sample noise %, run noise %, its df, window runs) a budget is checked against."""
+) -> WindowNoise | None:
+    """The noise a budget is checked against: the calibration's, else the recorded runs'
+    (None: neither is known)."""
     measured = next(
         (e for e in calibration.buckets if e.bucket == bucket.id and e.hardware == hardware),
         None,
     ) if calibration is not None else None  # fmt: skip
     if measured is not None:
-        return measured.noise_pct, measured.run_noise_pct, measured.df, 20
+        return WindowNoise(noise_pct=measured.noise_pct, run_noise_pct=measured.run_noise_pct,
+                           df=measured.df, window_runs=20)  # fmt: skip
     if model is None or model.problem is not None:
-        return None, 0.0, 0.0, 0
+        return None
     within = model.within_sigma if model.within_df else model.sigma
     df = model.within_df or model.df
-    return (
-        pct_of_g(within, Direction.HIGHER),
-        pct_of_g(model.run_sigma, Direction.HIGHER),
-        df,
-        model.runs_used,
+    return WindowNoise(
+        noise_pct=pct_of_g(within, Direction.HIGHER),
+        run_noise_pct=pct_of_g(model.run_sigma, Direction.HIGHER),
+        df=df,
+        window_runs=model.runs_used,
     )

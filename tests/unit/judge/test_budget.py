@@ -8,6 +8,7 @@ import pytest
 
 from perfgate.judge.budget import (
     Claim,
+    WindowNoise,
     by_suspicion,
     clear_drop,
     next_step,
@@ -69,9 +70,12 @@ def test_more_noise_needs_more_pairs_and_the_windows_noise_needs_fewer() -> None
 
 def test_repeats_cannot_average_away_the_noise_a_runs_samples_share() -> None:
     policy = CalibratedPolicy(initial_repeats=2, max_repeats=10)
-    quiet = repeats_to_block(5.0, 2.0, 0.5, policy, window_runs=20, df=30.0)
+    quiet = repeats_to_block(
+        5.0, WindowNoise(noise_pct=2.0, run_noise_pct=0.5, df=30.0, window_runs=20), policy
+    )
     assert quiet is not None and quiet >= policy.min_block_samples
-    assert repeats_to_block(5.0, 2.0, 3.0, policy, window_runs=20, df=30.0) is None
+    shared = WindowNoise(noise_pct=2.0, run_noise_pct=3.0, df=30.0, window_runs=20)
+    assert repeats_to_block(5.0, shared, policy) is None
 
 
 def test_a_budget_that_cannot_decide_is_named_with_its_numbers() -> None:
