@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.errors import GateMalfunction, UsageError
-from perfgate.git import try_git
 from perfgate.result import CiInfo
+from perfgate.util.git import try_git
 
 PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from perfgate.redact import redact
+from perfgate.util.redact import redact
 
 
 class ExitCode(IntEnum):

@@ -14,10 +14,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from perfgate import jsonfile
 from perfgate.config import PRIMARY, Bucket, Direction
 from perfgate.errors import GateMalfunction
 from perfgate.identity import metric_contract, stable_hash
+from perfgate.util import jsonfile
 
 SCHEMA_VERSION = 1
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.git import git
+from perfgate.util.git import git
 from tests.fixtures import fake_docker
 from tests.fixtures import isaaclab_standin as standin
 from tests.git_support import commit_all

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfgate.git import git
+from perfgate.util.git import git
 
 # Who commits in tests: passed as environment, so it reaches git in subprocesses too.
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",

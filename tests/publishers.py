@@ -15,7 +15,7 @@ from pathlib import Path
 
 from perfgate.baselines.samples import Sample, samples_from_result
 from perfgate.baselines.store import BaselineStore
-from perfgate.git import git
+from perfgate.util.git import git
 from tests.factories import make_result
 from tests.git_support import commit_all, empty_origin
 from tests.paths import ROOT

@@ -19,12 +19,12 @@ from perfgate.baselines.evaluate import evaluate
 from perfgate.baselines.samples import samples_from_result
 from perfgate.baselines.store import BaselineStore
 from perfgate.config import load_config
-from perfgate.git import git
 from perfgate.judge.calibration import BucketNoise, NoiseCalibration, write_calibration
 from perfgate.judge.gate import Row
 from perfgate.judge.verdicts import Reason
 from perfgate.result import Result
 from perfgate.run.launch import bucket_hashes
+from perfgate.util.git import git
 from tests.factories import make_result, with_metric
 from tests.git_support import IDENTITY, commit_all
 from tests.paths import ROOT

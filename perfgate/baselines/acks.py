@@ -26,8 +26,8 @@ from perfgate.baselines.pushing import commit_to_branch
 from perfgate.baselines.reading import stream_blobs
 from perfgate.baselines.store import BaselineStore
 from perfgate.errors import GitError, UsageError
-from perfgate.git import git
 from perfgate.identity import stable_hash
+from perfgate.util.git import git
 
 ACK_FILE = "acknowledgements.ndjson"
 EVERY_BUCKET = "*"

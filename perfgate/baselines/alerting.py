@@ -20,8 +20,8 @@ from perfgate.baselines.acks import AcceptedLevel
 from perfgate.baselines.bisect import BISECT_REPEATS, BisectPlan, good_runs, step_sampling
 from perfgate.baselines.history import History, Run, Series
 from perfgate.config import PRIMARY, Bucket, Config, Direction, Metric
-from perfgate.git import git
 from perfgate.judge.alerts import AlertPolicy, Change, Episode, PushRun, watch
+from perfgate.util.git import git
 
 #: The newest runs of a series the rule replays (older ones cannot change what is open).
 MAX_RUNS = 400

@@ -22,17 +22,17 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from perfgate import jsonfile
 from perfgate.baselines.seed.plan import config_at
 from perfgate.config import Bucket, Config, ConfirmMode, GatePolicy
 from perfgate.errors import ConfigError, GitError, UsageError
-from perfgate.git import git
 from perfgate.judge.bucket_policy import policy_for
 from perfgate.judge.judgement import Bisect, MetricCheck, MetricWindow
 from perfgate.judge.oracle import judge
 from perfgate.judge.policies import CalibratedPolicy, Policy
 from perfgate.result import Result
 from perfgate.run.sampling import SamplingPlan
+from perfgate.util import jsonfile
+from perfgate.util.git import git
 
 # 2: a step keeps its runs (each run's samples), not one flat list of figures.
 BISECT_SCHEMA_VERSION = 2

@@ -16,7 +16,6 @@ from perfgate.baselines.store import BaselineStore
 from perfgate.baselines.verify import hardware_partitions
 from perfgate.config import PRIMARY, Bucket, Config, Direction
 from perfgate.errors import GateMalfunction
-from perfgate.git import merge_base
 from perfgate.judge import budget_check
 from perfgate.judge.bucket_policy import (
     fitted_window_depth,
@@ -27,6 +26,7 @@ from perfgate.judge.confirm import RecordedWindow
 from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.window import analyse_window
 from perfgate.result import Result
+from perfgate.util.git import merge_base
 
 # Recorded runs of a bucket read to learn its noise and launch time.
 _RECORDED_RUNS = 100

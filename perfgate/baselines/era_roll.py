@@ -33,7 +33,6 @@ from perfgate.baselines.reseed import ReseedPlan, plan_buckets
 from perfgate.baselines.seed import runner_minutes
 from perfgate.baselines.store import BaselineStore
 from perfgate.baselines.verify import BucketReadiness, Readiness
-from perfgate.bounded import run_streaming
 from perfgate.config import Bucket, ImageRoll, ImageSpec
 from perfgate.errors import ConfigError, GateMalfunction, ImageStepFailed, UsageError
 from perfgate.identity import stable_hash
@@ -49,6 +48,7 @@ from perfgate.run.image import (
     record_message,
     tag_for,
 )
+from perfgate.util.bounded import run_streaming
 
 # Credentials of the baseline branch's git pushes: the registry commands never see them.
 _GIT_CREDENTIALS = ("GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTIME_TOKEN")

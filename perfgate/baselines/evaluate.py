@@ -10,7 +10,6 @@ from perfgate.baselines.acks import accepted_levels, kept_runs, read_acks
 from perfgate.baselines.samples import WindowKey
 from perfgate.baselines.store import BaselineStore
 from perfgate.config import Bucket, Config
-from perfgate.git import merge_base
 from perfgate.judge.bucket_policy import (
     fitted_window_depth,
     window_run_limit,
@@ -20,6 +19,7 @@ from perfgate.judge.calibration import configured_calibration
 from perfgate.judge.gate import GateReport, ReportContext, build_report, latest_per_bucket
 from perfgate.judge.judgement import MetricKey, MetricWindow
 from perfgate.result import Result
+from perfgate.util.git import merge_base
 
 
 def evaluate(

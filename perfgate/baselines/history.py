@@ -19,7 +19,7 @@ from perfgate.baselines.seed import branch_tip
 from perfgate.baselines.store import BaselineStore
 from perfgate.baselines.verify import BucketReadiness, classify, hardware_partitions
 from perfgate.config import Bucket
-from perfgate.git import git
+from perfgate.util.git import git
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -25,12 +25,12 @@ from perfgate.baselines.samples import Sample, sample_path, samples_from_result
 from perfgate.baselines.seed.plan import is_ancestor
 from perfgate.baselines.store import BaselineStore
 from perfgate.config import PRIMARY, Config
-from perfgate.console import say
 from perfgate.context import RunContext
 from perfgate.errors import GateMalfunction, GitError, PerfgateError, UsageError
 from perfgate.identity import stable_hash
 from perfgate.result import Result
 from perfgate.run.launch import benchmark_identity, launch_identity
+from perfgate.util.console import say
 
 # Why a sample may not be published (None when it may).
 SampleCheck = Callable[[Sample], str | None]

@@ -31,7 +31,7 @@ from pathlib import Path
 from perfgate.baselines.reading import fetch_tip
 from perfgate.config import BaselinePolicy
 from perfgate.errors import GateMalfunction, GitError
-from perfgate.git import git, null_oid, resolve, time_left, try_git
+from perfgate.util.git import git, null_oid, resolve, time_left, try_git
 
 AUTHOR = {
     "GIT_AUTHOR_NAME": "perfgate",

@@ -16,7 +16,7 @@ from typing import IO, NamedTuple
 
 from perfgate.baselines.segments import is_archive
 from perfgate.errors import GateMalfunction, GitError
-from perfgate.git import git, git_env, resolve
+from perfgate.util.git import git, git_env, resolve
 
 # Directories one ``git ls-tree`` lists: its command line stays far below any system's limit.
 LIST_AT_ONCE = 1000

@@ -13,7 +13,7 @@ from perfgate.baselines.samples import sample_path
 from perfgate.baselines.store import BaselineStore
 from perfgate.baselines.verify import hardware_partitions
 from perfgate.config import PRIMARY, Bucket, RunnerIdentity
-from perfgate.console import listing
+from perfgate.util.console import listing
 
 #: The newest runs looked at, and how many must name a machine before non-recurrence says
 #: anything: ten unique names of ten runs on a pool of ten runners is not yet a pattern.

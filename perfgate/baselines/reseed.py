@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from perfgate.console import write_step_outputs
 from perfgate.errors import ConfigError
+from perfgate.util.console import write_step_outputs
 
 PLAN_SCHEMA_VERSION = 1
 

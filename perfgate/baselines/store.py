@@ -62,7 +62,7 @@ from perfgate.baselines.segments import (
 from perfgate.baselines.windows import FittedDepth, K, Outcome, WindowDepth, choose_windows
 from perfgate.config import BaselinePolicy, Config
 from perfgate.errors import GateMalfunction
-from perfgate.git import git, resolve, time_left, try_git
+from perfgate.util.git import git, resolve, time_left, try_git
 
 __all__ = ["NEAR_ANCESTRY", "AppendOutcome", "BaselineStore", "open_store"]
 

@@ -21,10 +21,10 @@ from perfgate.baselines.samples import Sample, WindowIdentity, sample_path
 from perfgate.baselines.seed import branch_tip
 from perfgate.baselines.store import BaselineStore
 from perfgate.config import PRIMARY, Bucket
-from perfgate.console import render_table
 from perfgate.errors import UsageError
-from perfgate.git import git
 from perfgate.run.launch import bucket_hashes
+from perfgate.util.console import render_table
+from perfgate.util.git import git
 
 VERIFY_SCHEMA_VERSION = 1
 

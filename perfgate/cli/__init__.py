@@ -37,7 +37,7 @@ from perfgate.cli import (
 )
 from perfgate.cli.common import Handler, Parser
 from perfgate.errors import ExitCode, PerfgateError, Terminated
-from perfgate.redact import redact
+from perfgate.util.redact import redact
 
 # The order of the verb list in ``perfgate --help``.
 VERB_MODULES = (

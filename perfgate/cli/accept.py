@@ -72,9 +72,9 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.baselines.acks import acknowledgement, record_acks
     from perfgate.baselines.seed import branch_tip
     from perfgate.baselines.store import open_store
-    from perfgate.console import say
     from perfgate.errors import GitError
-    from perfgate.git import git, try_git
+    from perfgate.util.console import say
+    from perfgate.util.git import git, try_git
 
     repo = repo_top()
     config = load_config(args.config)

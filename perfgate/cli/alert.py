@@ -113,10 +113,11 @@ def register(verbs: Verbs) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Survey the history with the alert rule; post or dispatch when asked and allowed."""
-    from perfgate import context, jsonfile
+    from perfgate import context
     from perfgate.baselines.store import open_store
-    from perfgate.console import say
     from perfgate.github.alerts import Reconciled
+    from perfgate.util import jsonfile
+    from perfgate.util.console import say
 
     repo_top()
     config = load_config(args.config)
@@ -143,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     out = human(args)
     print(survey_text(found, done.posted, done.failed), file=out)
     say(f"{ALERTS_FILE} in {report}")
-    from perfgate.console import write_step_outputs, write_step_summary
+    from perfgate.util.console import write_step_outputs, write_step_summary
 
     write_step_outputs({"bisects": str(len(done.requests)), "open": str(len(found.open))})
     write_step_summary(survey_text(found, done.posted, done.failed))
@@ -154,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _refused(failed: tuple[Failed, ...]) -> int:
     """Name each regression GitHub refused to post; exit 3 when there was one (R8)."""
-    from perfgate.console import annotate
+    from perfgate.util.console import annotate
 
     for failure in failed:
         key = failure.key
@@ -184,9 +185,9 @@ def _permissions(needed: str) -> Iterator[None]:
 
 def _client(here: RunContext, config: Config) -> GitHubClient | None:
     """A client when this run may post; otherwise one notice saying why not, and None."""
-    from perfgate.console import annotate
     from perfgate.github.alerts import refusal
     from perfgate.github.client import GitHubClient
+    from perfgate.util.console import annotate
 
     token = os.environ.get("GITHUB_TOKEN")
     why = refusal(here, config, token)
@@ -202,8 +203,8 @@ def _record_acceptances(
 ) -> None:
     """Acceptances from alert issues' labels and the merged pull request, onto the branch."""
     from perfgate.baselines.acks import record_acks
-    from perfgate.console import say
     from perfgate.github.alerts import accepted_in_pulls, accepted_on_issues
+    from perfgate.util.console import say
 
     acks = accepted_on_issues(client)
     merged, notes = accepted_in_pulls(client, config, here.commit or "", target)
@@ -219,7 +220,7 @@ def _survey(config: Config, store: BaselineStore, target: str) -> Survey:
     from perfgate.baselines.acks import accepted_levels, read_acks
     from perfgate.baselines.alerting import survey
     from perfgate.baselines.history import read_history
-    from perfgate.console import say
+    from perfgate.util.console import say
 
     history = read_history(
         store, config.buckets, target_branch=target, min_samples=config.gate.baseline.min_samples
@@ -232,9 +233,9 @@ def _survey(config: Config, store: BaselineStore, target: str) -> Survey:
 
 def _dispatch(report: Path, config: Config, here: RunContext) -> int:
     """Dispatch the bisects a trusted alert run asked for."""
-    from perfgate import jsonfile
-    from perfgate.console import say
     from perfgate.github.alerts import BisectRequest, dispatch
+    from perfgate.util import jsonfile
+    from perfgate.util.console import say
 
     try:
         document = jsonfile.read(report)
@@ -307,7 +308,7 @@ def survey_text(found: Survey, posted: Sequence[Posted] = (), failed: Sequence[F
     """The human summary: open regressions, those closed, improvements, what was posted
     and what GitHub refused."""
     from perfgate.baselines.alerting import FindingState
-    from perfgate.console import format_figure
+    from perfgate.util.console import format_figure
 
     lines = [
         f"post-merge alerts on {found.target_branch} at {found.tip[:12]}: {found.series} "
@@ -344,11 +345,12 @@ def survey_text(found: Survey, posted: Sequence[Posted] = (), failed: Sequence[F
 
 def run_post_bisect(args: argparse.Namespace) -> int:
     """Comment a bisect's result on its alert's issue (a trusted run only)."""
-    from perfgate import context, jsonfile
-    from perfgate.console import annotate, say
-    from perfgate.git import try_git
+    from perfgate import context
     from perfgate.github.alerts import post_bisect, titles_of, why_not_post_bisect
     from perfgate.github.client import GitHubClient
+    from perfgate.util import jsonfile
+    from perfgate.util.console import annotate, say
+    from perfgate.util.git import try_git
 
     config = load_config(args.config)
     here = context.detect(os.environ)

@@ -171,8 +171,8 @@ def _register_cache_key(verbs: Verbs) -> None:
 def run_cache_key(args: argparse.Namespace) -> int:
     """Print a lane's warm cache directory and keys; write them as step outputs in CI."""
     from perfgate import context
-    from perfgate.console import write_step_outputs
     from perfgate.run.launch import warm_cache_keys
+    from perfgate.util.console import write_step_outputs
 
     config = load_config(args.config)
     buckets = config.select(ids=args.bucket)
@@ -206,7 +206,7 @@ CACHE_KEY_OUTPUTS = ("path", "key", "restore-launches", "restore-lane", "reason"
 
 
 def _echo(line: str) -> None:
-    from perfgate.console import inert
+    from perfgate.util.console import inert
 
     # stderr: stdout belongs to the tables, or to the one --json document.
     print(f"  | {inert(line)}", file=sys.stderr, flush=True)
@@ -274,8 +274,8 @@ def _run_context(config: Config, run_label: str | None) -> RunContext:
     """This run's context: its allocation's label, and its machine named as
     ``gate.runner_identity`` asks (a warning when it cannot be)."""
     from perfgate import context
-    from perfgate.console import annotate
     from perfgate.run import hardware
+    from perfgate.util.console import annotate
 
     run = context.detect(os.environ, default_target=config.gate.target_branches[0])
     if run_label is not None:
@@ -289,11 +289,11 @@ def _run_context(config: Config, run_label: str | None) -> RunContext:
 
 def run(args: argparse.Namespace) -> int:
     """Run buckets and write one result artifact each; locally also judge them."""
-    from perfgate.console import Progress, annotate, bench_table, on_github, say
     from perfgate.run import hardware
     from perfgate.run.bench import run_buckets
     from perfgate.run.launch import BenchSettings
     from perfgate.run.sampling import as_run_measures, with_sample_count
+    from perfgate.util.console import Progress, annotate, bench_table, on_github, say
 
     config: Config = load_config(args.config)
     for notice in config.notices:  # an opt-in that weakens the container, say: before any launch
@@ -444,9 +444,9 @@ def job_started_at(env: Mapping[str, str], say: Callable[[str], None]) -> float 
 
 def _health_exit(results: Sequence[Result], config: Config) -> int:
     """Unjudged, a failed benchmark is still a HARD_FAILURE (R3): exit 2 unless always_pass."""
-    from perfgate.console import say
     from perfgate.judge.gate import exit_code_for
     from perfgate.judge.verdicts import Verdict
+    from perfgate.util.console import say
 
     failed = [r.bucket.id for r in results if not r.health.healthy]
     if not failed:

@@ -18,11 +18,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfgate import jsonfile
 from perfgate.cli.common import DEFAULT_WORK, EXIT_MEANINGS, Verbs, add_verb, repo_top
 from perfgate.config import DEFAULT_CONFIG, load_config
-from perfgate.console import format_figure, render_table, say
 from perfgate.errors import ExitCode
+from perfgate.util import jsonfile
+from perfgate.util.console import format_figure, render_table, say
 
 if TYPE_CHECKING:
     from perfgate.baselines.bisect import BisectPlan, BisectState, Outcome

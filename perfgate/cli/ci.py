@@ -103,7 +103,7 @@ def bench_job_needs(config: Config) -> dict[str, Any]:
 def run_render(args: argparse.Namespace) -> int:
     """Render workflows and composite actions, or (``--check``) diff them against the tree."""
     from perfgate.ci import render
-    from perfgate.console import say
+    from perfgate.util.console import say
 
     config = load_config(_relative(args.config))
     out = _relative(args.out)
@@ -133,7 +133,7 @@ def run_render(args: argparse.Namespace) -> int:
 def run_affected(args: argparse.Namespace) -> int:
     """Say which buckets a change touches; on GitHub also write ``run`` and ``buckets`` outputs."""
     from perfgate.ci.selection import affected
-    from perfgate.console import say, write_step_outputs
+    from perfgate.util.console import say, write_step_outputs
 
     config = load_config(args.config)
     if args.all:

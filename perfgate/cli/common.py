@@ -155,7 +155,7 @@ def add_baseline_source(
 
 def baseline_is_local(args: argparse.Namespace) -> bool:
     """True when the verb should use the local baseline branch (see add_baseline_source)."""
-    from perfgate.console import on_github
+    from perfgate.util.console import on_github
 
     if args.remote:
         return False
@@ -234,7 +234,7 @@ def exit_lines(report: GateReport) -> list[str]:
 
 def repo_top() -> Path:
     """The top of the current git checkout; outside one, a usage error."""
-    from perfgate.git import try_git
+    from perfgate.util.git import try_git
 
     top = try_git("rev-parse", "--show-toplevel")
     if top is None:

@@ -143,7 +143,7 @@ def _from_results(directory: Path, buckets: dict[str, Bucket]) -> Side:
 
 def _from_commit(ref: str, store: BaselineStore, buckets: dict[str, Bucket], slug: str) -> Side:
     from perfgate.baselines.samples import sample_path
-    from perfgate.git import resolve
+    from perfgate.util.git import resolve
 
     commit = resolve(store.repo, ref)
     if commit is None:
@@ -268,8 +268,8 @@ def _report(
     moved: Sequence[str],
 ) -> int:
     """The table, what the reader must know about it, and the exit code."""
-    from perfgate.console import annotate, format_figure, render_table, say
     from perfgate.judge.goodness import effect_text
+    from perfgate.util.console import annotate, format_figure, render_table, say
 
     out = human(args)
     table = [
@@ -322,8 +322,8 @@ def _report(
 
 def _measure(args: argparse.Namespace, config: Config, buckets: dict[str, Bucket]) -> Measured:
     """Commits A and B, checked out side by side, measured alternately bucket by bucket."""
-    from perfgate.console import say
     from perfgate.run.commits import measure_commits
+    from perfgate.util.console import say
 
     if not 1 <= args.pairs <= 100:
         raise UsageError(f"--pairs {args.pairs}: take between 1 and 100 pairs")

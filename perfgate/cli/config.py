@@ -87,7 +87,7 @@ def run_validate(args: argparse.Namespace) -> int:
     for notice in config.notices:
         print(f"notice: {notice}")
     from perfgate.baselines.store import open_store
-    from perfgate.console import on_github
+    from perfgate.util.console import on_github
 
     store = open_store(config, local=not on_github())
     report_budgets(config, config.buckets, calibration, store)
@@ -95,7 +95,7 @@ def run_validate(args: argparse.Namespace) -> int:
     for line in worst_case_lines(config):
         print(line)
     if args.checkout is not None:
-        from perfgate.console import annotate
+        from perfgate.util.console import annotate
 
         found = plan_launches(config.buckets, args.checkout)
         for text, ids in found.doubts:
@@ -186,8 +186,8 @@ def report_budgets(
     numbers when ``detailed``; a branch that cannot be read only costs the check its
     recorded figures. Returns how many it printed."""
     from perfgate.baselines.confirm import recorded_runs
-    from perfgate.console import annotate
     from perfgate.judge.budget_check import budget_warnings
+    from perfgate.util.console import annotate
 
     try:
         warnings = budget_warnings(config, buckets, lambda: recorded_runs(store, buckets),
@@ -205,7 +205,7 @@ def report_recurrence(
 ) -> None:
     """A warning when the recorded runs' machines never recur (gate.runner_identity)."""
     from perfgate.baselines.recurrence import recurrence_note
-    from perfgate.console import annotate
+    from perfgate.util.console import annotate
 
     try:
         note = recurrence_note(store, buckets, config.gate.runner_identity)
@@ -257,7 +257,7 @@ def run_matrix(args: argparse.Namespace) -> int:
         entries = [_matrix_json(config, bucket) for bucket in buckets]
         print(json.dumps(entries, indent=2, allow_nan=False))
         return ExitCode.OK
-    from perfgate.console import render_table
+    from perfgate.util.console import render_table
 
     rows = [
         [b.id, b.driver, f"{b.timeout_minutes:g}m", ",".join(b.runner), ",".join(b.tags)]

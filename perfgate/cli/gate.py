@@ -72,10 +72,10 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.artifacts import load_results
     from perfgate.baselines.evaluate import evaluate
     from perfgate.baselines.store import open_store
-    from perfgate.console import annotate, say
     from perfgate.report.surfaces import write_github_surfaces, write_report
     from perfgate.report.terminal import terminal_table
     from perfgate.report.verdict import row_json, verdict_document
+    from perfgate.util.console import annotate, say
 
     config = load_config(args.config)
     expected = selected(config, args)

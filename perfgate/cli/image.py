@@ -79,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
     from perfgate import context
     from perfgate.baselines.pushing import commit_to_branch
     from perfgate.baselines.store import open_store
-    from perfgate.console import say, write_step_outputs
     from perfgate.run import image
+    from perfgate.util.console import say, write_step_outputs
 
     config = load_config(args.config)
     if config.image is None:

@@ -29,8 +29,8 @@ from perfgate.cli.common import (
     selected,
 )
 from perfgate.config import load_config
-from perfgate.console import render_table, say
 from perfgate.errors import ExitCode, UsageError
+from perfgate.util.console import render_table, say
 
 if TYPE_CHECKING:
     from perfgate.baselines.imports import History, ImportPlan

@@ -89,9 +89,9 @@ def run(args: argparse.Namespace) -> int:
         sample_check,
     )
     from perfgate.baselines.store import open_store
-    from perfgate.console import say
     from perfgate.judge.gate import exit_code_for
     from perfgate.judge.verdicts import Verdict
+    from perfgate.util.console import say
 
     config = load_config(args.config)
     for notice in config.notices:

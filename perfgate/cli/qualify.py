@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfgate import jsonfile
 from perfgate.cli.common import (
     Verbs,
     add_config,
@@ -33,6 +32,7 @@ from perfgate.cli.common import (
 )
 from perfgate.config import Bucket, Config, FileRef, load_config
 from perfgate.errors import ExitCode, UsageError
+from perfgate.util import jsonfile
 
 if TYPE_CHECKING:
     from perfgate.baselines.qualify import QualificationReport
@@ -127,7 +127,7 @@ def _plan(config: Config, buckets: tuple[Bucket, ...], allocations: int, samples
 
     The selected buckets must share one runner pool: a qualification measures one pool.
     """
-    from perfgate.console import render_table, say, write_step_outputs
+    from perfgate.util.console import render_table, say, write_step_outputs
 
     pools = sorted({bucket.runner for bucket in buckets})
     if len(pools) > 1:
@@ -162,12 +162,12 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.baselines.qualify import Design, QualVerdict, load_evidence, qualify
     from perfgate.baselines.store import open_store
     from perfgate.cli.config import report_recurrence
-    from perfgate.console import annotate, on_github, say, write_step_summary
     from perfgate.report.qualification import (
         qualification_json,
         qualification_markdown,
         terminal_table,
     )
+    from perfgate.util.console import annotate, on_github, say, write_step_summary
 
     config = load_config(args.config)
     buckets = selected(config, args)
@@ -225,8 +225,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _write_calibration(report: QualificationReport, path: Path) -> None:
     """Merge the STABLE buckets' noise into the calibration file at ``path``."""
-    from perfgate.console import annotate, say
     from perfgate.judge.calibration import NoiseCalibration, read_calibration, write_calibration
+    from perfgate.util.console import annotate, say
 
     measured_at = datetime.now(UTC).isoformat(timespec="seconds")
     entries = [replace(entry, measured_at=measured_at) for entry in report.calibration()]

@@ -93,11 +93,11 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.baselines.acks import accepted_levels, read_acks
     from perfgate.baselines.history import read_history
     from perfgate.baselines.store import open_store
-    from perfgate.console import say
     from perfgate.errors import UsageError
     from perfgate.judge.calibration import configured_calibration
     from perfgate.report.rule import TrendRule
     from perfgate.report.trend import build_site
+    from perfgate.util.console import say
 
     if args.last < 1:
         raise UsageError(f"--last {args.last}: must be at least 1")

@@ -98,8 +98,8 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.baselines.reseed import emit_plan
     from perfgate.baselines.store import open_store
     from perfgate.baselines.verify import verify_store
-    from perfgate.console import say
     from perfgate.run import image
+    from perfgate.util.console import say
 
     config = load_config(args.config)
     if config.image is None:
@@ -174,7 +174,7 @@ def plan_report(plan: RollPlan, config: Config, baseline_branch: str, bootstrap:
     """What the roll will build, push, record and seed, and the runner time it costs."""
     from perfgate.baselines.era_roll import RollAction, reseed_minutes
     from perfgate.baselines.seed import format_minutes
-    from perfgate.console import render_table
+    from perfgate.util.console import render_table
 
     request, era = plan.request, plan.request.era
     spec = request.spec
@@ -265,7 +265,7 @@ def outcome_line(outcome: RollOutcome, plan: RollPlan, baseline_branch: str) -> 
 
 def write_outputs(outcome: RollOutcome, plan: RollPlan) -> None:
     """``$GITHUB_OUTPUT``: what the roll did and the image, for the seed jobs."""
-    from perfgate.console import write_step_outputs
+    from perfgate.util.console import write_step_outputs
 
     write_step_outputs(
         {

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfgate import jsonfile
 from perfgate.cli.common import (
     DEFAULT_WORK,
     EXIT_MEANINGS,
@@ -26,8 +25,9 @@ from perfgate.cli.common import (
     baseline_is_local,
 )
 from perfgate.config import DEFAULT_CONFIG, Config, load_config
-from perfgate.console import annotate, format_figure, render_table, say
 from perfgate.errors import ExitCode, UsageError
+from perfgate.util import jsonfile
+from perfgate.util.console import annotate, format_figure, render_table, say
 
 if TYPE_CHECKING:
     from perfgate.baselines.seed import SeedOptions, SeedPlan, SeedRecord

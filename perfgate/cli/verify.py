@@ -13,7 +13,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from perfgate import jsonfile
 from perfgate.cli.common import (
     EXIT_MEANINGS,
     Verbs,
@@ -27,6 +26,7 @@ from perfgate.cli.common import (
 )
 from perfgate.config import load_config
 from perfgate.errors import ExitCode
+from perfgate.util import jsonfile
 
 
 def register(verbs: Verbs) -> None:
@@ -76,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
     """Say per bucket whether its baseline can gate (READY), is filling (WARMING) or EMPTY."""
     from perfgate.baselines.store import open_store
     from perfgate.baselines.verify import Readiness, readiness_json, readiness_table, verify_store
-    from perfgate.console import say
     from perfgate.run import hardware
+    from perfgate.util.console import say
 
     repo_top()
     config = load_config(args.config)

@@ -23,7 +23,7 @@ from perfgate.config.bucket import (
     argv_of,
     summed_path,
 )
-from perfgate.yamlfile import KeyPath
+from perfgate.util.yamlfile import KeyPath
 
 #: A metric's settings merged by name, with the key path that last declared it.
 MergedMetrics = dict[str, tuple[dict[str, Any], KeyPath]]

@@ -18,7 +18,7 @@ from perfgate.config.bucket import argv_of
 from perfgate.config.image import IMAGE_PLACEHOLDERS, PER_COMMIT_PLACEHOLDERS, ROLL_PLACEHOLDERS
 from perfgate.config.messages import fail, kind, short
 from perfgate.config.policy import AlertsSpec, GatePolicy, OraclePolicy, QualifyPolicy
-from perfgate.yamlfile import KeyPath, YamlDocument, format_key_path
+from perfgate.util.yamlfile import KeyPath, YamlDocument, format_key_path
 
 #: GitHub runs at most 256 jobs from one matrix; the bench job has one per bucket.
 MAX_BUCKETS = 256

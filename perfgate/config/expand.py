@@ -23,7 +23,7 @@ from perfgate.config.build import (
 from perfgate.config.checks import check_placeholders, image_reference_problem, path_problem
 from perfgate.config.container import OPT_IN, refusal, unsafe_args
 from perfgate.config.messages import fail, short
-from perfgate.yamlfile import KeyPath, YamlDocument
+from perfgate.util.yamlfile import KeyPath, YamlDocument
 
 
 def expand(

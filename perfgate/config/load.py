@@ -47,7 +47,7 @@ from perfgate.config.policy import (
     ReportSpec,
     RunnerIdentity,
 )
-from perfgate.yamlfile import KeyPath, YamlDocument, format_key_path, load_yaml
+from perfgate.util.yamlfile import KeyPath, YamlDocument, format_key_path, load_yaml
 
 _DEFAULT_SETTINGS: dict[str, Any] = {
     "driver": "demo",

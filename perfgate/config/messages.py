@@ -7,9 +7,9 @@ import reprlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from perfgate import jsonfile
 from perfgate.errors import ConfigError
-from perfgate.yamlfile import KeyPath, YamlDocument, format_key_path
+from perfgate.util import jsonfile
+from perfgate.util.yamlfile import KeyPath, YamlDocument, format_key_path
 
 if TYPE_CHECKING:
     import jsonschema

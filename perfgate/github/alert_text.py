@@ -9,10 +9,10 @@ from typing import Any
 from perfgate.baselines.acks import Acknowledgement
 from perfgate.baselines.alerting import Finding, Survey
 from perfgate.config import PRIMARY, Config
-from perfgate.console import format_figure
 from perfgate.judge.goodness import signed_pct
 from perfgate.report.untrusted import md_text
 from perfgate.report.verdict import clipped
+from perfgate.util.console import format_figure
 
 LABEL = "perfgate-regression"
 ACCEPTED_LABEL = "perfgate-accepted"

@@ -15,9 +15,10 @@ from urllib.parse import quote, urljoin, urlsplit
 
 import requests
 
-from perfgate import __version__, jsonfile
+from perfgate import __version__
 from perfgate.errors import ExitCode, PerfgateError
-from perfgate.redact import redact
+from perfgate.util import jsonfile
+from perfgate.util.redact import redact
 
 RETRYABLE_STATUSES = frozenset({500, 502, 503, 504})
 # Read timeouts are generous: the API can be slow under load, and a retry costs more.

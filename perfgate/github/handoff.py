@@ -19,15 +19,15 @@ from typing import Any
 
 import jsonschema
 
-from perfgate import jsonfile
 from perfgate.config import load_config
 from perfgate.context import PULL_REQUEST_EVENTS, RunContext
 from perfgate.errors import ConfigError, UsageError
-from perfgate.git import try_git
 from perfgate.github.client import GitHubClient
 from perfgate.github.post import AGGREGATE_CONTEXT, fit_description
 from perfgate.judge.verdicts import Verdict
 from perfgate.report.verdict import MAX_VERDICT_BYTES
+from perfgate.util import jsonfile
+from perfgate.util.git import try_git
 
 CONTEXT_FILE = "context.json"
 VERDICT_FILE = "verdict.json"

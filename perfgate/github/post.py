@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from perfgate.config import PRIMARY
-from perfgate.console import annotate, say
 from perfgate.context import RunContext
 from perfgate.github.client import GitHubClient, GitHubPermissionError
 from perfgate.judge.verdicts import Verdict
 from perfgate.report.row_text import deciding_change
 from perfgate.report.summary import fit_markdown, summary_from_verdict
 from perfgate.report.untrusted import md_text
+from perfgate.util.console import annotate, say
 
 MARKER = "<!-- perfgate-verdict -->"
 AGGREGATE_CONTEXT = "perfgate"

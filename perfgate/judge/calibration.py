@@ -16,12 +16,12 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from perfgate import jsonfile
 from perfgate.config import Config, FileRef, GatePolicy, QualifyPolicy
 from perfgate.errors import ConfigError
 from perfgate.judge.numerics import MAD_TO_SIGMA, robust_scale, scale_ceiling, scale_upper
 from perfgate.judge.policies import CalibratedPolicy, Calibration, Policy, ReferencePolicy
 from perfgate.result import Result
+from perfgate.util import jsonfile
 
 SCHEMA_VERSION = 1
 KIND = "perfgate-noise-calibration"

@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 from perfgate.config import ConfirmMode, Direction, Floor, FloorKind
-from perfgate.console import failure_cause
 from perfgate.judge.bucket_policy import pair_noise
 from perfgate.judge.budget import UNJUDGED
 from perfgate.judge.decision import Decision
@@ -44,6 +43,7 @@ from perfgate.result import (
     PairedStatus,
     Result,
 )
+from perfgate.util.console import failure_cause
 
 
 def _health_signals(result: Result) -> list[Signal]:

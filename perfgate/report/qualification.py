@@ -12,8 +12,8 @@ from perfgate.baselines.qualify import (
     QualificationReport,
     QualVerdict,
 )
-from perfgate.console import format_figure, render_table
 from perfgate.report.untrusted import md_text
+from perfgate.util.console import format_figure, render_table
 
 HEADINGS = {
     QualVerdict.STABLE: "✅ STABLE_ENOUGH_TO_GATE",

@@ -9,7 +9,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from perfgate.config import PRIMARY
-from perfgate.console import format_figure
 from perfgate.judge.goodness import effect_text
 from perfgate.judge.verdicts import Verdict
 from perfgate.report.untrusted import (
@@ -22,6 +21,7 @@ from perfgate.report.untrusted import (
     md_text,
 )
 from perfgate.report.verdict import clipped
+from perfgate.util.console import format_figure
 
 # The visible table keeps each bucket's reasons to a glance; verdict.json has them whole.
 WHY_CHARS = 300

@@ -8,7 +8,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from perfgate.config import Mode
-from perfgate.console import format_figure
 from perfgate.judge.gate import GateReport
 from perfgate.judge.verdicts import Verdict
 from perfgate.report.row_text import (
@@ -30,6 +29,7 @@ from perfgate.report.untrusted import (
     md_text,
 )
 from perfgate.report.verdict import clipped, report_json
+from perfgate.util.console import format_figure
 
 VERDICT_ICONS = {
     Verdict.PASS: "✅ pass",

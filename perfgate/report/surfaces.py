@@ -8,11 +8,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from perfgate.console import write_step_outputs, write_step_summary
 from perfgate.judge.gate import GateReport
 from perfgate.report.junit import write_junit
 from perfgate.report.summary import summary_from_verdict
 from perfgate.report.verdict import VerdictDocument, report_json, verdict_document
+from perfgate.util.console import write_step_outputs, write_step_summary
 
 
 def write_report(

@@ -7,7 +7,6 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from perfgate.console import format_figure, render_table
 from perfgate.judge.gate import GateReport, Row
 from perfgate.judge.judgement import Signal
 from perfgate.judge.verdicts import Verdict
@@ -20,6 +19,7 @@ from perfgate.report.row_text import (
     paired_text,
 )
 from perfgate.report.verdict import cost_json, row_json
+from perfgate.util.console import format_figure, render_table
 
 HEADERS = ("bucket", "verdict", "figure", "baseline", "change (95 % interval)", "samples",
            "confirmed by", "why")  # fmt: skip

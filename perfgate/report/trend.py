@@ -29,11 +29,11 @@ from markupsafe import Markup
 
 from perfgate import __version__
 from perfgate.baselines.history import READ_BATCH, BranchCommit, History, Series
-from perfgate.console import format_figure
 from perfgate.errors import UsageError
 from perfgate.judge.verdicts import Verdict
 from perfgate.report.rule import JudgedRun, TrendRule, judge_series
 from perfgate.report.trend_chart import add_accepted, chart_figure, when_recorded
+from perfgate.util.console import format_figure
 
 #: Runs the index's sparkline and each page's run table show.
 DEFAULT_LAST = 30

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perfgate import jsonfile
 from perfgate.config import Metric
+from perfgate.util import jsonfile
 
 _MISSING = object()
 

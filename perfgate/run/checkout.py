@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from perfgate.errors import GitError, GitTimeout
-from perfgate.git import git, git_env
+from perfgate.util.git import git, git_env
 
 # How long fetching a commit's LFS content may take: assets can be gigabytes, far more
 # than a fetch of the baseline branch, but a stalled LFS server must still end the wait.

@@ -123,8 +123,8 @@ class CommitSide:
 @contextmanager
 def commit_side(top: Path, ref: str, config: Config, root: Path) -> Iterator[CommitSide]:
     """``ref`` in a throwaway worktree (removed on exit), or the working tree for '.'."""
-    from perfgate.git import resolve
     from perfgate.run.checkout import replay_checkout
+    from perfgate.util.git import resolve
 
     if ref == WORKING_TREE:
         head = resolve(top, "HEAD") or "working tree"

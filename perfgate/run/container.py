@@ -26,8 +26,8 @@ from pathlib import Path
 
 from perfgate.config import ContainerSpec, ImageSpec, image_reference_problem
 from perfgate.errors import ConfigError
-from perfgate.git import try_git
 from perfgate.run.execution import AttemptDirs, EnvironmentProblem, Invocation
+from perfgate.util.git import try_git
 
 IMAGE_ENV = "PERFGATE_IMAGE"
 #: The git configuration a container reads (GIT_CONFIG_GLOBAL), written into its cache.

@@ -24,7 +24,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from perfgate.bounded import run_bounded
 from perfgate.config import ImageSpec, image_reference_problem
 from perfgate.errors import (
     ConfigError,
@@ -34,9 +33,10 @@ from perfgate.errors import (
     Stalled,
     UsageError,
 )
-from perfgate.git import git
 from perfgate.identity import stable_hash
 from perfgate.run.staleness import required_pin
+from perfgate.util.bounded import run_bounded
+from perfgate.util.git import git
 
 ERA_VERSION = 1
 MANIFEST_SCHEMA_VERSION = 1

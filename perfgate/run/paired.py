@@ -24,7 +24,6 @@ from typing import Protocol
 
 from perfgate.config import Bucket, Config, load_config
 from perfgate.errors import GitError, PerfgateError
-from perfgate.git import merge_base, try_git
 from perfgate.result import (
     CacheState,
     FailurePhase,
@@ -48,6 +47,7 @@ from perfgate.run.sample import (
     sample_figure,
 )
 from perfgate.run.sampling import Step
+from perfgate.util.git import merge_base, try_git
 
 
 @dataclass(frozen=True, kw_only=True)

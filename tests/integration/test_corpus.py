@@ -22,9 +22,9 @@ import pytest
 
 from perfgate.cli import main
 from perfgate.config import load_config
-from perfgate.git import git
 from perfgate.result import write_result
-from perfgate.yamlfile import MAX_BYTES
+from perfgate.util.git import git
+from perfgate.util.yamlfile import MAX_BYTES
 from tests.factories import make_result, of_experiment
 from tests.git_support import MakeClone
 from tests.paths import CORPUS

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from perfgate.config import load_config
-from perfgate.git import git
 from perfgate.result import write_result
+from perfgate.util.git import git
 from tests.factories import make_result, of_experiment
 from tests.git_support import IDENTITY, origin_with_clone
 from tests.paths import FIXTURES, ROOT

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import git as git_module
 from perfgate.errors import ExitCode, GitError, GitTimeout
-from perfgate.git import git
+from perfgate.util import git as git_module
+from perfgate.util.git import git
 from tests.stalled import asking_server, ends_within, silent_server
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from perfgate.cli import main
-from perfgate.console import format_figure
-from perfgate.git import git
+from perfgate.util.console import format_figure
+from perfgate.util.git import git
 from tests.git_support import commit_all
 
 CONFIG = """\

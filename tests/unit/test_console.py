@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.console import inert, write_step_outputs, write_step_summary
+from perfgate.util.console import inert, write_step_outputs, write_step_summary
 
 
 def test_step_outputs_append_one_line_each_and_refuse_a_value_spanning_lines(
@@ -52,7 +52,7 @@ def test_benchmark_text_is_inert_for_the_runner(line: str, shown: str) -> None:
 
 def test_a_judged_runs_progress_line_leaves_the_figure_to_the_table() -> None:
     """The line printed the first samples' median beside a table deciding on another."""
-    from perfgate.console import Progress
+    from perfgate.util.console import Progress
     from tests.factories import make_result
 
     result = make_result(samples=(17_000_000.0, 18_000_000.0, 19_000_000.0))

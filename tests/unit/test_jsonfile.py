@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from perfgate import jsonfile
 from perfgate.errors import ConfigError
 from perfgate.result import (
     AdmissionStatus,
@@ -31,7 +30,8 @@ from perfgate.result import (
     StaleImage,
     validate_result,
 )
-from perfgate.yamlfile import load_yaml
+from perfgate.util import jsonfile
+from perfgate.util.yamlfile import load_yaml
 from tests.factories import make_result, with_metric
 from tests.paths import CORPUS, ROOT
 

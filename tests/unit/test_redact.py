@@ -7,7 +7,7 @@ import pytest
 import perfgate.cli.config
 from perfgate import cli
 from perfgate.errors import GateMalfunction, GitError
-from perfgate.redact import redact
+from perfgate.util.redact import redact
 
 
 def test_userinfo_is_removed_from_every_url_in_a_text() -> None:

@@ -14,12 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from perfgate import jsonfile
 from perfgate.baselines.imports.history import History, HistoryError, HistoryRun, iso_from_millis
 from perfgate.config import OutputFormat
 from perfgate.run.drivers.adapters import SuiteError
 from perfgate.run.drivers.adapters import asv as adapter
 from perfgate.run.drivers.adapters.base import number
+from perfgate.util import jsonfile
 
 KIND = "asv"
 MACHINE_FILE = "machine.json"

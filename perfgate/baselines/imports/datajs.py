@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perfgate import jsonfile
 from perfgate.baselines.imports.history import History, HistoryError, HistoryRun, iso_from_millis
 from perfgate.config import Direction, OutputFormat
 from perfgate.run.drivers.adapters import Benchmark
 from perfgate.run.drivers.adapters.base import number
 from perfgate.run.drivers.adapters.units import spelled
+from perfgate.util import jsonfile
 
 KIND = "github-action-benchmark"
 #: What the action writes before the JSON (``SCRIPT_PREFIX`` in its source).

@@ -26,11 +26,11 @@ from perfgate.baselines.seed.plan import branch_tip, is_ancestor
 from perfgate.baselines.store import AppendOutcome, BaselineStore
 from perfgate.config import Bucket, Config, Metric, OutputFormat
 from perfgate.errors import GateMalfunction, UsageError
-from perfgate.git import resolve
 from perfgate.identity import runtime_inputs, stable_hash
 from perfgate.run.drivers.adapters import Benchmark, SuiteError, figure
 from perfgate.run.drivers.adapters.units import convert
 from perfgate.run.launch import benchmark_identity, cache_state, launch_identity
+from perfgate.util.git import resolve
 
 # The ``command`` driver reports no runtime fields: every run of its buckets carries this
 # runtime hash, which an imported sample must carry to sit in their windows.

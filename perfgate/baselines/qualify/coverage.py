@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perfgate.baselines.qualify.observations import Observation
-from perfgate.console import listing, plural
+from perfgate.util.console import listing, plural
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from perfgate.baselines.qualify.observations import Observation
 from perfgate.baselines.qualify.rule import RuleFigures, rule_figures
 from perfgate.config import QualifyPolicy
-from perfgate.console import format_figure, listing, plural
 from perfgate.judge.calibration import BucketNoise
 from perfgate.judge.policies import Policy
+from perfgate.util.console import format_figure, listing, plural
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,10 +22,10 @@ from perfgate.baselines.qualify.observations import (
 )
 from perfgate.baselines.qualify.rule import measure_noise
 from perfgate.config import Bucket, Config, QualifyPolicy
-from perfgate.console import listing, plural
 from perfgate.judge.bucket_policy import policy_for
 from perfgate.judge.calibration import BucketNoise
 from perfgate.judge.policies import CalibratedPolicy, Policy
+from perfgate.util.console import listing, plural
 
 SCHEMA_VERSION = 1
 

@@ -20,8 +20,8 @@ from perfgate.baselines.samples import Sample, WindowIdentity, sample_path, seed
 from perfgate.baselines.store import BaselineStore
 from perfgate.config import DEFAULT_CONFIG, PRIMARY, Bucket, Config, load_config
 from perfgate.errors import ConfigError, GitError, UsageError
-from perfgate.git import git, resolve
 from perfgate.run.launch import bucket_hashes
+from perfgate.util.git import git, resolve
 
 K = TypeVar("K")
 DEFAULT_SEED_KEY = "seed"

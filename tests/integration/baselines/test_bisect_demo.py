@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.git import git
+from perfgate.util.git import git
 from tests.git_support import IDENTITY, commit_all
 from tests.integration.baselines.test_seed_demo import SLOW_STEP, STEP
 from tests.paths import ROOT

@@ -23,9 +23,9 @@ from perfgate.baselines.samples import Sample
 from perfgate.baselines.store import BaselineStore
 from perfgate.cli import main
 from perfgate.config import load_config
-from perfgate.git import git
 from perfgate.identity import stable_hash
 from perfgate.run.launch import bucket_hashes
+from perfgate.util.git import git
 from tests.git_support import MakeClone, commit_all
 from tests.paths import FIXTURES, ROOT
 

@@ -20,8 +20,8 @@ import yaml
 
 from perfgate.baselines.store import BaselineStore
 from perfgate.cli import main
-from perfgate.git import git
 from perfgate.run.hardware import detect
+from perfgate.util.git import git
 from tests.git_support import IDENTITY, Clone, MakeClone, commit_all
 
 # The bucket's command: the figure comes from the environment, written as the custom list.

@@ -9,7 +9,7 @@ import pytest
 from perfgate.baselines.pushing import PushDeadline, PushRetryPolicy, commit_to_branch
 from perfgate.baselines.store import BaselineStore
 from perfgate.errors import GateMalfunction
-from perfgate.git import git
+from perfgate.util.git import git
 from tests.git_support import commit_all
 from tests.integration.baselines.test_store import result_at, samples_from_result, window
 

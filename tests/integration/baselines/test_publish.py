@@ -15,8 +15,8 @@ import pytest
 
 from perfgate.cli import main
 from perfgate.config import load_config
-from perfgate.git import git
 from perfgate.result import write_result
+from perfgate.util.git import git
 from tests.factories import make_result, of_experiment
 from tests.git_support import MakeClone
 

@@ -23,8 +23,8 @@ import pytest
 from perfgate.baselines.samples import Sample, samples_from_result
 from perfgate.cli import main
 from perfgate.config import load_config
-from perfgate.git import git
 from perfgate.result import write_result
+from perfgate.util.git import git
 from tests.factories import make_result, of_experiment
 from tests.git_support import IDENTITY, MakeClone
 from tests.github_server import WRITE_TOKEN, FakeGitHub, serve

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from perfgate import cli
-from perfgate.git import git
 from perfgate.result import read_result
+from perfgate.util.git import git
 from tests.factories import make_result
 from tests.git_support import commit_all
 

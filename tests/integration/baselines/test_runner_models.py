@@ -15,10 +15,10 @@ from perfgate.baselines.pushing import PushRetryPolicy, commit_to_branch
 from perfgate.baselines.runner_file import parse_runner_file, runners_path
 from perfgate.baselines.samples import WindowKey, samples_from_result
 from perfgate.baselines.store import BaselineStore
-from perfgate.git import git
 from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.runners import fit_runners, window_view
 from perfgate.result import CiInfo
+from perfgate.util.git import git
 from tests.factories import make_result
 from tests.publishers import origin_with_history
 

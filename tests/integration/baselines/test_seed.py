@@ -21,8 +21,8 @@ import pytest
 
 from perfgate.baselines.samples import Sample, WindowKey, sample_path, select_window
 from perfgate.baselines.store import BaselineStore
-from perfgate.git import git
 from perfgate.run.hardware import detect
+from perfgate.util.git import git
 from tests.git_support import IDENTITY, commit_all, empty_origin
 from tests.paths import ROOT
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from perfgate.baselines.samples import WindowKey, sample_path
 from perfgate.baselines.store import BaselineStore
-from perfgate.git import git
+from perfgate.util.git import git
 from tests.git_support import IDENTITY, commit_all, empty_origin
 from tests.paths import ROOT
 

@@ -17,7 +17,7 @@ from perfgate.baselines.reading import fetch_tip
 from perfgate.baselines.samples import samples_from_result
 from perfgate.baselines.store import BaselineStore
 from perfgate.errors import ExitCode, GateMalfunction
-from perfgate.git import git
+from perfgate.util.git import git
 from tests.git_support import commit_all
 from tests.integration.baselines.test_store import result_at
 from tests.stalled import ends_within, silent_server

@@ -26,7 +26,7 @@ from perfgate.baselines.samples import (
 )
 from perfgate.baselines.store import BaselineStore
 from perfgate.config import PRIMARY
-from perfgate.git import git, merge_base
+from perfgate.util.git import git, merge_base
 from tests.factories import make_result, with_metric
 from tests.git_support import IDENTITY, commit_all, empty_origin
 from tests.publishers import origin_with_history, run_burst

@@ -14,7 +14,7 @@ from perfgate.baselines.reading import stream_blobs
 from perfgate.baselines.samples import sample_path, samples_from_result
 from perfgate.config import Config, load_config
 from perfgate.errors import GateMalfunction
-from perfgate.git import git
+from perfgate.util.git import git
 from tests.git_support import commit_all
 from tests.integration.baselines import test_store
 from tests.integration.baselines.test_store import result_at, store_of, window

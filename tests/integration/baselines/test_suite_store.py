@@ -12,9 +12,9 @@ from perfgate.baselines.evaluate import evaluate
 from perfgate.baselines.samples import samples_from_result
 from perfgate.baselines.store import BaselineStore
 from perfgate.config import Direction, load_config
-from perfgate.git import git
 from perfgate.judge.verdicts import Verdict
 from perfgate.result import Result
+from perfgate.util.git import git
 from tests.factories import make_result, with_metric
 from tests.git_support import commit_all
 

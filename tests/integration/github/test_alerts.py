@@ -26,12 +26,12 @@ from perfgate.baselines.evaluate import evaluate
 from perfgate.baselines.samples import samples_from_result
 from perfgate.baselines.store import BaselineStore
 from perfgate.config import PRIMARY, Config, load_config
-from perfgate.git import git
 from perfgate.github.alert_text import ACCEPTED_LABEL, LABEL
 from perfgate.github.alerts import read_state
 from perfgate.judge.confirm import Confirmer
 from perfgate.judge.verdicts import Reason
 from perfgate.run.launch import bucket_hashes
+from perfgate.util.git import git
 from tests.factories import make_result
 from tests.github_server import BOT, HUMAN, READ_TOKEN, WRITE_TOKEN, FakeGitHub, Fault, serve
 from tests.trend_stores import IDENTITY

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.git import git
 from perfgate.github.handoff import trusted_bucket_ids
+from perfgate.util.git import git
 from tests.git_support import IDENTITY, origin_with_clone
 
 CONFIG = "version: 1\nbuckets:\n  - task: cartpole\n    backends: [{0}]\n"

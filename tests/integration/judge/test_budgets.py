@@ -18,8 +18,8 @@ import pytest
 from perfgate.baselines.publish import record_samples
 from perfgate.baselines.store import BaselineStore
 from perfgate.cli import main
-from perfgate.git import git
 from perfgate.result import CiInfo, MetricReading, Result, SampleReading
+from perfgate.util.git import git
 from tests.factories import make_result
 
 pytestmark = pytest.mark.integration

@@ -12,8 +12,8 @@ import pytest
 from perfgate.baselines.samples import samples_from_result
 from perfgate.baselines.store import BaselineStore
 from perfgate.cli import main
-from perfgate.git import git
 from perfgate.result import AdmissionStatus, MachineState, SampleAdmission, Timings, write_result
+from perfgate.util.git import git
 from tests.factories import make_result, with_metric
 from tests.git_support import IDENTITY, commit_all
 from tests.paths import FIXTURES, ROOT

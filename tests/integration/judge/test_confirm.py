@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from perfgate.cli import main
-from perfgate.git import git
+from perfgate.util.git import git
 from tests.git_support import IDENTITY, commit_all
 from tests.paths import FIXTURES
 

@@ -10,8 +10,8 @@ import pytest
 from perfgate.baselines.samples import samples_from_result
 from perfgate.baselines.store import BaselineStore
 from perfgate.cli import main
-from perfgate.git import git
 from perfgate.result import write_result
+from perfgate.util.git import git
 from tests.factories import make_result
 from tests.integration.judge import test_gate_cli
 from tests.integration.judge.test_gate_cli import github_env

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from perfgate.cli import main
-from perfgate.git import git
+from perfgate.util.git import git
 from tests.fake_smi import HW_SLOWDOWN, L40S, install
 from tests.git_support import commit_all
 from tests.paths import FIXTURES

@@ -12,9 +12,9 @@ from perfgate.baselines.evaluate import evaluate
 from perfgate.baselines.history import read_history
 from perfgate.baselines.store import BaselineStore
 from perfgate.config import load_config
-from perfgate.git import git
 from perfgate.report.rule import TrendRule, judge_series
 from perfgate.report.trend import bucket_charts
+from perfgate.util.git import git
 from tests.trend_stores import _result, gated_history
 
 pytestmark = pytest.mark.integration

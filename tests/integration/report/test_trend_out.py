@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.git import git
+from perfgate.util.git import git
 from tests.git_support import commit_all
 from tests.paths import ROOT
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from perfgate.cli import main
-from perfgate.git import git
+from perfgate.util.git import git
 from tests.git_support import commit_all
 
 pytest.importorskip("pytest_benchmark", reason="pytest-benchmark is not installed (test group)")

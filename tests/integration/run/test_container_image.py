@@ -21,7 +21,6 @@ import yaml
 from perfgate.baselines.confirm import StoreWindows
 from perfgate.config import Bucket, Config, ConfirmMode, load_config
 from perfgate.context import RunContext
-from perfgate.git import git
 from perfgate.judge.confirm import Confirmer
 from perfgate.result import (
     CacheState,
@@ -37,6 +36,7 @@ from perfgate.run.bench import run_bucket
 from perfgate.run.launch import BenchSettings
 from perfgate.run.paired import Confirmation, PairPlan, merge_base_checkout
 from perfgate.run.sampling import SamplingPlan, Step
+from perfgate.util.git import git
 from tests import container_support as support
 from tests.fixtures import isaaclab_standin as standin
 from tests.paths import ROOT

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from perfgate.cli import main
-from perfgate.git import git
+from perfgate.util.git import git
 from tests.factories import fake_matrix
 from tests.git_support import commit_all
 from tests.paths import FIXTURES, ROOT

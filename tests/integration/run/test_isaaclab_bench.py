@@ -25,7 +25,6 @@ from perfgate.baselines.store import BaselineStore
 from perfgate.cli import main
 from perfgate.config import Bucket, load_config
 from perfgate.context import RunContext
-from perfgate.git import git
 from perfgate.github.post import plan_statuses
 from perfgate.result import (
     CacheState,
@@ -37,6 +36,7 @@ from perfgate.result import (
 )
 from perfgate.run.bench import run_bucket
 from perfgate.run.launch import BenchSettings
+from perfgate.util.git import git
 from tests.fixtures import isaaclab_standin as standin
 from tests.git_support import IDENTITY, commit_all, empty_origin
 from tests.paths import FIXTURES, ROOT

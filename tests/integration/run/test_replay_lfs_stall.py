@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from perfgate.errors import ExitCode, GitTimeout
-from perfgate.git import git
 from perfgate.run import checkout as checkout_module
 from perfgate.run.checkout import replay_checkout
+from perfgate.util.git import git
 from tests.git_support import commit_all
 from tests.stalled import ends_within
 

@@ -17,8 +17,8 @@ import pytest
 
 from perfgate.cli import main
 from perfgate.errors import ExitCode, Stalled
-from perfgate.git import git
 from perfgate.run.image import digest_of, pinned, probe_with
+from perfgate.util.git import git
 from tests.git_support import IDENTITY, MakeClone
 from tests.stalled import ends_within
 

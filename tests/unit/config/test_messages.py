@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from perfgate import jsonfile
 from perfgate.config import load_config
 from perfgate.config.messages import describe, fail, kind, short
 from perfgate.errors import ConfigError
-from perfgate.yamlfile import load_yaml
+from perfgate.util import jsonfile
+from perfgate.util.yamlfile import load_yaml
 
 BUCKETS = [{"task": "cartpole", "backends": [{"physics": "numpy"}]}]
 

@@ -9,9 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from perfgate import jsonfile
 from perfgate.config import load_config
-from perfgate.console import format_figure
 from perfgate.github.handoff import validate_verdict
 from perfgate.github.post import plan_statuses
 from perfgate.judge.gate import GateReport, build_report
@@ -29,6 +27,8 @@ from perfgate.result import (
     Sampling,
     SamplingStop,
 )
+from perfgate.util import jsonfile
+from perfgate.util.console import format_figure
 from tests.factories import windows_of
 from tests.github_support import CONFIG_TEXT, HOSTILE, RUNS, make_result
 

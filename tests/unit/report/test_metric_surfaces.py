@@ -8,7 +8,6 @@ from pathlib import Path
 
 import jsonschema
 
-from perfgate import jsonfile
 from perfgate.baselines.reseed import plan_from_report
 from perfgate.github.handoff import validate_verdict
 from perfgate.github.post import plan_statuses
@@ -16,6 +15,7 @@ from perfgate.report.junit import junit_tree
 from perfgate.report.summary import summary_from_verdict, summary_markdown
 from perfgate.report.terminal import terminal_table
 from perfgate.report.verdict import report_json
+from perfgate.util import jsonfile
 from tests.unit.judge.test_metrics import config, report, result
 
 SLOW_START = (13.0, 13.1, 12.9)

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import jsonschema
 
-from perfgate import jsonfile
 from perfgate.github.handoff import validate_verdict
 from perfgate.github.post import plan_statuses
 from perfgate.judge.verdicts import Reason, Verdict
@@ -17,6 +16,7 @@ from perfgate.report.summary import summary_from_verdict, summary_markdown
 from perfgate.report.surfaces import write_report
 from perfgate.report.terminal import terminal_table
 from perfgate.report.verdict import report_json, verdict_text
+from perfgate.util import jsonfile
 from tests.github_support import new_verdicts_report
 
 VERDICTS = ["PASS", "IMPROVED", "INCONCLUSIVE", "BLOCK"]

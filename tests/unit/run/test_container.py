@@ -16,7 +16,6 @@ import pytest
 
 from perfgate.config import ContainerSpec, ImageSpec
 from perfgate.errors import ConfigError
-from perfgate.git import git
 from perfgate.run.container import (
     GITCONFIG,
     IMAGE_ENV,
@@ -37,6 +36,7 @@ from perfgate.run.container import (
 from perfgate.run.drivers.isaaclab import CONTAINER as ISAACLAB
 from perfgate.run.execution import AttemptDirs, EnvironmentProblem, Invocation, with_cache_env
 from perfgate.run.layout import container_name
+from perfgate.util.git import git
 
 
 def attempt(tmp_path: Path) -> tuple[Path, AttemptDirs, Invocation]:

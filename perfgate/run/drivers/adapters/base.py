@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perfgate import jsonfile
 from perfgate.config import Direction
 from perfgate.run.bundle import MetricStats, OutputError
+from perfgate.util import jsonfile
 
 
 class SuiteError(OutputError):

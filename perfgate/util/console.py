@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TextIO
 
 from perfgate.config import Bucket
-from perfgate.redact import redact
 from perfgate.result import Result
+from perfgate.util.redact import redact
 
 
 def on_github() -> bool:

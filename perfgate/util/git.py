@@ -14,8 +14,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from perfgate.bounded import run_bounded
 from perfgate.errors import GitError, GitTimeout
+from perfgate.util.bounded import run_bounded
 
 # Subcommands that talk to a remote, and so can stall on the network.
 NETWORK = frozenset({"fetch", "push", "ls-remote", "clone", "pull"})
