@@ -215,9 +215,14 @@ def identify_machine(
     smi = shutil.which("nvidia-smi")
     machine = gpu_machine(smi, visible_gpus(env)) if smi is not None else None
     if machine is None:
-        fallback = f"the runner's name ({run.ci.runner_name})" if run.ci.runner_name else "nothing"
+        fallback = (
+            f"its runner's name ({run.ci.runner_name}), which the runner model learns from "
+            "only if it recurs"
+            if run.ci.runner_name
+            else "nothing: the runner model judges it as the pool's typical runner"
+        )
         return run, (
             "gate.runner_identity: gpu, but nvidia-smi reported no GPU UUID here: this run's "
-            f"machine is named by {fallback}, and the runner model cannot tell it from others"
+            f"machine is named by {fallback}"
         )
     return replace(run, ci=replace(run.ci, machine=machine)), None
