@@ -55,7 +55,10 @@ class _Evidence:
     center_var: float  # var(matched centre) / sigma^2, averaged over the samples
     run_var: float  # variance of the noise the run's samples share (not averaged away)
     # How far below the window's best mode the matched modes sit, g units, when every
-    # sample matched a slower state of whole runs (0: not so).
+    # sample matched a slower mode (0: not so). A slower mode of whole runs is a machine
+    # state; one of single samples (cold starts, throttling) counts when unchanged code
+    # lands every sample in it less often than SLOWER_MODE_CHANCE: a drop can pass for
+    # "the other mode" either way, and only pairs can tell.
     state_gap: float = 0.0
 
     @property
@@ -64,6 +67,13 @@ class _Evidence:
         if self.se > 0:
             return self.delta / self.se
         return 0.0 if self.delta == 0 else math.copysign(math.inf, self.delta)
+
+
+#: Below this chance that unchanged code put every sample of a run in the slower modes it
+#: matched, the run is sent to pairs rather than cleared (a cost, not an error: pairs
+#: decide). A benchmark with two speeds, 30 % of samples in the slower, still clears a run
+#: of three slow samples (2.7 %); three cold starts in 24 samples do not clear three (0.2 %).
+SLOWER_MODE_CHANCE = 0.01
 
 
 def _evidence(model: WindowModel, samples_g: Sequence[float]) -> _Evidence:
@@ -76,6 +86,9 @@ def _evidence(model: WindowModel, samples_g: Sequence[float]) -> _Evidence:
     base = 0.0
     ambiguous = 0
     gaps: list[float] = []
+    # That unchanged code's samples all land in the sample-level modes they matched.
+    chance, sample_level = 1.0, False
+    counted = max(sum(mode.count for mode in modes), 1)
     best = len(modes) - 1  # modes ascend in goodness
     # States of whole runs hold a run with all its samples: the run is matched as a whole
     # (its median), or a drop halfway between two states would match half its samples to
@@ -98,7 +111,10 @@ def _evidence(model: WindowModel, samples_g: Sequence[float]) -> _Evidence:
                 if near > max(gap / 3.0, 3.0 * sigma):
                     ambiguous += 1
                     state = below
-        gaps.append(centers[best] - centers[state] if modes[state].run_level else 0.0)
+        gaps.append(centers[best] - centers[state])
+        if not modes[state].run_level:
+            chance *= modes[state].count / counted
+            sample_level = True
         resid.append(y - centers[k])
         var_center += modes[k].var
         base += centers[k]
@@ -131,7 +147,9 @@ def _evidence(model: WindowModel, samples_g: Sequence[float]) -> _Evidence:
         u=mann_whitney_u(model.residuals, resid),
         center_var=var_center / m,
         run_var=run_part,
-        state_gap=math.fsum(gaps) / m if all(g > 0.0 for g in gaps) else 0.0,
+        state_gap=math.fsum(gaps) / m
+        if all(g > 0.0 for g in gaps) and (not sample_level or chance < SLOWER_MODE_CHANCE)
+        else 0.0,
     )
 
 
@@ -282,8 +300,9 @@ def _whole_run_states(model: WindowModel, look: _Look, call: _Call) -> _Call:
                                                           Verdict.WARN)  # fmt: skip
     if slower_state and look.state_bound >= look.min_drop:
         gap = regression_of_g(ev.state_gap, direction)
+        kind = "state" if all(mode.run_level for mode in model.modes) else "mode"
         detail = (
-            f"matches the window's slower state ({gap:.1f} % below its best runs); a drop of "
+            f"matches the window's slower {kind} ({gap:.1f} % below its best); a drop of "
             f"up to {regression_of_g(look.state_bound, direction):.1f} % from the best state "
             "cannot be told from it without a paired comparison on the same runner"
         )

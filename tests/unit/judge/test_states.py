@@ -135,3 +135,22 @@ def test_throttled_samples_do_not_pass_for_noise_shared_by_runs() -> None:
         model = analyse_window(throttled_window(random.Random(seed)), policy=POLICY)
         inflated += model.run_sigma > 0.01  # the window's run-to-run noise, log units
     assert inflated <= 2
+
+
+def test_a_drop_near_a_rare_sample_level_mode_is_paired_not_improved() -> None:
+    """Three cold-start samples of 24 make a slower mode 25 % down. A run 15 % slow sits
+    nearer it than the usual level and read +13.5 %, IMPROVED (a run 24 % slow PASSed);
+    unchanged code puts three samples there 0.2 % of the time, so only pairs may clear it."""
+    rng = random.Random(3)
+    window = [[noisy(rng, 75.0 if (run % 3 == 0 and i == 0) else 100.0) for i in range(3)]
+              for run in range(8)]  # fmt: skip
+    model = analyse_window(window, policy=POLICY)
+    assert len(model.modes) == 2 and not model.modes[0].run_level  # the slower: samples
+    for level in (85.0, 76.0):
+        decision = calibrated_decide(model, [noisy(rng, level) for _ in range(3)], policy=POLICY,
+                                     final=True)  # fmt: skip
+        assert decision.verdict is Verdict.WARN and Reason.SLOWER_STATE in decision.reasons
+        assert next_step(decision, confirm_drop_pct=5.0, samples=3, most=10) is Step.PAIR
+    usual = calibrated_decide(model, [noisy(rng, 100.0) for _ in range(3)], policy=POLICY,
+                              final=True)  # fmt: skip
+    assert usual.verdict is Verdict.PASS
