@@ -80,7 +80,9 @@ def _bench(clone: Path, *, record: bool, direct: bool) -> dict[str, Any]:
 def _cell(row: dict[str, Any]) -> str:
     """``PASS -1.2% (2)``: the verdict, the change and the samples the run took."""
     stats = row.get("statistics") or row.get("baseline") or {}
-    change = stats.get("effect_pct", stats.get("change_pct"))
+    # The figure that decided: the pairs' when they did, else the window's.
+    paired = (row.get("confirmation") or {}).get("paired") or {}
+    change = paired.get("effect_pct", stats.get("effect_pct", stats.get("change_pct")))
     samples = stats.get("run_samples")
     text = str(row["verdict"])
     if isinstance(change, int | float):
