@@ -44,10 +44,11 @@ from pathlib import Path
 
 import numpy as np
 
+from perfgate.baselines.alerting import alert_policy
 from perfgate.baselines.bisect import BISECT_REPEATS
 from perfgate.ci.lanes import split, worst_case
-from perfgate.config import Bucket, Config, load_config
-from perfgate.judge.alerts import AlertPolicy, PushRun, Watcher
+from perfgate.config import PRIMARY, Bucket, Config, load_config
+from perfgate.judge.alerts import PushRun, Watcher
 from perfgate.judge.budget import Claim, by_suspicion, suspicion, uncleared
 from perfgate.judge.runners import StoredRun
 from perfgate.judge.verdicts import Verdict
@@ -198,7 +199,8 @@ class Life:
         self.lanes = _lanes(config, case)
         self.shares = _shares(config, case, self.lanes)
         self.history: list[list[StoredRun]] = [[] for _ in buckets]
-        self.watchers = [Watcher(policy=AlertPolicy()) for _ in buckets]
+        # The alert rule the example configures, as `perfgate alert` builds it.
+        self.watchers = [Watcher(policy=alert_policy(config, b, PRIMARY)) for b in buckets]
         self.episodes = [0] * len(buckets)
         self.alerted = [False] * len(buckets)
         self.measured_since = 0  # measured pushes since the change, its own included
@@ -277,8 +279,10 @@ class Life:
             self.history[b].insert(0, StoredRun(runner=runner, values=values))
             del self.history[b][max(self.strategies[b].history_runs, 20) :]
             self.watchers[b].add(PushRun(commit=f"c{index}", values=values, runner=runner))
-            if case.upstream or merge < 0:
+            if case.upstream:
                 continue
+            # An alert counts at the push that raised it, the history's pushes included:
+            # one raised there is as false as one after a merge.
             episodes = self.watchers[b].episodes
             fresh = len(episodes) > self.episodes[b]
             self.episodes[b] = len(episodes)
@@ -288,7 +292,7 @@ class Life:
             elif fresh and not self.alerted[b]:
                 self.alerted[b] = True
                 tally.delays[self.drop].append(self.measured_since)
-            if fresh:
+            if fresh and merge >= 0:  # a merge's share of the bill: bisects after merges
                 alert = episodes[-1].alert
                 width = max(1, alert.first_bad - alert.last_good)
                 if width > 1:

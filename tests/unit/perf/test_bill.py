@@ -50,3 +50,22 @@ def test_coalesced_pushes_measure_fewer_pushes_when_runs_outlast_the_gap_between
     monkeypatch.setattr(bill, "MERGE_GAP", 10_000.0)
     apart = bill.live(CONFIG, replace(case, coalesce=True), OFFSETS, 11, 0.0, SETUP)
     assert apart.push_minutes >= 0.9 * every.push_minutes
+
+
+def test_every_alert_on_unchanged_code_counts_once_at_the_push_that_raised_it() -> None:
+    # A life with no drop: every episode the watchers hold is a false alert, the ones
+    # raised in the history included, and every push each bucket took is a bucket-push.
+    states = economics.Pool(kind="states", cv=0.02)
+    case = bill._case(CONFIG, "as it ships")
+    life = bill.Life(CONFIG, case, states, 7_700_001, 0.0, SETUP)
+    tally = life.run()
+    raised = sum(len(watcher.episodes) for watcher in life.watchers)
+    assert raised > 1  # the seed is one whose history raises alerts
+    assert tally.false_alerts == raised
+    assert tally.pushes == sum(len(watcher.runs) for watcher in life.watchers)
+
+
+def test_the_alert_rule_is_the_one_the_config_sets() -> None:
+    config = replace(CONFIG, alerts=replace(CONFIG.alerts, confirm_runs=5))
+    life = bill.Life(config, bill._case(config, "as it ships"), OFFSETS, 11, 0.0, SETUP)
+    assert {watcher.policy.confirm_runs for watcher in life.watchers} == {5}
