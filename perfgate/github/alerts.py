@@ -39,7 +39,7 @@ from perfgate.github.alert_text import (
     title,
 )
 from perfgate.github.client import GitHubClient, GitHubError, GitHubPermissionError
-from perfgate.github.post import ACTIONS_BOT
+from perfgate.github.post import poster, written_by
 from perfgate.report.verdict import clipped
 
 LABELS = {
@@ -203,7 +203,7 @@ def perfgate_issues(
     found: dict[AlertKey, tuple[dict[str, Any], IssueState]] = {}
     for issue in client.issues(LABEL, state=state):
         marker = read_state(issue.get("body"))
-        if marker is not None and _login(issue) == author and marker.key not in found:
+        if marker is not None and written_by(issue) == author and marker.key not in found:
             found[marker.key] = (issue, marker)
     return found
 
@@ -337,24 +337,12 @@ def _kept(client: GitHubClient, key: AlertKey, created: int) -> int:
     return oldest
 
 
-def poster(client: GitHubClient) -> str:
-    """Who this token writes as: the token's user, else the Actions bot (whose installation
-    token may not read ``/user``). Only its issues, markers and comments are perfgate's."""
-    return client.viewer_login() or ACTIONS_BOT
-
-
-def _login(issue: Mapping[str, Any]) -> object:
-    """Who opened an issue or wrote a comment (None when GitHub did not say)."""
-    user = issue.get("user")
-    return user.get("login") if isinstance(user, dict) else None
-
-
 def _commented(client: GitHubClient, number: int, sha: str, author: str) -> bool:
     """True when perfgate itself commented on issue ``number`` for push ``sha``: a marker in
     anyone else's comment would otherwise silence that push's follow-up."""
     marker = PUSHED.format(sha=sha)
     return any(
-        _login(c) == author and str(c.get("body", "")).startswith(marker)
+        written_by(c) == author and str(c.get("body", "")).startswith(marker)
         for c in client.issue_comments(number)
     )
 
@@ -455,7 +443,7 @@ def post_bisect(
     issue = client.issue(number)
     state = read_state(issue.get("body"))
     names = {label.get("name") for label in issue.get("labels", []) if isinstance(label, dict)}
-    ours = _login(issue) == poster(client)
+    ours = written_by(issue) == poster(client)
     if state is None or not ours or LABEL not in names or state.key.bucket != result.get("bucket"):
         raise ValueError(
             f"issue #{number} is not a perfgate alert for {result.get('bucket')!r}: "

@@ -9,7 +9,6 @@ triggering run's head commit, and later re-rendered rather than pasted (R12).
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -77,11 +76,7 @@ def context_json(run: RunContext) -> dict[str, Any]:
 
 def write_context(run: RunContext, report_dir: Path) -> Path:
     """Write context.json beside verdict.json for the hand-off."""
-    path = report_dir / CONTEXT_FILE
-    path.write_text(
-        json.dumps(context_json(run), indent=2, allow_nan=False) + "\n", encoding="utf-8"
-    )
-    return path
+    return jsonfile.write(report_dir / CONTEXT_FILE, context_json(run))
 
 
 def _problems(validator: jsonschema.Draft202012Validator, data: Any) -> list[str]:
@@ -231,9 +226,7 @@ def confirm_pull_request(
         run = payload.get("workflow_run")
         for pull in (run.get("pull_requests") or ()) if isinstance(run, Mapping) else ():
             if isinstance(pull, Mapping) and pull.get("number") == handoff.pr_number:
-                base = pull.get("base")
-                ref = base.get("ref") if isinstance(base, Mapping) else None
-                return ref if isinstance(ref, str) else None
+                return _base_ref(pull)
         return None
     pull = client.pull_request(handoff.pr_number)
     head = pull.get("head") if isinstance(pull, Mapping) else None
@@ -243,6 +236,11 @@ def confirm_pull_request(
             f"pull request #{handoff.pr_number} has head {actual}, not the triggering run's "
             f"{handoff.head_sha}: the report names another pull request; nothing posted"
         )
+    return _base_ref(pull)
+
+
+def _base_ref(pull: object) -> str | None:
+    """The branch a pull request (as GitHub describes it) merges into, if it says."""
     base = pull.get("base") if isinstance(pull, Mapping) else None
     ref = base.get("ref") if isinstance(base, Mapping) else None
     return ref if isinstance(ref, str) else None
@@ -279,7 +277,7 @@ def flag_rejected_report(
     """A rejected report still fails the run's commit: never silence where a verdict belongs."""
     run = payload.get("workflow_run")
     head_sha = run.get("head_sha") if isinstance(run, dict) else None
-    if not isinstance(head_sha, str) or not re.fullmatch(r"[0-9a-f]{40}", head_sha):
+    if not isinstance(head_sha, str) or not _SHA.fullmatch(head_sha):
         return
     url = run.get("html_url") if isinstance(run, dict) else None
     client.create_status(

@@ -157,8 +157,9 @@ def _is_marker(comment: Mapping[str, Any]) -> bool:
     return isinstance(body, str) and body.startswith(MARKER)
 
 
-def _author(comment: Mapping[str, Any]) -> object:
-    user = comment.get("user")
+def written_by(item: Mapping[str, Any]) -> object:
+    """Who opened an issue or wrote a comment (None when GitHub did not say)."""
+    user = item.get("user")
     return user.get("login") if isinstance(user, Mapping) else None
 
 
@@ -169,13 +170,19 @@ def _oldest_first(comments: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 ACTIONS_BOT = "github-actions[bot]"  # who GITHUB_TOKEN writes as
 
 
+def poster(client: GitHubClient) -> str:
+    """Who this token writes as: the token's user, else the Actions bot (whose installation
+    token may not read ``/user``). Only its issues, markers and comments are perfgate's."""
+    return client.viewer_login() or ACTIONS_BOT
+
+
 def _markers(comments: Sequence[dict[str, Any]], author: str) -> list[dict[str, Any]]:
     """Marker comments written by ``author`` (this token's identity), oldest first.
 
     Anyone else's comment that carries the marker, a person's or another app's, is
     never adopted: editing it would put the verdict under text its author controls.
     """
-    return _oldest_first([c for c in comments if _is_marker(c) and _author(c) == author])
+    return _oldest_first([c for c in comments if _is_marker(c) and written_by(c) == author])
 
 
 def upsert_comment(client: GitHubClient, number: int, body: str) -> CommentOutcome:
@@ -187,9 +194,8 @@ def upsert_comment(client: GitHubClient, number: int, body: str) -> CommentOutco
     Only a bot's marker comment is edited in place; a person's copy of the marker is
     neither edited nor deleted.
     """
-    # A person's token can say who it is; an installation token writes as the Actions bot
-    # (another app's token finds its identity from the comment it creates, below).
-    author = client.viewer_login() or ACTIONS_BOT
+    # Another app's token finds its identity from the comment it creates, below.
+    author = poster(client)
     found = _markers(client.issue_comments(number), author)
     created: dict[str, Any] | None = None
     if not found:
@@ -198,14 +204,14 @@ def upsert_comment(client: GitHubClient, number: int, body: str) -> CommentOutco
         mine = [
             c
             for c in client.issue_comments(number)
-            if _is_marker(c) and _author(c) == _author(created)
+            if _is_marker(c) and written_by(c) == written_by(created)
         ]
         if all(c["id"] != created["id"] for c in mine):
             mine.append(created)
         found = _oldest_first(mine)
     keep, extras = found[0], found[1:]
     # Someone else's comment that happens to carry the marker is left alone.
-    removed = tuple(int(c["id"]) for c in extras if _author(c) == _author(keep))
+    removed = tuple(int(c["id"]) for c in extras if written_by(c) == written_by(keep))
     changed = keep.get("body") != body
     if changed:
         client.update_comment(int(keep["id"]), body)
