@@ -61,28 +61,10 @@ class Config:
         """Buckets named by id or carrying a tag (all when neither is given), narrowed to
         ``backends``; an unknown id, tag or backend key is an error, never dropped."""
         ids, tags, backends = list(ids), list(tags), list(backends)
-        known = set(self.bucket_ids())
-        unknown = [bucket_id for bucket_id in ids if bucket_id not in known]
-        if unknown:
-            raise UsageError(
-                f"unknown bucket {', '.join(unknown)} in {self.path}; "
-                f"known buckets: {', '.join(sorted(known))}"
-            )
-        known_tags = {tag for bucket in self.buckets for tag in bucket.tags}
-        unknown_tags = [tag for tag in tags if tag not in known_tags]
-        if unknown_tags:
-            raise UsageError(
-                f"unknown tag {', '.join(unknown_tags)} in {self.path}; "
-                f"known tags: {', '.join(sorted(known_tags))}"
-            )
-        known_backends = {bucket.backend_key for bucket in self.buckets}
-        unknown_backends = [key for key in backends if key not in known_backends]
-        if unknown_backends:
-            # A typo must not narrow the scope into a weaker run that still reads as complete.
-            raise UsageError(
-                f"unknown backend key {', '.join(unknown_backends)} in {self.path}; "
-                f"known backend keys: {', '.join(sorted(known_backends))}"
-            )
+        self._refuse_unknown("bucket", ids, set(self.bucket_ids()))
+        self._refuse_unknown("tag", tags, {tag for bucket in self.buckets for tag in bucket.tags})
+        # A typo must not narrow the scope into a weaker run that still reads as complete.
+        self._refuse_unknown("backend key", backends, {b.backend_key for b in self.buckets})
         chosen = tuple(
             bucket
             for bucket in self.buckets
@@ -95,3 +77,12 @@ class Config:
                 f"{', '.join(backends)}; widen the selection or drop --backend"
             )
         return chosen
+
+    def _refuse_unknown(self, what: str, named: list[str], known: set[str]) -> None:
+        """A UsageError naming each of ``named`` that is not ``known``, and what is."""
+        unknown = [name for name in named if name not in known]
+        if unknown:
+            raise UsageError(
+                f"unknown {what} {', '.join(unknown)} in {self.path}; "
+                f"known {what}s: {', '.join(sorted(known))}"
+            )
