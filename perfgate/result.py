@@ -83,22 +83,6 @@ class Hardware:
             parts.append(f"throttle: {', '.join(self.throttle_reasons) or 'none'}")
         return f"{self.slug} ({', '.join(parts)})"
 
-    def to_json(self) -> dict[str, Any]:
-        """The fingerprint as stored in a result artifact."""
-        return {
-            "slug": self.slug,
-            "gpu_name": self.gpu_name,
-            "gpu_count": self.gpu_count,
-            "driver_version": self.driver_version,
-            "gpu_memory_mib": self.gpu_memory_mib,
-            "compute_capability": self.compute_capability,
-            "cpu_name": self.cpu_name,
-            "clocks_mhz": dict(self.clocks_mhz) if self.clocks_mhz is not None else None,
-            "throttle_reasons": (
-                list(self.throttle_reasons) if self.throttle_reasons is not None else None
-            ),
-        }
-
 
 @dataclass(frozen=True, kw_only=True)
 class BucketRef:
