@@ -9,14 +9,12 @@ bucket entry into buckets, ``checks`` holds what the schema cannot say (R14), an
 """
 
 from perfgate.config.bucket import (
-    COMMAND_PLACEHOLDERS,
     DEFAULT_KEEP_ENV,
     MAX_METRICS,
     PRIMARY,
     Bucket,
     CommandSpec,
     ContainerSpec,
-    DemoSpec,
     Direction,
     Floor,
     FloorKind,
@@ -24,55 +22,32 @@ from perfgate.config.bucket import (
     Metric,
     OutputFormat,
     PhaseMarkers,
-    summed_path,
 )
-from perfgate.config.checks import (
-    branch_problem,
-    image_reference_problem,
-    path_problem,
-    placeholder_problem,
-)
-from perfgate.config.image import (
-    IMAGE_PLACEHOLDERS,
-    PER_COMMIT_PLACEHOLDERS,
-    ROLL_PLACEHOLDERS,
-    ImageBuild,
-    ImageRoll,
-    ImageSpec,
-    PinInput,
-)
+from perfgate.config.checks import branch_problem, image_reference_problem
+from perfgate.config.image import ImageRoll, ImageSpec
 from perfgate.config.load import load_config
 from perfgate.config.model import DEFAULT_CONFIG, Config
 from perfgate.config.policy import (
-    DEFAULT_THROTTLE_REASONS,
     ActionRef,
     AdmissionMode,
     AdmissionPolicy,
     AlertsSpec,
     BaselinePolicy,
     ConfirmMode,
-    CpuAdmission,
     FileRef,
     GatePolicy,
-    GpuAdmission,
     Mode,
     OraclePolicy,
     PolicyName,
     QualifyPolicy,
-    ReportSpec,
     RunnerIdentity,
 )
 
 __all__ = [
-    "COMMAND_PLACEHOLDERS",
     "DEFAULT_CONFIG",
     "DEFAULT_KEEP_ENV",
-    "DEFAULT_THROTTLE_REASONS",
-    "IMAGE_PLACEHOLDERS",
     "MAX_METRICS",
-    "PER_COMMIT_PLACEHOLDERS",
     "PRIMARY",
-    "ROLL_PLACEHOLDERS",
     "ActionRef",
     "AdmissionMode",
     "AdmissionPolicy",
@@ -83,15 +58,11 @@ __all__ = [
     "Config",
     "ConfirmMode",
     "ContainerSpec",
-    "CpuAdmission",
-    "DemoSpec",
     "Direction",
     "FileRef",
     "Floor",
     "FloorKind",
     "GatePolicy",
-    "GpuAdmission",
-    "ImageBuild",
     "ImageRoll",
     "ImageSpec",
     "IsaacLabSpec",
@@ -100,15 +71,10 @@ __all__ = [
     "OraclePolicy",
     "OutputFormat",
     "PhaseMarkers",
-    "PinInput",
     "PolicyName",
     "QualifyPolicy",
-    "ReportSpec",
     "RunnerIdentity",
     "branch_problem",
     "image_reference_problem",
     "load_config",
-    "path_problem",
-    "placeholder_problem",
-    "summed_path",
 ]

@@ -21,7 +21,8 @@ from perfgate.baselines.era_roll import (
 from perfgate.baselines.reseed import ReseedBucket, ReseedPlan
 from perfgate.baselines.samples import Sample
 from perfgate.baselines.verify import BucketReadiness, Readiness, classify
-from perfgate.config import ROLL_PLACEHOLDERS, Bucket, ImageBuild, ImageRoll, ImageSpec, load_config
+from perfgate.config import Bucket, ImageRoll, ImageSpec, load_config
+from perfgate.config.image import ROLL_PLACEHOLDERS, ImageBuild
 from perfgate.errors import ConfigError, UsageError
 from perfgate.run.image import Era
 from perfgate.run.launch import bucket_hashes

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from perfgate.config import (
-    COMMAND_PLACEHOLDERS,
+from perfgate.config.bucket import COMMAND_PLACEHOLDERS
+from perfgate.config.checks import (
     branch_problem,
     image_reference_problem,
     path_problem,

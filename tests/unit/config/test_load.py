@@ -18,7 +18,6 @@ from perfgate.config import (
     BaselinePolicy,
     Bucket,
     ConfirmMode,
-    DemoSpec,
     Direction,
     FloorKind,
     Metric,
@@ -27,6 +26,7 @@ from perfgate.config import (
     RunnerIdentity,
     load_config,
 )
+from perfgate.config.bucket import DemoSpec
 from perfgate.errors import ConfigError
 from tests.paths import ROOT as REPO
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from perfgate.config import AdmissionMode, AdmissionPolicy, CpuAdmission, GpuAdmission
+from perfgate.config import AdmissionMode, AdmissionPolicy
+from perfgate.config.policy import CpuAdmission, GpuAdmission
 from perfgate.result import AdmissionStatus, GpuReading, Hardware, MachineState
 from perfgate.run.admission import AdmissionControl, assess, read_cpu_state
 from perfgate.run.hardware import visible_gpus

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.config import ImageSpec, PinInput, load_config
+from perfgate.config import ImageSpec, load_config
+from perfgate.config.image import PinInput
 from perfgate.errors import ConfigError, EraConflict, GateMalfunction
 from perfgate.identity import stable_hash
 from perfgate.run.image import (
