@@ -273,20 +273,14 @@ def check_gate_block(document: YamlDocument, raw: Mapping[str, Any]) -> None:
 
 def check_gate(document: YamlDocument, gate: GatePolicy) -> None:
     """The gate's fields agree with each other, and its branches and remote are usable."""
-    if gate.baseline.min_samples > gate.baseline.max_samples:
-        fail(
-            document,
-            ("gate", "baseline", "min_samples"),
-            f"min_samples ({gate.baseline.min_samples}) exceeds max_samples "
-            f"({gate.baseline.max_samples}); raise max_samples or lower min_samples",
-        )
-    if gate.baseline.min_runs > gate.baseline.max_runs:
-        fail(
-            document,
-            ("gate", "baseline", "min_runs"),
-            f"min_runs ({gate.baseline.min_runs}) exceeds max_runs ({gate.baseline.max_runs}); "
-            "raise max_runs or lower min_runs",
-        )
+    for low, high in (("min_samples", "max_samples"), ("min_runs", "max_runs")):
+        if getattr(gate.baseline, low) > getattr(gate.baseline, high):
+            fail(
+                document,
+                ("gate", "baseline", low),
+                f"{low} ({getattr(gate.baseline, low)}) exceeds {high} "
+                f"({getattr(gate.baseline, high)}); raise {high} or lower {low}",
+            )
     if gate.oracle.k_warn > gate.oracle.k_block:
         fail(
             document,
