@@ -832,13 +832,9 @@ def read_result(path: Path) -> Result:
         data = jsonfile.loads(text)
     except jsonfile.JsonError as exc:
         raise ArtifactError(f"{path}: not a readable result artifact: {exc}") from None
-    problems = validate_result(data)
-    named = _bucket_id(data)
+    problems = validate_result(data) or identity_problems(data)
     if problems:
-        raise ArtifactError(f"{path}: not a valid result artifact: {problems[0]}", named)
-    problems = identity_problems(data)
-    if problems:
-        raise ArtifactError(f"{path}: not a valid result artifact: {problems[0]}", named)
+        raise ArtifactError(f"{path}: not a valid result artifact: {problems[0]}", _bucket_id(data))
     return Result.from_json(clip_text(data) if may_hold_long_text(text) else data)
 
 
