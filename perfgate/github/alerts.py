@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -419,13 +419,11 @@ def accepted_in_pulls(
     return found, notes
 
 
-def dispatch(client: GitHubClient, requests: Iterable[BisectRequest], ref: str) -> int:
+def dispatch(client: GitHubClient, requests: Sequence[BisectRequest], ref: str) -> int:
     """Dispatch perfgate-bisect.yml for each request on ``ref``; returns how many."""
-    count = 0
     for request in requests:
         client.dispatch_workflow(BISECT_WORKFLOW, ref, request.inputs())
-        count += 1
-    return count
+    return len(requests)
 
 
 def post_bisect(
@@ -459,9 +457,5 @@ def post_bisect(
 
 def titles_of(lines: Sequence[str]) -> dict[str, str]:
     """``sha<US>title`` lines (``git log --format=%H%x1f%s``) as a mapping."""
-    found = {}
-    for line in lines:
-        sha, _, heading = line.partition("\x1f")
-        if sha:
-            found[sha] = heading
-    return found
+    fields = (line.partition("\x1f") for line in lines)
+    return {sha: heading for sha, _, heading in fields if sha}
