@@ -98,11 +98,11 @@ def build_buckets(
             paths=tuple(settings["paths"]),
             repeats=settings["repeats"],
             max_repeats=settings["max_repeats"],
-            repeat_budget_minutes=_minutes(settings, "repeat_budget_minutes"),
+            repeat_budget_minutes=_optional_float(settings.get("repeat_budget_minutes")),
             max_pairs=settings["max_pairs"],
-            pair_budget_minutes=_minutes(settings, "pair_budget_minutes"),
-            launch_minutes=_minutes(settings, "launch_minutes"),
-            setup_minutes=_minutes(settings, "setup_minutes"),
+            pair_budget_minutes=_optional_float(settings.get("pair_budget_minutes")),
+            launch_minutes=_optional_float(settings.get("launch_minutes")),
+            setup_minutes=_optional_float(settings.get("setup_minutes")),
             threads=settings.get("threads"),
             command=command,
             isaaclab=_isaaclab_spec(settings.get("isaaclab")) if driver == "isaaclab" else None,
@@ -131,10 +131,6 @@ def build_buckets(
         )
         for backend, backend_key in zip(entry["backends"], entry_backend_keys(entry), strict=True)
     ]
-
-
-def _minutes(settings: Mapping[str, Any], key: str) -> float | None:
-    return float(settings[key]) if key in settings else None
 
 
 def _metric(name: str, raw: Mapping[str, Any], output_format: OutputFormat) -> Metric:
