@@ -154,7 +154,6 @@ class GitHubClient:
                 f"{_host(self.api_url)} (GITHUB_API_URL)"
             )
         label = f"{method} {urlsplit(url).path}"
-        delay = self.retry.backoff_s
         # Failed attempts (5xx, no connection) count against ``attempts``; rate limits are
         # waited out within their own budget.
         started, failures, limited = self.clock(), 0, 0
@@ -175,9 +174,8 @@ class GitHubClient:
                         f"{failures + 1} attempts ({type(exc).__name__}); check GITHUB_API_URL "
                         "and the runner's network"
                     ) from None
+                self.sleep(min(self.retry.backoff_s * 2**failures, self.retry.max_backoff_s))
                 failures += 1
-                self.sleep(delay)
-                delay = min(delay * 2, self.retry.max_backoff_s)
                 continue
             except requests.RequestException as exc:
                 # Never the exception's text: it can quote request headers.
@@ -202,9 +200,8 @@ class GitHubClient:
                 self.sleep(wait)
                 continue
             if response.status_code in RETRYABLE_STATUSES and not last:
+                self.sleep(min(self.retry.backoff_s * 2**failures, self.retry.max_backoff_s))
                 failures += 1
-                self.sleep(delay)
-                delay = min(delay * 2, self.retry.max_backoff_s)
                 continue
             if response.status_code >= 400:
                 raise self._error(label, response)
