@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from perfgate.baselines.acks import EVERY_BUCKET, Acknowledgement, acknowledgement
@@ -109,8 +109,7 @@ class BisectRequest:
 
     def to_json(self) -> dict[str, Any]:
         """As alerts.json lists it."""
-        return {"issue": self.issue, "bucket": self.bucket, "good": self.good,
-                "bad": self.bad, "minutes": self.minutes}  # fmt: skip
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> BisectRequest:
