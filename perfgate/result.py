@@ -638,7 +638,6 @@ class Result:
     def to_json(self) -> dict[str, Any]:
         """The artifact as a JSON-ready dict."""
         data = asdict(self)
-        data["bucket"]["tags"] = list(self.bucket.tags)
         # What a run without cache states records reads as it did before they existed.
         data["timings"]["attempts"] = [_recorded(asdict(a)) for a in self.timings.attempts]
         for name, reading in self.all_metrics.items():
