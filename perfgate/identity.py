@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 BENCHMARK_CONTRACT_VERSION = 1
@@ -22,41 +21,6 @@ def canonical_json(value: Any) -> str:
 def stable_hash(value: Any, length: int = 16) -> str:
     """sha256 of the canonical JSON of ``value``, first ``length`` hex digits."""
     return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()[:length]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Identity:
-    """The three hashes of R2 and the inputs behind each."""
-
-    launch: Mapping[str, Any]
-    benchmark: Mapping[str, Any]
-    runtime: Mapping[str, Any]
-
-    @property
-    def launch_hash(self) -> str:
-        """Hash of everything that changes the experiment."""
-        return stable_hash(self.launch)
-
-    @property
-    def benchmark_hash(self) -> str:
-        """Hash of the measurement contract."""
-        return stable_hash(self.benchmark)
-
-    @property
-    def runtime_hash(self) -> str:
-        """Hash of the declared software versions of the run."""
-        return stable_hash(self.runtime)
-
-    def to_json(self) -> dict[str, Any]:
-        """Hashes and their inputs, as stored in a result artifact."""
-        return {
-            "launch_hash": self.launch_hash,
-            "benchmark_hash": self.benchmark_hash,
-            "runtime_hash": self.runtime_hash,
-            "launch": dict(self.launch),
-            "benchmark": dict(self.benchmark),
-            "runtime": dict(self.runtime),
-        }
 
 
 def metric_contract(benchmark: Mapping[str, Any], *, path: str, direction: str) -> dict[str, Any]:

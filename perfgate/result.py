@@ -158,6 +158,20 @@ class IdentityRecord:
     benchmark: dict[str, Any]
     runtime: dict[str, Any]
 
+    @classmethod
+    def of(
+        cls, *, launch: Mapping[str, Any], benchmark: Mapping[str, Any], runtime: Mapping[str, Any]
+    ) -> IdentityRecord:
+        """The record of these inputs, each hashed: what a window must match (R2)."""
+        return cls(
+            launch_hash=stable_hash(launch),
+            benchmark_hash=stable_hash(benchmark),
+            runtime_hash=stable_hash(runtime),
+            launch=dict(launch),
+            benchmark=dict(benchmark),
+            runtime=dict(runtime),
+        )
+
 
 class AdmissionStatus(StrEnum):
     """Was the machine fit to measure, before and after one sample?"""

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from perfgate import __version__
 from perfgate.config import Bucket, Metric
-from perfgate.identity import Identity, runtime_inputs
+from perfgate.identity import runtime_inputs
 from perfgate.result import (
     AttemptTiming,
     BucketRef,
@@ -83,7 +83,7 @@ def bucket_result(
     run = settings.context
     samples = taken.samples
     measurement = samples[-1].final.reading
-    identity = Identity(
+    identity = IdentityRecord.of(
         launch=launch_identity(bucket),
         benchmark=benchmark_identity(bucket),
         runtime=runtime_inputs(measurement.runtime_fields),
@@ -97,7 +97,7 @@ def bucket_result(
         hardware=settings.hardware,
         source=Source(**run.source_json()),
         ci=run.ci,
-        identity=IdentityRecord(**identity.to_json()),
+        identity=identity,
         metric=replace(
             _reading(bucket.metric, samples, aside, measurement.stats),
             figures=dict(measurement.figures),

@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import re
 
-from perfgate.identity import Identity, canonical_json, runtime_inputs, stable_hash
+from perfgate.identity import canonical_json, runtime_inputs, stable_hash
+from perfgate.result import IdentityRecord
 
 
 def test_stable_hash_ignores_key_order_and_is_16_hex() -> None:
@@ -27,12 +28,12 @@ def test_stable_hash_changes_with_any_value() -> None:
 
 
 def test_identity_hashes_each_cover_their_own_inputs() -> None:
-    base = Identity(
+    base = IdentityRecord.of(
         launch={"task": "cartpole", "num_envs": 64},
         benchmark={"steps": 100},
         runtime=runtime_inputs({"versions.numpy": "2.0"}),
     )
-    newer_numpy = Identity(
+    newer_numpy = IdentityRecord.of(
         launch=base.launch,
         benchmark=base.benchmark,
         runtime=runtime_inputs({"versions.numpy": "2.1"}),
@@ -40,6 +41,5 @@ def test_identity_hashes_each_cover_their_own_inputs() -> None:
     assert base.launch_hash == newer_numpy.launch_hash
     assert base.benchmark_hash == newer_numpy.benchmark_hash
     assert base.runtime_hash != newer_numpy.runtime_hash
-    record = base.to_json()
-    assert record["launch_hash"] == stable_hash({"task": "cartpole", "num_envs": 64})
-    assert record["runtime"]["runtime_contract_version"] == 1
+    assert base.launch_hash == stable_hash({"task": "cartpole", "num_envs": 64})
+    assert base.runtime["runtime_contract_version"] == 1

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from perfgate.config import PRIMARY, load_config
-from perfgate.identity import Identity, stable_hash
+from perfgate.identity import stable_hash
 from perfgate.result import (
     IdentityRecord,
     Result,
@@ -63,11 +63,11 @@ def test_a_metrics_window_hash_is_the_one_the_bench_records(tmp_path: Path) -> N
         "direction: lower}]\nbuckets: [{task: cartpole, backends: [{physics: numpy}]}]\n"
     )
     bucket = load_config(path).buckets[0]
-    identity = Identity(
+    identity = IdentityRecord.of(
         launch=launch_identity(bucket), benchmark=benchmark_identity(bucket), runtime={}
     )
     result = with_metric(
-        make_result(identity=IdentityRecord(**identity.to_json())),
+        make_result(identity=identity),
         "startup_s",
         (10.0,),
         path="runtime.startup_s",
