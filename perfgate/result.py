@@ -321,6 +321,19 @@ class PairedSample:
             and (self.admission is None or not self.admission.set_aside)
         )
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PairedSample:
+        """Rebuild from a validated artifact's dict."""
+        admission = data.get("admission")
+        return cls(
+            **{
+                **data,
+                "side": PairedSide(data["side"]),
+                "phase": FailurePhase(data["phase"]) if data.get("phase") else None,
+                "admission": None if admission is None else SampleAdmission.from_json(admission),
+            }
+        )
+
 
 @dataclass(frozen=True, kw_only=True)
 class PairedRecord:
@@ -365,32 +378,14 @@ class PairedRecord:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PairedRecord:
         """Rebuild from an artifact's dict."""
-        samples = []
-        for raw in data.get("samples", ()):
-            admission = raw.get("admission")
-            samples.append(
-                PairedSample(
-                    sample_index=raw["sample_index"],
-                    pair=raw["pair"],
-                    side=PairedSide(raw["side"]),
-                    value=raw.get("value"),
-                    metrics=dict(raw.get("metrics", {})),
-                    wall_s=raw.get("wall_s", 0.0),
-                    launches=raw.get("launches", 1),
-                    warmup_s=raw.get("warmup_s", 0.0),
-                    phase=FailurePhase(raw["phase"]) if raw.get("phase") else None,
-                    admission=None if admission is None else SampleAdmission.from_json(admission),
-                )
-            )
         stopped = data.get("stopped")
         return cls(
-            status=PairedStatus(data["status"]),
-            reason=data.get("reason", ""),
-            base_commit=data.get("base_commit"),
-            max_pairs=data.get("max_pairs", 0),
-            samples=tuple(samples),
-            stopped=PairedStop(stopped) if stopped else None,
-            wall_s=data.get("wall_s", 0.0),
+            **{
+                **data,
+                "status": PairedStatus(data["status"]),
+                "samples": tuple(PairedSample.from_json(raw) for raw in data.get("samples", ())),
+                "stopped": PairedStop(stopped) if stopped else None,
+            }
         )
 
 
