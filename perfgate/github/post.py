@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, TextIO
 
 from perfgate.config import PRIMARY
@@ -239,13 +239,7 @@ def publish(
     """
     statuses = plan_statuses(verdict, run_url)
     for status in statuses:
-        client.create_status(
-            head_sha,
-            state=status.state,
-            context=status.context,
-            description=status.description,
-            target_url=status.target_url,
-        )
+        client.create_status(head_sha, **asdict(status))
     comment = None
     if pr_number is not None:
         body = comment_body(verdict, head_sha=head_sha, run_url=run_url, trend_url=trend_url)
