@@ -182,10 +182,7 @@ class Progress:
     def start(self, bucket: Bucket) -> None:
         """Announce a bucket that is starting."""
         text = f"[{self.done + 1}/{self.total}] {bucket.id} running…"
-        if self.live:
-            self.stream.write(f"\r\033[K{text}")
-        else:
-            self.stream.write(text + "\n")
+        self.stream.write(f"\r\033[K{text}" if self.live else text + "\n")
         self.stream.flush()
 
     def finish(self, result: Result) -> None:
