@@ -290,11 +290,9 @@ def check_gate(document: YamlDocument, gate: GatePolicy) -> None:
         )
     for key in ("target_branches", "protected_branches"):
         for index, value in enumerate(getattr(gate, key)):
-            problem = branch_problem(value, pattern=True)
-            if problem:
+            if problem := branch_problem(value, pattern=True):
                 fail(document, ("gate", key, index), f"{value!r} {problem}")
-    problem = branch_problem(gate.baseline.branch, pattern=False)
-    if problem:
+    if problem := branch_problem(gate.baseline.branch, pattern=False):
         fail(document, ("gate", "baseline", "branch"), f"{gate.baseline.branch!r} {problem}")
     if not _NAME.fullmatch(gate.baseline.remote):
         # A remote starting with '-' would reach git as an option.
@@ -396,16 +394,13 @@ def check_image(document: YamlDocument, raw: Mapping[str, Any]) -> None:
         if problem:
             fail(document, ("image", key), problem)
     for index, name in enumerate(raw.get("files", ())):
-        problem = path_problem(name, what="an image file")
-        if problem:
+        if problem := path_problem(name, what="an image file"):
             fail(document, ("image", "files", index), problem)
     for index, pin in enumerate(raw.get("pins", ())):
-        problem = path_problem(pin["file"], what="a pin file")
-        if problem:
+        if problem := path_problem(pin["file"], what="a pin file"):
             fail(document, ("image", "pins", index, "file"), problem)
     for pattern, template in raw.get("tags", {}).items():
-        problem = branch_problem(pattern, pattern=True)
-        if problem:
+        if problem := branch_problem(pattern, pattern=True):
             fail(document, ("image", "tags", pattern), f"{pattern!r} {problem}")
         check_image_template(document, ("image", "tags", pattern), template, IMAGE_PLACEHOLDERS)
     if "per_commit" in raw:
@@ -455,8 +450,7 @@ def check_placeholders(
     document: YamlDocument, key_path: KeyPath, template: str, known: Iterable[str]
 ) -> None:
     """A template's ``{name}`` placeholders must all be known ones (R14)."""
-    problem = placeholder_problem(template, known)
-    if problem:
+    if problem := placeholder_problem(template, known):
         fail(document, key_path, f"{short(template)} {problem}")
 
 
@@ -478,6 +472,5 @@ def check_image_template(
 ) -> None:
     """An image template names known placeholders and, filled, an image reference (R14)."""
     check_placeholders(document, key_path, template, known)
-    problem = image_reference_problem(template.format(**_IMAGE_EXAMPLE_VALUES))
-    if problem:
+    if problem := image_reference_problem(template.format(**_IMAGE_EXAMPLE_VALUES)):
         fail(document, key_path, f"{short(template)} {problem}")

@@ -79,14 +79,12 @@ def _check_entry(
     if command is not None:
         _check_command(document, key_path, entry, command)
     for index, pattern in enumerate(settings["paths"]):
-        problem = path_problem(pattern, what="a paths glob")
-        if problem:
+        if problem := path_problem(pattern, what="a paths glob"):
             where = _written(key_path, entry, "paths", index)
             fail(document, where, f"{pattern!r} can never match: {problem}")
     if driver == "isaaclab":
         for index, pattern in enumerate(settings.get("isaaclab", {}).get("pin_files", ())):
-            problem = path_problem(pattern, what="a pin file")
-            if problem:
+            if problem := path_problem(pattern, what="a pin file"):
                 fail(document, _written(key_path, entry, "isaaclab", "pin_files", index), problem)
     if "demo" in entry and driver != "demo":
         fail(
