@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from perfgate.config import load_config
 from perfgate.context import PULL_REQUEST_EVENTS, RunContext
 from perfgate.errors import ConfigError, UsageError
@@ -32,18 +30,6 @@ CONTEXT_FILE = "context.json"
 VERDICT_FILE = "verdict.json"
 MAX_CONTEXT_BYTES = 16 * 1024
 _SHA = re.compile(r"^[0-9a-f]{40}$")
-
-CONTEXT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["schema_version", "repository", "pr_number", "head_sha", "run_id"],
-    "properties": {
-        "schema_version": {"const": 1},
-        "repository": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"},
-        "pr_number": {"type": ["integer", "null"], "minimum": 1},
-        "head_sha": {"type": "string", "pattern": "^[0-9a-f]{40}$"},
-        "run_id": {"type": "string", "pattern": "^[0-9]{1,20}$"},
-    },
-}
 
 
 class HandoffRejected(ConfigError):
@@ -79,8 +65,8 @@ def write_context(run: RunContext, report_dir: Path) -> Path:
     return jsonfile.write(report_dir / CONTEXT_FILE, context_json(run))
 
 
-def _problems(validator: jsonschema.Draft202012Validator, data: Any) -> list[str]:
-    errors = validator.iter_errors(data)
+def _problems(schema: str, data: Any) -> list[str]:
+    errors = jsonfile.validator(schema).iter_errors(data)
     return [
         jsonfile.problem(error, limit=200)
         for error in sorted(errors, key=lambda e: list(e.absolute_path))
@@ -98,7 +84,7 @@ def validate_verdict(data: Any, trusted_buckets: Sequence[str] = ()) -> list[str
     and every bucket the trusted configuration expects must be among the rows, so a report
     cannot claim an all-clear its own rows contradict or drop a bucket to hide it (R6).
     """
-    problems = _problems(jsonfile.validator("verdict"), data)
+    problems = _problems("verdict", data)
     if problems:
         return problems
     expected = data["coverage"]["expected"]
@@ -172,7 +158,7 @@ def load_handoff(
 
     context_path = report_dir / CONTEXT_FILE
     context = _read_json(context_path, MAX_CONTEXT_BYTES)
-    problems = _problems(jsonschema.Draft202012Validator(CONTEXT_SCHEMA), context)
+    problems = _problems("context", context)
     if problems:
         raise _reject(context_path, problems)
     if context["repository"] != repository:
