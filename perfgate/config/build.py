@@ -161,20 +161,14 @@ def _command_spec(raw: Mapping[str, Any] | None) -> CommandSpec | None:
         output=raw["output"],
         format=OutputFormat(raw.get("format", OutputFormat.JSON)),
         cwd=raw.get("cwd"),
-        markers=phase_markers(raw.get("markers", {}), PhaseMarkers()),
+        markers=_phase_markers(raw.get("markers", {})),
     )
 
 
-def phase_markers(raw: Mapping[str, Any], base: PhaseMarkers) -> PhaseMarkers:
-    """``base`` with the keys that ``raw`` (a ``markers`` block) sets replaced."""
-    return PhaseMarkers(
-        import_error=tuple(raw.get("import_error", base.import_error)),
-        driver_error=tuple(raw.get("driver_error", base.driver_error)),
-        oom=tuple(raw.get("oom", base.oom)),
-        init_done=raw.get("init_done", base.init_done),
-        stepping=raw.get("stepping", base.stepping),
-        environment=dict(raw.get("environment", base.environment)),
-    )
+def _phase_markers(raw: Mapping[str, Any]) -> PhaseMarkers:
+    """The default markers with the keys that ``raw`` (a ``markers`` block) sets replaced."""
+    lists = {key: tuple(raw[key]) for key in ("import_error", "driver_error", "oom") if key in raw}
+    return PhaseMarkers(**{**raw, **lists, "environment": dict(raw.get("environment", {}))})
 
 
 def _isaaclab_spec(raw: Mapping[str, Any] | None) -> IsaacLabSpec:
@@ -184,7 +178,7 @@ def _isaaclab_spec(raw: Mapping[str, Any] | None) -> IsaacLabSpec:
         task_aliases=tuple(raw.get("task_aliases", ())),
         extra_args=tuple(raw.get("extra_args", ())),
         presets=tuple(raw["presets"]) if "presets" in raw else None,
-        markers=None if "markers" not in raw else phase_markers(raw["markers"], PhaseMarkers()),
+        markers=None if "markers" not in raw else _phase_markers(raw["markers"]),
         pin_files=tuple(raw["pin_files"]) if "pin_files" in raw else None,
     )
 
