@@ -176,7 +176,7 @@ def poster(client: GitHubClient) -> str:
     return client.viewer_login() or ACTIONS_BOT
 
 
-def _markers(comments: Sequence[dict[str, Any]], author: str) -> list[dict[str, Any]]:
+def _markers(comments: Sequence[dict[str, Any]], author: object) -> list[dict[str, Any]]:
     """Marker comments written by ``author`` (this token's identity), oldest first.
 
     Anyone else's comment that carries the marker, a person's or another app's, is
@@ -201,14 +201,9 @@ def upsert_comment(client: GitHubClient, number: int, body: str) -> CommentOutco
     if not found:
         created = client.create_comment(number, body)
         # Only our own comments count: a planted marker by someone else is never edited.
-        mine = [
-            c
-            for c in client.issue_comments(number)
-            if _is_marker(c) and written_by(c) == written_by(created)
-        ]
-        if all(c["id"] != created["id"] for c in mine):
-            mine.append(created)
-        found = _oldest_first(mine)
+        found = _markers(client.issue_comments(number), written_by(created))
+        if all(c["id"] != created["id"] for c in found):
+            found = _oldest_first([*found, created])
     keep, extras = found[0], found[1:]
     # Someone else's comment that happens to carry the marker is left alone.
     removed = tuple(int(c["id"]) for c in extras if written_by(c) == written_by(keep))
