@@ -30,7 +30,7 @@ from typing import Any
 
 from perfgate.baselines.pushing import commit_to_branch
 from perfgate.baselines.reseed import ReseedPlan, plan_buckets
-from perfgate.baselines.seed import runner_minutes
+from perfgate.baselines.seed.plan import runner_minutes
 from perfgate.baselines.store import BaselineStore
 from perfgate.baselines.verify import BucketReadiness, Readiness
 from perfgate.config import Bucket, ImageRoll, ImageSpec

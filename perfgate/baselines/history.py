@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.baselines.samples import Sample, Window, WindowKey, sample_path, select_window
-from perfgate.baselines.seed import branch_tip
+from perfgate.baselines.seed.plan import branch_tip
 from perfgate.baselines.store import BaselineStore
 from perfgate.baselines.verify import BucketReadiness, classify, hardware_partitions
 from perfgate.config import Bucket

@@ -18,7 +18,7 @@ from typing import Any
 
 from perfgate.baselines.reading import ancestry
 from perfgate.baselines.samples import Sample, WindowIdentity, sample_path
-from perfgate.baselines.seed import branch_tip
+from perfgate.baselines.seed.plan import branch_tip
 from perfgate.baselines.store import BaselineStore
 from perfgate.config import PRIMARY, Bucket
 from perfgate.errors import UsageError

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     """Check the bucket, metric and commit, then record the acceptance."""
     from perfgate import context
     from perfgate.baselines.acks import acknowledgement, record_acks
-    from perfgate.baselines.seed import branch_tip
+    from perfgate.baselines.seed.plan import branch_tip
     from perfgate.baselines.store import open_store
     from perfgate.errors import GitError
     from perfgate.util.console import say

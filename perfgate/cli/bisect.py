@@ -90,7 +90,7 @@ def register(verbs: Verbs) -> None:
 
 def plan_text(plan: BisectPlan) -> str:
     """What the bisection replays and the most it can cost."""
-    from perfgate.baselines.seed import format_minutes
+    from perfgate.baselines.seed.plan import format_minutes
 
     plain, retried = plan.runner_minutes()
     return (

@@ -33,7 +33,8 @@ from perfgate.errors import ExitCode, UsageError
 from perfgate.util.console import render_table, say
 
 if TYPE_CHECKING:
-    from perfgate.baselines.imports import History, ImportPlan
+    from perfgate.baselines.imports.history import History
+    from perfgate.baselines.imports.mapping import ImportPlan
 
 
 def register(verbs: Verbs) -> None:
@@ -97,7 +98,7 @@ def register(verbs: Verbs) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read the history, print its mapping, and with --execute append its samples."""
-    from perfgate.baselines.imports import plan_import, record
+    from perfgate.baselines.imports.mapping import plan_import, record
     from perfgate.baselines.store import open_store
 
     config = load_config(args.config)
@@ -136,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _read(args: argparse.Namespace) -> History:
-    from perfgate.baselines.imports import read_asv, read_data_js
+    from perfgate.baselines.imports.asv import read_asv
+    from perfgate.baselines.imports.datajs import read_data_js
 
     if args.data_js is not None:
         return read_data_js(args.data_js)
@@ -145,7 +147,7 @@ def _read(args: argparse.Namespace) -> History:
 
 def _default_hardware(history: History) -> str:
     """The history's machine as a partition name, or ``unknown-imported``."""
-    from perfgate.baselines.imports import IMPORTED_HARDWARE
+    from perfgate.baselines.imports.history import IMPORTED_HARDWARE
     from perfgate.run.hardware import slugify
 
     if history.machine is None:

@@ -35,7 +35,7 @@ from perfgate.errors import ExitCode, UsageError
 from perfgate.util import jsonfile
 
 if TYPE_CHECKING:
-    from perfgate.baselines.qualify import QualificationReport
+    from perfgate.baselines.qualify.verdict import QualificationReport
 
 DEFAULT_QUALIFY_REPORT = Path(".perfgate/qualify")
 
@@ -159,7 +159,9 @@ def _plan(config: Config, buckets: tuple[Bucket, ...], allocations: int, samples
 
 def run(args: argparse.Namespace) -> int:
     """Qualify the pool from the allocations' artifacts; write the report (and calibration)."""
-    from perfgate.baselines.qualify import Design, QualVerdict, load_evidence, qualify
+    from perfgate.baselines.qualify.coverage import Design
+    from perfgate.baselines.qualify.observations import load_evidence
+    from perfgate.baselines.qualify.verdict import QualVerdict, qualify
     from perfgate.baselines.store import open_store
     from perfgate.cli.config import report_recurrence
     from perfgate.report.qualification import (

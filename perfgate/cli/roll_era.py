@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
 def plan_report(plan: RollPlan, config: Config, baseline_branch: str, bootstrap: bool) -> str:
     """What the roll will build, push, record and seed, and the runner time it costs."""
     from perfgate.baselines.era_roll import RollAction, reseed_minutes
-    from perfgate.baselines.seed import format_minutes
+    from perfgate.baselines.seed.plan import format_minutes
     from perfgate.util.console import render_table
 
     request, era = plan.request, plan.request.era

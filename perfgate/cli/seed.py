@@ -30,7 +30,8 @@ from perfgate.util import jsonfile
 from perfgate.util.console import annotate, format_figure, render_table, say
 
 if TYPE_CHECKING:
-    from perfgate.baselines.seed import SeedOptions, SeedPlan, SeedRecord
+    from perfgate.baselines.seed.plan import SeedOptions, SeedPlan
+    from perfgate.baselines.seed.records import SeedRecord
     from perfgate.baselines.store import BaselineStore
 
 
@@ -127,7 +128,7 @@ def register(verbs: Verbs) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Replay historical commits and append their samples (dry run unless --execute)."""
-    from perfgate.baselines.seed import SeedOptions, Selection
+    from perfgate.baselines.seed.plan import SeedOptions, Selection
     from perfgate.baselines.store import open_store
 
     current = load_config(args.config or DEFAULT_CONFIG)
@@ -157,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
 
 def plan_table(plan: SeedPlan) -> str:
     """Commits x buckets x samples, with what is already stored and the timeout of each."""
-    from perfgate.baselines.seed import format_minutes, runner_minutes
+    from perfgate.baselines.seed.plan import format_minutes, runner_minutes
 
     rows = [
         [
@@ -215,14 +216,9 @@ def seed_command(options: SeedOptions, current: Config, store: BaselineStore) ->
     """Plan, print, and with ``execute`` run and summarise."""
     from perfgate import context
     from perfgate.baselines.reseed import plan_text
-    from perfgate.baselines.seed import (
-        ExecuteSettings,
-        RecordStatus,
-        execute,
-        plan_seed,
-        reseed_scope,
-        summary_json,
-    )
+    from perfgate.baselines.seed.prepare import plan_seed, reseed_scope
+    from perfgate.baselines.seed.records import RecordStatus, summary_json
+    from perfgate.baselines.seed.replay import ExecuteSettings, execute
     from perfgate.run import hardware
 
     reseed, selection = reseed_scope(options, current)

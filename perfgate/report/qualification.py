@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from perfgate.baselines.qualify import (
+from perfgate.baselines.qualify.verdict import (
     SCHEMA_VERSION,
     BucketQualification,
     QualificationReport,

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from perfgate.baselines.imports import HistoryError, read_asv
+from perfgate.baselines.imports.asv import read_asv
+from perfgate.baselines.imports.history import HistoryError
 from perfgate.config import OutputFormat
 
 COLUMNS = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a",

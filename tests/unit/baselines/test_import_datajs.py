@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from perfgate.baselines.imports import HistoryError, read_data_js
+from perfgate.baselines.imports.datajs import read_data_js
+from perfgate.baselines.imports.history import HistoryError
 from perfgate.config import Direction, OutputFormat
 
 SHA = "be395fa45085f9d6d7723f39ef4ea4a1e7d2c71b"

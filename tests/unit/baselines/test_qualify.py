@@ -14,14 +14,10 @@ from typing import Any
 
 import pytest
 
-from perfgate.baselines.qualify import (
-    Design,
-    Evidence,
-    QualVerdict,
-    evidence_from,
-    qualify,
-    rule_figures,
-)
+from perfgate.baselines.qualify.coverage import Design
+from perfgate.baselines.qualify.observations import Evidence, evidence_from
+from perfgate.baselines.qualify.rule import rule_figures
+from perfgate.baselines.qualify.verdict import QualVerdict, qualify
 from perfgate.config import Config, Direction, load_config
 from perfgate.judge.policies import CalibratedPolicy, Policy, ReferencePolicy
 from perfgate.report.qualification import qualification_json, qualification_markdown

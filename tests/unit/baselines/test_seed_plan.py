@@ -17,7 +17,7 @@ from perfgate.baselines.reseed import (
     plan_from_report,
 )
 from perfgate.baselines.samples import Sample, WindowIdentity, samples_from_result, seed_sample_id
-from perfgate.baselines.seed import (
+from perfgate.baselines.seed.plan import (
     PlanEntry,
     SeedOptions,
     SeedTarget,
@@ -26,10 +26,10 @@ from perfgate.baselines.seed import (
     format_minutes,
     parse_commit_branch,
     present_samples,
-    reseed_scope,
     runner_minutes,
     select_buckets,
 )
+from perfgate.baselines.seed.prepare import reseed_scope
 from perfgate.baselines.verify import Readiness, classify
 from perfgate.config import Bucket, Config, GatePolicy, Metric
 from perfgate.errors import ConfigError, UsageError

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from perfgate import cli
-from perfgate.baselines.qualify import Observation, PoolFingerprint, measure_noise
+from perfgate.baselines.qualify.observations import Observation, PoolFingerprint
+from perfgate.baselines.qualify.rule import measure_noise
 from perfgate.baselines.samples import WindowIdentity
 from perfgate.config import Direction, FileRef, QualifyPolicy, load_config
 from perfgate.errors import ConfigError
