@@ -17,9 +17,9 @@ from enum import StrEnum
 from typing import Any
 
 from perfgate.baselines.acks import AcceptedLevel
-from perfgate.baselines.bisect import BISECT_REPEATS, BisectPlan, good_runs, step_sampling
+from perfgate.baselines.bisect import BISECT_REPEATS, BisectPlan, step_sampling
 from perfgate.baselines.history import History, Run, Series
-from perfgate.config import PRIMARY, Bucket, Config, Direction, Metric
+from perfgate.config import PRIMARY, Bucket, Config, Direction
 from perfgate.judge.alerts import AlertPolicy, Change, Episode, PushRun, watch
 from perfgate.util.git import git
 
@@ -143,15 +143,10 @@ class Survey:
         )
 
 
-def declared(bucket: Bucket, name: str) -> Metric | None:
-    """The bucket's declaration of metric ``name`` (None: it no longer declares it)."""
-    return bucket.metric_named(name)
-
-
 def alert_policy(config: Config, bucket: Bucket, metric: str) -> AlertPolicy:
     """The rule for one series: perfgate.yaml's ``alerts`` (each of the rule's settings),
     the metric's minimum drop."""
-    declaration = declared(bucket, metric)
+    declaration = bucket.metric_named(metric)
     own = declaration.min_drop_pct if declaration is not None else None
     minimum = own if own is not None else config.gate.oracle.min_block_regression_pct
     spec = config.alerts
@@ -197,7 +192,7 @@ def bisect_bound(config: Config, bucket: Bucket, hardware: str, candidates: int)
         candidates=("",) * candidates,
         repeats=BISECT_REPEATS,
         max_repeats=step_sampling(bucket, gate, BISECT_REPEATS).max_repeats,
-        good_runs=good_runs(gate, BISECT_REPEATS),
+        good_runs=gate.runs_to_fill(BISECT_REPEATS),
         hardware=hardware,
         metric=bucket.metric.path,
     )

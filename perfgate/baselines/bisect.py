@@ -201,15 +201,10 @@ def plan_bisect(repo: Path, options: BisectOptions, current: Config, hardware: s
         candidates=tuple(listing),
         repeats=options.repeats,
         max_repeats=step_sampling(bucket, current.gate, options.repeats).max_repeats,
-        good_runs=good_runs(current.gate, options.repeats),
+        good_runs=current.gate.runs_to_fill(options.repeats),
         hardware=hardware,
         metric=bucket.metric.path,
     )
-
-
-def good_runs(gate: GatePolicy, repeats: int) -> int:
-    """Runs of ``repeats`` samples that fill a window the rule in force can judge with (R4)."""
-    return gate.runs_to_fill(repeats)
 
 
 def _commit(repo: Path, ref: str, flag: str) -> str:

@@ -27,7 +27,6 @@ def evaluate(
     expected: Sequence[Bucket],
     results: Sequence[Result],
     store: BaselineStore | None,
-    notes: Sequence[str] = (),
     unreadable: Sequence[UnreadableArtifact] = (),
 ) -> GateReport:
     """Read the window of each bucket's judged result from the store (and the noise
@@ -44,7 +43,7 @@ def evaluate(
     }
     windows: dict[MetricKey, MetricWindow] = {}
     tip = base = source = None
-    notes = list(notes)
+    notes: list[str] = []
     if store is None:
         notes.append("no baseline store here (not a git repository): every bucket has no baseline")
     else:

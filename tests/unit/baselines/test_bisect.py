@@ -9,7 +9,6 @@ import pytest
 from perfgate.baselines.bisect import (
     BisectPlan,
     Step,
-    good_runs,
     label,
     search,
     step_policy,
@@ -87,10 +86,10 @@ def test_the_window_is_the_good_commits_runs_nearest_first() -> None:
 
 def test_the_good_end_takes_the_runs_a_window_needs() -> None:
     window = BaselinePolicy(min_samples=5, min_runs=3)
-    assert good_runs(GatePolicy(baseline=window), repeats=3) == 3  # three runs, as the rule asks
-    assert good_runs(GatePolicy(baseline=window), repeats=1) == 5  # five samples
+    assert GatePolicy(baseline=window).runs_to_fill(3) == 3  # three runs, as the rule asks
+    assert GatePolicy(baseline=window).runs_to_fill(1) == 5  # five samples
     reference = GatePolicy(baseline=window, policy=PolicyName.REFERENCE)
-    assert good_runs(reference, repeats=3) == 2  # the seed's rule counts samples only
+    assert reference.runs_to_fill(3) == 2  # the seed's rule counts samples only
 
 
 # Five runs of three repeats around 100 (about 0.5 % noise): the good commits' window.
