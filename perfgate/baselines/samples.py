@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 from perfgate.config import PRIMARY
 from perfgate.errors import GateMalfunction
 from perfgate.identity import stable_hash
-from perfgate.judge.runners import RunnerModel, StoredRun, WindowRunners
+from perfgate.judge.runners import RunnerModel, WindowRunners
 from perfgate.result import Result, SampleReading
 
 SAMPLE_SCHEMA_VERSION = 1
@@ -413,10 +413,6 @@ class Window:
     def run_commits(self) -> list[str]:
         """The commit of each of :meth:`runs`, in the same order."""
         return [commit for commit, _ in self._by_run]
-
-    def stored_runs(self) -> list[StoredRun]:
-        """The runs with the runner each ran on (what runner offsets are learned from)."""
-        return [StoredRun(runner=runner, values=values) for runner, values in self._by_run.values()]
 
     def runners(self) -> WindowRunners:
         """Who measured each run (as :meth:`runs` orders them), with the fitted model."""

@@ -49,7 +49,7 @@ from perfgate.judge.decision import Decision
 from perfgate.judge.paired import paired_decide
 from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.rule import decide
-from perfgate.judge.runners import StoredRun, WindowRunners, WindowView, window_view
+from perfgate.judge.runners import WindowRunners, WindowView, window_view
 from perfgate.judge.verdicts import Reason
 from perfgate.result import PairedRecord, Result
 from perfgate.run.allowance import MARGIN
@@ -62,10 +62,6 @@ class RecordedWindow(Protocol):
 
     def runs(self) -> Sequence[Sequence[float]]:
         """The window's runs, nearest first, each the samples it took."""
-        ...
-
-    def stored_runs(self) -> list[StoredRun]:
-        """The same runs with the runner each ran on."""
         ...
 
     def runners(self) -> WindowRunners:

@@ -16,7 +16,7 @@ from perfgate.baselines.runner_file import parse_runner_file, runners_path
 from perfgate.baselines.samples import WindowKey, samples_from_result
 from perfgate.baselines.store import BaselineStore
 from perfgate.judge.policies import CalibratedPolicy
-from perfgate.judge.runners import fit_runners, window_view
+from perfgate.judge.runners import StoredRun, fit_runners, window_view
 from perfgate.result import CiInfo
 from perfgate.util.git import git
 from tests.factories import make_result
@@ -89,7 +89,8 @@ def test_each_publish_fits_the_model_the_history_would_give(published) -> None: 
     window = read(clone, shas[-1], fitted=True)
     # Only the window is read, and its model is the one the history gives.
     assert len(window.runs()) == WINDOW[1] and window.entries == history.entries[: 2 * WINDOW[1]]
-    assert window.fitted == fit_runners(history.stored_runs())
+    runs = zip(history.runners().names, history.runs(), strict=True)
+    assert window.fitted == fit_runners([StoredRun(runner=r, values=v) for r, v in runs])
     assert window.fitted is not None and window.fitted.corrects
     learned = window_view(history.runs(), history.runners(), "gpu runner 0", policy=POLICY)
     stored = window_view(window.runs(), window.runners(), "gpu runner 0", policy=POLICY)
