@@ -12,7 +12,7 @@ titles, and the runner minutes a bisection of them would cost at most.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from enum import StrEnum
 from typing import Any
 
@@ -41,8 +41,7 @@ class AlertKey:
 
     def to_json(self) -> dict[str, str]:
         """The key as the issue's marker stores it."""
-        return {"bucket": self.bucket, "hardware": self.hardware, "metric": self.metric,
-                "good": self.good, "bad": self.bad}  # fmt: skip
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AlertKey:
