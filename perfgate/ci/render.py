@@ -146,14 +146,6 @@ def site_for(
     )
 
 
-#: The sites of this repository: its own tree (demo matrix) and the two examples.
-REPOSITORY_SITES: tuple[tuple[str, str], ...] = (
-    ("perfgate.yaml", "."),
-    ("examples/isaaclab/perfgate.yaml", "examples/isaaclab"),
-    ("examples/pytest-benchmark/perfgate.yaml", "examples/pytest-benchmark"),
-)
-
-
 def is_perfgate_checkout(out: Path) -> bool:
     """True when ``out`` is perfgate's own source tree, which also gets its CI workflow."""
     return (out / "perfgate" / "ci" / "render.py").is_file() and (out / "noxfile.py").is_file()

@@ -86,10 +86,6 @@ def add_config(parser: argparse.ArgumentParser) -> None:
     )
 
 
-#: The selection flags every verb that takes a scope shares (``add_selection``).
-SELECTION_FLAGS = ("--bucket", "--tag", "--backend")
-
-
 def add_selection(parser: argparse.ArgumentParser, what: str) -> None:
     """--bucket, --tag and --backend, all repeatable: ids and tags select (their union),
     backend keys narrow; an unknown id, tag or key is an error, never ignored."""

@@ -132,20 +132,6 @@ class Sampler(Generic[T]):
                 return SamplingStop.FAILED
 
 
-def take_samples(
-    plan: SamplingPlan,
-    measure: Callable[[int], T],
-    *,
-    healthy: Callable[[T], bool],
-    wants_more: Callable[[Sequence[T]], bool] | None,
-    clock: Callable[[], float] = time.monotonic,
-) -> tuple[list[T], SamplingStop]:
-    """Measure samples 0, 1, ... until the plan says stop; the samples and why they stopped."""
-    sampler = Sampler(measure, healthy=healthy, clock=clock)
-    stop = sampler.run(plan, wants_more)
-    return sampler.taken, stop
-
-
 def with_sample_count(
     buckets: Sequence[Bucket], *, repeats: int | None = None, samples: int | None = None
 ) -> tuple[Bucket, ...]:

@@ -192,11 +192,6 @@ class LaunchPlan:
     # The Hydra preset names sent, as this checkout spells them.
     presets: tuple[str, ...]
 
-    @property
-    def output_name(self) -> str:
-        """The RuntimeBundle file the run must write (see ``isaaclab_bundle.bundle_files``)."""
-        return f"benchmark_runtime_{self.task}_<timestamp>[_<hex>].json"
-
 
 @dataclass(frozen=True, kw_only=True)
 class Findings:

@@ -7,6 +7,7 @@ set of allowlists drives plan, bench and qualify, and a test keeps it that way.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import re
 from pathlib import Path
@@ -19,7 +20,7 @@ from perfgate import cli
 from perfgate.ci import render
 from perfgate.ci.contexts import qualify_pools
 from perfgate.ci.site import QUALIFY_RESULT_PREFIX, Site
-from perfgate.cli.common import SELECTION_FLAGS
+from perfgate.cli.common import add_selection
 from perfgate.config import load_config
 from tests.paths import ROOT
 
@@ -79,7 +80,9 @@ def test_one_selection_drives_plan_bench_and_qualify(site: tuple[str, dict[str, 
         command = next(line for line in step["run"].splitlines() if '"${selection[@]}"' in line)
         verb = "bench" if name == "bench" else "qualify"
         assert re.search(rf"(perfgate|nox -s) {verb}\b", command), (name, command)
-    assert set(expected.values()) == set(SELECTION_FLAGS)
+    selection = argparse.ArgumentParser(add_help=False)
+    add_selection(selection, "run")
+    assert set(expected.values()) == {flag for a in selection._actions for flag in a.option_strings}
     # Each environment variable carries the same workflow input everywhere.
     inputs = {"QUALIFY_BUCKETS": "buckets", "QUALIFY_TAGS": "tags", "QUALIFY_BACKENDS": "backends"}
     allocation = next(job for job_id, job in jobs.items() if job_id.startswith("allocation"))

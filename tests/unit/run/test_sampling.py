@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -18,12 +19,27 @@ from perfgate.run.sampling import (
     Sampler,
     SamplingPlan,
     as_run_measures,
-    take_samples,
     with_sample_count,
 )
 from tests.paths import ROOT
 
+T = TypeVar("T")
+
 REPEAT = SamplingPlan(confirm=ConfirmMode.REPEAT, repeats=2, max_repeats=5, budget_s=60.0)
+
+
+def take_samples(
+    plan: SamplingPlan,
+    measure: Callable[[int], T],
+    *,
+    healthy: Callable[[T], bool],
+    wants_more: Callable[[Sequence[T]], bool] | None,
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[list[T], SamplingStop]:
+    """Measure samples 0, 1, ... until the plan says stop; the samples and why they stopped."""
+    sampler = Sampler(measure, healthy=healthy, clock=clock)
+    stop = sampler.run(plan, wants_more)
+    return sampler.taken, stop
 
 
 def measure(index: int) -> float:
