@@ -24,12 +24,7 @@ def recognises(data: Any) -> bool:
 def read(path: Path, direction: Direction) -> Suite:
     """Every entry of the file at ``path``, better in ``direction``."""
     tool = "customBiggerIsBetter" if direction is Direction.HIGHER else "customSmallerIsBetter"
-    return parse(load(path, tool), path, direction)
-
-
-def parse(data: Any, path: Path, direction: Direction) -> Suite:
-    """Every entry of a loaded list."""
-    tool = "customBiggerIsBetter" if direction is Direction.HIGHER else "customSmallerIsBetter"
+    data = load(path, tool)
     if not recognises(data):
         raise wrong_shape(path, tool, "not a list of objects with 'name', 'unit' and 'value'")
     return tuple(_benchmark(entry, f"[{index}]", direction) for index, entry in enumerate(data))

@@ -23,12 +23,8 @@ def recognises(data: Any) -> bool:
 
 
 def read(path: Path) -> Suite:
-    """Every benchmark of the report at ``path``."""
-    return parse(load(path, TOOL), path)
-
-
-def parse(data: Any, path: Path) -> Suite:
-    """Every benchmark of a loaded report, its rows grouped by ``run_name``."""
+    """Every benchmark of the report at ``path``, its rows grouped by ``run_name``."""
+    data = load(path, TOOL)
     entries = data.get("benchmarks") if recognises(data) else None
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise wrong_shape(path, TOOL, "no 'context' and 'benchmarks' list of objects")

@@ -35,11 +35,7 @@ def recognises(data: Any) -> bool:
 
 def read(path: Path) -> Suite:
     """Every command of the export at ``path``."""
-    return parse(load(path, TOOL), path)
-
-
-def parse(data: Any, path: Path) -> Suite:
-    """Every command of a loaded export."""
+    data = load(path, TOOL)
     if not recognises(data):
         raise wrong_shape(path, TOOL, "no 'results' list of objects with a 'command'")
     metric = data.get("primary_metric", "time_wall_clock")

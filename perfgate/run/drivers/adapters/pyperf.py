@@ -23,12 +23,8 @@ def recognises(data: Any) -> bool:
 
 
 def read(path: Path) -> Suite:
-    """Every benchmark of the pyperf file at ``path``."""
-    return parse(load(path, TOOL), path)
-
-
-def parse(data: Any, path: Path) -> Suite:
-    """Every benchmark of a loaded pyperf file (metadata: the suite's, then its own)."""
+    """Every benchmark of the pyperf file at ``path`` (metadata: the suite's, then its own)."""
+    data = load(path, TOOL)
     if not recognises(data):
         raise wrong_shape(path, TOOL, "no 'version' with a 'benchmarks' list")
     entries = data["benchmarks"]

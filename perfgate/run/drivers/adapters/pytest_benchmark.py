@@ -29,12 +29,8 @@ def recognises(data: Any) -> bool:
 
 
 def read(path: Path) -> Suite:
-    """Every benchmark of the report at ``path``."""
-    return parse(load(path, TOOL), path)
-
-
-def parse(data: Any, path: Path) -> Suite:
-    """Every benchmark of a loaded report; a name two tests share is their ``fullname``."""
+    """Every benchmark of the report at ``path``; a name two tests share is their ``fullname``."""
+    data = load(path, TOOL)
     entries = data.get("benchmarks") if isinstance(data, dict) else None
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise wrong_shape(path, TOOL, "no 'benchmarks' list of objects")
