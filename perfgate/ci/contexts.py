@@ -7,7 +7,7 @@ evaluates) is made here, in Python; the Jinja templates only lay the values out.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
@@ -111,11 +111,6 @@ def resolves_image(config: Config) -> bool:
     """True when the bench resolves an image per era (R11). With ``image.per_commit`` each
     checkout runs in its own commit's image instead, which the bench awaits itself."""
     return config.image is not None and config.image.per_commit is None
-
-
-def self_hosted_labels(buckets: Iterable[Bucket]) -> list[str]:
-    """Runner labels that GitHub does not provide, for actionlint's runner-label check."""
-    return sorted({label for bucket in buckets for label in bucket.runner} - GITHUB_HOSTED_LABELS)
 
 
 def gate_jobs() -> list[dict[str, Any]]:
@@ -367,13 +362,12 @@ def ci_workflow_context(site: Site) -> dict[str, Any]:
 
 
 def actionlint_context(site: Site) -> dict[str, Any]:
-    """Context of the actionlint configuration (self-hosted runner labels)."""
+    """Context of the actionlint configuration: the runner labels GitHub does not provide
+    (self-hosted), for actionlint's runner-label check."""
     image = site.config.image
-    roll_runner = set(image.roll.runner) if image and image.roll else set()
-    labels = sorted(
-        set(self_hosted_labels(site.config.buckets)) | (roll_runner - GITHUB_HOSTED_LABELS)
-    )
-    return {**common_context(site), "labels": labels}
+    labels = {label for bucket in site.config.buckets for label in bucket.runner}
+    labels |= set(image.roll.runner) if image and image.roll else set()
+    return {**common_context(site), "labels": sorted(labels - GITHUB_HOSTED_LABELS)}
 
 
 _ACTIONS = (
@@ -394,52 +388,30 @@ _ACTIONS = (
 def targets(site: Site) -> list[tuple[str, str, dict[str, Any]]]:
     """(template, output path, context) for every file of ``site``."""
     common = common_context(site)
-    items: list[tuple[str, str, dict[str, Any]]] = [
-        (f"actions/{name}/action.yml.j2", f"actions/{name}/action.yml", common) for name in _ACTIONS
-    ]
     # A warm bucket's job restores its cache from the actions cache (keys: `cache-key`).
-    items[_ACTIONS.index("bench")] = (
-        "actions/bench/action.yml.j2",
-        "actions/bench/action.yml",
-        {**common, "warm_cache": bool(site.warm_buckets)},
-    )
+    bench = {**common, "warm_cache": bool(site.warm_buckets)}
+    items = [_action(name, bench if name == "bench" else common) for name in _ACTIONS]
     items += [
-        (
-            "workflows/perfgate.yml.j2",
-            ".github/workflows/perfgate.yml",
-            gate_workflow_context(site),
-        ),
-        (
-            "workflows/perfgate-comment.yml.j2",
-            ".github/workflows/perfgate-comment.yml",
-            comment_workflow_context(site),
-        ),
-        (
-            "workflows/perfgate-seed.yml.j2",
-            ".github/workflows/perfgate-seed.yml",
-            seed_workflow_context(site),
-        ),
-        (
-            "workflows/perfgate-bisect.yml.j2",
-            ".github/workflows/perfgate-bisect.yml",
-            bisect_workflow_context(site),
-        ),
-        (
-            "workflows/perfgate-qualify.yml.j2",
-            ".github/workflows/perfgate-qualify.yml",
-            qualify_workflow_context(site),
-        ),
+        _workflow("perfgate", gate_workflow_context(site)),
+        _workflow("perfgate-comment", comment_workflow_context(site)),
+        _workflow("perfgate-seed", seed_workflow_context(site)),
+        _workflow("perfgate-bisect", bisect_workflow_context(site)),
+        _workflow("perfgate-qualify", qualify_workflow_context(site)),
         ("actionlint.yaml.j2", ".github/actionlint.yaml", actionlint_context(site)),
     ]
     if resolves_image(site.config):
         # Only a config with an image per era has an era to roll (R11).
-        items.append(
-            (
-                "workflows/perfgate-era.yml.j2",
-                ".github/workflows/perfgate-era.yml",
-                era_workflow_context(site),
-            )
-        )
+        items.append(_workflow("perfgate-era", era_workflow_context(site)))
     if site.self_ci:
-        items.append(("workflows/ci.yml.j2", ".github/workflows/ci.yml", ci_workflow_context(site)))
+        items.append(_workflow("ci", ci_workflow_context(site)))
     return items
+
+
+def _action(name: str, context: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """(template, output path, context) of the composite action ``name``."""
+    return f"actions/{name}/action.yml.j2", f"actions/{name}/action.yml", context
+
+
+def _workflow(name: str, context: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """(template, output path, context) of the workflow ``name``."""
+    return f"workflows/{name}.yml.j2", f".github/workflows/{name}.yml", context
