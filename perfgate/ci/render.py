@@ -57,55 +57,49 @@ def render_site(site: Site, templates: Path = TEMPLATES_DIR) -> list[RenderedFil
 # -- I/O at the edge --------------------------------------------------------------------
 
 
-def _generated_on_disk(out: Path) -> list[PurePosixPath]:
+def _stale(files: Sequence[RenderedFile], out: Path) -> list[PurePosixPath]:
+    """Generated files under ``out`` that ``files`` no longer render."""
     candidates = [*out.glob("actions/*/action.yml"), *out.glob(".github/workflows/*.yml")]
     candidates.append(out / ".github" / "actionlint.yaml")
+    rendered = {file.path for file in files}
     found = []
     for path in candidates:
         if path.is_file() and path.read_text(encoding="utf-8").startswith(GENERATED_MARKER):
             found.append(PurePosixPath(path.relative_to(out).as_posix()))
-    return sorted(found)
+    return sorted(relative for relative in found if relative not in rendered)
+
+
+def _diff(before: str, after: str, fromfile: str, tofile: str) -> str:
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile=fromfile,
+            tofile=tofile,
+        )
+    )
 
 
 def drift(files: Sequence[RenderedFile], out: Path) -> list[str]:
     """Unified diffs between ``files`` and the tree at ``out``; empty when up to date."""
     diffs: list[str] = []
-    rendered = {file.path for file in files}
     for file in files:
         target = out / file.path
         current = target.read_text(encoding="utf-8") if target.is_file() else ""
         if current != file.text:
-            name = (out / file.path).as_posix()
-            diffs.append(
-                "".join(
-                    difflib.unified_diff(
-                        current.splitlines(keepends=True),
-                        file.text.splitlines(keepends=True),
-                        fromfile=f"{name} (on disk)" if current else "/dev/null",
-                        tofile=f"{name} (rendered)",
-                    )
-                )
-            )
-    for stale in _generated_on_disk(out):
-        if stale not in rendered:
-            text = (out / stale).read_text(encoding="utf-8")
-            diffs.append(
-                "".join(
-                    difflib.unified_diff(
-                        text.splitlines(keepends=True),
-                        [],
-                        fromfile=f"{(out / stale).as_posix()} (on disk)",
-                        tofile="/dev/null (no longer rendered)",
-                    )
-                )
-            )
+            name = target.as_posix()
+            source = f"{name} (on disk)" if current else "/dev/null"
+            diffs.append(_diff(current, file.text, source, f"{name} (rendered)"))
+    for stale in _stale(files, out):
+        text = (out / stale).read_text(encoding="utf-8")
+        source = f"{(out / stale).as_posix()} (on disk)"
+        diffs.append(_diff(text, "", source, "/dev/null (no longer rendered)"))
     return diffs
 
 
 def write(files: Sequence[RenderedFile], out: Path) -> list[Path]:
     """Write ``files`` under ``out``, remove generated files no longer rendered; return changes."""
     changed: list[Path] = []
-    rendered = {file.path for file in files}
     for file in files:
         target = out / file.path
         if target.is_file() and target.read_text(encoding="utf-8") == file.text:
@@ -113,10 +107,9 @@ def write(files: Sequence[RenderedFile], out: Path) -> list[Path]:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(file.text, encoding="utf-8")
         changed.append(target)
-    for stale in _generated_on_disk(out):
-        if stale not in rendered:
-            (out / stale).unlink()
-            changed.append(out / stale)
+    for stale in _stale(files, out):
+        (out / stale).unlink()
+        changed.append(out / stale)
     return changed
 
 
