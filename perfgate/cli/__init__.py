@@ -6,6 +6,7 @@ only lists them, in the order `--help` shows, and owns the one place that catche
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
@@ -15,50 +16,33 @@ from contextlib import contextmanager
 from types import FrameType
 
 from perfgate import __version__
-from perfgate.cli import (
-    accept,
-    alert,
-    bench,
-    bisect,
-    ci,
-    compare,
-    config,
-    gate,
-    image,
-    import_history,
-    post_report,
-    publish,
-    qualify,
-    report,
-    reseed,
-    roll_era,
-    seed,
-    verify,
-)
 from perfgate.cli.common import Handler, Parser
 from perfgate.errors import ExitCode, PerfgateError, Terminated
 from perfgate.util.redact import redact
 
-# The order of the verb list in ``perfgate --help``.
-VERB_MODULES = (
-    config,
-    bench,
-    gate,
-    compare,
-    post_report,
-    publish,
-    alert,
-    accept,
-    seed,
-    import_history,
-    bisect,
-    verify,
-    report,
-    reseed,
-    qualify,
-    image,
-    roll_era,
-    ci,
+# The verbs' modules, in the order of the verb list in ``perfgate --help``.
+VERB_MODULES = tuple(
+    importlib.import_module(f"perfgate.cli.{name}")
+    for name in (
+        "config",
+        "bench",
+        "gate",
+        "compare",
+        "post_report",
+        "publish",
+        "alert",
+        "accept",
+        "seed",
+        "import_history",
+        "bisect",
+        "verify",
+        "report",
+        "reseed",
+        "qualify",
+        "image",
+        "roll_era",
+        "ci",
+    )
 )
 
 
