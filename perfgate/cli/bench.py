@@ -232,7 +232,7 @@ def launch_json(planned: PlannedLaunch) -> dict[str, object]:
 
 def _plan(bucket: Bucket, settings: BenchSettings) -> PlannedLaunch:
     """``bucket``'s first launch; a checkout that cannot run it is a usage error naming both."""
-    from perfgate.run.drivers import CheckoutUnsupported
+    from perfgate.run.drivers.base import CheckoutUnsupported
     from perfgate.run.launch import plan_first_launch
 
     try:

@@ -146,7 +146,8 @@ def plan_launches(buckets: Sequence[Bucket], checkout: Path) -> Preflight:
     fails on a free runner in seconds instead of on a GPU. What the read cannot tell (an id
     registered where no read can see it) is a doubt. Each is said once, with its buckets.
     """
-    from perfgate.run.drivers import CheckoutUnsupported, get_driver, isaaclab
+    from perfgate.run.drivers import get_driver, isaaclab
+    from perfgate.run.drivers.base import CheckoutUnsupported
     from perfgate.run.execution import AttemptDirs
 
     if not checkout.is_dir():
@@ -278,7 +279,7 @@ def _matrix_json(config: Config, bucket: Bucket) -> dict[str, Any]:
     from perfgate.cli.bench import launch_json
     from perfgate.result import Hardware
     from perfgate.run.container import IMAGE_ENV
-    from perfgate.run.drivers import CheckoutUnsupported
+    from perfgate.run.drivers.base import CheckoutUnsupported
     from perfgate.run.launch import BenchSettings, cache_state, container_of, plan_first_launch
 
     entry = bucket.matrix_entry()

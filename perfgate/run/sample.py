@@ -11,7 +11,8 @@ from perfgate.config import PRIMARY, Bucket, Metric
 from perfgate.result import FailurePhase, SampleAdmission
 from perfgate.run.admission import AdmissionControl
 from perfgate.run.bundle import MetricStats
-from perfgate.run.drivers import CheckoutUnsupported, Measurement, get_driver
+from perfgate.run.drivers import get_driver
+from perfgate.run.drivers.base import CheckoutUnsupported, Measurement
 from perfgate.run.execution import (
     AttemptDirs,
     AttemptRecord,

@@ -16,9 +16,8 @@ from typing import Any
 
 from perfgate.baselines.imports.history import History, HistoryError, HistoryRun, iso_from_millis
 from perfgate.config import OutputFormat
-from perfgate.run.drivers.adapters import SuiteError
 from perfgate.run.drivers.adapters import asv as adapter
-from perfgate.run.drivers.adapters.base import number
+from perfgate.run.drivers.adapters.base import SuiteError, number
 from perfgate.util import jsonfile
 
 KIND = "asv"

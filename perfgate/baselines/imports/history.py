@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from perfgate.config import OutputFormat
 from perfgate.errors import UsageError
-from perfgate.run.drivers.adapters import Suite
+from perfgate.run.drivers.adapters.base import Suite
 
 #: What an imported sample's ``trusted_source`` says, so every reader can tell it apart.
 TRUSTED_SOURCE = "import"

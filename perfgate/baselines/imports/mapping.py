@@ -27,7 +27,8 @@ from perfgate.baselines.store import AppendOutcome, BaselineStore
 from perfgate.config import Bucket, Config, Metric, OutputFormat
 from perfgate.errors import GateMalfunction, UsageError
 from perfgate.identity import runtime_inputs, stable_hash
-from perfgate.run.drivers.adapters import Benchmark, SuiteError, figure
+from perfgate.run.drivers.adapters import figure
+from perfgate.run.drivers.adapters.base import Benchmark, SuiteError
 from perfgate.run.drivers.adapters.units import convert
 from perfgate.run.launch import benchmark_identity, cache_state, launch_identity
 from perfgate.util.git import resolve

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from perfgate.errors import ConfigError
-from perfgate.run.drivers.base import CheckoutUnsupported, Driver, Measurement
+from perfgate.run.drivers.base import Driver
 from perfgate.run.drivers.command import CommandDriver
 from perfgate.run.drivers.demo import DemoDriver
 from perfgate.run.drivers.isaaclab import IsaacLabDriver
-
-__all__ = ["CheckoutUnsupported", "Driver", "Measurement", "get_driver"]
 
 _DRIVERS: dict[str, Driver] = {
     "demo": DemoDriver(),

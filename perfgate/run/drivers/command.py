@@ -11,6 +11,7 @@ from perfgate.errors import ConfigError
 from perfgate.run.bundle import OutputError, load_json, metric_stats, metric_values
 from perfgate.run.container import ContainerProfile
 from perfgate.run.drivers import adapters
+from perfgate.run.drivers.adapters.base import Suite, SuiteError
 from perfgate.run.drivers.base import Measurement
 from perfgate.run.execution import AttemptDirs, Invocation
 
@@ -113,7 +114,7 @@ def _read_suite(bucket: Bucket, output_format: OutputFormat, path: Path) -> Meas
         metrics = {}
         measured = bucket.selecting(b.name for b in suite).metrics
         if len(measured) >= MAX_METRICS:
-            raise adapters.SuiteError(
+            raise SuiteError(
                 f"{path}: the bucket's selections match {len(measured)} benchmarks, more than "
                 f"the {MAX_METRICS - 1} a bucket reports besides its primary; narrow their "
                 "patterns or split the suite between buckets"
@@ -121,16 +122,16 @@ def _read_suite(bucket: Bucket, output_format: OutputFormat, path: Path) -> Meas
         for metric in measured:
             try:
                 metrics[metric.name] = adapters.figure(suite, metric, path).value
-            except adapters.SuiteError:
+            except SuiteError:
                 if metric.required:
                     raise
-    except adapters.SuiteError as exc:
+    except SuiteError as exc:
         return Measurement(stats=metric_stats({}, ""), error=str(exc), output_file=path)
     found = {name: value for name, value in metrics.items() if value is not None}
     return Measurement(stats=stats, metrics=found, output_file=path)
 
 
-def _check_selections(bucket: Bucket, suite: adapters.Suite, path: Path) -> None:
+def _check_selections(bucket: Bucket, suite: Suite, path: Path) -> None:
     """A required selection that matches no benchmark of ``suite`` is an error listing the
     names the file has."""
     for selection in bucket.selections:
@@ -139,7 +140,7 @@ def _check_selections(bucket: Bucket, suite: adapters.Suite, path: Path) -> None
         names = ", ".join(repr(b.name) for b in suite[: adapters.LISTED]) or "none"
         more = f" and {len(suite) - adapters.LISTED} more" if len(suite) > adapters.LISTED else ""
         patterns = " or ".join(repr(p) for p in selection.select)
-        raise adapters.SuiteError(
+        raise SuiteError(
             f"{path}: metric {selection.name!r} selects benchmarks matching {patterns}, and "
             f"none does; the file has {names}{more}: fix the pattern, or declare the "
             "selection required: false"

@@ -20,7 +20,8 @@ import pytest
 
 from perfgate.config import Direction, Metric, OutputFormat
 from perfgate.run.drivers import adapters
-from perfgate.run.drivers.adapters import Suite, SuiteError, figure
+from perfgate.run.drivers.adapters import figure
+from perfgate.run.drivers.adapters.base import Suite, SuiteError
 from tests.git_support import IDENTITY
 
 BIN = Path(sys.executable).parent

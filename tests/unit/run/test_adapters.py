@@ -17,7 +17,8 @@ import pytest
 
 from perfgate.config import PRIMARY, Direction, Metric, OutputFormat
 from perfgate.run.drivers import adapters
-from perfgate.run.drivers.adapters import Suite, SuiteError, figure
+from perfgate.run.drivers.adapters import figure
+from perfgate.run.drivers.adapters.base import Suite, SuiteError
 from perfgate.run.drivers.adapters.units import convert, spelled
 from tests.paths import FIXTURES
 

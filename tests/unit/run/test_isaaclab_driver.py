@@ -10,7 +10,8 @@ import pytest
 from perfgate.config import Bucket, load_config
 from perfgate.errors import ConfigError
 from perfgate.result import FailurePhase
-from perfgate.run.drivers import CheckoutUnsupported, get_driver
+from perfgate.run.drivers import get_driver
+from perfgate.run.drivers.base import CheckoutUnsupported
 from perfgate.run.drivers.isaaclab import (
     MARKERS,
     detect_cli,

@@ -20,7 +20,7 @@ from perfgate.result import (
 )
 from perfgate.run.bucket_result import paired_spend, run_spend
 from perfgate.run.bundle import MetricStats
-from perfgate.run.drivers import Measurement
+from perfgate.run.drivers.base import Measurement
 from perfgate.run.execution import AttemptRecord, ProcessOutcome
 from perfgate.run.layout import SampleLayout
 from perfgate.run.sample import SampleRun

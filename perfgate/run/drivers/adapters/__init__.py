@@ -20,10 +20,8 @@ from perfgate.run.drivers.adapters import (
     pyperf,
     pytest_benchmark,
 )
-from perfgate.run.drivers.adapters.base import Benchmark, Suite, SuiteError, WrongFormat, load
+from perfgate.run.drivers.adapters.base import Suite, SuiteError, WrongFormat, load
 from perfgate.run.drivers.adapters.units import convert
-
-__all__ = ["ADAPTERS", "Adapter", "Benchmark", "Suite", "SuiteError", "figure", "read"]
 
 # Names listed when a benchmark is not found, at most.
 LISTED = 20
