@@ -19,6 +19,7 @@ from perfgate.run.drivers.adapters.base import (
     Benchmark,
     Suite,
     SuiteError,
+    failure,
     finite_samples,
     load,
     number,
@@ -92,10 +93,10 @@ def _combinations(name: str, fields: dict[str, Any], unit: str) -> list[Benchmar
     names = [f"{name}({combo})" for combo in combos] or [name]
     results = fields.get("result")
     if results is None:
-        return [_failed(n, unit, f"{where}.result is null: the benchmark failed") for n in names]
+        return [failure(n, unit, f"{where}.result is null: the benchmark failed") for n in names]
     if not isinstance(results, list) or len(results) != len(names):
         return [
-            _failed(n, unit, f"{where}.result does not hold one value per parameter combination")
+            failure(n, unit, f"{where}.result does not hold one value per parameter combination")
             for n in names
         ]
     samples = fields.get("samples")
@@ -104,7 +105,7 @@ def _combinations(name: str, fields: dict[str, Any], unit: str) -> list[Benchmar
         value = number(results[index])
         if value is None:
             found.append(
-                _failed(
+                failure(
                     benchmark,
                     unit,
                     f"{where}.result[{index}] is {results[index]!r}: the benchmark failed",
@@ -114,7 +115,7 @@ def _combinations(name: str, fields: dict[str, Any], unit: str) -> list[Benchmar
         recorded = samples[index] if isinstance(samples, list) and index < len(samples) else None
         rounds, problem = finite_samples(recorded or [], f"{where}.samples[{index}]")
         if problem:
-            found.append(_failed(benchmark, unit, problem))
+            found.append(failure(benchmark, unit, problem))
         elif rounds:
             found.append(
                 Benchmark(name=benchmark, unit=unit, direction=Direction.LOWER, samples=rounds)
@@ -124,7 +125,3 @@ def _combinations(name: str, fields: dict[str, Any], unit: str) -> list[Benchmar
                 Benchmark(name=benchmark, unit=unit, direction=Direction.LOWER, summary=value)
             )
     return found
-
-
-def _failed(name: str, unit: str, error: str) -> Benchmark:
-    return Benchmark(name=name, unit=unit, direction=Direction.LOWER, error=error)

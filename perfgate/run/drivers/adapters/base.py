@@ -47,6 +47,11 @@ class Benchmark:
         )
 
 
+def failure(name: str, unit: str, error: str) -> Benchmark:
+    """A lower-is-better benchmark the tool reports failed (or whose entry lacks a figure)."""
+    return Benchmark(name=name, unit=unit, direction=Direction.LOWER, error=error)
+
+
 #: Every benchmark one output file reports, in the tool's order.
 Suite = tuple[Benchmark, ...]
 

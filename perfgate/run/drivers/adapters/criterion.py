@@ -18,6 +18,7 @@ from perfgate.run.drivers.adapters.base import (
     Benchmark,
     Suite,
     SuiteError,
+    failure,
     finite_samples,
     load,
     load_lines,
@@ -67,7 +68,7 @@ def _from_folder(folder: Path) -> Benchmark:
         raise wrong_shape(folder / ESTIMATES, TOOL, "no 'median' with a 'point_estimate'")
     median = number(data["median"].get("point_estimate"))
     if median is None:
-        return _failed(name, f"{ESTIMATES}: median.point_estimate is not a finite number")
+        return failure(name, "ns", f"{ESTIMATES}: median.point_estimate is not a finite number")
     return Benchmark(name=name, unit="ns", direction=Direction.LOWER, summary=median)
 
 
@@ -86,8 +87,8 @@ def _from_message(message: dict[str, Any], where: str) -> Benchmark:
     name = str(message.get("id") or where)
     unit = spelled(str(message.get("unit", "")))
     if not is_time(unit):
-        return _failed(
-            name, f"{where}: unit {message.get('unit')!r} is not a time (ns, us, ms, s)", unit
+        return failure(
+            name, unit, f"{where}: unit {message.get('unit')!r} is not a time (ns, us, ms, s)"
         )
     return per_iteration(
         name, message.get("measured_values"), message.get("iteration_count"), unit, where
@@ -99,12 +100,8 @@ def per_iteration(name: str, times: Any, iterations: Any, unit: str, where: str)
     total, problem = finite_samples(times, f"{where}: times")
     counts, problem = (total, problem) if problem else finite_samples(iterations, f"{where}: iters")
     if problem:
-        return _failed(name, problem, unit)
+        return failure(name, unit, problem)
     if len(total) != len(counts) or not total or not all(count > 0 for count in counts):
-        return _failed(name, f"{where}: times and iteration counts do not pair up", unit)
+        return failure(name, unit, f"{where}: times and iteration counts do not pair up")
     samples = tuple(t / n for t, n in zip(total, counts, strict=True))
     return Benchmark(name=name, unit=unit, direction=Direction.LOWER, samples=samples)
-
-
-def _failed(name: str, error: str, unit: str = "ns") -> Benchmark:
-    return Benchmark(name=name, unit=unit, direction=Direction.LOWER, error=error)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.config import Direction
-from perfgate.run.drivers.adapters.base import Benchmark, Suite, load, number, wrong_shape
+from perfgate.run.drivers.adapters.base import Benchmark, Suite, failure, load, number, wrong_shape
 from perfgate.run.drivers.adapters.units import SECONDS
 
 TOOL = "google-benchmark"
@@ -40,24 +40,24 @@ def _benchmark(name: str, rows: list[tuple[int, dict[str, Any]]]) -> Benchmark:
     if failed:
         index, row = failed[0]
         message = row.get("error_message") or row.get("skip_message") or "no message"
-        return _failed(name, "s", f"benchmarks[{index}] reports an error: {message}")
+        return failure(name, "s", f"benchmarks[{index}] reports an error: {message}")
     repetitions = [(i, row) for i, row in rows if row.get("run_type", "iteration") == "iteration"]
     if not repetitions:
         by_kind = {row.get("aggregate_name"): (i, row) for i, row in rows}
         chosen = by_kind.get("median") or by_kind.get("mean")
         if chosen is None:
-            return _failed(name, "s", "has neither repetition rows nor a median or mean row")
+            return failure(name, "s", "has neither repetition rows nor a median or mean row")
         repetitions = [chosen]
     unit = str(repetitions[0][1].get("time_unit", "ns"))
     if unit not in SECONDS:
-        return _failed(
+        return failure(
             name, unit, f"time_unit {unit!r} is not one Google Benchmark writes (ns, us, ms, s)"
         )
     samples = []
     for index, row in repetitions:
         value = number(row.get("real_time"))
         if value is None or row.get("time_unit", "ns") != unit:
-            return _failed(
+            return failure(
                 name,
                 unit,
                 f"benchmarks[{index}].real_time is {row.get('real_time')!r} "
@@ -65,7 +65,3 @@ def _benchmark(name: str, rows: list[tuple[int, dict[str, Any]]]) -> Benchmark:
             )
         samples.append(value)
     return Benchmark(name=name, unit=unit, direction=Direction.LOWER, samples=tuple(samples))
-
-
-def _failed(name: str, unit: str, error: str) -> Benchmark:
-    return Benchmark(name=name, unit=unit, direction=Direction.LOWER, error=error)

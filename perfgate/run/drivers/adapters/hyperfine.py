@@ -15,6 +15,7 @@ from perfgate.config import Direction
 from perfgate.run.drivers.adapters.base import (
     Benchmark,
     Suite,
+    failure,
     finite_samples,
     load,
     number,
@@ -52,32 +53,32 @@ def _benchmark(entry: dict[str, Any], where: str, metric: str) -> Benchmark:
     codes = entry.get("exit_codes") or []
     failed = [code for code in codes if code not in (0, None)]
     if failed:
-        return _failed(name, "s", f"{where}.exit_codes: {len(failed)} run(s) exited {failed[0]}")
+        return failure(name, "s", f"{where}.exit_codes: {len(failed)} run(s) exited {failed[0]}")
     samples, problem = finite_samples(entry.get("times"), f"{where}.times")
     if problem:
-        return _failed(name, "s", problem)
+        return failure(name, "s", problem)
     if not samples:
-        return _failed(name, "s", f"{where}.times is empty")
+        return failure(name, "s", f"{where}.times is empty")
     return Benchmark(name=name, unit="s", direction=Direction.LOWER, samples=samples)
 
 
 def _measured(name: str, runs: Any, where: str, metric: str) -> Benchmark:
     if not isinstance(runs, list) or not runs:
-        return _failed(name, "s", f"{where} is not a list of runs")
+        return failure(name, "s", f"{where} is not a list of runs")
     samples, unit = [], None
     for index, run in enumerate(runs):
         here = f"{where}[{index}]"
         if not isinstance(run, dict):
-            return _failed(name, "s", f"{here} is not an object")
+            return failure(name, "s", f"{here} is not an object")
         if run.get("exit_code") not in (0, None):
-            return _failed(name, "s", f"{here}.exit_code: the run exited {run['exit_code']}")
+            return failure(name, "s", f"{here}.exit_code: the run exited {run['exit_code']}")
         figure = run.get(metric)
         value = number(figure.get("value")) if isinstance(figure, dict) else None
         if value is None or not isinstance(figure, dict):
-            return _failed(name, "s", f"{here}.{metric}.value is missing or not a finite number")
+            return failure(name, "s", f"{here}.{metric}.value is missing or not a finite number")
         unit = unit or spelled(str(figure.get("unit", "second")))
         if spelled(str(figure.get("unit", "second"))) != unit or not is_time(unit):
-            return _failed(
+            return failure(
                 name,
                 unit,
                 f"{here}.{metric}.unit {figure.get('unit')!r} is not a time "
@@ -85,7 +86,3 @@ def _measured(name: str, runs: Any, where: str, metric: str) -> Benchmark:
             )
         samples.append(value)
     return Benchmark(name=name, unit=unit or "s", direction=Direction.LOWER, samples=tuple(samples))
-
-
-def _failed(name: str, unit: str, error: str) -> Benchmark:
-    return Benchmark(name=name, unit=unit, direction=Direction.LOWER, error=error)

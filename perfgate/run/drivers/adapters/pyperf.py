@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.config import Direction
-from perfgate.run.drivers.adapters.base import Benchmark, Suite, finite_samples, load, wrong_shape
+from perfgate.run.drivers.adapters.base import (
+    Benchmark,
+    Suite,
+    failure,
+    finite_samples,
+    load,
+    wrong_shape,
+)
 
 TOOL = "pyperf"
 # The units pyperf writes, by perfgate's spelling of them.
@@ -36,36 +43,32 @@ def read(path: Path) -> Suite:
 
 def _benchmark(entry: Any, where: str, common: dict[str, Any]) -> Benchmark:
     if not isinstance(entry, dict):
-        return _failed(where, "s", f"{where} is not an object")
+        return failure(where, "s", f"{where} is not an object")
     metadata = {**common, **_metadata(entry)}
     name = str(metadata.get("name", where))
     unit = str(metadata.get("unit", "second"))
     if unit not in UNITS:
-        return _failed(
+        return failure(
             name,
             unit,
             f"{where}.metadata.unit {unit!r} is not one pyperf writes ({', '.join(UNITS)})",
         )
     runs = entry.get("runs")
     if not isinstance(runs, list):
-        return _failed(name, UNITS[unit], f"{where}.runs is not a list")
+        return failure(name, UNITS[unit], f"{where}.runs is not a list")
     samples: list[float] = []
     for index, run in enumerate(runs):
         if not isinstance(run, dict) or "values" not in run:
             continue  # a calibration run: warmups only
         values, problem = finite_samples(run["values"], f"{where}.runs[{index}].values")
         if problem:
-            return _failed(name, UNITS[unit], problem)
+            return failure(name, UNITS[unit], problem)
         samples.extend(values)
     if not samples:
-        return _failed(name, UNITS[unit], f"{where}.runs hold no values (calibration only)")
+        return failure(name, UNITS[unit], f"{where}.runs hold no values (calibration only)")
     return Benchmark(name=name, unit=UNITS[unit], direction=Direction.LOWER, samples=tuple(samples))
 
 
 def _metadata(data: dict[str, Any]) -> dict[str, Any]:
     found = data.get("metadata")
     return found if isinstance(found, dict) else {}
-
-
-def _failed(name: str, unit: str, error: str) -> Benchmark:
-    return Benchmark(name=name, unit=unit, direction=Direction.LOWER, error=error)

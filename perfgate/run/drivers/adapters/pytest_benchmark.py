@@ -14,6 +14,7 @@ from perfgate.config import Direction
 from perfgate.run.drivers.adapters.base import (
     Benchmark,
     Suite,
+    failure,
     finite_samples,
     load,
     number,
@@ -46,19 +47,15 @@ def _benchmark(entry: dict[str, Any], index: int, ambiguous: bool) -> Benchmark:
     where = f"benchmarks[{index}].stats"
     stats = entry.get("stats")
     if not isinstance(stats, dict):
-        return _failed(name, f"{where} is missing (the benchmark did not run)")
+        return failure(name, "s", f"{where} is missing (the benchmark did not run)")
     if "data" in stats:
         # Each round's time for one iteration (pytest-benchmark divides by iterations).
         samples, problem = finite_samples(stats["data"], f"{where}.data")
         if problem:
-            return _failed(name, problem)
+            return failure(name, "s", problem)
         if samples:
             return Benchmark(name=name, unit="s", direction=Direction.LOWER, samples=samples)
     median = number(stats.get("median"))
     if median is None:
-        return _failed(name, f"{where}.median is {stats.get('median')!r}, not a finite number")
+        return failure(name, "s", f"{where}.median is {stats.get('median')!r}, not a finite number")
     return Benchmark(name=name, unit="s", direction=Direction.LOWER, summary=median)
-
-
-def _failed(name: str, error: str) -> Benchmark:
-    return Benchmark(name=name, unit="s", direction=Direction.LOWER, error=error)
