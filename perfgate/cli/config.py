@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 from collections.abc import Sequence
@@ -18,6 +17,7 @@ from perfgate.cli.common import (
     add_config,
     add_selection,
     add_verb,
+    print_json,
     selected,
 )
 from perfgate.config import Bucket, Config, load_config
@@ -255,8 +255,7 @@ def run_matrix(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     buckets = selected(config, args)
     if args.json:
-        entries = [_matrix_json(config, bucket) for bucket in buckets]
-        print(json.dumps(entries, indent=2, allow_nan=False))
+        print_json([_matrix_json(config, bucket) for bucket in buckets])
         return ExitCode.OK
     from perfgate.util.console import render_table
 

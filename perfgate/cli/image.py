@@ -10,7 +10,6 @@ unless --force REASON, which is kept in the record.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from perfgate.cli.common import (
     add_config,
     add_verb,
     baseline_is_local,
+    print_json,
 )
 from perfgate.config import load_config
 from perfgate.errors import ExitCode, UsageError
@@ -140,5 +140,5 @@ def run(args: argparse.Namespace) -> int:
         ),
     )
     write_step_outputs(choice.step_outputs())
-    print(json.dumps(choice.to_json(), indent=2, allow_nan=False))
+    print_json(choice.to_json())
     return ExitCode.OK
