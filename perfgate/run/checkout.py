@@ -7,13 +7,12 @@ out the merge base the same way (``run.paired``), and ``compare --measure`` both
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from perfgate.errors import GitError, GitTimeout
-from perfgate.util.git import git, git_env
+from perfgate.util.git import git, try_git
 
 # How long fetching a commit's LFS content may take: assets can be gigabytes, far more
 # than a fetch of the baseline branch, but a stalled LFS server must still end the wait.
@@ -31,14 +30,8 @@ def _remove_worktree(repo: Path, path: Path) -> None:
 
 def tracks_lfs(repo: Path, commit: str) -> bool:
     """True when a ``.gitattributes`` at ``commit`` routes files through Git LFS."""
-    found = subprocess.run(
-        ["git", "grep", "-q", "filter=lfs", commit, "--", ":(glob)**/.gitattributes"],
-        cwd=repo,
-        env=git_env(),
-        capture_output=True,
-        check=False,
-    )
-    return found.returncode == 0
+    found = try_git("grep", "-q", "filter=lfs", commit, "--", ":(glob)**/.gitattributes", cwd=repo)
+    return found is not None
 
 
 @contextmanager
