@@ -93,14 +93,9 @@ class Pin:
         return None if version.endswith(".*") else version
 
 
-def normalize(name: str) -> str:
-    """PEP 503 name normalization: ``Warp_Lang`` -> ``warp-lang``."""
-    return canonicalize_name(name)
-
-
 def distributions(package: str) -> tuple[str, ...]:
     """Distribution names that may provide import package ``package``, normalized."""
-    return tuple(normalize(d) for d in (*DISTRIBUTIONS.get(package, ()), package))
+    return tuple(canonicalize_name(d) for d in (*DISTRIBUTIONS.get(package, ()), package))
 
 
 def missing_symbol(log: str) -> MissingSymbol | None:
@@ -197,9 +192,8 @@ def requirements_in(path: Path) -> list[Pin]:
         except InvalidRequirement:
             continue  # a string of setup.py, or a line pip options own
         if requirement.url is None:  # a direct URL names no version
-            pins.append(
-                Pin(name=normalize(requirement.name), spec=str(requirement.specifier), file=path)
-            )
+            name, spec = canonicalize_name(requirement.name), str(requirement.specifier)
+            pins.append(Pin(name=name, spec=spec, file=path))
     return pins
 
 
@@ -237,7 +231,7 @@ def required_pin(
             f"{path}: not found; {needed_by} reads the {package} pin from it "
             f"(fix {fix} or restore the file)"
         )
-    wanted = normalize(package)
+    wanted = canonicalize_name(package)
     declared = [pin for pin in requirements_in(path) if pin.name == wanted]
     if not declared:
         raise ConfigError(
