@@ -60,7 +60,8 @@ def _dig(data: Any, dotted: str) -> Any:
     return current
 
 
-def _number(value: Any) -> float | None:
+def number(value: Any) -> float | None:
+    """``value`` as a finite float; None for anything else (a bool, a string, NaN)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if math.isfinite(value) else None
@@ -68,22 +69,22 @@ def _number(value: Any) -> float | None:
 
 def metric_stats(data: Any, dotted: str) -> MetricStats:
     """Read the metric; for a ``...mean`` or ``...median`` path the sibling spread comes along."""
-    value = _number(dig(data, dotted))
+    value = number(dig(data, dotted))
     parent_path, _, leaf = dotted.rpartition(".")
     siblings = dig(data, parent_path) if parent_path and leaf in ("mean", "median") else None
     if not isinstance(siblings, Mapping):
         return MetricStats(value=value)
     return MetricStats(
         value=value,
-        std=_number(siblings.get("std")),
-        min=_number(siblings.get("min")),
-        max=_number(siblings.get("peak", siblings.get("max"))),
+        std=number(siblings.get("std")),
+        min=number(siblings.get("min")),
+        max=number(siblings.get("peak", siblings.get("max"))),
     )
 
 
 def finite_figures(data: Any, paths: tuple[str, ...]) -> dict[str, float]:
     """The finite numbers found at ``paths``, keyed by path (absent or non-finite left out)."""
-    found = {path: _number(dig(data, path)) for path in paths}
+    found = {path: number(dig(data, path)) for path in paths}
     return {path: value for path, value in found.items() if value is not None}
 
 
@@ -91,7 +92,7 @@ def metric_values(data: Any, metrics: tuple[Metric, ...]) -> dict[str, float]:
     """Each metric's finite figure by name (a sum needs every part); absent ones left out."""
     found = {}
     for metric in metrics:
-        parts = [_number(dig(data, path)) for path in metric.paths]
+        parts = [number(dig(data, path)) for path in metric.paths]
         if all(part is not None for part in parts):
             found[metric.name] = math.fsum(part for part in parts if part is not None)
     return found

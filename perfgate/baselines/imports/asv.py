@@ -16,8 +16,9 @@ from typing import Any
 
 from perfgate.baselines.imports.history import History, HistoryError, HistoryRun, iso_from_millis
 from perfgate.config import OutputFormat
+from perfgate.run.bundle import number
 from perfgate.run.drivers.adapters import asv as adapter
-from perfgate.run.drivers.adapters.base import SuiteError, number
+from perfgate.run.drivers.adapters.base import SuiteError
 from perfgate.util import jsonfile
 
 KIND = "asv"

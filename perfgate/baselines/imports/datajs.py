@@ -20,7 +20,8 @@ from typing import Any
 
 from perfgate.baselines.imports.history import History, HistoryError, HistoryRun, iso_from_millis
 from perfgate.config import Direction, OutputFormat
-from perfgate.run.drivers.adapters.base import Benchmark, number
+from perfgate.run.bundle import number
+from perfgate.run.drivers.adapters.base import Benchmark
 from perfgate.run.drivers.adapters.units import spelled
 from perfgate.util import jsonfile
 

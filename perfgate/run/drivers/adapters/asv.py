@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.config import Direction
+from perfgate.run.bundle import number
 from perfgate.run.drivers.adapters.base import (
     Benchmark,
     Suite,
@@ -22,7 +23,6 @@ from perfgate.run.drivers.adapters.base import (
     failure,
     finite_samples,
     load,
-    number,
     wrong_shape,
 )
 from perfgate.run.drivers.adapters.units import spelled

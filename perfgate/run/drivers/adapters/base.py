@@ -3,7 +3,6 @@ unit, direction, samples and error."""
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -11,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.config import Direction
-from perfgate.run.bundle import MetricStats, OutputError
+from perfgate.run.bundle import MetricStats, OutputError, number
 from perfgate.util import jsonfile
 
 
@@ -79,14 +78,14 @@ def load_lines(path: Path, tool: str) -> list[Any]:
     except jsonfile.JsonError as exc:
         raise SuiteError(f"{path} cannot be read: {exc}") from None
     found = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             found.append(jsonfile.loads(line, non_finite=True))
         except jsonfile.JsonError as exc:
             raise SuiteError(
-                f"{path}: line {number} is not {tool} output: {exc}; a truncated last line "
+                f"{path}: line {lineno} is not {tool} output: {exc}; a truncated last line "
                 "means the benchmark was stopped while writing it (see its log)"
             ) from None
     return found
@@ -101,13 +100,6 @@ def wrong_shape(path: Path, tool: str, expected: str) -> WrongFormat:
     return WrongFormat(
         f"{path} is not {tool} output ({expected}); check command.format and command.output"
     )
-
-
-def number(value: Any) -> float | None:
-    """``value`` as a finite float; None for anything else (a bool, a string, NaN)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
 
 
 def finite_samples(values: Any, field: str) -> tuple[tuple[float, ...], str | None]:

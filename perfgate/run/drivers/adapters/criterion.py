@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.config import Direction
+from perfgate.run.bundle import number
 from perfgate.run.drivers.adapters.base import (
     Benchmark,
     Suite,
@@ -22,7 +23,6 @@ from perfgate.run.drivers.adapters.base import (
     finite_samples,
     load,
     load_lines,
-    number,
     wrong_shape,
 )
 from perfgate.run.drivers.adapters.units import is_time, spelled

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.config import Direction
-from perfgate.run.drivers.adapters.base import Benchmark, Suite, load, number, wrong_shape
+from perfgate.run.bundle import number
+from perfgate.run.drivers.adapters.base import Benchmark, Suite, load, wrong_shape
 from perfgate.run.drivers.adapters.units import spelled
 
 

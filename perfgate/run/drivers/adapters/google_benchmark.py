@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.config import Direction
-from perfgate.run.drivers.adapters.base import Benchmark, Suite, failure, load, number, wrong_shape
+from perfgate.run.bundle import number
+from perfgate.run.drivers.adapters.base import Benchmark, Suite, failure, load, wrong_shape
 from perfgate.run.drivers.adapters.units import SECONDS
 
 TOOL = "google-benchmark"

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.config import Direction
+from perfgate.run.bundle import number
 from perfgate.run.drivers.adapters.base import (
     Benchmark,
     Suite,
     failure,
     finite_samples,
     load,
-    number,
     wrong_shape,
 )
 
