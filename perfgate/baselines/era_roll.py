@@ -325,9 +325,7 @@ def execute_roll(
         details["refs"] = list(plan.refs)
     if plan.action is RollAction.BOOTSTRAP:
         details["tag"] = plan.image
-    message = record_message(era, image)
-    if request.force is not None:
-        message += f" (forced: {request.force})"
+    message = record_message(era, image, request.force)
     baseline_commit = commit_to_branch(
         store.repo,
         store.branch,

@@ -114,8 +114,7 @@ def run(args: argparse.Namespace) -> int:
                 details={"source": "record"},
                 force=args.force,
             ),
-            image.record_message(era, args.record)
-            + (f" (forced: {args.force})" if args.force else ""),
+            image.record_message(era, args.record, args.force),
             store.retry,
             # Only the manifest is checked out: the samples on the branch can be large.
             paths=[spec.manifest],

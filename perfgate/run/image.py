@@ -433,6 +433,7 @@ def pinned(image: str, digest: str | None) -> str:
     return f"{image}@{digest}"
 
 
-def record_message(era: Era, image: str) -> str:
-    """Commit message of an era record."""
-    return f"[image_era] Record {era.key[:12]} -> {image}"
+def record_message(era: Era, image: str, force: str | None = None) -> str:
+    """Commit message of an era record, with the reason it was forced."""
+    forced = f" (forced: {force})" if force is not None else ""
+    return f"[image_era] Record {era.key[:12]} -> {image}{forced}"
