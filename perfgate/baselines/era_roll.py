@@ -38,6 +38,7 @@ from perfgate.errors import ConfigError, GateMalfunction, ImageStepFailed, Usage
 from perfgate.identity import stable_hash
 from perfgate.run.image import (
     Era,
+    EraRecord,
     branch_values,
     digest_of,
     fill_reference,
@@ -45,7 +46,6 @@ from perfgate.run.image import (
     manifest_editor,
     pinned,
     read_manifest,
-    record_message,
     tag_for,
 )
 from perfgate.util.bounded import run_streaming
@@ -325,21 +325,20 @@ def execute_roll(
         details["refs"] = list(plan.refs)
     if plan.action is RollAction.BOOTSTRAP:
         details["tag"] = plan.image
-    message = record_message(era, image, request.force)
+    record = EraRecord(
+        era=era,
+        image=image,
+        commit=request.commit,
+        details=details,
+        keep_recorded=True,
+        force=request.force,
+    )
     baseline_commit = commit_to_branch(
         store.repo,
         store.branch,
         store.remote,
-        manifest_editor(
-            spec.manifest,
-            era,
-            image,
-            request.commit,
-            details=details,
-            keep_recorded=True,
-            force=request.force,
-        ),
-        message,
+        manifest_editor(spec.manifest, record),
+        record.message,
         store.retry,
         paths=[spec.manifest],
     )

@@ -102,19 +102,19 @@ def run(args: argparse.Namespace) -> int:
             )
         if store is None:
             raise UsageError("--record must run inside the repository's git checkout")
+        record = image.EraRecord(
+            era=era,
+            image=args.record,
+            commit=run.commit,
+            details={"source": "record"},
+            force=args.force,
+        )
         commit = commit_to_branch(
             store.repo,
             store.branch,
             store.remote,
-            image.manifest_editor(
-                spec.manifest,
-                era,
-                args.record,
-                run.commit,
-                details={"source": "record"},
-                force=args.force,
-            ),
-            image.record_message(era, args.record, args.force),
+            image.manifest_editor(spec.manifest, record),
+            record.message,
             store.retry,
             # Only the manifest is checked out: the samples on the branch can be large.
             paths=[spec.manifest],

@@ -321,22 +321,36 @@ def build_with(spec: ImageSpec, target_branch: str | None, cwd: Path) -> Callabl
     return run
 
 
-def with_era(
-    manifest: Mapping[str, Any] | None,
-    era: Era,
-    image: str,
-    commit: str | None,
-    *,
-    details: Mapping[str, Any] | None = None,
-    keep_recorded: bool = False,
-    force: str | None = None,
-) -> dict[str, Any]:
-    """The manifest with ``era`` recorded as ``image``; a recorded era is never rewritten.
+@dataclass(frozen=True, kw_only=True)
+class EraRecord:
+    """An era's manifest entry to write: the image, the commit recording it, and how."""
+
+    era: Era
+    image: str
+    commit: str | None
+    # Further fields of the entry (where the image came from).
+    details: Mapping[str, Any] | None = None
+    # A concurrent roll won: converge on its record instead of refusing another image.
+    keep_recorded: bool = False
+    # The reason to replace a recorded entry, kept in the new entry beside those it replaced.
+    force: str | None = None
+
+    @property
+    def message(self) -> str:
+        """Commit message of the record, with the reason it was forced."""
+        forced = f" (forced: {self.force})" if self.force is not None else ""
+        return f"[image_era] Record {self.era.key[:12]} -> {self.image}{forced}"
+
+
+def with_era(manifest: Mapping[str, Any] | None, record: EraRecord) -> dict[str, Any]:
+    """The manifest with ``record``'s era recorded as its image; a recorded era is never
+    rewritten.
 
     An era recorded with another image raises EraConflict, unless ``keep_recorded`` (a
     concurrent roll won: converge on its record) or ``force`` (the reason to replace it,
     kept in the new entry beside the entries it replaced).
     """
+    era, image, force = record.era, record.image, record.force
     problem = image_reference_problem(image)
     if problem:
         # A step output is one line, and docker must read it as an image: nothing else is
@@ -347,7 +361,7 @@ def with_era(
     eras = dict(document.get("eras", {}))
     current = eras.get(era.key)
     if current is not None and force is None:
-        if current["image"] != image and not keep_recorded:
+        if current["image"] != image and not record.keep_recorded:
             raise EraConflict(
                 f"era {era.key} is already recorded as {current['image']}; a manifest entry "
                 f"is immutable, so {image} is refused. New image inputs make a new era; to "
@@ -357,9 +371,9 @@ def with_era(
         entry: dict[str, Any] = {
             "image": image,
             "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "commit": commit,
+            "commit": record.commit,
             "inputs": dict(era.contract["fields"]),
-            **(details or {}),
+            **(record.details or {}),
         }
         if current is not None:
             entry["forced"] = force
@@ -370,32 +384,15 @@ def with_era(
     return document
 
 
-def manifest_editor(
-    path: str,
-    era: Era,
-    image: str,
-    commit: str | None,
-    *,
-    details: Mapping[str, Any] | None = None,
-    keep_recorded: bool = False,
-    force: str | None = None,
-) -> Callable[[Path], bool]:
+def manifest_editor(path: str, record: EraRecord) -> Callable[[Path], bool]:
     """An ``apply`` for pushing.commit_to_branch: add the era to the manifest in a work tree."""
 
     def apply(tree: Path) -> bool:
         file = tree / path
         before = file.read_text(encoding="utf-8") if file.is_file() else None
         current = parse_manifest(before, path) if before is not None else None
-        document = with_era(
-            current,
-            era,
-            image,
-            commit,
-            details=details,
-            keep_recorded=keep_recorded,
-            force=force,
-        )
-        if current is not None and force is None and era.key in current["eras"]:
+        document = with_era(current, record)
+        if current is not None and record.force is None and record.era.key in current["eras"]:
             return False
         file.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(document, indent=2, sort_keys=True, allow_nan=False)
@@ -431,9 +428,3 @@ def pinned(image: str, digest: str | None) -> str:
     if digest is None or "@" in image:
         return image
     return f"{image}@{digest}"
-
-
-def record_message(era: Era, image: str, force: str | None = None) -> str:
-    """Commit message of an era record, with the reason it was forced."""
-    forced = f" (forced: {force})" if force is not None else ""
-    return f"[image_era] Record {era.key[:12]} -> {image}{forced}"

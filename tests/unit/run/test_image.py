@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,6 +13,7 @@ from perfgate.errors import ConfigError, EraConflict, GateMalfunction
 from perfgate.identity import stable_hash
 from perfgate.run.image import (
     Era,
+    EraRecord,
     ImageSource,
     choose,
     era_of,
@@ -154,21 +156,30 @@ def test_malformed_manifest_is_a_malfunction_naming_where() -> None:
         parse_manifest('{"eras": {"k": {"img": "x"}}}', "m.json")
 
 
+def record(image: str, commit: str | None, **how: Any) -> EraRecord:
+    """``image`` recorded for ERA at ``commit``."""
+    return EraRecord(era=ERA, image=image, commit=commit, **how)
+
+
 def test_recorded_eras_are_immutable() -> None:
-    manifest = with_era(None, ERA, "reg@sha256:" + "1" * 64, "c" * 40)
+    manifest = with_era(None, record("reg@sha256:" + "1" * 64, "c" * 40))
     assert manifest["eras"][ERA.key]["image"] == "reg@sha256:" + "1" * 64
-    assert with_era(manifest, ERA, "reg@sha256:" + "1" * 64, None) == manifest
+    assert with_era(manifest, record("reg@sha256:" + "1" * 64, None)) == manifest
     with pytest.raises(EraConflict, match="is immutable") as refused:
-        with_era(manifest, ERA, "reg@sha256:" + "2" * 64, None)
+        with_era(manifest, record("reg@sha256:" + "2" * 64, None))
     assert refused.value.exit_code == 4
     # A concurrent roll that lost the race converges on the recorded image.
-    assert with_era(manifest, ERA, "reg@sha256:" + "2" * 64, None, keep_recorded=True) == manifest
+    assert (
+        with_era(manifest, record("reg@sha256:" + "2" * 64, None, keep_recorded=True)) == manifest
+    )
 
 
 def test_a_forced_record_replaces_the_era_and_keeps_the_reason_and_history() -> None:
-    manifest = with_era(None, ERA, "reg@sha256:" + "1" * 64, "a" * 40, details={"source": "roll"})
-    once = with_era(manifest, ERA, "reg@sha256:" + "2" * 64, "b" * 40, force="broken CUDA layer")
-    twice = with_era(once, ERA, "reg@sha256:" + "3" * 64, "c" * 40, force="again")
+    manifest = with_era(
+        None, record("reg@sha256:" + "1" * 64, "a" * 40, details={"source": "roll"})
+    )
+    once = with_era(manifest, record("reg@sha256:" + "2" * 64, "b" * 40, force="broken CUDA layer"))
+    twice = with_era(once, record("reg@sha256:" + "3" * 64, "c" * 40, force="again"))
     entry = twice["eras"][ERA.key]
     assert (entry["image"], entry["forced"], entry["commit"]) == (
         "reg@sha256:" + "3" * 64,
@@ -184,7 +195,7 @@ def test_a_forced_record_replaces_the_era_and_keeps_the_reason_and_history() -> 
 
 
 def test_manifest_editor_reports_whether_it_changed_anything(tmp_path: Path) -> None:
-    apply = manifest_editor("image_era_manifest.json", ERA, "reg@sha256:" + "1" * 64, None)
+    apply = manifest_editor("image_era_manifest.json", record("reg@sha256:" + "1" * 64, None))
     assert apply(tmp_path) is True
     assert apply(tmp_path) is False
     assert parse_manifest((tmp_path / "image_era_manifest.json").read_text(), "m")["eras"]
