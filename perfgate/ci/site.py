@@ -116,7 +116,6 @@ def common_context(site: Site) -> dict[str, Any]:
         "config_ref": site.config_ref,
         "python_version": PYTHON_VERSION,
         "hosted_runner": HOSTED_RUNNER,
-        "run_label": RUN_LABEL,
         "result_artifact_glob": RESULT_ARTIFACT_PREFIX + "*",
         "report_artifact": REPORT_ARTIFACT,
         "trend_artifact": TREND_ARTIFACT,
