@@ -40,7 +40,7 @@ from perfgate.cli.common import (
     repo_top,
     selected,
 )
-from perfgate.config import PRIMARY, Bucket, Config, Direction, load_config
+from perfgate.config import PRIMARY, Bucket, Config, load_config
 from perfgate.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
@@ -226,11 +226,8 @@ def run(args: argparse.Namespace) -> int:
         warnings += measured.notes
         for bucket_id, pairs in measured.pairs.items():
             bucket = buckets[bucket_id]
-            direction, policy = (
-                Direction(bucket.metric.direction),
-                _policy(bucket, config, measured.hardware),
-            )
-            comparison = compare_pairs(pairs, direction=direction, policy=policy)
+            policy = _policy(bucket, config, measured.hardware)
+            comparison = compare_pairs(pairs, direction=bucket.metric.direction, policy=policy)
             found.append((bucket, comparison, (measured.hardware, measured.hardware)))
     else:
         a, b = _side(args.a, args, config, buckets), _side(args.b, args, config, buckets)
@@ -245,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
                 continue
             comparison = compare(
                 a.samples[bucket_id], b.samples[bucket_id],
-                direction=Direction(bucket.metric.direction),
+                direction=bucket.metric.direction,
                 policy=_policy(bucket, config, b.hardware[bucket_id]),
             )  # fmt: skip
             if moved and comparison.change in (Change.WORSE, Change.BETTER):
