@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import re
 import shlex
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -406,8 +408,6 @@ def run_budget(config: Config, given: float | None) -> float | None:
     """The runner minutes this run may spend beyond its plan: ``--budget-minutes`` (a CI
     job's share), else ``gate.budget_minutes``; a share that is no number of minutes is a
     usage error."""
-    import math
-
     if given is None:
         return config.gate.budget_minutes
     if not math.isfinite(given) or given < 0:
@@ -424,9 +424,6 @@ _JOB_AGE_LIMIT_S = 35 * 24 * 3600.0
 def job_started_at(env: Mapping[str, str], say: Callable[[str], None]) -> float | None:
     """When the runner job began, from ``$PERFGATE_JOB_STARTED`` (None when unset); a value
     that is no time of this job is said and ignored, never charged as setup."""
-    import math
-    import time
-
     raw = env.get(JOB_STARTED_ENV, "").strip()
     if not raw:
         return None
