@@ -12,7 +12,7 @@ the bucket's history (longer than its window) and taken out:
   how little it has run (empirical Bayes: ``tau^2 / (tau^2 + s^2 / n)``, tau the spread
   between runners, s one residual's noise), so a runner seen twice moves little and one
   never seen is not moved at all, its whole uncertainty (tau) kept in the test;
-* older runs weigh less (half weight ``half_life`` runs back), so a slowly drifting
+* older runs weigh less (half weight ``HALF_LIFE`` runs back), so a slowly drifting
   offset is followed and a runner that left the pool simply stops mattering.
 
 What the correction leaves is also where whole-run falls show: a machine that spent a
@@ -113,10 +113,6 @@ class RunnerModel:
         factor = math.exp(-g if self.direction is Direction.HIGHER else g)
         return [float(v) * factor for v in values]
 
-    def correct_window(self, runs: Sequence[StoredRun]) -> list[list[float]]:
-        """Every window run corrected for its own runner."""
-        return [self.correct(run.values, run.runner) for run in runs]
-
     def offset_pct(self, runner: str | None) -> float:
         """A runner's offset as a change of the metric against the pool, in %."""
         return pct_of_g(self.offset(runner).g, self.direction)
@@ -138,10 +134,7 @@ class RunnerModel:
 
 
 def fit_runners(
-    history: Sequence[StoredRun],
-    direction: Direction = Direction.HIGHER,
-    *,
-    half_life: float = HALF_LIFE,
+    history: Sequence[StoredRun], direction: Direction = Direction.HIGHER
 ) -> RunnerModel:
     """Estimate each runner's offset (and the whole-run excursions) from ``history``.
 
@@ -157,7 +150,7 @@ def fit_runners(
     by_runner: dict[str, list[tuple[float, float]]] = {}
     for age, (run, resid) in enumerate(zip(runs, residuals, strict=True)):
         if run.runner is not None:
-            by_runner.setdefault(run.runner, []).append((resid, 0.5 ** (age / half_life)))
+            by_runner.setdefault(run.runner, []).append((resid, 0.5 ** (age / HALF_LIFE)))
     # One residual's noise: the spread around each runner's median, robust to a rare run
     # that fell, yet with the states runs often sit in (then the MAD sees one state only,
     # and a runner that happened to land in the slower one more often would be taken for
@@ -285,50 +278,6 @@ def _excursions(residuals: Sequence[float]) -> Excursions | None:
     return Excursions(falls=tuple(falls), count=len(past), runs=len(residuals))
 
 
-def analyse_for_runner(
-    window: Sequence[StoredRun],
-    history: Sequence[StoredRun],
-    runner: str | None,
-    *,
-    policy: CalibratedPolicy,
-    direction: Direction = Direction.HIGHER,
-    calibration: Calibration | None = None,
-    known_shift: int | None = None,
-) -> tuple[WindowModel, RunnerModel]:
-    """The window as a run on ``runner`` is judged against it: every window run corrected
-    for its own runner (learned from ``history``, nearest first, the window's runs
-    included), the run's correction uncertainty and the history's whole-run falls kept.
-
-    Judge the run's samples corrected too: ``RunnerModel.correct(values, runner)``.
-    """
-    runners = fit_runners(history, direction)
-    model = analyse_with_runners(window, runners, runner, policy=policy, direction=direction,
-                                 calibration=calibration, known_shift=known_shift)  # fmt: skip
-    return model, runners
-
-
-def analyse_with_runners(
-    window: Sequence[StoredRun],
-    runners: RunnerModel,
-    runner: str | None,
-    *,
-    policy: CalibratedPolicy,
-    direction: Direction = Direction.HIGHER,
-    calibration: Calibration | None = None,
-    known_shift: int | None = None,
-) -> WindowModel:
-    """The window analysed on ``runner``'s terms with a runner model already fitted."""
-    model = analyse_window(
-        runners.correct_window(window),
-        policy=policy,
-        direction=direction,
-        calibration=calibration,
-        known_shift=known_shift,
-        run_excursions=runners.run_excursions,
-    )
-    return replace(model, history=runners.history_for(runner))
-
-
 @dataclass(frozen=True, kw_only=True)
 class WindowRunners:
     """Who measured each run of a window (nearest first, None: unknown), and the runner
@@ -377,13 +326,15 @@ def window_view(
         for name, run in zip(runners.names, runs, strict=True)
     ]  # fmt: skip
     fitted = runners.fitted or fit_runners(stored[: policy.history_runs], direction)
-    model = analyse_with_runners(
-        stored[: policy.max_runs],
-        fitted,
-        runner,
+    # Every window run corrected for its own runner; the run's correction uncertainty and
+    # the history's whole-run falls kept for the rule.
+    model = analyse_window(
+        [fitted.correct(run.values, run.runner) for run in stored[: policy.max_runs]],
         policy=policy,
         direction=direction,
         calibration=calibration,
         known_shift=known_shift,
+        run_excursions=fitted.run_excursions,
     )
-    return WindowView(model=model, fitted=fitted, runner=runner)
+    history = fitted.history_for(runner)
+    return WindowView(model=replace(model, history=history), fitted=fitted, runner=runner)

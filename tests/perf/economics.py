@@ -70,13 +70,11 @@ from perfgate.judge.budget import (
     unaffordable,
     uncleared,
 )
-from perfgate.judge.calibrated import calibrated_decide
 from perfgate.judge.decision import Decision
 from perfgate.judge.paired import PairedPolicy, PairNoise, paired_decide, settled_decision
 from perfgate.judge.policies import CalibratedPolicy
-from perfgate.judge.runners import RunnerModel, StoredRun, analyse_for_runner
+from perfgate.judge.runners import StoredRun, WindowRunners, WindowView, window_view
 from perfgate.judge.verdicts import Verdict
-from perfgate.judge.window import WindowModel, analyse_window
 from perfgate.run.allowance import MARGIN
 from perfgate.run.sampling import Step
 from tests.perf.targets import (
@@ -168,7 +166,9 @@ class Strategy:
     def policy(self) -> CalibratedPolicy:
         """The window rule as the bench builds it for this bucket."""
         most = self.repeats if self.confirm == ConfirmMode.OFF else self.max_repeats
-        return CalibratedPolicy(initial_repeats=self.repeats, max_repeats=most)
+        return CalibratedPolicy(
+            initial_repeats=self.repeats, max_repeats=most, history_runs=self.history_runs
+        )
 
     def paired_policy(self) -> PairedPolicy:
         """The paired test as the bench builds it."""
@@ -253,31 +253,10 @@ class Machine:
             self.budget -= 1
 
 
-@dataclass(frozen=True, kw_only=True)
-class Look:
-    """The window as one bucket run is judged against it."""
-
-    model: WindowModel
-    runners: RunnerModel | None
-    runner: str
-
-    def decide(self, samples: Sequence[float], policy: CalibratedPolicy, final: bool) -> Decision:
-        """The window rule on the run's samples (corrected for its runner when aware)."""
-        values = self.runners.correct(samples, self.runner) if self.runners else list(samples)
-        return calibrated_decide(self.model, values, policy=policy, final=final)
-
-
-def look(strategy: Strategy, history: Sequence[StoredRun], runner: str) -> Look:
+def look(strategy: Strategy, history: Sequence[StoredRun], runner: str) -> WindowView:
     """Analyse the window (nearest-first ``history``) the way ``strategy`` judges."""
-    policy = strategy.policy()
-    window = history[: policy.max_runs]
-    if not strategy.history_runs:
-        model = analyse_window([list(r.values) for r in window], policy=policy)
-        return Look(model=model, runners=None, runner=runner)
-    model, runners = analyse_for_runner(
-        window, history[: strategy.history_runs], runner, policy=policy
-    )
-    return Look(model=model, runners=runners, runner=runner)
+    names = WindowRunners(names=tuple(run.runner for run in history))
+    return window_view([run.values for run in history], names, runner, policy=strategy.policy())
 
 
 def take_repeats(strategy: Strategy, machine: Machine, head: float) -> list[float]:
@@ -307,7 +286,7 @@ def stored_run(
 
 
 def first_look(
-    strategy: Strategy, machine: Machine, seen: Look, head: float, launch: float
+    strategy: Strategy, machine: Machine, seen: WindowView, head: float, launch: float
 ) -> tuple[list[float], Decision]:
     """What the bench takes before confirmation is planned: the repeats (and under
     ``confirm: repeat`` more, while the rule asks); the window's decision on them."""
@@ -326,7 +305,7 @@ def first_look(
 def confirm_run(
     strategy: Strategy,
     machine: Machine,
-    seen: Look,
+    seen: WindowView,
     kept: list[float],
     decision: Decision,
     *,
@@ -429,7 +408,7 @@ class RunOutcome:
 def bucket_run(
     strategy: Strategy,
     rng: np.random.Generator,
-    seen: Look,
+    seen: WindowView,
     *,
     factor: float,
     pool: Pool,

@@ -46,7 +46,7 @@ def test_stored_samples_sets_the_size_of_every_run_the_window_is_built_of(
 
     def spy(
         strategy: economics.Strategy, history: Sequence[StoredRun], runner: str
-    ) -> economics.Look:
+    ) -> economics.WindowView:
         # A spy, not a double: it records the window's run sizes and returns the real look.
         sizes.setdefault(stored, []).extend(len(r.values) for r in history)
         return real_look(strategy, history, runner)
