@@ -161,11 +161,6 @@ class Episode:
     # The run at which an accepted change ended it.
     accepted_at: int | None = None
 
-    @property
-    def is_open(self) -> bool:
-        """Neither recovered nor accepted."""
-        return self.recovery is None and self.accepted_at is None
-
 
 @dataclass(frozen=True, kw_only=True)
 class Watch:

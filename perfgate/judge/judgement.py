@@ -134,13 +134,6 @@ class Judgement:
     paired: PairedDecision | None = None
     confirmation: Confirmation | None = None
 
-    def effect_text(self) -> str:
-        """The change the verdict rests on: the paired one when pairs decided, else the
-        window's ('' when neither has one)."""
-        if self.paired is not None and self.paired.effect_pct is not None:
-            return self.paired.effect_text()
-        return self.decision.effect_text() if self.decision else ""
-
     @property
     def reasons(self) -> tuple[Reason, ...]:
         """Every reason, in the order found."""

@@ -45,7 +45,7 @@ def test_a_6_percent_step_is_alerted_on_its_third_push_with_its_range() -> None:
     assert -7.0 < alert.change_pct < -5.0
     lo, hi = alert.interval_pct
     assert lo < alert.change_pct < hi < -3.0
-    assert episode.is_open and episode.latest.runs == 6
+    assert episode.recovery is None and episode.accepted_at is None and episode.latest.runs == 6
 
 
 def test_the_alert_comes_no_earlier_than_confirm_runs() -> None:
@@ -75,7 +75,7 @@ def test_a_drop_under_the_minimum_is_not_alerted() -> None:
 def test_recovery_closes_the_regression_with_the_level_it_is_back_at() -> None:
     runs = history([100.0] * 14 + [94.0] * 5 + [100.0] * 4)
     (episode,) = watch(runs).episodes
-    assert episode.recovery is not None and not episode.is_open
+    assert episode.recovery is not None
     assert episode.recovery.first == 19 and episode.recovery.confirmed == 21
     assert abs(episode.recovery.change_pct) < 1.5
     assert 98.0 < episode.recovery.level / OFFSETS[2] < 102.0
@@ -84,7 +84,11 @@ def test_recovery_closes_the_regression_with_the_level_it_is_back_at() -> None:
 def test_a_partial_recovery_stays_open() -> None:
     runs = history([100.0] * 14 + [90.0] * 5 + [95.0] * 5)
     (episode,) = watch(runs).episodes
-    assert episode.is_open and -9.0 < episode.latest.change_pct < -5.0
+    assert (
+        episode.recovery is None
+        and episode.accepted_at is None
+        and -9.0 < episode.latest.change_pct < -5.0
+    )
 
 
 def test_an_improvement_is_recorded_never_alerted_and_starts_the_level() -> None:
@@ -116,7 +120,7 @@ def test_an_accepted_change_at_the_step_is_never_alerted() -> None:
 def test_an_acceptance_after_the_alert_ends_the_regression() -> None:
     runs = history([100.0] * 14 + [94.0] * 10)
     (episode,) = watch(runs, known_shifts={18}).episodes
-    assert episode.accepted_at == 18 and not episode.is_open
+    assert episode.accepted_at == 18
 
 
 def test_lower_is_better_metrics_regress_upwards() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from perfgate.config import Bucket, load_config
 from perfgate.judge.confirm import Confirmer, RecordedWindow
-from perfgate.judge.runners import StoredRun, WindowRunners
+from perfgate.judge.runners import WindowRunners
 from perfgate.result import Result
 from tests.factories import make_result
 
@@ -27,9 +27,6 @@ class Window:
 
     def runs(self) -> Sequence[Sequence[float]]:
         return self._runs
-
-    def stored_runs(self) -> list[StoredRun]:
-        return [StoredRun(runner=None, values=tuple(run)) for run in self._runs]
 
     def runners(self) -> WindowRunners:
         return WindowRunners(names=tuple(None for _ in self._runs), fitted=None)

@@ -84,7 +84,7 @@ def test_paired_evidence_decides_in_the_windows_place() -> None:
     slower = [v * 0.9 for v in RUNNER]
     caught = verdict_of(make_result(samples=SAME, paired=record(RUNNER, slower)))
     assert caught.verdict is Verdict.BLOCK and Reason.PAIRED_REGRESSION in caught.reasons
-    assert caught.paired is not None and caught.effect_text().startswith("\u221210.0 %")
+    assert caught.paired is not None and caught.paired.effect_text().startswith("\u221210.0 %")
 
 
 def test_a_window_block_without_pairs_is_not_confirmed_under_paired() -> None:
