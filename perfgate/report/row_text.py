@@ -29,11 +29,16 @@ WHY_CHARS = 300
 
 def row_change(row: Mapping[str, Any], *, interval_too: bool = True) -> str:
     """A verdict.json row's (or metric's) change with its interval ('-6.1 % (-7.9 ... -4.2)')."""
-    statistics = json_mapping(row.get("statistics"))
-    effect = json_number(statistics.get("effect_pct"))
+    interval = json_mapping(row.get("statistics")).get("interval_pct")
+    return effect_text(_window_effect(row), _interval(interval) if interval_too else None)
+
+
+def _window_effect(row: Mapping[str, Any]) -> float | None:
+    """A row's (or metric's) change against the window, %: its test's, else its baseline's."""
+    effect = json_number(json_mapping(row.get("statistics")).get("effect_pct"))
     if effect is None:
         effect = json_number(json_mapping(row.get("baseline")).get("change_pct"))
-    return effect_text(effect, _interval(statistics.get("interval_pct")) if interval_too else None)
+    return effect
 
 
 def deciding_change(row: Mapping[str, Any], *, interval_too: bool = True) -> str:
@@ -92,10 +97,9 @@ def paired_text(paired: object, row: Mapping[str, Any]) -> str:
     return text + (f", {change}" if change else "")
 
 
-def confirmation_text(row: Mapping[str, Any], escape: Callable[[str], str] = md_text) -> str:
-    """How a verdict.json row's verdict was reached, in a few words, its untrusted text
-    passed through ``escape`` (inert markdown by default): 'window only', 'repeats (6
-    samples)', 'paired A/B, 8 pairs: ...'."""
+def confirmation_text(row: Mapping[str, Any]) -> str:
+    """How a verdict.json row's verdict was reached, in a few words, its untrusted text made
+    inert markdown: 'window only', 'repeats (6 samples)', 'paired A/B, 8 pairs: ...'."""
     confirmation = json_mapping(row.get("confirmation"))
     method = confirmation.get("method")
     samples = json_count(confirmation.get("samples"))
@@ -109,7 +113,7 @@ def confirmation_text(row: Mapping[str, Any], escape: Callable[[str], str] = md_
         return ""
     note = confirmation.get("note")
     if isinstance(note, str) and note:
-        text += f"; no paired A/B: {escape(note[:200])}"
+        text += f"; no paired A/B: {md_text(note[:200])}"
     aside = json_count(confirmation.get("set_aside"))
     if aside:
         text += f"; {aside} sample(s) set aside"
@@ -231,9 +235,5 @@ def noted_metrics(row: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], str]
 def _size(metric: Mapping[str, Any]) -> float:
     """How far a metric's figure moved, in % either way (0 when it was not compared)."""
     paired = json_number(paired_of(metric).get("effect_pct"))
-    effect = paired if paired is not None else json_number(
-        json_mapping(metric.get("statistics")).get("effect_pct")
-    )  # fmt: skip
-    if effect is None:
-        effect = json_number(json_mapping(metric.get("baseline")).get("change_pct"))
+    effect = paired if paired is not None else _window_effect(metric)
     return abs(effect) if effect is not None else 0.0

@@ -18,6 +18,7 @@ from perfgate.report.row_text import (
     noted_metrics,
     paired_text,
 )
+from perfgate.report.untrusted import json_mapping
 from perfgate.report.verdict import cost_json, row_json
 from perfgate.util.console import format_figure, render_table
 
@@ -129,7 +130,7 @@ def _method(confirmation: object) -> str:
         return "-"
     method = confirmation.get("method")
     if method == "paired":
-        pairs = _mapping(confirmation.get("paired")).get("pairs")
+        pairs = json_mapping(confirmation.get("paired")).get("pairs")
         return f"paired ({pairs})" if isinstance(pairs, int) else "paired"
     if method == "repeats":
         return f"repeats ({confirmation.get('samples')})"
@@ -142,10 +143,6 @@ def _codes(signals: Sequence[Signal] | None, fallback: Sequence[str]) -> str:
         return ", ".join(fallback)
     ranked = sorted(signals, key=lambda signal: -signal.verdict.severity)
     return ", ".join(dict.fromkeys(signal.reason.value for signal in ranked))
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _why(row: Row) -> str:

@@ -4,6 +4,7 @@ the level shifts and accepted changes marked."""
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -113,7 +114,7 @@ def _sample_traces(judged: Sequence[JudgedRun], unit: str) -> list[dict[str, Any
     """Every sample as a marker, one trace (and colour) per runner."""
     data = []
     runners = sorted({j.run.runner for j in judged})
-    for colour, runner in zip(_colours(len(runners)), runners, strict=True):
+    for colour, runner in zip(itertools.cycle(PALETTE), runners, strict=False):
         points = [(x, j, s) for x, j in enumerate(judged) if j.run.runner == runner
                   for s in j.run.samples]  # fmt: skip
         shown = plotly_text(runner)
@@ -220,10 +221,6 @@ def add_accepted(
                 "font": {"color": "#2ca02c"},
             }
         )
-
-
-def _colours(count: int) -> list[str]:
-    return [PALETTE[i % len(PALETTE)] for i in range(count)]
 
 
 def _ticks(judged: Sequence[JudgedRun], most: int = 8) -> list[tuple[int, str]]:

@@ -64,14 +64,11 @@ def verdict_document(
     if max(lengths, default=0) <= _SHORTER[-1]:
         # No text is long enough to cut: the rows alone are this large (past GitHub's
         # 256-job matrix). Say so rather than claim a cut that changes nothing.
-        document["notes"] = _capped(
-            [
-                f"verdict.json is {size // 1024} KiB, over post-report's limit of "
-                f"{MAX_VERDICT_BYTES // (1024 * 1024)} MiB: its rows alone are that large",
-                *document["notes"],
-            ],
-            50,
+        note = (
+            f"verdict.json is {size // 1024} KiB, over post-report's limit of "
+            f"{MAX_VERDICT_BYTES // (1024 * 1024)} MiB: its rows alone are that large"
         )
+        document["notes"] = _capped([note, *document["notes"]], 50)
         return VerdictDocument(data=document, text=verdict_text(document, rows_text))
     start = next(
         (i for i, limit in enumerate(_SHORTER)
@@ -80,15 +77,12 @@ def verdict_document(
     )  # fmt: skip
     for limit in _SHORTER[start:]:
         shorter: dict[str, Any] = _shortened(document, limit)
-        shorter["notes"] = _capped(
-            [
-                f"truncated: every text of this report was cut to {limit} characters to keep "
-                f"verdict.json under {MAX_VERDICT_BYTES // (1024 * 1024)} MiB (post-report's "
-                "limit); the job's log and the result artifacts have them whole",
-                *shorter["notes"],
-            ],
-            50,
+        note = (
+            f"truncated: every text of this report was cut to {limit} characters to keep "
+            f"verdict.json under {MAX_VERDICT_BYTES // (1024 * 1024)} MiB (post-report's "
+            "limit); the job's log and the result artifacts have them whole"
         )
+        shorter["notes"] = _capped([note, *shorter["notes"]], 50)
         text = verdict_text(shorter)
         if limit == _SHORTER[-1] or len(text.encode("utf-8")) <= _VERDICT_BUDGET:
             return VerdictDocument(data=shorter, text=text)
@@ -209,6 +203,13 @@ def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
+def _finite_interval(interval: tuple[float, float] | None) -> list[float] | None:
+    """An interval as a list, or null unless both its ends are finite."""
+    if interval is None or not all(math.isfinite(x) for x in interval):
+        return None
+    return list(interval)
+
+
 def cost_json(report: GateReport) -> dict[str, Any]:
     """What the run cost its runners (R17): runner minutes in all and by kind, and the
     buckets whose result did not record it."""
@@ -305,7 +306,6 @@ def _confirmation_json(
 
 def _paired_json(paired: PairedDecision, record: PairedRecord | None) -> dict[str, Any]:
     """The paired test: its verdict, figures, interval, and the comparison behind it."""
-    interval = paired.interval_pct
     aside = [s for s in record.samples if s.admission and s.admission.set_aside] if record else []
     return {
         "verdict": paired.verdict.label,
@@ -316,9 +316,7 @@ def _paired_json(paired: PairedDecision, record: PairedRecord | None) -> dict[st
         "base": _finite(paired.base),
         "head": _finite(paired.head),
         "effect_pct": _finite(paired.effect_pct),
-        "interval_pct": None
-        if interval is None or not all(math.isfinite(x) for x in interval)
-        else list(interval),
+        "interval_pct": _finite_interval(paired.interval_pct),
         "confidence": paired.confidence,
         "t": _finite(paired.t),
         "t_block": _finite(paired.t_block),
@@ -366,16 +364,13 @@ def _statistics_json(decision: Decision | None) -> dict[str, Any] | None:
     """The test behind the verdict: samples used, effect and interval, threshold (R5)."""
     if decision is None:
         return None
-    interval = decision.interval_pct
     shift = decision.shift
     return {
         "policy": decision.policy,
         "run_samples": decision.samples,
         "value": _finite(decision.value),
         "effect_pct": _finite(decision.effect_pct),
-        "interval_pct": None
-        if interval is None or not all(math.isfinite(x) for x in interval)
-        else list(interval),
+        "interval_pct": _finite_interval(decision.interval_pct),
         "confidence": decision.confidence,
         "t": _finite(decision.t),
         "t_block": _finite(decision.t_block),
