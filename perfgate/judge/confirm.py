@@ -320,27 +320,22 @@ class Confirmer:
         runner = result.ci.runner_identity
         if (key, runner) not in self._views:
             window = self._window(bucket, metric, result)
-            measured = self.calibration.for_result(result) if self.calibration else None
-            runs = None if window is None else window.runs()
-            if measured is not None and runs is not None and measured.beyond(runs, policy):
-                measured = None  # as the gate judges it: by the window's own noise
-            self._views[(key, runner)] = (
-                None
-                if window is None
-                else window_view(
-                    window.runs(),
-                    window.runners(),
-                    runner,
-                    policy=policy,
-                    direction=result.all_metrics[metric.name].direction,
-                    known_shift=self.windows.known_shift(bucket, metric.name, window),
-                    # An A/A calibration measures the primary metric's noise.
-                    calibration=(
-                        measured.for_rule()
-                        if measured is not None and metric.name == PRIMARY
-                        else None
-                    ),
-                )
+            if window is None:
+                self._views[(key, runner)] = None
+                return None
+            # As the gate judges it: an A/A calibration measures the primary metric's noise,
+            # unless the window's own noise shows it wrong.
+            measured = None
+            if self.calibration is not None and metric.name == PRIMARY:
+                measured = self.calibration.use_for(result, window.runs(), policy).applied
+            self._views[(key, runner)] = window_view(
+                window.runs(),
+                window.runners(),
+                runner,
+                policy=policy,
+                direction=result.all_metrics[metric.name].direction,
+                known_shift=self.windows.known_shift(bucket, metric.name, window),
+                calibration=measured.for_rule() if measured is not None else None,
             )
         return self._views[(key, runner)]
 

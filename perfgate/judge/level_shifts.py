@@ -3,6 +3,7 @@ the most recent steps binary segmentation finds in the residuals; then each segm
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from collections.abc import Sequence
@@ -73,10 +74,7 @@ def find_shifts(
     # 2. Residuals against the nearest mode, then binary segmentation for the most recent
     #    level shift. Noise for the scan comes from successive differences, which a step
     #    barely touches.
-    if len(centers0) == 1:
-        resid = [v - centers0[0] for v in g]
-    else:
-        resid = [v - centers0[nearest(v, centers0)] for v in g]
+    resid = [v - centers0[nearest(v, centers0)] for v in g]
     diffs = [(resid[i + 1] - resid[i]) / math.sqrt(2.0) for i in range(n - 1)]
     sigma_d, nu_d = robust_scale(diffs, groups=0) if diffs else (0.0, 0.0)
     min_step = math.log1p(policy.min_shift_pct / 100.0)
@@ -98,15 +96,11 @@ def find_shifts(
         first = found[0]
 
     # 3. Levels per segment, in mode-relative terms.
-    seg_starts = [0, *boundaries]
-    seg_of_run = [0] * runs
-    for s, start in enumerate(seg_starts):
-        for r in range(start, runs):
-            seg_of_run[r] = s
-    seg_of = [seg_of_run[r] for r in run_of]
+    # A run's segment: how many level starts (ascending) it is at or after.
+    seg_of = [bisect.bisect_right(boundaries, r) for r in run_of]
     scale0 = sigma_d if sigma_d > 0 else 1e-12
     levels = []
-    for s in range(len(seg_starts)):
+    for s in range(len(boundaries) + 1):
         seg_resid = [resid[i] for i in range(n) if seg_of[i] == s]
         levels.append(huber_location(seg_resid, scale0))
     return Segmentation(

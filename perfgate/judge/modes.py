@@ -92,9 +92,5 @@ def find_modes(
 
 
 def nearest(value: float, centers: Sequence[float]) -> int:
-    best, best_d = 0, math.inf
-    for index, c in enumerate(centers):
-        d = abs(value - c)
-        if d < best_d:
-            best, best_d = index, d
-    return best
+    """The index of the centre nearest ``value`` (the first of equally near ones)."""
+    return min(range(len(centers)), key=lambda index: abs(value - centers[index]))

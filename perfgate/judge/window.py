@@ -6,6 +6,7 @@ calibrated rule (``judge.calibrated``) then judges each new sample against it ch
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -181,11 +182,7 @@ def analyse_window(
     runs = [[to_g(v, direction) for v in run] for run in reversed(runs_nf)]
     g = [v for run in runs for v in run]
     run_of = [i for i, run in enumerate(runs) for _ in run]
-    run_starts = []
-    at = 0
-    for run in runs:
-        run_starts.append(at)
-        at += len(run)
+    run_starts = [0, *itertools.accumulate(len(run) for run in runs[:-1])]
     n = len(g)
     found = find_shifts(g, run_of, run_starts, policy=policy, known_shift=known_shift,
                         run_excursions=run_excursions)  # fmt: skip
