@@ -76,11 +76,6 @@ class Coverage:
     # of their paths, or a run narrowed by --bucket/--tag): named, never counted as passing.
     not_selected: tuple[str, ...] = ()
 
-    @property
-    def complete(self) -> bool:
-        """True when every expected bucket reported."""
-        return not self.missing
-
 
 @dataclass(frozen=True, kw_only=True)
 class GateReport:
@@ -137,10 +132,6 @@ class GateReport:
             and row.judgement.reasons
             and {Reason.NO_BASELINE, Reason.INSUFFICIENT_WINDOW} & set(row.judgement.reasons)
         )
-
-    def count(self, verdict: Verdict) -> int:
-        """How many rows have ``verdict``."""
-        return sum(1 for row in self.rows if row.verdict is verdict)
 
     @property
     def spend(self) -> Spend:

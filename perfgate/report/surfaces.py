@@ -34,15 +34,11 @@ def write_report(
     return paths
 
 
-def write_github_surfaces(
-    report: GateReport,
-    env: Mapping[str, str] = os.environ,
-    verdict: Mapping[str, Any] | None = None,
-) -> None:
+def write_github_surfaces(report: GateReport, verdict: Mapping[str, Any] | None = None) -> None:
     """Append the summary to $GITHUB_STEP_SUMMARY and the verdict to $GITHUB_OUTPUT."""
-    if env.get("GITHUB_STEP_SUMMARY"):
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
         verdict = report_json(report) if verdict is None else verdict
-        write_step_summary(summary_from_verdict(verdict, trend_url=report.trend_url), env)
+        write_step_summary(summary_from_verdict(verdict, trend_url=report.trend_url))
     outputs = {
         "overall_verdict": report.overall.label,
         "status_state": report.status_state,
@@ -50,4 +46,4 @@ def write_github_surfaces(
         "exit_code": str(report.exit_code),
         "underfilled": json.dumps(list(report.underfilled), allow_nan=False),
     }
-    write_step_outputs({key: " ".join(value.split()) for key, value in outputs.items()}, env)
+    write_step_outputs({key: " ".join(value.split()) for key, value in outputs.items()})
