@@ -10,7 +10,7 @@ where it changes a decision, and never on a comparison that cannot decide:
   window) a BLOCK of a given drop needs at a given noise, with ``POWER``;
 * ``pairs_affordable`` / ``samples_affordable``: what a budget in minutes allows at a
   launch time, as the bench spends it (no pair or sample starts once it is spent);
-* ``by_suspicion`` / ``unaffordable``: one budget per run shared by the matrix, spent on
+* ``suspicion`` / ``unaffordable``: one budget per run shared by the matrix, spent on
   the most suspicious buckets first, the largest possible drops first; what it cannot
   afford is named with what it would have needed.
 """
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perfgate.judge.decision import Decision
@@ -83,8 +82,10 @@ def clear_drop(min_drop_pct: float, confirm_drop_pct: float) -> float:
 
 
 def suspicion(decision: Decision) -> tuple[int, float]:
-    """Sort key, most suspicious first when sorted descending: the verdict, then the
-    largest drop the window cannot rule out."""
+    """The order one run's shared budget is spent in, as a key sorted descending: the most
+    suspicious verdict first, then the largest drop the window cannot rule out. Each is
+    then confirmed within what the budget has left (``unaffordable``), so what a settled
+    one did not spend goes on."""
     return (decision.verdict.severity, decision.drop_bound_pct or 0.0)
 
 
@@ -259,23 +260,6 @@ def samples_affordable(
     if budget_minutes is None or launch_minutes <= 0:
         return max_repeats
     return min(max_repeats, max(repeats, math.floor(budget_minutes / launch_minutes + 1e-9)))
-
-
-@dataclass(frozen=True, kw_only=True)
-class Claim:
-    """A bucket the window could not clear: how suspicious, and what deciding costs."""
-
-    bucket: str
-    severity: int  # the window's verdict severity
-    drop_bound_pct: float  # the largest drop the window cannot rule out
-    minutes: float  # runner minutes a comparison that can decide needs
-
-
-def by_suspicion(claims: Sequence[Claim]) -> list[Claim]:
-    """The order one run's shared budget is spent in: the most suspicious verdict first,
-    then the largest drop the window cannot rule out. Each is then confirmed within what
-    the budget has left (``unaffordable``), so what a settled one did not spend goes on."""
-    return sorted(claims, key=lambda c: (c.severity, c.drop_bound_pct), reverse=True)
 
 
 def unaffordable(needed_minutes: float, left_minutes: float | None) -> str:

@@ -36,8 +36,6 @@ from perfgate.judge.bucket_policy import confirm_drop_for, pair_noise, paired_po
 from perfgate.judge.budget import (
     UNJUDGED,
     Affordability,
-    Claim,
-    by_suspicion,
     next_step,
     pair_affordability,
     suspicion,
@@ -167,15 +165,13 @@ class Confirmer:
     def order(self, runs: Sequence[tuple[Bucket, Result]]) -> list[Bucket]:
         """The buckets the window cannot clear, the most suspicious first (the order the
         run's shared budget is spent in), then the others."""
-        claims = {}
+        suspicious = {}
         for bucket, result in runs:
             decisions = [d for d in self.decisions(bucket, result, final=True).values() if d]
             if decisions and self.step(bucket, result) is not Step.DONE:
-                severity, bound = suspicion(max(decisions, key=suspicion))
-                claims[bucket.id] = Claim(bucket=bucket.id, severity=severity,
-                                          drop_bound_pct=bound, minutes=0.0)  # fmt: skip
-        first = [c.bucket for c in by_suspicion(list(claims.values()))]
-        rest = [bucket.id for bucket, _ in runs if bucket.id not in claims]
+                suspicious[bucket.id] = suspicion(max(decisions, key=suspicion))
+        first = sorted(suspicious, key=suspicious.__getitem__, reverse=True)
+        rest = [bucket.id for bucket, _ in runs if bucket.id not in suspicious]
         found = {bucket.id: bucket for bucket, _ in runs}
         return [found[name] for name in (*first, *rest)]
 

@@ -49,7 +49,7 @@ from perfgate.baselines.bisect import BISECT_REPEATS
 from perfgate.ci.lanes import split, worst_case
 from perfgate.config import PRIMARY, Bucket, Config, load_config
 from perfgate.judge.alerts import PushRun, Watcher
-from perfgate.judge.budget import Claim, by_suspicion, suspicion, uncleared
+from perfgate.judge.budget import suspicion, uncleared
 from perfgate.judge.runners import StoredRun
 from perfgate.judge.verdicts import Verdict
 from tests.perf import economics
@@ -316,13 +316,12 @@ class Life:
                 kept, decision = economics.first_look(strategies[b], machine, seen, head,
                                                       launch[b])  # fmt: skip
                 runs[b] = (machine, seen, kept, decision, head, base)
-            claims = [
-                Claim(bucket=str(b), severity=suspicion(d)[0], drop_bound_pct=suspicion(d)[1],
-                      minutes=0.0)
+            suspicious = {
+                b: suspicion(d)
                 for b, (_, _, kept, d, _, _) in runs.items()
                 if kept and uncleared(d, strategies[b].confirm_drop_pct)
-            ]  # fmt: skip
-            order = [int(c.bucket) for c in by_suspicion(claims)]
+            }
+            order = sorted(suspicious, key=suspicious.__getitem__, reverse=True)
             spent = 0.0
             for b in [*order, *(b for b in runs if b not in order)]:
                 machine, seen, kept, decision, head, base = runs[b]

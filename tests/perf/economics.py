@@ -59,8 +59,6 @@ import numpy as np
 
 from perfgate.config import Bucket, Config, ConfirmMode, GatePolicy, load_config
 from perfgate.judge.budget import (
-    Claim,
-    by_suspicion,
     clear_drop,
     next_step,
     pair_affordability,
@@ -620,13 +618,12 @@ def run_example(
             if i < BURN_IN:
                 continue
             tally.prs += 1
-            claims = [
-                Claim(bucket=str(b), severity=suspicion(d)[0], drop_bound_pct=suspicion(d)[1],
-                      minutes=0.0)
+            suspicious = {
+                b: suspicion(d)
                 for b, (_, _, _, kept, d) in runs.items()
                 if kept and uncleared(d, case.buckets[b][0].confirm_drop_pct)
-            ]  # fmt: skip
-            order = [int(c.bucket) for c in by_suspicion(claims)]
+            }
+            order = sorted(suspicious, key=suspicious.__getitem__, reverse=True)
             spent = 0.0
             for b in [*order, *(b for b in runs if b not in order)]:
                 strategy, launch = case.buckets[b]

@@ -7,9 +7,7 @@ from dataclasses import replace
 import pytest
 
 from perfgate.judge.budget import (
-    Claim,
     WindowNoise,
-    by_suspicion,
     clear_drop,
     next_step,
     pair_affordability,
@@ -17,6 +15,7 @@ from perfgate.judge.budget import (
     pairs_to_block,
     repeats_to_block,
     samples_affordable,
+    suspicion,
     unaffordable,
     uncleared,
 )
@@ -118,14 +117,13 @@ def test_the_cheapest_evidence_first() -> None:
 
 
 def test_the_shared_budget_goes_to_the_most_suspicious_first() -> None:
-    claims = [
-        Claim(bucket="a", severity=Verdict.PASS.severity, drop_bound_pct=6.0, minutes=40.0),
-        Claim(bucket="b", severity=Verdict.BLOCK.severity, drop_bound_pct=11.0, minutes=60.0),
-        Claim(bucket="c", severity=Verdict.PASS.severity, drop_bound_pct=8.0, minutes=40.0),
-        Claim(bucket="d", severity=Verdict.INCONCLUSIVE.severity, drop_bound_pct=7.0,
-              minutes=40.0),
-    ]  # fmt: skip
-    assert [c.bucket for c in by_suspicion(claims)] == ["b", "d", "c", "a"]
+    suspicious = {
+        "a": suspicion(decision(Verdict.PASS, Reason.WITHIN_NOISE, bound=6.0)),
+        "b": suspicion(decision(Verdict.BLOCK, Reason.REGRESSION, bound=11.0)),
+        "c": suspicion(decision(Verdict.PASS, Reason.WITHIN_NOISE, bound=8.0)),
+        "d": suspicion(decision(Verdict.INCONCLUSIVE, Reason.UNRESOLVED, bound=7.0)),
+    }
+    assert sorted(suspicious, key=suspicious.__getitem__, reverse=True) == ["b", "d", "c", "a"]
     assert unaffordable(60.0, None) == unaffordable(60.0, 60.0) == ""
     assert unaffordable(84.0, 30.0) == (
         "the run's confirmation budget cannot afford them: deciding needed 84 runner minutes, "
