@@ -54,7 +54,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from perfgate.config import AlertsSpec, Direction, OraclePolicy
@@ -361,10 +361,7 @@ class Watcher:
         now = len(self.runs) - 1
         if accepted:
             if self.alert is not None:
-                episode = self.episodes[-1]
-                self.episodes[-1] = Episode(
-                    alert=episode.alert, latest=episode.latest, accepted_at=now
-                )
+                self.episodes[-1] = replace(self.episodes[-1], accepted_at=now)
                 self.alert = self.good = None
             self._new_level(now)
         elif self.alert is None:

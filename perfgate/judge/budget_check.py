@@ -123,10 +123,7 @@ def _budget_lines(
         ]  # fmt: skip
     matters, minimum = plans
     if not matters.decides:
-        afforded = f"{matters.afforded} {matters.what}s"
-        short = (
-            f"{label}: {afforded} cannot confirm a {matters.drop_pct:g} % drop; the window decides"
-        )
+        short = f"{label}: {matters.short()}; the window decides"
         lines.append(BudgetNote(level="warning", short=short, detail=matters.text()))
     elif not minimum.decides:
         short = f"{label}: drops under {matters.drop_pct:g} % are left to the post-merge alerts"
