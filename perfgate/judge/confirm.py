@@ -115,7 +115,6 @@ class Confirmer:
 
     def needs_sample(self, bucket: Bucket, result: Result) -> bool:
         """True when a gating metric's samples so far leave its verdict open."""
-        bucket = bucket.selecting(result.metrics)
         return any(
             decision.need_more
             for decision in self.decisions(bucket, result, final=False).values()
@@ -130,7 +129,6 @@ class Confirmer:
         Pairs when any gating metric needs them; another launch when one could still be
         cleared by repeats (within ``max_repeats``) and none needs pairs.
         """
-        bucket = bucket.selecting(result.metrics)
         counted = len(result.metric.sample_values(result.set_aside))
         steps = {
             next_step(

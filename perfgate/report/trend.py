@@ -165,8 +165,7 @@ def plotly_js() -> str:
             "the trend report draws its charts with plotly: pip install 'perfgate[report]' "
             "(nox -s report installs it)"
         ) from None
-    text: str = get_plotlyjs()
-    return text
+    return str(get_plotlyjs())
 
 
 def verdict_tally(rows: Sequence[IndexRow]) -> list[tuple[str, int]]:
