@@ -237,9 +237,8 @@ def compare_pairs(
     used = f"{worse.pairs} interleaved pairs" + (
         f" ({n - worse.pairs} set aside as outliers)" if worse.pairs < n else ""
     )
-    if worse.effect_pct is None or worse.base is None or worse.head is None:
-        return Comparison(a=None, b=None, ratio=None, change_pct=None, interval_pct=None,
-                          change=Change.UNCLEAR, samples=(n, n), detail=worse.detail)  # fmt: skip
+    # From MIN_PAIRS pairs on, set-aside leaves the test the pairs it needs to have figures.
+    assert worse.effect_pct is not None
     return Comparison(
         a=worse.base, b=worse.head, ratio=1.0 + worse.effect_pct / 100.0,
         change_pct=worse.effect_pct, interval_pct=worse.interval_pct, change=call,

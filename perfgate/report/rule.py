@@ -100,11 +100,6 @@ class TrendRule:
         """True when the gate confirms by pairs, which the store does not keep (R5)."""
         return self.gate.confirm is ConfirmMode.PAIRED
 
-    @property
-    def window_needs(self) -> str:
-        """What a window must hold before the rule judges with it (R4), in words."""
-        return self.gate.window_needs
-
 
 @dataclass(frozen=True, kw_only=True)
 class JudgedRun:
