@@ -11,6 +11,7 @@ A setting perfgate.yaml has defaults to the config's (``judge.bucket_policy`` bu
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from perfgate.config import BaselinePolicy, Bucket, GatePolicy, OraclePolicy
 
@@ -26,11 +27,8 @@ class ReferencePolicy:
     noise_floor_pct: float = OraclePolicy.noise_floor_pct
     min_samples: int = BaselinePolicy.min_samples
     max_samples: int = BaselinePolicy.max_samples
-
-    @property
-    def name(self) -> str:
-        """Policy name as written in perfgate.yaml."""
-        return "reference"
+    #: The policy's name as written in perfgate.yaml.
+    name: ClassVar[str] = "reference"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,11 +59,8 @@ class CalibratedPolicy:
     mode_separation: float = 6.0  # modes must be this many sigma apart (+ 15/n)
     min_mode_share: float = 0.1  # ... and each hold this share (and >= 2 samples)
     max_modes: int = 3
-
-    @property
-    def name(self) -> str:
-        """Policy name as written in perfgate.yaml."""
-        return "calibrated"
+    #: The policy's name as written in perfgate.yaml.
+    name: ClassVar[str] = "calibrated"
 
     @property
     def block_looks(self) -> int:

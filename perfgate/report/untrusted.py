@@ -55,8 +55,6 @@ def json_texts(value: object) -> list[str]:
 
 def json_verdict(label: object) -> Verdict:
     """A verdict label from verdict.json; an unknown one is the most severe."""
-    return (
-        Verdict[label]
-        if isinstance(label, str) and label in Verdict.__members__
-        else (Verdict.HARD_FAILURE)
-    )
+    if isinstance(label, str) and label in Verdict.__members__:
+        return Verdict[label]
+    return Verdict.HARD_FAILURE
