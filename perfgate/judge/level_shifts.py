@@ -4,6 +4,7 @@ the most recent steps binary segmentation finds in the residuals; then each segm
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -134,9 +135,7 @@ def _scan_shift(
     clip = 3.0 * sigma  # one wild sample must not fake a step
     clipped = [min(max(r, -clip), clip) for r in resid[lo:]]
     total = math.fsum(clipped)
-    prefix = [0.0]
-    for v in clipped:
-        prefix.append(prefix[-1] + v)
+    prefix = [0.0, *itertools.accumulate(clipped)]
     harmonic = sum(1.0 / k for k in range(1, len(candidates) + 1))
     best: tuple[int, float, float] | None = None
     best_score = 1.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -17,11 +18,9 @@ def _best_split(xs: Sequence[float], lo: int, hi: int, min_size: int) -> int | N
     n = hi - lo
     if n < 2 * min_size:
         return None
-    prefix = [0.0]
-    prefix_sq = [0.0]
-    for v in xs[lo:hi]:
-        prefix.append(prefix[-1] + v)
-        prefix_sq.append(prefix_sq[-1] + v * v)
+    part = xs[lo:hi]
+    prefix = [0.0, *itertools.accumulate(part)]
+    prefix_sq = [0.0, *itertools.accumulate(v * v for v in part)]
     best, best_k = math.inf, None
     for k in range(min_size, n - min_size + 1):
         s1, q1 = prefix[k], prefix_sq[k]
