@@ -92,9 +92,7 @@ def _health_signals(result: Result) -> list[Signal]:
                 f"{stale.pinned} (missing {stale.symbol}); excused, still not a pass",
             )
         )
-    if signals:
-        return signals
-    return _figure_signals(result.metric, required=True)
+    return signals or _figure_signals(result.metric, required=True)
 
 
 def _figure_signals(reading: MetricReading, *, required: bool) -> list[Signal]:
