@@ -118,10 +118,7 @@ def _evidence(model: WindowModel, samples_g: Sequence[float]) -> _Evidence:
         resid.append(y - centers[k])
         var_center += modes[k].var
         base += centers[k]
-    m = len(resid)
-    if m == 0:
-        return _Evidence(delta=0.0, se=math.inf, df=model.df, baseline_g=centers[0], used=0,
-                         ambiguous=ambiguous, u=0.0, center_var=0.0, run_var=0.0)  # fmt: skip
+    m = len(resid)  # every sample: one between two modes counts against the nearer
     delta = huber_location(resid, sigma, start=statistics.median(resid))
     # centre uncertainty: average over the samples' modes (exact when they share one mode,
     # conservative otherwise)
@@ -374,18 +371,6 @@ def calibrated_decide(
         info.append(Reason.MULTIMODAL)
     m = len(samples)
     ev = _evidence(model, [to_g(v, direction) for v in samples])
-    if ev.used == 0:
-        return replace(
-            Decision.on(
-                basis,
-                verdict=Verdict.INCONCLUSIVE,
-                reasons=(Reason.BETWEEN_MODES, *info),
-                detail=f"all {m} samples fall between the window's {len(model.modes)} modes",
-            ),
-            need_more=False,
-            between_modes=ev.ambiguous,
-            noise_pct=pct_of_g(model.sigma, Direction.HIGHER),
-        )
     look = _look(model, ev, m, policy, last_look=final or m >= policy.max_repeats)
     need_more = False
     if not final and m < policy.initial_repeats:
