@@ -141,9 +141,7 @@ def _scan_shift(
     best_score = 1.0
     for run in candidates:
         k = run_starts[run] - lo
-        n1, n2 = k, n - k
-        if n1 < 1 or n2 < 1:
-            continue
+        n1, n2 = k, n - k  # both at least one: runs are never empty
         step = (total - prefix[k]) / n2 - prefix[k] / n1
         if abs(step) < min_step:
             continue

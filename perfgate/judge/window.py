@@ -208,11 +208,11 @@ def analyse_window(
     post_runs = len(runs) - seg_starts[last]
     shift = None
     if found.boundaries:
-        step = levels[last] - levels[last - 1] if last >= 1 else 0.0
+        # Both segments hold runs: a level starts only at a run after the window's first.
         before = [resid2[i] + levels[seg_of[i]] for i in range(n) if seg_of[i] == last - 1]
         after = [resid2[i] + levels[last] for i in post]
-        se = sigma * math.sqrt(1.0 / max(len(before), 1) + 1.0 / len(after))
-        step = huber_location(after, sigma) - huber_location(before, sigma) if before else step
+        se = sigma * math.sqrt(1.0 / len(before) + 1.0 / len(after))
+        step = huber_location(after, sigma) - huber_location(before, sigma)
         shift = Shift(
             kept_runs=post_runs,
             change_pct=pct_of_g(step, direction),
