@@ -133,9 +133,14 @@ def fit_markdown(markdown: str, limit: int, note: str, size: Callable[[str], int
 
 
 def summary_markdown(report: GateReport) -> str:
-    """The job summary and PR comment body, within GitHub's step-summary limit."""
+    """The job summary of ``report``, within GitHub's step-summary limit."""
+    return fitted_summary(report_json(report), trend_url=report.trend_url)
+
+
+def fitted_summary(verdict: Mapping[str, Any], trend_url: str | None = None) -> str:
+    """The summary of a verdict.json, cut to GitHub's step-summary limit when larger."""
     return fit_markdown(
-        summary_from_verdict(report_json(report), trend_url=report.trend_url),
+        summary_from_verdict(verdict, trend_url=trend_url),
         MAX_SUMMARY_BYTES,
         "_Truncated: this summary was cut to stay under GitHub's 1 MiB step-summary limit; "
         "verdict.json in the report artifact has every bucket._",

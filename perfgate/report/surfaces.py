@@ -10,7 +10,7 @@ from typing import Any
 
 from perfgate.judge.gate import GateReport
 from perfgate.report.junit import write_junit
-from perfgate.report.summary import summary_from_verdict
+from perfgate.report.summary import fitted_summary
 from perfgate.report.verdict import VerdictDocument, report_json, verdict_document
 from perfgate.util.console import write_step_outputs, write_step_summary
 
@@ -27,7 +27,7 @@ def write_report(
     report_dir.mkdir(parents=True, exist_ok=True)
     paths = {"summary": report_dir / "summary.md", "verdict": report_dir / "verdict.json"}
     paths["summary"].write_text(
-        summary_from_verdict(verdict.data, trend_url=report.trend_url), encoding="utf-8"
+        fitted_summary(verdict.data, trend_url=report.trend_url), encoding="utf-8"
     )
     paths["verdict"].write_text(verdict.text, encoding="utf-8")
     paths["junit"] = write_junit(report, report_dir / "junit.xml")
@@ -38,7 +38,7 @@ def write_github_surfaces(report: GateReport, verdict: Mapping[str, Any] | None 
     """Append the summary to $GITHUB_STEP_SUMMARY and the verdict to $GITHUB_OUTPUT."""
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         verdict = report_json(report) if verdict is None else verdict
-        write_step_summary(summary_from_verdict(verdict, trend_url=report.trend_url))
+        write_step_summary(fitted_summary(verdict, trend_url=report.trend_url))
     outputs = {
         "overall_verdict": report.overall.label,
         "status_state": report.status_state,

@@ -13,8 +13,14 @@ import pytest
 
 from perfgate.github.handoff import validate_verdict
 from perfgate.judge.gate import ReportContext, build_report
-from perfgate.report import verdict
-from perfgate.report.summary import MAX_SUMMARY_BYTES, fit_markdown, summary_markdown
+from perfgate.report import summary, verdict
+from perfgate.report.summary import (
+    MAX_SUMMARY_BYTES,
+    fit_markdown,
+    summary_from_verdict,
+    summary_markdown,
+)
+from perfgate.report.surfaces import write_github_surfaces, write_report
 from perfgate.report.verdict import MAX_VERDICT_BYTES, report_json
 from tests.github_support import make_result, write_config
 
@@ -114,3 +120,27 @@ def test_a_figure_of_1e308_is_a_short_cell(tmp_path: Path) -> None:
     table = terminal_table(report, width=100)
     assert "1e+308" in table and "000000000" not in table
     assert "000000000" not in summary_markdown(report)
+
+
+def test_summary_md_and_the_step_summary_are_cut_to_the_step_summary_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A limit small enough for this report stands in for a matrix whose summary passes
+    # GitHub's 1 MiB: both writers must cut what they write, not only summary_markdown.
+    config = write_config(tmp_path)
+    results = [make_result(bucket, 100.0) for bucket in config.buckets]
+    report = build_report(config=config, expected=config.buckets, results=results, windows={})
+    whole = summary_from_verdict(report_json(report))
+    limit = len(whole.encode("utf-8")) // 2
+    monkeypatch.setattr(summary, "MAX_SUMMARY_BYTES", limit)
+    step_summary = tmp_path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "output"))
+
+    written = write_report(report, tmp_path / "report")["summary"].read_text(encoding="utf-8")
+    write_github_surfaces(report)
+
+    for text in (written, step_summary.read_text(encoding="utf-8")):
+        assert len(text.encode("utf-8")) <= limit
+        assert "cut to stay under GitHub's 1 MiB step-summary limit" in text
+        assert text.startswith("## perfgate results")
