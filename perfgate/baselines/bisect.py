@@ -180,7 +180,7 @@ def plan_bisect(repo: Path, options: BisectOptions, current: Config, hardware: s
     listing = git("rev-list", "--first-parent", "--ancestry-path", "--reverse",
                   f"{good}..{bad}", cwd=repo).split()  # fmt: skip
     at_bad = step_config(repo, bad, options, current)
-    bucket = bucket_in(at_bad, options.bucket)
+    bucket = at_bad.find(options.bucket) if at_bad else None
     if bucket is None:
         known = ", ".join(at_bad.bucket_ids()) if at_bad else ""
         raise UsageError(
@@ -222,11 +222,6 @@ def step_config(repo: Path, commit: str, options: BisectOptions, current: Config
         return config_at(repo, commit, options.work_dir / "configs")
     except ConfigError:
         return None
-
-
-def bucket_in(config: Config | None, bucket_id: str) -> Bucket | None:
-    """The bucket ``bucket_id`` of ``config`` (None: no config, or no such bucket)."""
-    return next((b for b in config.buckets if b.id == bucket_id), None) if config else None
 
 
 def search(plan: BisectPlan, steps: dict[str, Step]) -> Outcome:

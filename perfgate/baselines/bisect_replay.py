@@ -14,7 +14,6 @@ from perfgate.baselines.bisect import (
     Outcome,
     Step,
     baseline_step,
-    bucket_in,
     fixed_sampling,
     label,
     search,
@@ -112,7 +111,7 @@ def measure_step(
 ) -> Step:
     """Measure ``commit`` and label it against the runs of the GOOD commits so far."""
     config = step_config(settings.repo, commit, options, current)
-    bucket = bucket_in(config, options.bucket)
+    bucket = config.find(options.bucket) if config else None
     if bucket is None or config is None:
         return Step(commit=commit, label=Bisect.SKIP, runs=(), verdict="SKIP",
                     detail=f"no bucket {plan.bucket.id} in perfgate.yaml here")  # fmt: skip

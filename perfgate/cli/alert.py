@@ -367,7 +367,7 @@ def run_post_bisect(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.result}: not a bisect result ({exc})") from None
     if not isinstance(result, dict):
         raise UsageError(f"{args.result}: not a bisect result (not a JSON object)")
-    bucket = next((b for b in config.buckets if b.id == result.get("bucket")), None)
+    bucket = config.find(result.get("bucket"))
     unit = bucket.metric.unit if bucket else ""
     shas = [str(s) for s in (result.get("first_bad"), result.get("last_good")) if s]
     listing = try_git("log", "--no-walk", "--format=%H%x1f%s", *shas) if shas else None

@@ -51,6 +51,10 @@ class Config:
         """Every bucket id, in declaration order."""
         return tuple(bucket.id for bucket in self.buckets)
 
+    def find(self, bucket_id: object) -> Bucket | None:
+        """The bucket declared as ``bucket_id`` (None when none is)."""
+        return next((bucket for bucket in self.buckets if bucket.id == bucket_id), None)
+
     def runner_pools(self) -> tuple[tuple[str, ...], ...]:
         """The distinct runner label sets of the buckets, in order of first appearance."""
         return tuple(dict.fromkeys(bucket.runner for bucket in self.buckets))

@@ -75,7 +75,8 @@ def measure_commits(
             f"A ({label[PairedSide.BASE]}) and B ({label[PairedSide.HEAD]}) alternately"
         )
         for bucket_id, bucket in buckets.items():
-            own = {side: found.bucket(bucket_id) for side, found in sides.items()}
+            # Each side's own declaration of the bucket (its own benchmark).
+            own = {side: found.config.find(bucket_id) for side, found in sides.items()}
             missing = [label[side] for side, b in own.items() if b is None]
             if missing:
                 notes.append(f"{bucket_id}: not declared at {', '.join(missing)}; not compared")
@@ -114,10 +115,6 @@ class CommitSide:
     commit: str
     checkout: Path
     config: Config
-
-    def bucket(self, bucket_id: str) -> Bucket | None:
-        """The bucket as this side's perfgate.yaml declares it (its own benchmark)."""
-        return next((b for b in self.config.buckets if b.id == bucket_id), None)
 
 
 @contextmanager

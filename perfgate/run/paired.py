@@ -375,7 +375,7 @@ def _base_bucket(
             base_config = load_config(path)
         except PerfgateError as exc:
             return f"the merge base's {config_path} is not usable: {exc}"
-    found = next((b for b in base_config.buckets if b.id == bucket.id), None)
+    found = base_config.find(bucket.id)
     if found is None:
         return f"the merge base's perfgate.yaml has no bucket {bucket.id}"
     if bucket_hashes(found) != (result.identity.launch_hash, result.identity.benchmark_hash):

@@ -76,6 +76,13 @@ def test_demo_config_expands_to_one_bucket_per_task_and_backend() -> None:
 
 
 @pytest.mark.slow  # starts git
+def test_a_bucket_is_found_by_its_id_and_an_undeclared_id_finds_none() -> None:
+    config = load_config(REPO / "perfgate.yaml")
+    assert config.find("pendulum/numpy") is config.buckets[2]
+    assert config.find("pendulum/torch") is None
+    assert config.find(None) is None
+
+
 def test_matrix_json_lists_every_bucket_with_the_interface_fields(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
