@@ -15,13 +15,13 @@ from perfgate.report.untrusted import (
     json_count,
     json_list,
     json_mapping,
-    json_number,
     json_texts,
     json_verdict,
     md_text,
 )
 from perfgate.report.verdict import clipped
 from perfgate.util.console import format_figure
+from perfgate.util.jsonfile import finite_number
 
 # The visible table keeps each bucket's reasons to a glance; verdict.json has them whole.
 WHY_CHARS = 300
@@ -35,9 +35,9 @@ def row_change(row: Mapping[str, Any], *, interval_too: bool = True) -> str:
 
 def _window_effect(row: Mapping[str, Any]) -> float | None:
     """A row's (or metric's) change against the window, %: its test's, else its baseline's."""
-    effect = json_number(json_mapping(row.get("statistics")).get("effect_pct"))
+    effect = finite_number(json_mapping(row.get("statistics")).get("effect_pct"))
     if effect is None:
-        effect = json_number(json_mapping(row.get("baseline")).get("change_pct"))
+        effect = finite_number(json_mapping(row.get("baseline")).get("change_pct"))
     return effect
 
 
@@ -45,7 +45,7 @@ def deciding_change(row: Mapping[str, Any], *, interval_too: bool = True) -> str
     """The change a verdict.json row's (or metric's) verdict rests on: the paired one when
     pairs decided, else the change against the window ('' when there is none)."""
     paired = paired_of(row)
-    effect = json_number(paired.get("effect_pct"))
+    effect = finite_number(paired.get("effect_pct"))
     if effect is None:
         return row_change(row, interval_too=interval_too)
     return effect_text(effect, _interval(paired.get("interval_pct")) if interval_too else None)
@@ -57,17 +57,17 @@ def deciding_figures(row: Mapping[str, Any]) -> tuple[float | None, float | None
     run's location and the window level it was judged against (the matched mode's, in a
     window of several), and the change between them. The three always agree."""
     paired = paired_of(row)
-    if json_number(paired.get("effect_pct")) is not None:
+    if finite_number(paired.get("effect_pct")) is not None:
         return (
-            json_number(paired.get("head")),
-            json_number(paired.get("base")),
+            finite_number(paired.get("head")),
+            finite_number(paired.get("base")),
             deciding_change(row),
         )
     test, baseline = json_mapping(row.get("statistics")), json_mapping(row.get("baseline"))
-    figure = json_number(test.get("value"))
+    figure = finite_number(test.get("value"))
     return (
-        json_number(row.get("value")) if figure is None else figure,
-        json_number(baseline.get("median")),
+        finite_number(row.get("value")) if figure is None else figure,
+        finite_number(baseline.get("median")),
         row_change(row),
     )
 
@@ -81,7 +81,7 @@ def paired_of(row: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _interval(bounds: object) -> tuple[float, float] | None:
     if isinstance(bounds, list) and len(bounds) == 2:
-        lo, hi = (json_number(b) for b in bounds)
+        lo, hi = (finite_number(b) for b in bounds)
         return (lo, hi) if lo is not None and hi is not None else None
     return None
 
@@ -91,7 +91,7 @@ def paired_text(paired: object, row: Mapping[str, Any]) -> str:
     if not isinstance(paired, Mapping):
         return ""
     pairs = json_count(paired.get("pairs"))
-    base, head = json_number(paired.get("base")), json_number(paired.get("head"))
+    base, head = finite_number(paired.get("base")), finite_number(paired.get("head"))
     change = deciding_change(row)
     text = f"paired A/B, {pairs} pairs: base {format_figure(base)}, head {format_figure(head)}"
     return text + (f", {change}" if change else "")
@@ -117,7 +117,7 @@ def confirmation_text(row: Mapping[str, Any]) -> str:
     aside = json_count(confirmation.get("set_aside"))
     if aside:
         text += f"; {aside} sample(s) set aside"
-    minutes = json_number(confirmation.get("minutes"))
+    minutes = finite_number(confirmation.get("minutes"))
     if minutes:
         text += f" ({minutes:.1f} runner-min)"
     return text
@@ -167,7 +167,7 @@ def cost_text(cost: object, escape: Callable[[str], str] = md_text, strong: str 
     if not isinstance(cost, Mapping):
         return "Runner time: not recorded (this report was made before perfgate recorded it)."
     unrecorded = json_texts(cost.get("unrecorded"))
-    minutes = json_number(cost.get("runner_minutes"))
+    minutes = finite_number(cost.get("runner_minutes"))
     by_kind = json_mapping(cost.get("by_kind"))
     if minutes is None or not by_kind:
         named = ", ".join(escape(b) for b in unrecorded)
@@ -176,7 +176,7 @@ def cost_text(cost: object, escape: Callable[[str], str] = md_text, strong: str 
     lines = {kind: json_mapping(by_kind.get(kind)) for kind in SPEND_WORDS if kind in by_kind}
     parts = []
     for kind, line in lines.items():
-        spent = json_number(line.get("minutes"))
+        spent = finite_number(line.get("minutes"))
         if spent is None:
             continue
         launches = json_count(line.get("launches"))
@@ -234,6 +234,6 @@ def noted_metrics(row: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], str]
 
 def _size(metric: Mapping[str, Any]) -> float:
     """How far a metric's figure moved, in % either way (0 when it was not compared)."""
-    paired = json_number(paired_of(metric).get("effect_pct"))
+    paired = finite_number(paired_of(metric).get("effect_pct"))
     effect = paired if paired is not None else _window_effect(metric)
     return abs(effect) if effect is not None else 0.0

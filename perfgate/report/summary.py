@@ -23,13 +23,13 @@ from perfgate.report.row_text import (
 from perfgate.report.untrusted import (
     json_list,
     json_mapping,
-    json_number,
     json_texts,
     json_verdict,
     md_text,
 )
 from perfgate.report.verdict import clipped, report_json
 from perfgate.util.console import format_figure
+from perfgate.util.jsonfile import finite_number
 
 VERDICT_ICONS = {
     Verdict.PASS: "✅ pass",
@@ -336,11 +336,11 @@ def _technical_line(name: str, verdict: Verdict, row: Mapping[str, Any], run: li
         name,
         verdict.label,
         md_text(", ".join(json_texts(row.get("reasons")))),
-        _percent(json_number(test.get("noise_pct"))),
-        format_figure(json_number(stats.get("warn_line"))),
-        format_figure(json_number(stats.get("block_line"))),
-        _t_cell(json_number(test.get("t")), json_number(test.get("t_block"))),
-        _percent(json_number(test.get("resolution_pct"))),
+        _percent(finite_number(test.get("noise_pct"))),
+        format_figure(finite_number(stats.get("warn_line"))),
+        format_figure(finite_number(stats.get("block_line"))),
+        _t_cell(finite_number(test.get("t")), finite_number(test.get("t_block"))),
+        _percent(finite_number(test.get("resolution_pct"))),
         *run,
     ]
     return "| " + " | ".join(cells) + " |"
@@ -358,7 +358,7 @@ def _samples_cell(baseline: Mapping[str, Any], test: Mapping[str, Any]) -> str:
 
 def _minutes_cell(value: object) -> str:
     """A bucket run's runner minutes, or a dash when its result did not record them."""
-    minutes = json_number(value)
+    minutes = finite_number(value)
     return "—" if minutes is None else f"{minutes:.1f}"
 
 
@@ -392,8 +392,8 @@ def _how_to_read(data: Mapping[str, Any]) -> list[str]:
             "is a regression; past the warn line it needs attention. No baseline, too few "
             "samples, a retried run or a bucket that did not report never count as a pass."
         ]
-    rate = json_number(policy.get("false_alarm_rate"))
-    drop = json_number(policy.get("min_drop_pct"))
+    rate = finite_number(policy.get("false_alarm_rate"))
+    drop = finite_number(policy.get("min_drop_pct"))
     runs = policy.get("max_runs")
     rate_text = f"{rate * 100:g} %" if rate is not None else "a set rate"
     drop_text = f"{drop:g} %" if drop is not None else "the minimum drop"

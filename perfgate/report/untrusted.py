@@ -3,7 +3,6 @@ what it claims reads as absent (or as the most severe verdict), and text is made
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -31,14 +30,6 @@ def md_text(text: str) -> str:
 def json_count(value: object) -> int:
     """A count from verdict.json; anything that is not a non-negative integer is 0."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def json_number(value: object) -> float | None:
-    """A figure from verdict.json; anything that is not a finite number renders as absent."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
 
 
 def json_mapping(value: object) -> Mapping[str, Any]:

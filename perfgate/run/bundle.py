@@ -14,6 +14,7 @@ from typing import Any
 
 from perfgate.config import Metric
 from perfgate.util import jsonfile
+from perfgate.util.jsonfile import finite_number
 
 _MISSING = object()
 
@@ -60,31 +61,24 @@ def _dig(data: Any, dotted: str) -> Any:
     return current
 
 
-def number(value: Any) -> float | None:
-    """``value`` as a finite float; None for anything else (a bool, a string, NaN)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
 def metric_stats(data: Any, dotted: str) -> MetricStats:
     """Read the metric; for a ``...mean`` or ``...median`` path the sibling spread comes along."""
-    value = number(dig(data, dotted))
+    value = finite_number(dig(data, dotted))
     parent_path, _, leaf = dotted.rpartition(".")
     siblings = dig(data, parent_path) if parent_path and leaf in ("mean", "median") else None
     if not isinstance(siblings, Mapping):
         return MetricStats(value=value)
     return MetricStats(
         value=value,
-        std=number(siblings.get("std")),
-        min=number(siblings.get("min")),
-        max=number(siblings.get("peak", siblings.get("max"))),
+        std=finite_number(siblings.get("std")),
+        min=finite_number(siblings.get("min")),
+        max=finite_number(siblings.get("peak", siblings.get("max"))),
     )
 
 
 def finite_figures(data: Any, paths: tuple[str, ...]) -> dict[str, float]:
     """The finite numbers found at ``paths``, keyed by path (absent or non-finite left out)."""
-    found = {path: number(dig(data, path)) for path in paths}
+    found = {path: finite_number(dig(data, path)) for path in paths}
     return {path: value for path, value in found.items() if value is not None}
 
 
@@ -92,7 +86,7 @@ def metric_values(data: Any, metrics: tuple[Metric, ...]) -> dict[str, float]:
     """Each metric's finite figure by name (a sum needs every part); absent ones left out."""
     found = {}
     for metric in metrics:
-        parts = [number(dig(data, path)) for path in metric.paths]
+        parts = [finite_number(dig(data, path)) for path in metric.paths]
         if all(part is not None for part in parts):
             found[metric.name] = math.fsum(part for part in parts if part is not None)
     return found

@@ -32,6 +32,13 @@ class JsonError(ValueError):
     """Not acceptable JSON; the message names the problem (the caller adds the location)."""
 
 
+def finite_number(value: object) -> float | None:
+    """``value`` as a finite float; None for anything else (a bool, a string, NaN)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
 def depth(value: Any) -> int:
     """How many lists and objects deep ``value`` nests (a scalar is 0); no recursion."""
     deepest, stack = 0, [(value, 1)]

@@ -16,10 +16,10 @@ from typing import Any
 
 from perfgate.baselines.imports.history import History, HistoryError, HistoryRun, iso_from_millis
 from perfgate.config import OutputFormat
-from perfgate.run.bundle import number
 from perfgate.run.drivers.adapters import asv as adapter
 from perfgate.run.drivers.adapters.base import SuiteError
 from perfgate.util import jsonfile
+from perfgate.util.jsonfile import finite_number
 
 KIND = "asv"
 MACHINE_FILE = "machine.json"
@@ -137,7 +137,7 @@ def _results(path: Path) -> dict[str, Any]:
     for field, kind in (("commit_hash", str), ("env_name", str)):
         if not isinstance(data.get(field), kind) or not data[field]:
             raise HistoryError(f"{path}: '{field}' is missing; asv writes it in every results file")
-    if number(data.get("date")) is None:
+    if finite_number(data.get("date")) is None:
         raise HistoryError(
             f"{path}: 'date' is {data.get('date')!r}, not milliseconds since the epoch"
         )

@@ -20,10 +20,10 @@ from typing import Any
 
 from perfgate.baselines.imports.history import History, HistoryError, HistoryRun, iso_from_millis
 from perfgate.config import Direction, OutputFormat
-from perfgate.run.bundle import number
 from perfgate.run.drivers.adapters.base import Benchmark
 from perfgate.run.drivers.adapters.units import spelled
 from perfgate.util import jsonfile
+from perfgate.util.jsonfile import finite_number
 
 KIND = "github-action-benchmark"
 #: What the action writes before the JSON (``SCRIPT_PREFIX`` in its source).
@@ -134,7 +134,7 @@ def _run(point: Any, where: str, suite: str) -> HistoryRun:
             f"{where}.commit.id is missing: every run the action writes names its commit; "
             "the file was edited or is not github-action-benchmark data"
         )
-    date = number(point.get("date"))
+    date = finite_number(point.get("date"))
     if date is None:
         raise HistoryError(
             f"{where}.date is {point.get('date')!r}, not milliseconds since the epoch: the "
@@ -189,7 +189,7 @@ def _benchmark(bench: dict[str, Any], where: str, tool: Tool) -> Benchmark:
     if not isinstance(unit, str) or not unit.strip():
         return Benchmark(name=name, unit="", direction=direction, error=f"{where}.unit is missing")
     unit = spelled(unit.strip().removesuffix("/iter") if tool.repeated_rows else unit)
-    value = number(bench.get("value"))
+    value = finite_number(bench.get("value"))
     if value is None:
         error = f"{where}.value is {bench.get('value')!r}, not a finite number"
         return Benchmark(name=name, unit=unit, direction=direction, error=error)

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.config import Direction
-from perfgate.run.bundle import number
 from perfgate.run.drivers.adapters.base import (
     Benchmark,
     Suite,
@@ -26,6 +25,7 @@ from perfgate.run.drivers.adapters.base import (
     wrong_shape,
 )
 from perfgate.run.drivers.adapters.units import spelled
+from perfgate.util.jsonfile import finite_number
 
 TOOL = "asv"
 # The unit of a benchmark by the prefix of its name, when benchmarks.json is not at hand.
@@ -102,7 +102,7 @@ def _combinations(name: str, fields: dict[str, Any], unit: str) -> list[Benchmar
     samples = fields.get("samples")
     found = []
     for index, benchmark in enumerate(names):
-        value = number(results[index])
+        value = finite_number(results[index])
         if value is None:
             found.append(
                 failure(

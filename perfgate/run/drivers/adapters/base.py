@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.config import Direction
-from perfgate.run.bundle import MetricStats, OutputError, number
+from perfgate.run.bundle import MetricStats, OutputError
 from perfgate.util import jsonfile
+from perfgate.util.jsonfile import finite_number
 
 
 class SuiteError(OutputError):
@@ -108,7 +109,7 @@ def finite_samples(values: Any, field: str) -> tuple[tuple[float, ...], str | No
         return (), f"{field} is not a list of numbers"
     found = []
     for index, value in enumerate(values):
-        figure = number(value)
+        figure = finite_number(value)
         if figure is None:
             return (), f"{field}[{index}] is {value!r}, not a finite number"
         found.append(figure)

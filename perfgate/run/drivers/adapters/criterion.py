@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.config import Direction
-from perfgate.run.bundle import number
 from perfgate.run.drivers.adapters.base import (
     Benchmark,
     Suite,
@@ -26,6 +25,7 @@ from perfgate.run.drivers.adapters.base import (
     wrong_shape,
 )
 from perfgate.run.drivers.adapters.units import is_time, spelled
+from perfgate.util.jsonfile import finite_number
 
 TOOL = "criterion"
 ESTIMATES, SAMPLE, BENCHMARK = "estimates.json", "sample.json", "benchmark.json"
@@ -66,7 +66,7 @@ def _from_folder(folder: Path) -> Benchmark:
     data = load(folder / ESTIMATES, TOOL)
     if not recognises(data):
         raise wrong_shape(folder / ESTIMATES, TOOL, "no 'median' with a 'point_estimate'")
-    median = number(data["median"].get("point_estimate"))
+    median = finite_number(data["median"].get("point_estimate"))
     if median is None:
         return failure(name, "ns", f"{ESTIMATES}: median.point_estimate is not a finite number")
     return Benchmark(name=name, unit="ns", direction=Direction.LOWER, summary=median)

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.config import Direction
-from perfgate.run.bundle import number
 from perfgate.run.drivers.adapters.base import Benchmark, Suite, load, wrong_shape
 from perfgate.run.drivers.adapters.units import spelled
+from perfgate.util.jsonfile import finite_number
 
 
 def recognises(data: Any) -> bool:
@@ -37,7 +37,7 @@ def _benchmark(entry: dict[str, Any], where: str, direction: Direction) -> Bench
         return Benchmark(
             name=name, unit="", direction=direction, error=f"{where}.unit is missing or empty"
         )
-    value = number(entry["value"])
+    value = finite_number(entry["value"])
     if value is None:
         return Benchmark(
             name=name,

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.config import Direction
-from perfgate.run.bundle import number
 from perfgate.run.drivers.adapters.base import Benchmark, Suite, failure, load, wrong_shape
 from perfgate.run.drivers.adapters.units import SECONDS
+from perfgate.util.jsonfile import finite_number
 
 TOOL = "google-benchmark"
 
@@ -56,7 +56,7 @@ def _benchmark(name: str, rows: list[tuple[int, dict[str, Any]]]) -> Benchmark:
         )
     samples = []
     for index, row in repetitions:
-        value = number(row.get("real_time"))
+        value = finite_number(row.get("real_time"))
         if value is None or row.get("time_unit", "ns") != unit:
             return failure(
                 name,

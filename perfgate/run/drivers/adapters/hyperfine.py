@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.config import Direction
-from perfgate.run.bundle import number
 from perfgate.run.drivers.adapters.base import (
     Benchmark,
     Suite,
@@ -22,6 +21,7 @@ from perfgate.run.drivers.adapters.base import (
     wrong_shape,
 )
 from perfgate.run.drivers.adapters.units import is_time, spelled
+from perfgate.util.jsonfile import finite_number
 
 TOOL = "hyperfine"
 
@@ -73,7 +73,7 @@ def _measured(name: str, runs: Any, where: str, metric: str) -> Benchmark:
         if run.get("exit_code") not in (0, None):
             return failure(name, "s", f"{here}.exit_code: the run exited {run['exit_code']}")
         figure = run.get(metric)
-        value = number(figure.get("value")) if isinstance(figure, dict) else None
+        value = finite_number(figure.get("value")) if isinstance(figure, dict) else None
         if value is None or not isinstance(figure, dict):
             return failure(name, "s", f"{here}.{metric}.value is missing or not a finite number")
         unit = unit or spelled(str(figure.get("unit", "second")))

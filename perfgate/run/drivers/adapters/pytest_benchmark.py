@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.config import Direction
-from perfgate.run.bundle import number
 from perfgate.run.drivers.adapters.base import (
     Benchmark,
     Suite,
@@ -20,6 +19,7 @@ from perfgate.run.drivers.adapters.base import (
     load,
     wrong_shape,
 )
+from perfgate.util.jsonfile import finite_number
 
 TOOL = "pytest-benchmark"
 
@@ -55,7 +55,7 @@ def _benchmark(entry: dict[str, Any], index: int, ambiguous: bool) -> Benchmark:
             return failure(name, "s", problem)
         if samples:
             return Benchmark(name=name, unit="s", direction=Direction.LOWER, samples=samples)
-    median = number(stats.get("median"))
+    median = finite_number(stats.get("median"))
     if median is None:
         return failure(name, "s", f"{where}.median is {stats.get('median')!r}, not a finite number")
     return Benchmark(name=name, unit="s", direction=Direction.LOWER, summary=median)
