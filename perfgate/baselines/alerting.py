@@ -147,7 +147,7 @@ def alert_policy(config: Config, bucket: Bucket, metric: str) -> AlertPolicy:
     the metric's minimum drop."""
     declaration = bucket.metric_named(metric)
     own = declaration.min_drop_pct if declaration is not None else None
-    minimum = own if own is not None else config.gate.oracle.min_block_regression_pct
+    minimum = own if own is not None else config.gate.oracle.min_drop_pct
     spec = config.alerts
     names = (f.name for f in fields(AlertPolicy) if f.name != "min_drop_pct")
     return AlertPolicy(min_drop_pct=minimum, **{name: getattr(spec, name) for name in names})

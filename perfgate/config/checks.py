@@ -258,14 +258,12 @@ def check_gate_block(document: YamlDocument, raw: Mapping[str, Any]) -> None:
         if problem:
             fail(document, ("gate", "calibration"), problem)
     confirm_drop = raw.get("confirm_drop_pct")
-    minimum = raw.get("oracle", {}).get(
-        "min_block_regression_pct", OraclePolicy.min_block_regression_pct
-    )
+    minimum = raw.get("oracle", {}).get("min_drop_pct", OraclePolicy.min_drop_pct)
     if confirm_drop is not None and confirm_drop < minimum:
         fail(
             document,
             ("gate", "confirm_drop_pct"),
-            f"confirm_drop_pct ({confirm_drop:g}) is under oracle.min_block_regression_pct "
+            f"confirm_drop_pct ({confirm_drop:g}) is under oracle.min_drop_pct "
             f"({minimum:g}): a drop too small to BLOCK cannot be worth "
             "confirming; raise it to at least the minimum",
         )

@@ -78,6 +78,7 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
             "expected a mapping with 'version: 1' and a 'buckets' list at the top "
             "(see perfgate/schemas/perfgate.schema.json)",
         )
+    renamed = _read_renamed_keys(document)
     raw_buckets = document.data.get("buckets")
     if isinstance(raw_buckets, list):
         # Said before any per-bucket work: a huge matrix costs nothing to refuse.
@@ -120,10 +121,41 @@ def load_config(path: Path = DEFAULT_CONFIG) -> Config:
         coalesce_pushes=data.get("workflows", {}).get("coalesce_pushes", Config.coalesce_pushes),
         benchmark_install=tuple(data.get("workflows", {}).get("benchmark_install", ())),
         report=ReportSpec(**data.get("report", {})),
-        notices=(*_deprecations(document, gate), *opted_in_notices(buckets)),
+        notices=(*renamed, *_deprecations(document, gate), *opted_in_notices(buckets)),
         admission=_admission_policy(data.get("admission", {})),
         alerts=alerts,
     )
+
+
+#: Keys read under their new names: (the block's key path, old name, new name).
+_RENAMED_KEYS: tuple[tuple[KeyPath, str, str], ...] = (
+    # "alarm" beside alerts.false_alert_rate read as the same thing; this one is BLOCKs.
+    (("gate",), "false_alarm_rate", "false_block_rate"),
+    # The same minimum a metric's own min_drop_pct overrides, under one name.
+    (("gate", "oracle"), "min_block_regression_pct", "min_drop_pct"),
+)
+
+
+def _read_renamed_keys(document: YamlDocument) -> tuple[str, ...]:
+    """Move each renamed key to its new name in ``document`` (its line too); a notice each."""
+    notices = []
+    for block_path, old, new in _RENAMED_KEYS:
+        block: Any = document.data
+        for key in block_path:
+            block = block.get(key) if isinstance(block, dict) else None
+        if not isinstance(block, dict) or old not in block:
+            continue
+        old_path, new_path = (*block_path, old), (*block_path, new)
+        if new in block:
+            fail(document, old_path, f"the old name of {format_key_path(new_path)}, which "
+                 f"is set too; keep {new} alone")  # fmt: skip
+        notices.append(
+            f"{document.where(old_path)}: {format_key_path(old_path)} is read as "
+            f"{format_key_path(new_path)}, its new name; rename it"
+        )
+        block[new] = block.pop(old)
+        document.lines[new_path] = document.lines.pop(old_path)
+    return tuple(notices)
 
 
 def _deprecations(document: YamlDocument, gate: GatePolicy) -> tuple[str, ...]:
@@ -149,14 +181,14 @@ def _gate_policy(document: YamlDocument, raw: Mapping[str, Any]) -> GatePolicy:
         target_branches=tuple(raw.get("target_branches", GatePolicy.target_branches)),
         protected_branches=tuple(raw.get("protected_branches", GatePolicy.protected_branches)),
         policy=PolicyName(raw.get("policy", PolicyName.CALIBRATED)),
-        false_alarm_rate=float(raw.get("false_alarm_rate", GatePolicy.false_alarm_rate)),
+        false_block_rate=float(raw.get("false_block_rate", GatePolicy.false_block_rate)),
         # YAML 1.1 reads a bare `off` as false: the schema allows it, and it means off.
         confirm=ConfirmMode(raw.get("confirm", ConfirmMode.PAIRED) or ConfirmMode.OFF),
         # Unset: the default, or the minimum drop when that is larger.
         confirm_drop_pct=float(
             confirm_drop
             if confirm_drop is not None
-            else max(GatePolicy.confirm_drop_pct, oracle.min_block_regression_pct)
+            else max(GatePolicy.confirm_drop_pct, oracle.min_drop_pct)
         ),
         budget_minutes=(
             float(raw["budget_minutes"]) if raw.get("budget_minutes") is not None else None

@@ -68,7 +68,7 @@ class OraclePolicy:
     k_warn: float = 2.5
     k_block: float = 4.0
     # Both policies: the smallest drop that may BLOCK (and, calibrated, gain that is IMPROVED).
-    min_block_regression_pct: float = 3.0
+    min_drop_pct: float = 3.0
     noise_floor_pct: float = 0.0
     # Calibrated policy: a whole run moves with its runner's state by at least this much.
     run_noise_floor_pct: float = 0.0
@@ -117,10 +117,10 @@ class GatePolicy:
     protected_branches: tuple[str, ...] = ("main",)
     policy: PolicyName = PolicyName.CALIBRATED
     # Calibrated policy: the chance that unchanged code is BLOCKed, per bucket run.
-    false_alarm_rate: float = 0.001
+    false_block_rate: float = 0.001
     confirm: ConfirmMode = ConfirmMode.PAIRED
     # Confirmation starts only when the window cannot rule out a drop this large (%): a
-    # smaller one is left to post-merge detection. At least min_block_regression_pct.
+    # smaller one is left to post-merge detection. At least min_drop_pct.
     confirm_drop_pct: float = 5.0
     # Runner minutes of confirmation one run may spend across the whole matrix (None: each
     # bucket only within its own budgets), the most suspicious buckets first.

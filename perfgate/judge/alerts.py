@@ -87,7 +87,7 @@ class AlertPolicy:
 
     false_alert_rate: float = AlertsSpec.false_alert_rate
     # The smallest change alerted (or recorded as an improvement): the gate's minimum drop.
-    min_drop_pct: float = OraclePolicy.min_block_regression_pct
+    min_drop_pct: float = OraclePolicy.min_drop_pct
     confirm_runs: int = AlertsSpec.confirm_runs
     window_runs: int = AlertsSpec.window_runs
     min_runs: int = AlertsSpec.min_runs

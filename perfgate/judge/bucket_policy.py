@@ -73,7 +73,7 @@ def policy_for(
     The calibrated policy spends its false-alarm budget over the looks the bench can take,
     so its repeats and confirmation budget are the bucket's own; a bucket whose several
     metrics gate splits the rate between them, so unchanged code is still BLOCKed in at
-    most ``false_alarm_rate`` of bucket runs. A metric's own minimum drop and noise floor
+    most ``false_block_rate`` of bucket runs. A metric's own minimum drop and noise floor
     replace the gate's; the per-hardware noise floors are the primary's.
     """
     oracle, window = gate.oracle, gate.baseline
@@ -84,9 +84,7 @@ def policy_for(
         floor = bucket.noise_floor_for(hardware, oracle.noise_floor_pct)
     else:
         floor = oracle.noise_floor_pct
-    min_drop = (
-        metric.min_drop_pct if metric.min_drop_pct is not None else oracle.min_block_regression_pct
-    )
+    min_drop = metric.min_drop_pct if metric.min_drop_pct is not None else oracle.min_drop_pct
     if gate.policy is PolicyName.REFERENCE:
         return ReferencePolicy(
             k_warn=oracle.k_warn,
@@ -97,7 +95,7 @@ def policy_for(
             max_samples=window.max_samples,
         )
     return CalibratedPolicy(
-        false_alarm_rate=_split_rate(bucket, gate),
+        false_block_rate=_split_rate(bucket, gate),
         min_drop_pct=min_drop,
         history_runs=window.history_runs,
         noise_floor_pct=floor,
@@ -148,7 +146,7 @@ def paired_policy_for(
     rule = policy_for(bucket, gate, hardware, metric)
     min_drop = rule.min_drop_pct
     return PairedPolicy(
-        false_alarm_rate=_split_rate(bucket, gate),
+        false_block_rate=_split_rate(bucket, gate),
         min_drop_pct=min_drop,
         clear_drop_pct=clear_drop(min_drop, confirm_drop_for(gate, min_drop)),
         noise_floor_pct=rule.noise_floor_pct,
@@ -158,7 +156,7 @@ def paired_policy_for(
 
 def _split_rate(bucket: Bucket, gate: GatePolicy) -> float:
     """The false-alarm rate of one metric: the gate's, split between the metrics that gate."""
-    return gate.false_alarm_rate / max(1, sum(1 for m in bucket.all_metrics if m.gates))
+    return gate.false_block_rate / max(1, sum(1 for m in bucket.all_metrics if m.gates))
 
 
 def confirm_drop_for(gate: GatePolicy, min_drop_pct: float) -> float:

@@ -112,7 +112,7 @@ def pairs_to_block(
     """
     drop_g = -math.log1p(-min(drop_pct, 99.0) / 100.0)
     spread = math.sqrt(2.0) * math.log1p(max(noise_pct, policy.noise_floor_pct) / 100.0)
-    rate = policy.false_alarm_rate * policy.last_look_share
+    rate = policy.false_block_rate * policy.last_look_share
     return _needed(
         drop_g,
         lambda n: spread / math.sqrt(n),
@@ -149,7 +149,7 @@ def repeats_to_block(drop_pct: float, noise: WindowNoise, policy: CalibratedPoli
     def se(m: int) -> float:
         return math.sqrt(sigma**2 * (location_var(m) + centre) + run_sigma**2 * (1 + 1 / runs))
 
-    rate = policy.false_alarm_rate * policy.last_look_share
+    rate = policy.false_block_rate * policy.last_look_share
     start = max(policy.min_block_samples, policy.initial_repeats)
     return _needed(drop_g, se, lambda m: noise.df, rate, start)
 

@@ -186,7 +186,7 @@ def _look(
     ``last_look``) and where the run's evidence lies against them."""
     direction = model.direction
     share = policy.look_share(last_look)
-    level = policy.false_alarm_rate * share
+    level = policy.false_block_rate * share
     t_block = t_isf(level, ev.df)
     t_warn = t_isf(policy.warn_rate, ev.df)
     # minimum changes as the metric's own percentages (a 3 % drop of a throughput, a 3 %
@@ -197,7 +197,7 @@ def _look(
     # least lie beyond every window sample (U = 0): one-sample buckets can still block.
     u_block = max(mwu_critical(ev.used, n_window, policy.rank_rate * share), 0)
     # resolution: the drop that would sit on the last look's block line with the full budget
-    t_last = t_isf(policy.false_alarm_rate * policy.look_share(True), ev.df)
+    t_last = t_isf(policy.false_block_rate * policy.look_share(True), ev.df)
     se_full = math.sqrt(
         model.sigma**2 * (location_var(policy.max_repeats) + ev.center_var) + ev.run_var
     )
@@ -206,7 +206,7 @@ def _look(
         ev=ev,
         samples=m,
         t_block=t_block,
-        t_improve=t_isf(policy.false_alarm_rate, ev.df),
+        t_improve=t_isf(policy.false_block_rate, ev.df),
         t_warn=t_warn,
         t_ci=t_isf((1.0 - policy.confidence) / 2.0, ev.df),
         min_drop=min_drop,
@@ -331,7 +331,7 @@ def calibrated_decide(
     could still turn out to be a blocking drop, it takes more, up to ``max_repeats``.
 
     A BLOCK needs, at one look, all of: the robust t below ``-t_block``, the t critical
-    value at ``false_alarm_rate * share``; the rank test (Mann-Whitney of the run's
+    value at ``false_block_rate * share``; the rank test (Mann-Whitney of the run's
     residuals against the window's) at ``rank_rate * share``; a drop of at least
     ``min_drop_pct``; ``min_block_samples`` samples. The shares of the looks at which a
     BLOCK is possible sum to one (Bonferroni, ``CalibratedPolicy.look_share``), so the

@@ -29,7 +29,7 @@ KIND = "perfgate-noise-calibration"
 MAX_BYTES = 4 * 1024 * 1024
 # How sure the gate must be that an entry's noise is more than the window can have before
 # it judges the window by its own noise instead: the gate's default false-alarm rate.
-WINDOW_CHECK_RATE = GatePolicy.false_alarm_rate
+WINDOW_CHECK_RATE = GatePolicy.false_block_rate
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -139,7 +139,7 @@ def _compare(
         )  # fmt: skip
     half = t_isf((1.0 - policy.confidence) / 2.0, nu) * se
     low, high = sorted((pct_of_g(delta - half, direction), pct_of_g(delta + half, direction)))
-    t_crit = t_isf(policy.false_alarm_rate / 2.0, nu)  # either way is a finding
+    t_crit = t_isf(policy.false_block_rate / 2.0, nu)  # either way is a finding
     t = delta / se
     # The rank test must agree, whatever the noise's shape (as the gate's BLOCK requires).
     u_crit = mwu_critical(len(gb), len(ga), policy.rank_rate)
@@ -213,7 +213,7 @@ def compare_pairs(
         )  # fmt: skip
     # Every pair is in before the one look: the whole false-alarm rate is spent on it.
     paired = PairedPolicy(
-        false_alarm_rate=policy.false_alarm_rate, min_drop_pct=policy.min_drop_pct,
+        false_block_rate=policy.false_block_rate, min_drop_pct=policy.min_drop_pct,
         noise_floor_pct=policy.noise_floor_pct, max_pairs=n, last_look_share=1.0,
         confidence=policy.confidence,
     )  # fmt: skip

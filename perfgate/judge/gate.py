@@ -97,7 +97,7 @@ class GateReport:
     min_samples: int
     max_samples: int
     policy: PolicyName
-    false_alarm_rate: float
+    false_block_rate: float
     min_drop_pct: float
     max_runs: int
     # How a suspicious run is confirmed before it may block (gate.confirm).
@@ -391,8 +391,8 @@ def build_report(
         min_samples=policy.baseline.min_samples,
         max_samples=policy.baseline.max_samples,
         policy=policy.policy,
-        false_alarm_rate=policy.false_alarm_rate,
-        min_drop_pct=policy.oracle.min_block_regression_pct,
+        false_block_rate=policy.false_block_rate,
+        min_drop_pct=policy.oracle.min_drop_pct,
         max_runs=policy.baseline.max_runs,
         confirm=policy.confirm,
         baseline_tip=context.baseline_tip,

@@ -55,8 +55,8 @@ class PairedPolicy:
     """The paired test's settings: the gate's false-alarm rate and minimum drop, the budget
     (built from the config by ``judge.bucket_policy.paired_policy_for``)."""
 
-    false_alarm_rate: float = GatePolicy.false_alarm_rate  # P(BLOCK | unchanged) per bucket run
-    min_drop_pct: float = OraclePolicy.min_block_regression_pct
+    false_block_rate: float = GatePolicy.false_block_rate  # P(BLOCK | unchanged) per bucket run
+    min_drop_pct: float = OraclePolicy.min_drop_pct
     noise_floor_pct: float = OraclePolicy.noise_floor_pct  # sample noise never taken below this
     # Stop once a drop this large is ruled out (None: min_drop_pct). Pairs are started for
     # drops that matter for this PR; a smaller one is left to post-merge detection.
@@ -158,7 +158,7 @@ def paired_decide(
     spread = max(math.sqrt(variance), floor)
     se = spread / math.sqrt(n)
     t = mean / se if se > 0 else (0.0 if mean == 0 else math.copysign(math.inf, mean))
-    t_block = t_isf(policy.false_alarm_rate * policy.look_share(last), df)
+    t_block = t_isf(policy.false_block_rate * policy.look_share(last), df)
     t_clear = t_isf(policy.clear_rate, df)
     t_ci = t_isf((1.0 - policy.confidence) / 2.0, df)
     min_drop = g_of_regression(policy.min_drop_pct, direction)

@@ -22,8 +22,8 @@ class ReferencePolicy:
 
     k_warn: float = OraclePolicy.k_warn
     k_block: float = OraclePolicy.k_block
-    # The smallest regression that may BLOCK (gate.oracle.min_block_regression_pct).
-    min_drop_pct: float = OraclePolicy.min_block_regression_pct
+    # The smallest regression that may BLOCK (gate.oracle.min_drop_pct).
+    min_drop_pct: float = OraclePolicy.min_drop_pct
     noise_floor_pct: float = OraclePolicy.noise_floor_pct
     min_samples: int = BaselinePolicy.min_samples
     max_samples: int = BaselinePolicy.max_samples
@@ -35,9 +35,9 @@ class ReferencePolicy:
 class CalibratedPolicy:
     """The calibrated rule (``gate.policy: calibrated``, the default)."""
 
-    false_alarm_rate: float = GatePolicy.false_alarm_rate  # P(BLOCK | unchanged) per bucket-run
+    false_block_rate: float = GatePolicy.false_block_rate  # P(BLOCK | unchanged) per bucket-run
     # The smallest regression worth a BLOCK (and gain an IMPROVED).
-    min_drop_pct: float = OraclePolicy.min_block_regression_pct
+    min_drop_pct: float = OraclePolicy.min_drop_pct
     history_runs: int = BaselinePolicy.history_runs  # runner offsets learned from (0: none)
     noise_floor_pct: float = OraclePolicy.noise_floor_pct  # sample noise never taken below
     min_samples: int = BaselinePolicy.min_samples  # window samples needed to judge (R4)

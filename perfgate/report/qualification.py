@@ -88,7 +88,7 @@ def _bucket_json(bucket: BucketQualification) -> dict[str, Any]:
             "rule": {
                 "policy": metrics.rule.policy,
                 "power": metrics.rule.power,
-                "false_alarm_rate": metrics.rule.false_alarm_rate,
+                "false_block_rate": metrics.rule.false_block_rate,
                 "detail": metrics.rule.detail,
             },
         },

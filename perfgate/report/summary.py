@@ -392,7 +392,7 @@ def _how_to_read(data: Mapping[str, Any]) -> list[str]:
             "is a regression; past the warn line it needs attention. No baseline, too few "
             "samples, a retried run or a bucket that did not report never count as a pass."
         ]
-    rate = finite_number(policy.get("false_alarm_rate"))
+    rate = finite_number(policy.get("false_block_rate"))
     drop = finite_number(policy.get("min_drop_pct"))
     runs = policy.get("max_runs")
     rate_text = f"{rate * 100:g} %" if rate is not None else "a set rate"

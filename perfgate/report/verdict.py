@@ -137,7 +137,7 @@ def _report_json(report: GateReport, rows: Sequence[dict[str, Any]] | None) -> d
         "max_samples": report.max_samples,
         "policy": {
             "name": report.policy.value,
-            "false_alarm_rate": report.false_alarm_rate,
+            "false_block_rate": report.false_block_rate,
             "min_drop_pct": report.min_drop_pct,
             "max_runs": report.max_runs,
             "confirm": report.confirm.value,

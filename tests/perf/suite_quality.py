@@ -76,9 +76,9 @@ class Tally:
 def policies(benchmarks: int = BENCHMARKS) -> tuple[CalibratedPolicy, CalibratedPolicy]:
     """The rule each selected benchmark is judged with (the gate's rate split over the
     primary and ``benchmarks`` selected ones), and the same rule unsplit."""
-    rate = GatePolicy().false_alarm_rate
-    split = CalibratedPolicy(false_alarm_rate=rate / (benchmarks + 1))
-    return split, CalibratedPolicy(false_alarm_rate=rate)
+    rate = GatePolicy().false_block_rate
+    split = CalibratedPolicy(false_block_rate=rate / (benchmarks + 1))
+    return split, CalibratedPolicy(false_block_rate=rate)
 
 
 def _launches(rng: np.random.Generator, cvs: np.ndarray, count: int) -> np.ndarray:

@@ -562,7 +562,7 @@ def _print(
     """The core tables; their figures and targets."""
     print(
         f"verdict quality: {series} series/suite x {POINTS} points after {BURN_IN} recorded runs; "
-        f"window {p.max_runs} runs; calibrated = false_alarm_rate {p.false_alarm_rate:g}, "
+        f"window {p.max_runs} runs; calibrated = false_block_rate {p.false_block_rate:g}, "
         f"{p.initial_repeats}..{p.max_repeats} samples; reference = the seed's rule, 1 sample; "
         f"cost S = {options.setup_minutes:.1f} min + L = {options.launch_minutes:.1f} min a "
         f"sample; {elapsed:.0f} s"

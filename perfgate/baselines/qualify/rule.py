@@ -35,7 +35,7 @@ class RuleFigures:
     # The drop the rule blocks with probability ``power`` (the smallest it reliably detects).
     detectable_pct: float | None
     power: float
-    false_alarm_rate: float | None  # None for the reference rule, which sets no rate
+    false_block_rate: float | None  # None for the reference rule, which sets no rate
     detail: str = ""
 
 
@@ -63,7 +63,7 @@ def _figures(
     *,
     direction: Direction,
     power: float,
-    false_alarm_rate: float | None,
+    false_block_rate: float | None,
     detail: str,
 ) -> RuleFigures:
     """A rule's figures from its block band and the error of a run's effect (neither: it
@@ -78,7 +78,7 @@ def _figures(
         block_band_pct=band_pct,
         detectable_pct=detectable,
         power=power,
-        false_alarm_rate=false_alarm_rate,
+        false_block_rate=false_block_rate,
         detail=detail,
     )
 
@@ -134,7 +134,7 @@ def reference_rule_figures(
     and the smallest regression it blocks with probability ``power``."""
     level = statistics.median(value for run in runs for value in run)
     decision = decide(runs, [level], policy=policy, direction=direction)
-    figures = partial(_figures, policy, direction=direction, power=power, false_alarm_rate=None)
+    figures = partial(_figures, policy, direction=direction, power=power, false_block_rate=None)
     if decision.threshold_pct is None or decision.noise_pct is None:
         return figures(None, None, detail=decision.detail)
     band = max(abs(decision.threshold_pct), policy.min_drop_pct)
@@ -182,7 +182,7 @@ def calibrated_rule_figures(
         policy,
         direction=direction,
         power=power,
-        false_alarm_rate=policy.false_alarm_rate,
+        false_block_rate=policy.false_block_rate,
     )
     if (
         resolution is None
@@ -200,7 +200,7 @@ def calibrated_rule_figures(
     return figures(
         resolution,
         se,
-        detail=f"false-alarm rate {policy.false_alarm_rate:g} per bucket run, "
+        detail=f"false-alarm rate {policy.false_block_rate:g} per bucket run, "
         f"{policy.max_repeats} samples, at least {policy.min_drop_pct:g} %",
     )
 

@@ -32,7 +32,7 @@ gate:
   # The injected slowdown costs 99 %; a minimum drop of 50 % keeps what a loaded shared
   # machine does to unchanged commits (runs 10-15 % slow, seen in CI) from being taken
   # for an undecided regression, which bisect must skip.
-  oracle: {noise_floor_pct: 1.0, run_noise_floor_pct: 3.0, min_block_regression_pct: 50.0}
+  oracle: {noise_floor_pct: 1.0, run_noise_floor_pct: 3.0, min_drop_pct: 50.0}
 defaults:
   driver: demo
   num_envs: 64

@@ -11,7 +11,7 @@ from perfgate.judge.alerts import AlertPolicy
 
 CONFIG = """\
 version: 1
-gate: {oracle: {min_block_regression_pct: 4.0}}
+gate: {oracle: {min_drop_pct: 4.0}}
 alerts:
   false_alert_rate: 0.002
   confirm_runs: 4

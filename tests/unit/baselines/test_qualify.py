@@ -123,7 +123,7 @@ def test_the_reference_rule_gives_the_band_of_k_block_mads() -> None:
     """The seed's rule: 4 x max(MAD, the noise floor), at least the 3 % minimum drop."""
     reference = ReferencePolicy(noise_floor_pct=1.0)
     figures = run_qualify(pool(), rule=lambda bucket, hardware: reference).buckets[0].metrics.rule
-    assert (figures.policy, figures.false_alarm_rate) == ("reference", None)
+    assert (figures.policy, figures.false_block_rate) == ("reference", None)
     assert figures.block_band_pct == pytest.approx(4.0)
 
 
@@ -386,15 +386,15 @@ def test_a_noisy_pool_has_a_wide_block_band() -> None:
     assert any("rule would block only past" in p for p in bucket.instability)
 
 
-def test_the_calibrated_rule_gives_the_band_at_its_false_alarm_rate() -> None:
+def test_the_calibrated_rule_gives_the_band_at_its_false_block_rate() -> None:
     """With the calibrated rule in force, band and detectable regression come from it."""
     calibrated = CalibratedPolicy()
     report = run_qualify(pool(), rule=lambda bucket, hardware: calibrated)
     figures = report.buckets[0].metrics.rule
-    assert figures.policy == "calibrated" and figures.false_alarm_rate == 0.001
+    assert figures.policy == "calibrated" and figures.false_block_rate == 0.001
     # A 0.5 % pool resolves down to the rule's 3 % minimum drop.
     assert figures.block_band_pct == pytest.approx(3.0)
-    strict = CalibratedPolicy(false_alarm_rate=1e-6)
+    strict = CalibratedPolicy(false_block_rate=1e-6)
     noisy = pool(offsets={"gpu-3": 0.03})
     loose = run_qualify(noisy, rule=lambda bucket, hardware: calibrated).buckets[0].metrics.rule
     tight = run_qualify(noisy, rule=lambda bucket, hardware: strict).buckets[0].metrics.rule

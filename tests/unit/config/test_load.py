@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from textwrap import dedent
 
@@ -17,6 +18,7 @@ from perfgate.config import (
     AlertsSpec,
     BaselinePolicy,
     Bucket,
+    Config,
     ConfirmMode,
     Direction,
     FloorKind,
@@ -57,7 +59,7 @@ def test_demo_config_expands_to_one_bucket_per_task_and_backend() -> None:
     assert {b.demo for b in config.buckets} == {DemoSpec(measure_seconds=0.5, warmup_seconds=0.2)}
     assert {b.threads for b in config.buckets} == {None}  # the demo driver's single thread
     assert config.gate.policy is PolicyName.CALIBRATED
-    assert (config.gate.false_alarm_rate, config.gate.confirm) == (0.001, ConfirmMode.PAIRED)
+    assert (config.gate.false_block_rate, config.gate.confirm) == (0.001, ConfirmMode.PAIRED)
     assert (config.gate.baseline.min_runs, config.gate.baseline.max_runs) == (3, 20)
     # Paired confirmation: up to 16 pairs, none started after two minutes.
     assert {(b.max_pairs, b.pair_budget_minutes) for b in config.buckets} == {(16, 2.0)}
@@ -320,7 +322,7 @@ BAD_CONFIGS = [
         3,
         "gate.mdoe",
         "allowed keys: always_pass, baseline, budget_minutes, calibration, confirm, "
-        "confirm_drop_pct, false_alarm_rate, mode, oracle, policy, protected_branches, "
+        "confirm_drop_pct, false_block_rate, mode, oracle, policy, protected_branches, "
         "runner_identity, target_branches",
     ),
     (
@@ -363,8 +365,7 @@ BAD_CONFIGS = [
         "version: 1\ngate:\n  oracle:\n    kwarn: 2\n" + VALID_BUCKET,
         4,
         "gate.oracle.kwarn",
-        "allowed keys: k_block, k_warn, min_block_regression_pct, noise_floor_pct, "
-        "run_noise_floor_pct",
+        "allowed keys: k_block, k_warn, min_drop_pct, noise_floor_pct, run_noise_floor_pct",
     ),
     (
         "bad_gate_mode",
@@ -587,24 +588,24 @@ BAD_CONFIGS = [
         "use one of: calibrated, reference",
     ),
     (
-        "false_alarm_rate_zero",
-        "version: 1\ngate:\n  false_alarm_rate: 0\n" + VALID_BUCKET,
+        "false_block_rate_zero",
+        "version: 1\ngate:\n  false_block_rate: 0\n" + VALID_BUCKET,
         3,
-        "gate.false_alarm_rate",
+        "gate.false_block_rate",
         "use a value > 0",
     ),
     (
-        "false_alarm_rate_above_the_warn_rate",
-        "version: 1\ngate:\n  false_alarm_rate: 0.2\n" + VALID_BUCKET,
+        "false_block_rate_above_the_warn_rate",
+        "version: 1\ngate:\n  false_block_rate: 0.2\n" + VALID_BUCKET,
         3,
-        "gate.false_alarm_rate",
+        "gate.false_block_rate",
         "use a value <= 0.05",
     ),
     (
-        "false_alarm_rate_not_finite",
-        "version: 1\ngate:\n  false_alarm_rate: .nan\n" + VALID_BUCKET,
+        "false_block_rate_not_finite",
+        "version: 1\ngate:\n  false_block_rate: .nan\n" + VALID_BUCKET,
         3,
-        "gate.false_alarm_rate",
+        "gate.false_block_rate",
         "not a finite number",
     ),
     (
@@ -953,3 +954,33 @@ def test_an_alerts_block_whose_level_could_never_be_fitted_is_refused(tmp_path: 
         path.write_text(f"version: 1\nalerts: {block}\n" + VALID_BUCKET, encoding="utf-8")
         with pytest.raises(ConfigError, match=key):
             load_config(path)
+
+
+@pytest.mark.parametrize(
+    ("old_text", "old", "new", "read"),
+    [
+        ("gate:\n  false_alarm_rate: 0.002\n", "gate.false_alarm_rate", "gate.false_block_rate",
+         lambda c: c.gate.false_block_rate == 0.002),
+        ("gate:\n  oracle:\n    min_block_regression_pct: 4\n",
+         "gate.oracle.min_block_regression_pct", "gate.oracle.min_drop_pct",
+         lambda c: c.gate.oracle.min_drop_pct == 4.0),
+    ],
+)  # fmt: skip
+def test_a_renamed_key_is_read_under_its_new_name_with_a_notice_naming_its_line(
+    tmp_path: Path, old_text: str, old: str, new: str, read: Callable[[Config], bool]
+) -> None:
+    path = tmp_path / "perfgate.yaml"
+    path.write_text(f"version: 1\n{old_text}" + VALID_BUCKET, encoding="utf-8")
+    config = load_config(path)
+    assert read(config)
+    line = 2 + old_text.count("\n") - 1
+    assert config.notices == (f"{path}:{line}: {old} is read as {new}, its new name; rename it",)
+
+
+def test_a_renamed_key_beside_its_new_name_is_refused_naming_both(tmp_path: Path) -> None:
+    path = tmp_path / "perfgate.yaml"
+    text = "version: 1\ngate:\n  false_block_rate: 0.001\n  false_alarm_rate: 0.002\n"
+    path.write_text(text + VALID_BUCKET, encoding="utf-8")
+    both = r":4: gate\.false_alarm_rate: the old name of gate\.false_block_rate, which is set too"
+    with pytest.raises(ConfigError, match=both + "; keep false_block_rate alone"):
+        load_config(path)

@@ -162,9 +162,9 @@ def test_the_rate_is_split_over_every_selected_benchmark_that_gates(tmp_path: Pa
     bucket = suite_bucket(tmp_path).selecting([f"test_{i}" for i in range(299)])
     rule = policy_for(bucket, gate, "cpu")
     assert isinstance(rule, CalibratedPolicy)
-    assert rule.false_alarm_rate == pytest.approx(gate.false_alarm_rate / 300)
+    assert rule.false_block_rate == pytest.approx(gate.false_block_rate / 300)
     paired = paired_policy_for(bucket, gate, "cpu", bucket.metrics[5])
-    assert paired.false_alarm_rate == pytest.approx(gate.false_alarm_rate / 300)
+    assert paired.false_block_rate == pytest.approx(gate.false_block_rate / 300)
 
 
 def test_a_single_metric_bucket_keeps_the_whole_rate(tmp_path: Path) -> None:
@@ -172,4 +172,4 @@ def test_a_single_metric_bucket_keeps_the_whole_rate(tmp_path: Path) -> None:
     (bucket,) = config(tmp_path, "[]").buckets
     rule = policy_for(bucket.selecting(["test_a", "test_b"]), gate, "cpu")
     assert isinstance(rule, CalibratedPolicy)
-    assert rule.false_alarm_rate == gate.false_alarm_rate
+    assert rule.false_block_rate == gate.false_block_rate

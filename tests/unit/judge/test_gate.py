@@ -188,7 +188,7 @@ def test_verdict_json_has_the_documented_fields(tmp_path: Path) -> None:
     assert row["statistics"]["run_samples"] == 1
     assert data["policy"] == {
         "name": "calibrated",
-        "false_alarm_rate": 0.001,
+        "false_block_rate": 0.001,
         "min_drop_pct": 3.0,
         "max_runs": 20,
         "confirm": "repeat",

@@ -219,7 +219,7 @@ def test_no_baseline_for_a_new_metric_is_an_underfilled_bucket(tmp_path: Path) -
     assert gate.description.startswith("no baseline yet for 1 of 1")
 
 
-def test_several_gating_metrics_share_the_false_alarm_rate(tmp_path: Path) -> None:
+def test_several_gating_metrics_share_the_false_block_rate(tmp_path: Path) -> None:
     cfg = config(tmp_path)
     bucket = cfg.buckets[0]
     startup, memory = bucket.metrics
@@ -229,14 +229,14 @@ def test_several_gating_metrics_share_the_false_alarm_rate(tmp_path: Path) -> No
     assert isinstance(primary, CalibratedPolicy) and isinstance(own, CalibratedPolicy)
     assert isinstance(reported, CalibratedPolicy)
     # Two metrics gate (the report-only one does not count): 0.1 % becomes 0.05 % each.
-    assert primary.false_alarm_rate == own.false_alarm_rate == pytest.approx(0.0005)
+    assert primary.false_block_rate == own.false_block_rate == pytest.approx(0.0005)
     assert (primary.min_drop_pct, own.min_drop_pct, reported.min_drop_pct) == (3.0, 10.0, 3.0)
     (tmp_path / "alone.yaml").write_text(
         "version: 1\nbuckets: [{task: cartpole, backends: [{physics: numpy}]}]\n"
     )
     alone = load_config(tmp_path / "alone.yaml")
     single = policy_for(alone.buckets[0], alone.gate, "cpu-x")
-    assert isinstance(single, CalibratedPolicy) and single.false_alarm_rate == 0.001
+    assert isinstance(single, CalibratedPolicy) and single.false_block_rate == 0.001
 
 
 def test_a_metric_noise_floor_is_its_own_and_hardware_floors_stay_the_primarys(

@@ -273,7 +273,7 @@ def test_policy_for_reads_every_gate_key() -> None:
     bucket = next(b for b in config.buckets if b.id == "pendulum/python")
     policy = policy_for(bucket, config.gate, "cpu-x")
     assert isinstance(policy, CalibratedPolicy)
-    assert (policy.false_alarm_rate, policy.min_drop_pct) == (0.001, 3.0)
+    assert (policy.false_block_rate, policy.min_drop_pct) == (0.001, 3.0)
     assert policy.noise_floor_pct == 2.0  # the bucket's own floor for cpu-*
     assert policy.run_noise_floor_pct == 1.0
     assert (policy.initial_repeats, policy.max_repeats) == (bucket.repeats, bucket.max_repeats)

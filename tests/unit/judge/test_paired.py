@@ -12,7 +12,7 @@ from perfgate.config import Direction
 from perfgate.judge.paired import PairedPolicy, PairNoise, paired_decide, settled_decision
 from perfgate.judge.verdicts import Reason, Verdict
 
-POLICY = PairedPolicy(false_alarm_rate=0.001, min_drop_pct=3.0, max_pairs=16)
+POLICY = PairedPolicy(false_block_rate=0.001, min_drop_pct=3.0, max_pairs=16)
 
 
 def pairs(
@@ -83,13 +83,13 @@ def test_a_noise_floor_keeps_identical_pairs_from_blocking_on_nothing() -> None:
 
 
 @pytest.mark.parametrize("max_pairs", [3, 8, 16])
-def test_the_looks_share_the_false_alarm_rate(max_pairs: int) -> None:
+def test_the_looks_share_the_false_block_rate(max_pairs: int) -> None:
     policy = PairedPolicy(max_pairs=max_pairs)
     shares = [policy.look_share(last=n == max_pairs) for n in range(3, max_pairs + 1)]
     assert math.isclose(sum(shares), 1.0)
 
 
-def test_unchanged_code_blocks_at_most_at_the_false_alarm_rate() -> None:
+def test_unchanged_code_blocks_at_most_at_the_false_block_rate() -> None:
     """The bench's stopping rule on unchanged code, 4000 times: no BLOCK expected (0.1 %)."""
     rng = random.Random(7)
     blocks = 0
