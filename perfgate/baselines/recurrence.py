@@ -1,6 +1,6 @@
 """Whether the machines named on the baseline branch recur.
 
-The runner model (``judge.runners``) learns a machine's offset from the runs it measured
+The runner model (``judge.runner_offsets``) learns a machine's offset from the runs it measured
 before, so it learns nothing where every run names a machine never seen again: runner
 names are ephemeral (one per job) and ``gate.runner_identity: runner`` is in force.
 """

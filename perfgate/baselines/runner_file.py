@@ -1,6 +1,6 @@
 """Each bucket's runner models, fitted as its samples are stored (``<backend>.runners``).
 
-The gate judges a run on its runner's terms (:mod:`perfgate.judge.runners`): runner
+The gate judges a run on its runner's terms (:mod:`perfgate.judge.runner_offsets`): runner
 offsets and whole-run falls learned from ``gate.baseline.history_runs`` runs of history.
 Reading and fitting that history for every bucket of every pull request made the gate
 several times the cost of reading its windows, so the writer fits it once, as it appends,
@@ -31,7 +31,7 @@ from typing import Any
 from perfgate.baselines.samples import Sample
 from perfgate.baselines.segments import Entry, runner_name
 from perfgate.config import Direction
-from perfgate.judge.runners import Excursions, Offset, RunnerModel, StoredRun, fit_runners
+from perfgate.judge.runner_offsets import Excursions, Offset, RunnerModel, StoredRun, fit_runners
 
 RUNNERS_MAGIC = "perfgate-runners"
 RUNNERS_VERSION = "1"

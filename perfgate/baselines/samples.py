@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 from perfgate.config import PRIMARY
 from perfgate.errors import GateMalfunction
 from perfgate.identity import stable_hash
-from perfgate.judge.runners import RunnerModel, WindowRunners
+from perfgate.judge.runner_offsets import RunnerModel, WindowRunners
 from perfgate.result import Result, SampleReading
 
 SAMPLE_SCHEMA_VERSION = 1

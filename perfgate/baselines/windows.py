@@ -55,7 +55,7 @@ from perfgate.baselines.segments import (
     is_archive,
     runner_name,
 )
-from perfgate.judge.runners import RunnerModel
+from perfgate.judge.runner_offsets import RunnerModel
 
 
 class Candidate(NamedTuple):

@@ -46,7 +46,7 @@ class ConfirmMode(StrEnum):
 
 
 class RunnerIdentity(StrEnum):
-    """What names the machine a sample was measured on, for the runner model (judge.runners)."""
+    """What names the machine a sample was measured on, for the runner-offset model."""
 
     RUNNER = "runner"  # the CI runner's name (RUNNER_NAME): recurs on persistent runners
     # The visible GPUs' UUIDs, hashed: recurs where runner names are ephemeral (one per job).

@@ -4,7 +4,7 @@ The bench owns the runner, so it confirms a suspicious bucket there, locally and
 It asks this module (pure) on the bucket's windows, which its ``WindowSource``
 (``baselines.confirm.StoreWindows``) reads from the baseline branch once (read-only) with
 the history runner offsets are learned from;
-each is analysed once on the run's runner's terms (``judge.runners``). Every sample
+each is analysed once on the run's runner's terms (``judge.runner_offsets``). Every sample
 measures every metric, so a question is answered for the bucket: yes when any metric that
 gates asks.
 
@@ -47,7 +47,7 @@ from perfgate.judge.decision import Decision
 from perfgate.judge.paired import paired_decide
 from perfgate.judge.policies import CalibratedPolicy
 from perfgate.judge.rule import decide
-from perfgate.judge.runners import WindowRunners, WindowView, window_view
+from perfgate.judge.runner_offsets import WindowRunners, WindowView, window_view
 from perfgate.judge.verdicts import Reason
 from perfgate.result import PairedRecord, Result
 from perfgate.run.allowance import MARGIN

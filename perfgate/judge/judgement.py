@@ -12,7 +12,7 @@ from perfgate.config import PRIMARY, Direction, Floor, Metric
 from perfgate.judge.decision import Decision
 from perfgate.judge.paired import PairedDecision, PairedPolicy
 from perfgate.judge.policies import Calibration, Policy
-from perfgate.judge.runners import WindowRunners
+from perfgate.judge.runner_offsets import WindowRunners
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import FailurePhase, Result
 

@@ -34,7 +34,7 @@ from perfgate.judge.judgement import (
 from perfgate.judge.paired import PairedDecision, PairedPolicy, settled_decision
 from perfgate.judge.policies import CalibratedPolicy, Calibration, Policy
 from perfgate.judge.rule import decide
-from perfgate.judge.runners import WindowView, window_view
+from perfgate.judge.runner_offsets import WindowView, window_view
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import (
     FailurePhase,
@@ -201,7 +201,7 @@ def judge(
     the bucket is read by (its primary) first: its signals, decision and paired test are
     the bucket's. A window holds the baseline's runs, nearest first, each the samples it
     took; an accepted change (R18) starts its level, and the runners that measured it put
-    it on the result's runner's terms (``judge.runners``). The rule sees every sample of
+    it on the result's runner's terms (``judge.runner_offsets``). The rule sees every sample of
     the run that admission control kept (``final``: the bench took its last one). A paired
     comparison, when measured, decides in the window's place; under ``confirm: paired`` a
     window BLOCK that no paired comparison confirmed is INCONCLUSIVE, unless the bench

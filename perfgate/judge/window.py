@@ -44,7 +44,7 @@ class Shift:
 
 @dataclass(frozen=True, kw_only=True)
 class RunHistory:
-    """What a bucket's history says about one run (``judge.runners`` learns it).
+    """What a bucket's history says about one run (``judge.runner_offsets`` learns it).
 
     The run's runner correction leaves ``offset_var`` unknown. ``falls`` are the history's
     runs that fell as a whole below their neighbours (log units, deepest first): unchanged
@@ -102,7 +102,7 @@ class WindowModel:
     residuals: tuple[float, ...] = ()  # window residuals (mode/segment relative), sorted
     problem: Reason | None  # why the window cannot judge (then nothing else matters)
     detail: str = ""
-    # What the bucket's longer history says about this run (judge.runners).
+    # What the bucket's longer history says about this run (judge.runner_offsets).
     history: RunHistory = field(default_factory=lambda: RunHistory())
 
     @property

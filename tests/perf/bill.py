@@ -50,7 +50,7 @@ from perfgate.ci.lanes import split, worst_case
 from perfgate.config import PRIMARY, Bucket, Config, load_config
 from perfgate.judge.alerts import PushRun, Watcher
 from perfgate.judge.budget import suspicion, uncleared
-from perfgate.judge.runners import StoredRun
+from perfgate.judge.runner_offsets import StoredRun
 from perfgate.judge.verdicts import Verdict
 from tests.perf import economics
 from tests.perf.targets import Options, SuiteReport, Target, at_least, at_most, upper95

@@ -71,7 +71,7 @@ from perfgate.judge.budget import (
 from perfgate.judge.decision import Decision
 from perfgate.judge.paired import PairedPolicy, PairNoise, paired_decide, settled_decision
 from perfgate.judge.policies import CalibratedPolicy
-from perfgate.judge.runners import StoredRun, WindowRunners, WindowView, window_view
+from perfgate.judge.runner_offsets import StoredRun, WindowRunners, WindowView, window_view
 from perfgate.judge.verdicts import Verdict
 from perfgate.run.allowance import MARGIN
 from perfgate.run.sampling import Step

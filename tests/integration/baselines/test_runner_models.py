@@ -16,7 +16,7 @@ from perfgate.baselines.runner_file import parse_runner_file, runners_path
 from perfgate.baselines.samples import WindowKey, samples_from_result
 from perfgate.baselines.store import BaselineStore
 from perfgate.judge.policies import CalibratedPolicy
-from perfgate.judge.runners import StoredRun, fit_runners, window_view
+from perfgate.judge.runner_offsets import StoredRun, fit_runners, window_view
 from perfgate.result import CiInfo
 from perfgate.util.git import git
 from tests.factories import make_result

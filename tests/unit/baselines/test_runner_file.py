@@ -13,7 +13,7 @@ from perfgate.baselines.runner_file import (
     render_runner_file,
 )
 from perfgate.config import Direction
-from perfgate.judge.runners import StoredRun, fit_runners
+from perfgate.judge.runner_offsets import StoredRun, fit_runners
 
 BLOB = "a" * 40
 DIGEST, OTHER = "0123456789abcdef", "fedcba9876543210"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from perfgate.config import Bucket, load_config
 from perfgate.judge.confirm import Confirmer, RecordedWindow
-from perfgate.judge.runners import WindowRunners
+from perfgate.judge.runner_offsets import WindowRunners
 from perfgate.result import Result
 from tests.factories import make_result
 

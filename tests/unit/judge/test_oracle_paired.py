@@ -10,7 +10,7 @@ from perfgate.judge.judgement import Judgement, Method
 from perfgate.judge.oracle import judge
 from perfgate.judge.paired import PairedPolicy
 from perfgate.judge.policies import CalibratedPolicy
-from perfgate.judge.runners import WindowRunners
+from perfgate.judge.runner_offsets import WindowRunners
 from perfgate.judge.verdicts import Reason, Verdict
 from perfgate.result import (
     AdmissionStatus,

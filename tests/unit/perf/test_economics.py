@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from perfgate.judge.runners import StoredRun
+from perfgate.judge.runner_offsets import StoredRun
 from tests.perf import economics
 from tests.perf.economics import NEW, Machine, Pool, run_example, run_series, stored_run
 

@@ -7,7 +7,7 @@ import random
 
 from perfgate.judge.budget import uncleared
 from perfgate.judge.policies import CalibratedPolicy
-from perfgate.judge.runners import StoredRun, WindowRunners, fit_runners, window_view
+from perfgate.judge.runner_offsets import StoredRun, WindowRunners, fit_runners, window_view
 from perfgate.judge.verdicts import Reason, Verdict
 
 # Eight runners whose offsets stay put, as qualification measures them on a real pool.
