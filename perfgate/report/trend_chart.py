@@ -94,7 +94,9 @@ def _band_traces(judged: Sequence[JudgedRun], unit: str) -> list[dict[str, Any]]
             "x": xs,
             "y": values,
             "line": {"color": colour, "width": 1, "shape": "vh", **style.pop("line", {})},
-            "hovertemplate": f"{name} %{{y:.4s}} {unit}<extra></extra>",
+            # A sample's hover names these lines: a line that took the hover itself would
+            # hide the commit of a sample lying on it ("closest" picks one trace).
+            "hoverinfo": "skip",
             **style,
         }
 
@@ -127,15 +129,37 @@ def _sample_traces(judged: Sequence[JudgedRun], unit: str) -> list[dict[str, Any
                 "x": [x for x, _, _ in points],
                 "y": [_round(s.value) for _, _, s in points],
                 "customdata": [
-                    [j.run.commit.short, when_recorded(j.run.recorded), s.sample_index or 0]
+                    [
+                        j.run.commit.short,
+                        when_recorded(j.run.recorded),
+                        s.sample_index or 0,
+                        _round(j.baseline),
+                        _round(j.warn_line),
+                        _round(j.block_line),
+                    ]
                     for _, j, s in points
                 ],
                 "marker": {"color": colour, "size": 6, "opacity": 0.8},
-                "hovertemplate": "%{customdata[0]} · recorded %{customdata[1]}<br>"
-                f"%{{y:.4s}} {unit} (sample %{{customdata[2]}})<br>{shown}<extra></extra>",
+                "hovertemplate": [_sample_hover(j, unit, shown) for _, j, _ in points],
             }
         )
     return data
+
+
+def _sample_hover(judged: JudgedRun, unit: str, runner: str) -> str:
+    """A sample's hover: its commit, value and runner, and the lines its run was judged against."""
+    drawn = [
+        f"{name} %{{customdata[{index}]:.4s}}"
+        for index, name, value in ((3, "baseline", judged.baseline),
+                                   (4, "warn line", judged.warn_line),
+                                   (5, "block line", judged.block_line))
+        if value is not None
+    ]  # fmt: skip
+    lines = f"<br>judged against: {' · '.join(drawn)} {unit}" if drawn else ""
+    return (
+        "%{customdata[0]} · recorded %{customdata[1]}<br>"
+        f"%{{y:.4s}} {unit} (sample %{{customdata[2]}})<br>{runner}{lines}<extra></extra>"
+    )
 
 
 def _verdict_traces(judged: Sequence[JudgedRun]) -> list[dict[str, Any]]:

@@ -125,7 +125,12 @@ def test_index_links_resolve(site: Path, browser_context: Any) -> None:
 def test_hover_names_the_commit_and_a_screenshot_is_kept(site: Path, browser_context: Any) -> None:
     page_path = sorted((site / "site" / "buckets").glob("*.html"))[0]
     page, _ = open_page(browser_context, page_path)
-    point = page.locator(".scatterlayer .trace path.point").last
+    chart = page.locator("[data-chart]").first
+    # The last samples trace's last point: a sample, wherever it lies against the lines.
+    samples = chart.evaluate(
+        "div => div.data.map((t, i) => t.meta === 'samples' ? i : -1).filter(i => i >= 0).pop()"
+    )
+    point = chart.locator(".scatterlayer > .trace").nth(samples).locator("path.point").last
     point.hover(force=True)
     hover = page.locator(".hoverlayer .hovertext")
     hover.wait_for(timeout=10_000)
