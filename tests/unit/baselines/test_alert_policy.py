@@ -19,6 +19,7 @@ alerts:
   min_runs: 12
   min_level_runs: 4
   rank_rate: 0.01
+  leave_one_out_rate: 0.02
   persist_z: 1.5
   recovered_share: 0.25
   confidence: 0.9

@@ -693,8 +693,8 @@ BAD_CONFIGS = [
         3,
         "alerts.push_samples",
         "allowed keys: bisect_max_minutes, confidence, confirm_runs, false_alert_rate, "
-        "min_level_runs, min_runs, persist_z, push_repeats, rank_rate, recovered_share, "
-        "window_runs",
+        "leave_one_out_rate, min_level_runs, min_runs, persist_z, push_repeats, rank_rate, "
+        "recovered_share, window_runs",
     ),
     (
         "demo_block_on_another_driver",

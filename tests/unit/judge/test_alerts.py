@@ -67,6 +67,31 @@ def test_one_slow_run_among_good_ones_is_not_a_change() -> None:
     assert watch(runs).episodes == ()
 
 
+def with_runs(runs: list[PushRun], levels: list[float]) -> list[PushRun]:
+    """``runs`` and one run a level after them, on the runners in turn, without noise."""
+    extra = []
+    for index, level in enumerate(levels, start=len(runs)):
+        runner = index % len(RUNNERS)
+        values = tuple(level * OFFSETS[runner] * f for f in (0.995, 1.0, 1.005))
+        extra.append(PushRun(commit=f"{index:040x}", values=values, runner=RUNNERS[runner]))
+    return [*runs, *extra]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_one_slow_run_cannot_carry_a_drop_under_the_minimum_past_it(seed: int) -> None:
+    # A 1.4 % drop, its first run in a slow state 8 % down: together 3.6 %, past the 3 %
+    # minimum and the t line; without the slow run, 1.4 %.
+    runs = with_runs(history([100.0] * 41, noise=0.01, seed=seed), [92.0, 98.6, 98.6])
+    assert watch(runs).episodes == ()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_5_percent_step_with_a_slow_run_among_its_runs_is_alerted(seed: int) -> None:
+    runs = history([100.0] * 41 + [95.0] * 4, noise=0.01, seed=seed, slow={42: 0.93})
+    (episode,) = watch(runs).episodes
+    assert (episode.alert.first, episode.alert.confirmed) == (41, 43)
+
+
 def test_a_drop_under_the_minimum_is_not_alerted() -> None:
     runs = history([100.0] * 15 + [98.0] * 10)
     assert watch(runs, policy=AlertPolicy(min_drop_pct=3.0)).episodes == ()
