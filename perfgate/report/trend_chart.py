@@ -11,6 +11,7 @@ from typing import Any
 
 from perfgate.baselines.history import BranchCommit, Series
 from perfgate.report.rule import JudgedRun
+from perfgate.util.console import format_figure
 
 #: Runner colours, in order of first appearance on a page (plotly's default colorway).
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf",
@@ -133,33 +134,28 @@ def _sample_traces(judged: Sequence[JudgedRun], unit: str) -> list[dict[str, Any
                         j.run.commit.short,
                         when_recorded(j.run.recorded),
                         s.sample_index or 0,
-                        _round(j.baseline),
-                        _round(j.warn_line),
-                        _round(j.block_line),
+                        _lines_text(j, unit),
                     ]
                     for _, j, s in points
                 ],
                 "marker": {"color": colour, "size": 6, "opacity": 0.8},
-                "hovertemplate": [_sample_hover(j, unit, shown) for _, j, _ in points],
+                "hovertemplate": "%{customdata[0]} · recorded %{customdata[1]}<br>"
+                f"%{{y:.4s}} {unit} (sample %{{customdata[2]}})<br>{shown}%{{customdata[3]}}"
+                "<extra></extra>",
             }
         )
     return data
 
 
-def _sample_hover(judged: JudgedRun, unit: str, runner: str) -> str:
-    """A sample's hover: its commit, value and runner, and the lines its run was judged against."""
+def _lines_text(judged: JudgedRun, unit: str) -> str:
+    """The lines a run was judged against, for its samples' hover ('' when none was drawn)."""
     drawn = [
-        f"{name} %{{customdata[{index}]:.4s}}"
-        for index, name, value in ((3, "baseline", judged.baseline),
-                                   (4, "warn line", judged.warn_line),
-                                   (5, "block line", judged.block_line))
+        f"{name} {format_figure(value)}"
+        for name, value in (("baseline", judged.baseline), ("warn line", judged.warn_line),
+                            ("block line", judged.block_line))
         if value is not None
     ]  # fmt: skip
-    lines = f"<br>judged against: {' · '.join(drawn)} {unit}" if drawn else ""
-    return (
-        "%{customdata[0]} · recorded %{customdata[1]}<br>"
-        f"%{{y:.4s}} {unit} (sample %{{customdata[2]}})<br>{runner}{lines}<extra></extra>"
-    )
+    return f"<br>judged against: {' · '.join(drawn)} {unit}" if drawn else ""
 
 
 def _verdict_traces(judged: Sequence[JudgedRun]) -> list[dict[str, Any]]:

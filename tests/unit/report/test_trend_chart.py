@@ -53,11 +53,9 @@ def test_only_samples_and_verdicts_take_the_hover_and_a_sample_names_its_lines()
     assert all(t.get("hoverinfo") == "skip" and "hovertemplate" not in t for t in lines)
 
     (samples,) = [t for t in figure["data"] if t.get("meta") == "samples"]
-    unjudged, on_the_line = samples["hovertemplate"]
-    assert "%{customdata[0]}" in unjudged and "judged against" not in unjudged
-    assert (
-        "judged against: baseline %{customdata[3]:.4s} · warn line %{customdata[4]:.4s}"
-        " · block line %{customdata[5]:.4s} fps" in on_the_line
-    )
-    assert samples["customdata"][1][0] == second.commit.short
-    assert samples["customdata"][1][3:] == [100.0, 95.0, 90.0]
+    assert "%{customdata[0]}" in samples["hovertemplate"]
+    assert samples["hovertemplate"].endswith("%{customdata[3]}<extra></extra>")
+    unjudged, on_the_line = samples["customdata"]
+    assert unjudged[0] == first.commit.short and unjudged[3] == ""
+    assert on_the_line[0] == second.commit.short
+    assert on_the_line[3] == "<br>judged against: baseline 100 · warn line 95 · block line 90 fps"
