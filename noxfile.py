@@ -228,6 +228,12 @@ def verify_baselines(session: nox.Session) -> None:
 
 
 @nox.session(tags=["run"])
+def spend(session: nox.Session) -> None:
+    """Sum what published runs cost (per day, bucket and CI run) from the baseline branch."""
+    _perfgate(session, "spend")
+
+
+@nox.session(tags=["run"])
 def report(session: nox.Session) -> None:
     """Build the trend site (static HTML charts of every bucket's history) into --out DIR."""
     _perfgate(session, "report")

@@ -20,6 +20,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from perfgate.baselines.ledger import LEDGER_DIR, record_of
 from perfgate.baselines.reading import fetch_tip
 from perfgate.baselines.samples import Sample, sample_path, samples_from_result
 from perfgate.baselines.seed.plan import is_ancestor
@@ -244,10 +245,11 @@ def record_samples(
 ) -> int:
     """Append the publishable results (and ``carried`` samples) to the store; say each refusal.
 
-    Returns how many results were refused. With ``check``, a result any of whose samples
-    it refuses is refused whole, and so is each line of a pending file it refuses. With
-    ``pending``, samples that cannot land are kept there and PublishIncomplete (exit 3)
-    says where; once they land, the file goes.
+    What every result cost goes to the ledger in the same commit, a refused one's too (its
+    runner billed it). Returns how many results were refused. With ``check``, a result any
+    of whose samples it refuses is refused whole, and so is each line of a pending file it
+    refuses. With ``pending``, samples that cannot land are kept there and PublishIncomplete
+    (exit 3) says where; once they land, the file goes.
     """
     keep, refused = publishable(results)
     # Every sample of every run, one line each (the window groups them by run).
@@ -269,14 +271,20 @@ def record_samples(
         for note in notes:
             say(note)
     samples = list({s.sample_id: s for s in [*fresh, *carried]}.values())
-    if not samples:
+    spend = [record for record in map(record_of, results) if record is not None]
+    if not samples and not spend:
         say("nothing to record")
         return len(refused)
     if carried:
         say(f"{len(carried)} pending sample(s) from earlier publishes ride along")
     try:
-        outcome = store.append(samples, message)
+        outcome = store.append(samples, message, spend)
     except PerfgateError as exc:
+        if not samples:
+            # Only cost lines were to land: losing them fails nothing (each run's
+            # verdict.json still says what it cost).
+            say(f"what the runs cost did not land on {store.branch}: {exc}")
+            return len(refused)
         if pending is None:
             raise
         write_pending(pending, samples)
@@ -295,4 +303,7 @@ def record_samples(
         f"{f' ({outcome.already_present} already present)' if outcome.already_present else ''}"
         f"{landed}"
     )
+    if outcome.spend_added:
+        say(f"recorded what {outcome.spend_added} bucket run(s) cost ({LEDGER_DIR}/ on "
+            f"{store.branch}; perfgate spend sums it)")  # fmt: skip
     return len(refused)

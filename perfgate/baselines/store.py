@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfgate.baselines.ledger import LEDGER_DIR, SpendRecord, appended
 from perfgate.baselines.pushing import (
     PushRetryPolicy,
     build_commit,
@@ -78,6 +79,7 @@ class AppendOutcome:
     added: int
     already_present: int
     commit: str | None
+    spend_added: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +89,7 @@ class _Edited:
     added: int
     present: int
     changed: bool
+    spend_added: int
 
 
 class BaselineStore:
@@ -162,6 +165,24 @@ class BaselineStore:
         found = {f: self._parse(f, blob.data or b"") for f, blob in zip(order, blobs, strict=True)}
         return {path: [s for file in files[path] for s in found[file]] for path in wanted}
 
+    def spend(self, tip: str) -> list[SpendRecord]:
+        """Every ledger line at ``tip`` (:mod:`~perfgate.baselines.ledger`); a corrupt one is
+        skipped with a warning."""
+        listing = git("ls-tree", "-r", "--name-only", tip, "--", f"{LEDGER_DIR}/", cwd=self.repo)
+        files = sorted(name for name in listing.splitlines() if name.endswith(".ndjson"))
+        records = []
+        for file, blob in zip(files, stream_blobs(self.repo, [f"{tip}:{f}" for f in files]),
+                              strict=True):  # fmt: skip
+            text = (blob.data or b"").decode("utf-8", errors="replace")
+            for number, line in enumerate(text.splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    records.append(SpendRecord.from_line(line))
+                except ValueError as exc:
+                    self._warn(f"{self.branch}:{file}:{number}: {exc}; skipped", skipped=True)
+        return records
+
     def windows(
         self,
         keys: Mapping[K, WindowKey],
@@ -218,8 +239,11 @@ class BaselineStore:
                 )
         return samples
 
-    def append(self, samples: Sequence[Sample], message: str) -> AppendOutcome:
-        """Append samples not already present (by sample_id) before the retry deadline.
+    def append(
+        self, samples: Sequence[Sample], message: str, spend: Sequence[SpendRecord] = ()
+    ) -> AppendOutcome:
+        """Append samples not already present (by sample_id) before the retry deadline, and
+        in the same commit the ``spend`` lines not already in the ledger (by run and bucket).
 
         With a remote they land by fetch, rebuild and push until the deadline; locally the
         branch ref moves if nobody else moved it (:func:`~perfgate.baselines.pushing.write_branch`).
@@ -236,10 +260,11 @@ class BaselineStore:
 
         def build(base: str | None) -> str | None:
             def edit(tree: Path) -> bool:
-                edited[:] = [self._edit(tree, base, samples)]
+                edited[:] = [self._edit(tree, base, samples, spend)]
                 return edited[0].changed
 
-            return build_commit(self.repo, base, edit, message, self._touched(samples))
+            touched = self._touched(samples) + sorted({r.path for r in spend})
+            return build_commit(self.repo, base, edit, message, touched)
 
         deadline = time.monotonic() + self.retry.deadline_s
         parked = (
@@ -251,9 +276,8 @@ class BaselineStore:
                               doing="landing samples on", deadline=deadline)  # fmt: skip
         for warning in parked:
             self._warn(warning)
-        return AppendOutcome(
-            added=edited[0].added, already_present=edited[0].present, commit=commit
-        )
+        return AppendOutcome(added=edited[0].added, already_present=edited[0].present,
+                             commit=commit, spend_added=edited[0].spend_added)  # fmt: skip
 
     @staticmethod
     def _touched(samples: Sequence[Sample]) -> list[str]:
@@ -262,8 +286,15 @@ class BaselineStore:
         beside = (ids_path, index_path, runners_path)
         return sorted([*paths, *(name(path) for path in paths for name in beside)])
 
-    def _edit(self, tree: Path, base: str | None, samples: Sequence[Sample]) -> _Edited:
-        """Append ``samples`` in the work tree, counting what was new and what was stored."""
+    def _edit(
+        self,
+        tree: Path,
+        base: str | None,
+        samples: Sequence[Sample],
+        spend: Sequence[SpendRecord] = (),
+    ) -> _Edited:
+        """Append ``samples`` and ``spend`` in the work tree, counting what was new and what
+        was stored."""
         by_path: dict[str, list[Sample]] = {}
         for sample in samples:
             by_path.setdefault(sample.path, []).append(sample)
@@ -295,7 +326,15 @@ class BaselineStore:
             for name, text in files.items():
                 _write(tree / name, text)
         present += len(samples) - len({s.sample_id for s in samples})  # repeats in the input
-        return _Edited(added=added, present=present, changed=changed)
+        spend_added = 0
+        for path in sorted({r.path for r in spend}):
+            mine = [r for r in spend if r.path == path]
+            text, new_lines = appended(_read(tree / path) or "", mine)
+            if new_lines:
+                _write(tree / path, text)
+                spend_added += new_lines
+        return _Edited(added=added, present=present, changed=changed or spend_added > 0,
+                       spend_added=spend_added)  # fmt: skip
 
     def _runner_file(
         self,

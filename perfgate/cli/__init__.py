@@ -36,6 +36,7 @@ VERB_MODULES = tuple(
         "import_history",
         "bisect",
         "verify",
+        "spend",
         "report",
         "reseed",
         "qualify",

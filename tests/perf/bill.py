@@ -22,12 +22,13 @@ In half the lives one merge brings a drop of 5 or 10 % to every bucket of one ph
 backend; it counts as caught at PR time when the pull request that brings it is BLOCKed,
 and after the merge when the alert rule alerts it within a number of pushes.
 
-What is assumed, not measured (said again in the printed header): S = (145 - the buckets'
-launch minutes) / 9, as the economics suite solves it from the upstream gate's 145
-L40S-minutes a PR (no L40S job was timed here); one launch fails and is retried in
-``FAIL_P`` of launches and a lane's cache is cold in ``COLD_P`` of jobs; a merge base's
-checkout takes ``BASE_CHECKOUT`` minutes; an era roll a month (an image build of
-``ERA_BUILD`` minutes and a reseed) over ``MERGES_A_MONTH`` relevant merges; a real
+What is assumed, not measured (said again in the printed header): S and each bucket's
+launch time as the example declares them (its ``setup_minutes``, solved from the upstream
+gate's 145 L40S-minutes a PR; no L40S job was timed here), unless ``--spend FILE`` gives
+what ``perfgate spend --json`` summed from a baseline branch's ledger; one launch fails
+and is retried in ``FAIL_P`` of launches and a lane's cache is cold in ``COLD_P`` of
+jobs; a merge base's checkout takes ``BASE_CHECKOUT`` minutes; an era roll a month (an
+image build of ``ERA_BUILD`` minutes and a reseed) over ``MERGES_A_MONTH`` relevant merges; a real
 regression in ``REGRESSION_P`` of merged pull requests, each alert dispatching a bisect
 of its suspect range. Ten merges a day, six of them relevant: upstream runs on all ten
 (it has no path filter), perfgate's GPU jobs on the six.
@@ -35,6 +36,7 @@ of its suspect range. Ten merges a day, six of them relevant: upstream runs on a
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Sequence
@@ -363,9 +365,59 @@ def addons(config: Config, case: Case, setup: float, tally: Tally, merges: int) 
     return retries + cold + era + bisects
 
 
-def _work(args: tuple[str, float, int, int, float]) -> dict[str, Tally]:
-    kind, cv, seed, shift, setup = args
-    config = load_config(ROOT / "examples/isaaclab/perfgate.yaml")
+@dataclass(frozen=True, kw_only=True)
+class Recorded:
+    """What ``perfgate spend --json`` measured: a job's setup and each bucket's launch."""
+
+    source: str = ""
+    setup_minutes: float | None = None
+    launch_minutes: tuple[tuple[str, float], ...] = ()
+
+    @classmethod
+    def read(cls, path: str | None) -> Recorded:
+        """The figures of a ``spend --json`` document (nothing measured without one)."""
+        if path is None:
+            return cls()
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        launches = data.get("launch_minutes") or {}
+        measured = tuple(sorted((str(k), float(v)) for k, v in launches.items()))
+        return cls(source=path, setup_minutes=data.get("setup_minutes"), launch_minutes=measured)
+
+    def example(self) -> Config:
+        """The Isaac Lab example, each bucket's launch as recorded where it was."""
+        config = load_config(ROOT / "examples/isaaclab/perfgate.yaml")
+        measured = dict(self.launch_minutes)
+        buckets = tuple(
+            replace(b, launch_minutes=measured[b.id]) if b.id in measured else b
+            for b in config.buckets
+        )
+        return replace(config, buckets=buckets)
+
+    def setup(self, config: Config) -> float:
+        """S: as measured, else as the example declares or solves it."""
+        if self.setup_minutes is not None:
+            return self.setup_minutes
+        return economics.setup_minutes(config)
+
+    def said(self, config: Config, setup: float) -> str:
+        """Where S and L came from, for the header."""
+        measured = {b for b, _ in self.launch_minutes} & set(config.bucket_ids())
+        where = f" (from {self.source})" if self.source else ""
+        s_from = (
+            "measured"
+            if self.setup_minutes is not None
+            else "assumed (the example's setup_minutes, solved from upstream's 145 a PR)"
+        )
+        return (
+            f"S = {setup:.2f} min a job, {s_from}; launches measured for {len(measured)} of "
+            f"{len(config.buckets)} buckets{where}, the rest the declared launch_minutes"
+        )
+
+
+def _work(args: tuple[str, float, int, int, Recorded]) -> dict[str, Tally]:
+    kind, cv, seed, shift, recorded = args
+    config = recorded.example()
+    setup = recorded.setup(config)
     pool = economics.Pool(kind=kind, cv=cv)
     drop = 0.0 if seed % 2 == 0 else DROPS[(seed // 2) % len(DROPS)]
     return {
@@ -377,10 +429,12 @@ def _work(args: tuple[str, float, int, int, float]) -> dict[str, Tally]:
 def quality(options: Options) -> SuiteReport:
     """Every case on every pool, side by side; the issue's targets for the shipped case."""
     started = time.perf_counter()
-    config = load_config(ROOT / "examples/isaaclab/perfgate.yaml")
-    setup = economics.setup_minutes(config)
+    recorded = Recorded.read(options.spend)
+    config = recorded.example()
+    setup = recorded.setup(config)
     lives = 8 if options.quick else 40
-    tasks = [(kind, cv, s, options.seed_offset, setup) for kind, cv in POOLS for s in range(lives)]
+    tasks = [(kind, cv, s, options.seed_offset, recorded) for kind, cv in POOLS
+             for s in range(lives)]  # fmt: skip
     results: dict[str, dict[str, Tally]] = {}
     with ProcessPoolExecutor(max_workers=options.jobs) as pool:
         for (kind, cv, *_), part in zip(tasks, pool.map(_work, tasks), strict=True):
@@ -388,6 +442,7 @@ def quality(options: Options) -> SuiteReport:
             for name, tally in part.items():
                 total.setdefault(name, Tally()).add(tally)
     table = _table(config, results, setup, lives, time.perf_counter() - started)
+    table.insert(1, recorded.said(config, setup))
     print()
     print("\n".join(table))
     if options.quick:
@@ -422,8 +477,8 @@ def _table(
         f"the whole bill: the Isaac Lab example, {lives} lives a pool x {MERGES} merged relevant "
         f"PRs after {BURN_IN} pushes; a merged PR is its run and its push's, plus retries "
         f"({FAIL_P:.0%} of launches), cold caches ({COLD_P:.0%} of jobs), an era a month and "
-        f"bisects. Assumed, not measured: S = {setup:.2f} min a job (solved from upstream's "
-        f"145 a PR), {DAY_MERGES} merges a day of which {DAY_RELEVANT} relevant; {elapsed:.0f} s"
+        f"bisects. Assumed, not measured: {DAY_MERGES} merges a day of which {DAY_RELEVANT} "
+        f"relevant; {elapsed:.0f} s"
     ]
     head = (f"{'pool':<12}{'case':<30}{'PR':>5}{'push':>6}{'merged':>7}{'x290':>6}{'p95':>6}"
             f"{'/day':>6}{'FA%':>6}{'INC%':>6}{'10%PR':>6}{'5%PR':>6}"

@@ -47,6 +47,9 @@ class Options:
     # Another set of series for the suites that draw them (the same mix of pools and
     # drops): a choice made on the default set (0) is confirmed on a held-out one.
     seed_offset: int = 0
+    # A `perfgate spend --json` document: the whole bill takes S and each bucket's launch
+    # time from it (None: as the example declares them).
+    spend: str | None = None
 
     def run_minutes(self, launches: float) -> float:
         """Runner minutes of a bucket run of ``launches`` launches."""

@@ -458,6 +458,13 @@ def main(argv: list[str] | None = None) -> int:
         "mix of pools and drops), to confirm on a held-out set a choice made on the default",
     )
     parser.add_argument(
+        "--spend",
+        type=Path,
+        metavar="FILE",
+        help="the whole bill: a job's setup and each bucket's launch time as `perfgate spend "
+        "--json` measured them on a baseline branch (default: as the example declares them)",
+    )
+    parser.add_argument(
         "--json",
         action="store_true",
         help=f"write every figure and the targets to {QUALITY_JSON.relative_to(ROOT)}",
@@ -483,6 +490,7 @@ def main(argv: list[str] | None = None) -> int:
         launch_minutes=args.launch_minutes,
         stored_samples=args.stored_samples,
         seed_offset=args.seed_offset,
+        spend=str(args.spend) if args.spend else None,
     )
     noises = NOISES if args.quick else NOISES + EXTRA
     suites = [Suite(noise=n, cv=c) for n in noises for c in CVS]

@@ -3,11 +3,16 @@ coalesced push is measured."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from perfgate.baselines.ledger import summarise
+from perfgate.cli.spend import document
 from tests.perf import bill, economics
+from tests.unit.baselines.test_ledger import record, spend
 
 CONFIG = economics.load_config(economics.EXAMPLE_CONFIG)
 OFFSETS = economics.Pool(kind="offsets", cv=0.01)
@@ -72,3 +77,21 @@ def test_the_alert_rule_is_the_one_the_config_sets() -> None:
     config = replace(CONFIG, alerts=replace(CONFIG.alerts, confirm_runs=5))
     life = bill.Life(config, bill._case(config, "as it ships"), OFFSETS, 11, 0.0, SETUP)
     assert {watcher.policy.confirm_runs for watcher in life.watchers} == {5}
+
+
+def test_the_bill_prices_launches_and_setup_as_a_ledger_measured_them(tmp_path: Path) -> None:
+    first = CONFIG.buckets[0].id
+    measured = summarise([record("1.1", first, "2026-12-01", spend(setup_s=480.0, launch_s=900.0))])
+    path = tmp_path / "spend.json"
+    path.write_text(json.dumps(document(measured, branch="perf-baselines", tip=None)))
+    recorded = bill.Recorded.read(str(path))
+    config = recorded.example()
+    assert config.buckets[0].launch_minutes == pytest.approx(15.0)
+    assert config.buckets[1:] == CONFIG.buckets[1:], "a bucket not measured keeps its own"
+    assert recorded.setup(config) == pytest.approx(8.0)
+    said = recorded.said(config, recorded.setup(config))
+    assert "S = 8.00 min a job, measured" in said and "launches measured for 1 of 9" in said
+    # Without a ledger, both are what the example declares, and the header says so.
+    assumed = bill.Recorded.read(None)
+    assert assumed.example().buckets == CONFIG.buckets
+    assert "assumed" in assumed.said(CONFIG, assumed.setup(CONFIG))
