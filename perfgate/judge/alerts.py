@@ -23,8 +23,9 @@ is judged against the level before it:
   The per-run bar and the leave-one-out line are what keep a run in a slow machine state
   from alerting with the rest merely low. Either alone lets it through: with the per-run
   bar only, such runs made most false alerts of the whole bill's 2 %-noise states pool
-  (and carried drops under the minimum past it); with the leave-one-out line instead of
-  the per-run bar, the alert suite's false alerts rose by half (``nox -s quality``).
+  (and carried drops under the minimum past it); with an earlier leave-one-out line (its
+  t line alone, no minimum drop) in place of the per-run bar, the alert suite's false
+  alerts rose by half (``nox -s quality``).
 * **An improvement** is the mirror image: recorded, never alerted; the level starts again
   at it.
 * **An improvement that never held** is withdrawn. If a regression against it is found
