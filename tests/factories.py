@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from perfgate.baselines.ledger import SpendRecord
 from perfgate.config import PRIMARY, Config, Direction, Metric
 from perfgate.identity import stable_hash
 from perfgate.judge.judgement import MetricCheck, MetricKey, MetricWindow
@@ -25,6 +26,9 @@ from perfgate.result import (
     Result,
     SampleReading,
     Source,
+    Spend,
+    SpendKind,
+    SpendLine,
     StaleImage,
     Timings,
 )
@@ -197,3 +201,22 @@ def fake_matrix(directory: Path, mode: str, backends: Sequence[str], **defaults:
     path = directory / "perfgate.yaml"
     path.write_text(yaml.safe_dump(document), encoding="utf-8")
     return path
+
+
+def make_spend(setup_s: float = 0.0, launches: int = 2, launch_s: float = 600.0,
+               **more: float) -> Spend:  # fmt: skip
+    """A bucket run's spend: its setup, ``launches`` measured launches of ``launch_s``, and
+    one launch of each other kind named (``retry=600.0``)."""
+    lines = {SpendKind.MEASURE: SpendLine(launches=launches, seconds=launches * launch_s)}
+    if setup_s:
+        lines[SpendKind.SETUP] = SpendLine(seconds=setup_s)
+    for kind, seconds in more.items():
+        lines[SpendKind(kind)] = SpendLine(launches=1, seconds=seconds)
+    return Spend(lines=lines)
+
+
+def make_spend_record(run: str, bucket: str, day: str, spend: Spend) -> SpendRecord:
+    """A ledger line of CI run ``run``'s ``bucket`` on an L40S, finished on ``day``."""
+    finished_at = f"{day}T10:00:00+00:00"
+    return SpendRecord(run=run, bucket=bucket, hardware="l40s", commit="c" * 40,
+                       finished_at=finished_at, runner="gpu-1", spend=spend)  # fmt: skip

@@ -8,23 +8,9 @@ from datetime import date
 import pytest
 
 from perfgate.baselines.ledger import SpendRecord, appended, record_of, summarise
-from perfgate.result import FailurePhase, Spend, SpendKind, SpendLine
-from tests.factories import make_result
-
-
-def spend(setup_s: float = 0.0, launches: int = 2, launch_s: float = 600.0, **more: float) -> Spend:
-    """A bucket run's spend: its setup, ``launches`` measured launches, and any other kind."""
-    lines = {SpendKind.MEASURE: SpendLine(launches=launches, seconds=launches * launch_s)}
-    if setup_s:
-        lines[SpendKind.SETUP] = SpendLine(seconds=setup_s)
-    for kind, seconds in more.items():
-        lines[SpendKind(kind)] = SpendLine(launches=1, seconds=seconds)
-    return Spend(lines=lines)
-
-
-def record(run: str, bucket: str, day: str, cost: Spend, hardware: str = "l40s") -> SpendRecord:
-    return SpendRecord(run=run, bucket=bucket, hardware=hardware, commit="c" * 40,
-                       finished_at=f"{day}T10:00:00+00:00", runner="gpu-1", spend=cost)  # fmt: skip
+from perfgate.result import FailurePhase, SpendKind
+from tests.factories import make_result, make_spend_record
+from tests.factories import make_spend as spend
 
 
 def test_a_result_s_line_names_its_ci_run_and_attempt_and_keeps_every_kind_of_spend() -> None:
@@ -52,24 +38,24 @@ def test_outside_ci_a_run_is_named_by_when_it_began() -> None:
 
 def test_a_publish_retried_never_counts_a_bucket_run_twice() -> None:
     first = [
-        record("7.1", "a/x", "2026-12-01", spend()),
-        record("7.1", "b/x", "2026-12-01", spend()),
+        make_spend_record("7.1", "a/x", "2026-12-01", spend()),
+        make_spend_record("7.1", "b/x", "2026-12-01", spend()),
     ]
     text, added = appended("", first)
     assert added == 2
-    again, added = appended(text, [*first, record("8.1", "a/x", "2026-12-02", spend())])
+    again, added = appended(text, [*first, make_spend_record("8.1", "a/x", "2026-12-02", spend())])
     assert added == 1
     assert again.startswith(text) and again.count("\n") == 3
 
 
 def test_a_ledger_file_s_corrupt_line_is_kept_and_new_lines_follow_it() -> None:
-    text, added = appended("not json", [record("7.1", "a/x", "2026-12-01", spend())])
+    text, added = appended("not json", [make_spend_record("7.1", "a/x", "2026-12-01", spend())])
     assert added == 1
     assert text.splitlines()[0] == "not json"
 
 
 @pytest.mark.parametrize("line", ["{}", '{"run": 1}', "[1]", "nope",
-                                  record("7.1", "a/x", "2026-12-01", spend()).to_line()
+                                  make_spend_record("7.1", "a/x", "2026-12-01", spend()).to_line()
                                   .replace("2026-12-01", "yesterday")])  # fmt: skip
 def test_a_line_that_is_not_a_record_is_refused_with_a_reason(line: str) -> None:
     with pytest.raises(ValueError, match="not a spend record"):
@@ -79,11 +65,11 @@ def test_a_line_that_is_not_a_record_is_refused_with_a_reason(line: str) -> None
 def test_the_sums_per_day_bucket_and_ci_run_add_up_to_the_whole() -> None:
     records = [
         # CI run 1: a job's setup (5 min) on its first bucket, two launches of 10 min each.
-        record("1.1", "a/x", "2026-12-01", spend(setup_s=300.0)),
-        record("1.1", "b/x", "2026-12-01", spend(launch_s=300.0)),
+        make_spend_record("1.1", "a/x", "2026-12-01", spend(setup_s=300.0)),
+        make_spend_record("1.1", "b/x", "2026-12-01", spend(launch_s=300.0)),
         # CI run 2 the next day: a retry of 10 min beside it.
-        record("2.1", "a/x", "2026-12-02", spend(setup_s=420.0, retry=600.0)),
-        record("2.1", "b/x", "2026-12-02", spend(launch_s=360.0)),
+        make_spend_record("2.1", "a/x", "2026-12-02", spend(setup_s=420.0, retry=600.0)),
+        make_spend_record("2.1", "b/x", "2026-12-02", spend(launch_s=360.0)),
     ]
     summary = summarise(records)
     assert summary.minutes == pytest.approx(5 + 20 + 10 + 7 + 20 + 10 + 12)
@@ -99,8 +85,8 @@ def test_the_sums_per_day_bucket_and_ci_run_add_up_to_the_whole() -> None:
 
 def test_since_keeps_the_days_from_it_on() -> None:
     records = [
-        record("1.1", "a/x", "2026-12-01", spend()),
-        record("2.1", "a/x", "2026-12-03", spend()),
+        make_spend_record("1.1", "a/x", "2026-12-01", spend()),
+        make_spend_record("2.1", "a/x", "2026-12-03", spend()),
     ]
     summary = summarise(records, since=date(2026, 12, 2))
     assert list(summary.by_day) == [date(2026, 12, 3)]
@@ -108,6 +94,6 @@ def test_since_keeps_the_days_from_it_on() -> None:
 
 
 def test_no_setup_recorded_is_said_as_none_not_zero() -> None:
-    summary = summarise([record("1.1", "a/x", "2026-12-01", spend())])
+    summary = summarise([make_spend_record("1.1", "a/x", "2026-12-01", spend())])
     assert summary.setup_minutes is None
     assert summarise([]).per_run_percentile(0.95) is None

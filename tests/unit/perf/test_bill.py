@@ -11,8 +11,8 @@ import pytest
 
 from perfgate.baselines.ledger import summarise
 from perfgate.cli.spend import document
+from tests.factories import make_spend, make_spend_record
 from tests.perf import bill, economics
-from tests.unit.baselines.test_ledger import record, spend
 
 CONFIG = economics.load_config(economics.EXAMPLE_CONFIG)
 OFFSETS = economics.Pool(kind="offsets", cv=0.01)
@@ -81,7 +81,9 @@ def test_the_alert_rule_is_the_one_the_config_sets() -> None:
 
 def test_the_bill_prices_launches_and_setup_as_a_ledger_measured_them(tmp_path: Path) -> None:
     first = CONFIG.buckets[0].id
-    measured = summarise([record("1.1", first, "2026-12-01", spend(setup_s=480.0, launch_s=900.0))])
+    measured = summarise(
+        [make_spend_record("1.1", first, "2026-12-01", make_spend(setup_s=480.0, launch_s=900.0))]
+    )
     path = tmp_path / "spend.json"
     path.write_text(json.dumps(document(measured, branch="perf-baselines", tip=None)))
     recorded = bill.Recorded.read(str(path))
