@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 from perfgate.result import Result, Spend, SpendKind
+from perfgate.util import jsonfile
 
 LEDGER_DIR = "spend"
 
@@ -56,14 +57,14 @@ class SpendRecord:
             {"run": self.run, "bucket": self.bucket, "hardware": self.hardware,
              "commit": self.commit, "finished_at": self.finished_at, "runner": self.runner,
              "spend": self.spend.to_json()},
-            sort_keys=True,
+            sort_keys=True, allow_nan=False,
         )  # fmt: skip
 
     @classmethod
     def from_line(cls, line: str) -> SpendRecord:
         """Parse a ledger line; ValueError names what is wrong."""
         try:
-            data: dict[str, Any] = json.loads(line)
+            data: dict[str, Any] = jsonfile.loads(line)  # NaN and Infinity refused
             record = cls(
                 run=str(data["run"]),
                 bucket=str(data["bucket"]),
@@ -74,6 +75,8 @@ class SpendRecord:
                 spend=Spend.from_json(data["spend"]),
             )
             record.day  # noqa: B018 -- a line whose time is not a date is refused here
+            if any(line.seconds < 0 or line.launches < 0 for line in record.spend.lines.values()):
+                raise ValueError("a negative runner time or launch count")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"not a spend record: {exc!r}") from None
         return record

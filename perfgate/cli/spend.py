@@ -82,7 +82,9 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stderr if args.json else sys.stdout
     print(text(summary, f"{store.branch} at {tip[:12]}" if tip else store.branch), file=out)
     if args.json:
-        print(json.dumps(document(summary, branch=store.branch, tip=tip), indent=2))
+        print(
+            json.dumps(document(summary, branch=store.branch, tip=tip), indent=2, allow_nan=False)
+        )
     return ExitCode.OK
 
 

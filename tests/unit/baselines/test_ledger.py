@@ -54,9 +54,13 @@ def test_a_ledger_file_s_corrupt_line_is_kept_and_new_lines_follow_it() -> None:
     assert text.splitlines()[0] == "not json"
 
 
+GOOD = make_spend_record("7.1", "a/x", "2026-12-01", spend()).to_line()
+
+
 @pytest.mark.parametrize("line", ["{}", '{"run": 1}', "[1]", "nope",
-                                  make_spend_record("7.1", "a/x", "2026-12-01", spend()).to_line()
-                                  .replace("2026-12-01", "yesterday")])  # fmt: skip
+                                  GOOD.replace("2026-12-01", "yesterday"),
+                                  GOOD.replace('"seconds": 1200.0', '"seconds": NaN'),
+                                  GOOD.replace('"seconds": 1200.0', '"seconds": -5.0')])  # fmt: skip
 def test_a_line_that_is_not_a_record_is_refused_with_a_reason(line: str) -> None:
     with pytest.raises(ValueError, match="not a spend record"):
         SpendRecord.from_line(line)
