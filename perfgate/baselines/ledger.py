@@ -16,8 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
-from urllib.parse import quote
 
+from perfgate.baselines.samples import plain_name
 from perfgate.result import Result, Spend, SpendKind
 from perfgate.util import jsonfile
 
@@ -43,8 +43,9 @@ class SpendRecord:
 
     @property
     def path(self) -> str:
-        """The ledger file of the run's hardware and month."""
-        return f"{LEDGER_DIR}/{quote(self.hardware, safe='')}/{self.finished_at[:7]}.ndjson"
+        """The ledger file of the run's hardware and month (``spend/<hardware>/<YYYY-MM>``),
+        the hardware a plain name as a sample's path has it."""
+        return f"{LEDGER_DIR}/{plain_name(self.hardware)}/{self.day:%Y-%m}.ndjson"
 
     @property
     def day(self) -> date:
@@ -65,21 +66,22 @@ class SpendRecord:
         """Parse a ledger line; ValueError names what is wrong."""
         try:
             data: dict[str, Any] = jsonfile.loads(line)  # NaN and Infinity refused
-            record = cls(
+            finished_at = str(data["finished_at"])
+            date.fromisoformat(finished_at[:10])
+            spend = Spend.from_json(data["spend"])
+            if any(part.seconds < 0 or part.launches < 0 for part in spend.lines.values()):
+                raise ValueError("a negative runner time or launch count")
+            return cls(
                 run=str(data["run"]),
                 bucket=str(data["bucket"]),
                 hardware=str(data["hardware"]),
                 commit=data.get("commit"),
-                finished_at=str(data["finished_at"]),
+                finished_at=finished_at,
                 runner=data.get("runner"),
-                spend=Spend.from_json(data["spend"]),
+                spend=spend,
             )
-            record.day  # noqa: B018 -- a line whose time is not a date is refused here
-            if any(line.seconds < 0 or line.launches < 0 for line in record.spend.lines.values()):
-                raise ValueError("a negative runner time or launch count")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"not a spend record: {exc!r}") from None
-        return record
 
 
 def record_of(result: Result) -> SpendRecord | None:
@@ -165,7 +167,8 @@ def summarise(records: Sequence[SpendRecord], *, since: date | None = None) -> S
         by_day.setdefault(record.day, []).append(record)
         by_bucket.setdefault(record.bucket, []).append(record)
         by_run.setdefault(record.run, []).append(record)
-    setups = [r.spend.of(SpendKind.SETUP).seconds for r in kept]
+    # A job records its setup on its first bucket only: the others' zero is no setup.
+    setups = [s for s in (r.spend.of(SpendKind.SETUP).seconds for r in kept) if s > 0]
     launches: dict[str, float] = {}
     for bucket, runs in by_bucket.items():
         each = [
@@ -179,9 +182,7 @@ def summarise(records: Sequence[SpendRecord], *, since: date | None = None) -> S
         by_day={day: _tally(rs) for day, rs in by_day.items()},
         by_bucket={bucket: _tally(rs) for bucket, rs in sorted(by_bucket.items())},
         per_run=tuple(_tally(rs).minutes for rs in by_run.values()),
-        setup_minutes=statistics.median([s for s in setups if s > 0]) / 60.0
-        if any(s > 0 for s in setups)
-        else None,
+        setup_minutes=statistics.median(setups) / 60.0 if setups else None,
         launch_minutes=launches,
     )
 

@@ -194,15 +194,19 @@ _COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _FIELDS = frozenset(Sample.__dataclass_fields__)
 
 
+def plain_name(part: str) -> str:
+    """``part``, when it is a plain name that cannot leave the store tree; else refused."""
+    if not _COMPONENT.fullmatch(part):
+        raise GateMalfunction(
+            f"refusing a baseline path from {part!r}: hardware, task and backend must be "
+            "plain names (a result artifact naming something else is not trusted)"
+        )
+    return part
+
+
 def sample_path(hardware: str, task: str, backend_key: str) -> str:
     """``samples/<hardware>/<task>/<backend>.ndjson``; nothing that could leave the store tree."""
-    for part in (hardware, task, backend_key):
-        if not _COMPONENT.fullmatch(part):
-            raise GateMalfunction(
-                f"refusing a baseline path from {part!r}: hardware, task and backend must be "
-                "plain names (a result artifact naming something else is not trusted)"
-            )
-    return f"samples/{hardware}/{task}/{backend_key}.ndjson"
+    return f"samples/{plain_name(hardware)}/{plain_name(task)}/{plain_name(backend_key)}.ndjson"
 
 
 def samples_from_result(

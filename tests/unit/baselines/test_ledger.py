@@ -8,6 +8,7 @@ from datetime import date
 import pytest
 
 from perfgate.baselines.ledger import SpendRecord, appended, record_of, summarise
+from perfgate.errors import GateMalfunction
 from perfgate.result import FailurePhase, SpendKind
 from tests.factories import make_result, make_spend_record
 from tests.factories import make_spend as spend
@@ -57,10 +58,18 @@ def test_a_ledger_file_s_corrupt_line_is_kept_and_new_lines_follow_it() -> None:
 GOOD = make_spend_record("7.1", "a/x", "2026-12-01", spend()).to_line()
 
 
-@pytest.mark.parametrize("line", ["{}", '{"run": 1}', "[1]", "nope",
-                                  GOOD.replace("2026-12-01", "yesterday"),
-                                  GOOD.replace('"seconds": 1200.0', '"seconds": NaN'),
-                                  GOOD.replace('"seconds": 1200.0', '"seconds": -5.0')])  # fmt: skip
+NOT_RECORDS = [
+    "{}",
+    '{"run": 1}',
+    "[1]",
+    "nope",
+    GOOD.replace("2026-12-01", "yesterday"),
+    GOOD.replace('"seconds": 1200.0', '"seconds": NaN'),
+    GOOD.replace('"seconds": 1200.0', '"seconds": -5.0'),
+]
+
+
+@pytest.mark.parametrize("line", NOT_RECORDS)
 def test_a_line_that_is_not_a_record_is_refused_with_a_reason(line: str) -> None:
     with pytest.raises(ValueError, match="not a spend record"):
         SpendRecord.from_line(line)
@@ -101,3 +110,9 @@ def test_no_setup_recorded_is_said_as_none_not_zero() -> None:
     summary = summarise([make_spend_record("1.1", "a/x", "2026-12-01", spend())])
     assert summary.setup_minutes is None
     assert summarise([]).per_run_percentile(0.95) is None
+
+
+def test_a_hardware_name_that_would_leave_the_ledger_is_refused() -> None:
+    line = replace(make_spend_record("7.1", "a/x", "2026-12-01", spend()), hardware="../samples")
+    with pytest.raises(GateMalfunction, match="plain names"):
+        _ = line.path
