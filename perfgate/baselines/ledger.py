@@ -1,6 +1,6 @@
 """What published runs cost, kept on the baseline branch beside their samples (R17).
 
-Publish appends one line per bucket run of a protected push to
+Publish (and seeding) appends one line per bucket run of a protected push to
 ``spend/<hardware>/<YYYY-MM>.ndjson``: the runner time its result recorded, by kind
 (setup, launches, retries, waits...). A run whose samples were refused is counted too:
 its runner billed it. ``perfgate spend`` sums the lines per day, per bucket and per CI
@@ -37,9 +37,10 @@ class SpendRecord:
     spend: Spend
 
     @property
-    def key(self) -> tuple[str, str]:
-        """One line per bucket run: a publish retried never counts a run twice."""
-        return self.run, self.bucket
+    def key(self) -> tuple[str, str, str]:
+        """One line per bucket run (a seed job runs a bucket many times in one CI run): a
+        publish retried never counts a run twice."""
+        return self.run, self.bucket, self.finished_at
 
     @property
     def path(self) -> str:

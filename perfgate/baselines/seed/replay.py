@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from perfgate.baselines.ledger import record_of
 from perfgate.baselines.samples import Sample, WindowIdentity, samples_from_result, seed_sample_id
 from perfgate.baselines.seed.plan import PlanEntry, SeedPlan, SeedTarget
 from perfgate.baselines.seed.records import RecordStatus, SeedRecord, present_records
@@ -100,7 +101,7 @@ def _seed_bucket(
     announce: Callable[[PlanEntry, int], None],
 ) -> list[SeedRecord]:
     """Run the bucket's missing samples at one commit, then append them in one store commit."""
-    samples, records = [], []
+    samples, records, spend = [], [], []
     for index in entry.missing:
         announce(entry, index)
         # Each sample index gets its own logs and caches, as each CI attempt does (R10).
@@ -125,11 +126,13 @@ def _seed_bucket(
         taken, record = _samples_for(result, entry, index, seed_key)
         samples += taken
         records.append(record)
-    if samples:
+        spend += [line for line in [record_of(result)] if line is not None]
+    if samples or spend:
         settings.store.append(
             samples,
             f"Seed {len(samples)} sample(s) of {entry.bucket.id} "
             f"at {entry.target.commit[:12]} for {entry.target.target_branch}",
+            spend,
         )
     return records
 

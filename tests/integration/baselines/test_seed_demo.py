@@ -75,6 +75,8 @@ def test_each_commit_is_measured_with_its_own_demo(tmp_path: Path) -> None:
     path = sample_path(hardware, "cartpole", "numpy")
     samples = store.read([path], tip)[path]
     assert len(samples) == 6 and {s.trusted_source for s in samples} == {"seed"}
+    # What each replayed run cost is kept beside its samples: six runs, six lines.
+    assert len(store.spend(tip)) == 6
     first = samples[0]
     key = WindowKey(
         hardware=hardware, task="cartpole", backend_key="numpy", target_branch="main",

@@ -49,6 +49,13 @@ def test_a_publish_retried_never_counts_a_bucket_run_twice() -> None:
     assert again.startswith(text) and again.count("\n") == 3
 
 
+def test_a_seed_s_many_runs_of_one_bucket_in_one_ci_run_are_each_kept() -> None:
+    one = make_spend_record("7.1", "a/x", "2026-12-01", spend())
+    other = replace(one, finished_at="2026-12-01T11:00:00+00:00")
+    _, added = appended("", [one, other])
+    assert added == 2
+
+
 def test_a_ledger_file_s_corrupt_line_is_kept_and_new_lines_follow_it() -> None:
     text, added = appended("not json", [make_spend_record("7.1", "a/x", "2026-12-01", spend())])
     assert added == 1
