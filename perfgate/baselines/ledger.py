@@ -1,7 +1,7 @@
 """What published runs cost, kept on the baseline branch beside their samples (R17).
 
 Publish (and seeding) appends one line per bucket run of a protected push to
-``spend/<hardware>/<YYYY-MM>.ndjson``: the runner time its result recorded, by kind
+``spend/<hardware>/<YYYY-MM-DD>.ndjson``: the runner time its result recorded, by kind
 (setup, launches, retries, waits...). A run whose samples were refused is counted too:
 its runner billed it. ``perfgate spend`` sums the lines per day, per bucket and per CI
 run, and says what a job's setup and a launch took. A pull request's runs never write
@@ -44,9 +44,9 @@ class SpendRecord:
 
     @property
     def path(self) -> str:
-        """The ledger file of the run's hardware and month (``spend/<hardware>/<YYYY-MM>``),
-        the hardware a plain name as a sample's path has it."""
-        return f"{LEDGER_DIR}/{plain_name(self.hardware)}/{self.day:%Y-%m}.ndjson"
+        """The ledger file of the run's hardware and day, the hardware a plain name as in a
+        sample's path: a day's file stays small, as every publish writes it whole."""
+        return f"{LEDGER_DIR}/{plain_name(self.hardware)}/{self.day.isoformat()}.ndjson"
 
     @property
     def day(self) -> date:

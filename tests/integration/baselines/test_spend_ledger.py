@@ -19,7 +19,7 @@ from perfgate.util.git import git
 from tests.factories import make_result, of_experiment
 from tests.git_support import MakeClone
 
-LEDGER = "spend/cpu-test/2026-11.ndjson"
+LEDGER = "spend/cpu-test/2026-11-30.ndjson"
 CONFIG = """
 version: 1
 gate: {mode: blocking, protected_branches: [main]}

@@ -20,7 +20,7 @@ def test_a_result_s_line_names_its_ci_run_and_attempt_and_keeps_every_kind_of_sp
     line = record_of(result)
     assert line is not None
     assert line.run == "42.2" and line.bucket == "cartpole/numpy" and line.hardware == "cpu-test"
-    assert line.path == "spend/cpu-test/2026-11.ndjson"
+    assert line.path == "spend/cpu-test/2026-11-30.ndjson"
     assert SpendRecord.from_line(line.to_line()) == line
     assert line.spend.of(SpendKind.RETRY).seconds == 600.0
 
