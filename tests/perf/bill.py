@@ -378,10 +378,18 @@ class Recorded:
         """The figures of a ``spend --json`` document (nothing measured without one)."""
         if path is None:
             return cls()
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        launches = data.get("launch_minutes") or {}
-        measured = tuple(sorted((str(k), float(v)) for k, v in launches.items()))
-        return cls(source=path, setup_minutes=data.get("setup_minutes"), launch_minutes=measured)
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            launches = data.get("launch_minutes") or {}
+            measured = tuple(sorted((str(k), float(v)) for k, v in launches.items()))
+            setup = data.get("setup_minutes")
+            return cls(source=path, setup_minutes=None if setup is None else float(setup),
+                       launch_minutes=measured)  # fmt: skip
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
+            raise SystemExit(
+                f"--spend {path}: not a `perfgate spend --json` document ({exc}); write one "
+                "with `python -m perfgate spend --remote --json > FILE`"
+            ) from None
 
     def example(self) -> Config:
         """The Isaac Lab example, each bucket's launch as recorded where it was."""

@@ -97,3 +97,12 @@ def test_the_bill_prices_launches_and_setup_as_a_ledger_measured_them(tmp_path: 
     assumed = bill.Recorded.read(None)
     assert assumed.example().buckets == CONFIG.buckets
     assert "assumed" in assumed.said(CONFIG, assumed.setup(CONFIG))
+
+
+def test_a_spend_file_that_is_not_a_spend_document_is_named_with_the_fix(tmp_path: Path) -> None:
+    path = tmp_path / "spend.json"
+    path.write_text('{"launch_minutes": ["a"]}')
+    with pytest.raises(SystemExit, match="not a `perfgate spend --json` document"):
+        bill.Recorded.read(str(path))
+    with pytest.raises(SystemExit, match=r"missing\.json"):
+        bill.Recorded.read(str(tmp_path / "missing.json"))
