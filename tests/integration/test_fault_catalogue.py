@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from perfgate.baselines.ledger import LEDGER_DIR, SpendRecord
 from perfgate.config import load_config
 from perfgate.result import write_result
 from perfgate.util.git import git
@@ -132,21 +133,26 @@ def running(pids: set[int], session: int) -> set[int]:
 
 
 def stored(repo: Repo) -> list[dict[str, object]]:
-    """Every sample line on origin's baseline branch, each checked to be a finite sample."""
+    """Every sample line on origin's baseline branch, each checked to be a finite sample;
+    every spend-ledger line checked to be a record, none twice."""
     if not git("ls-remote", str(repo.origin), "perf-baselines", cwd=repo.path):
         return []
     git("fetch", "-q", str(repo.origin), "+perf-baselines:refs/remotes/check/pb", cwd=repo.path)
     names = git("ls-tree", "-r", "--name-only", "refs/remotes/check/pb", cwd=repo.path).split()
-    samples = []
+    samples, spent = [], []
     for name in (n for n in names if n.endswith(".ndjson")):
         text = git("show", f"refs/remotes/check/pb:{name}", cwd=repo.path)
         assert text.endswith("\n"), f"{name}: a truncated last line"
         for line in text.splitlines():
+            if name.startswith(f"{LEDGER_DIR}/"):
+                spent.append(SpendRecord.from_line(line).key)
+                continue
             sample = json.loads(line, parse_constant=lambda c: pytest.fail(f"{c} stored"))
             assert isinstance(sample["value"], float) and math.isfinite(sample["value"])
             samples.append(sample)
     ids = [s["sample_id"] for s in samples]
     assert len(ids) == len(set(ids)), "a duplicate sample"
+    assert len(spent) == len(set(spent)), "a bucket run's cost counted twice"
     return samples
 
 
