@@ -150,11 +150,6 @@ class SpendSummary:
         """Runner minutes in all."""
         return sum(t.minutes for t in self.by_day.values())
 
-    @property
-    def per_run_mean(self) -> float | None:
-        """A run's mean cost in runner minutes (None: no run recorded)."""
-        return self.minutes / len(self.per_run) if self.per_run else None
-
     def per_run_percentile(self, share: float) -> float | None:
         """The CI run cost ``share`` of runs stay within (nearest rank), or None."""
         if not self.per_run:

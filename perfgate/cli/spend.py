@@ -112,7 +112,7 @@ def text(summary: SpendSummary, where: str) -> str:
     setup = summary.setup_minutes
     lines += [
         f"per run (a CI run's buckets together; outside CI a bucket run alone): mean "
-        f"{summary.per_run_mean or 0.0:.1f} min, 95th percentile "
+        f"{summary.minutes / len(summary.per_run):.1f} min, 95th percentile "
         f"{summary.per_run_percentile(0.95) or 0.0:.1f}, most {max(summary.per_run):.1f}",
         "a job's setup: "
         + (
@@ -133,7 +133,7 @@ def document(summary: SpendSummary, *, branch: str, tip: str | None) -> dict[str
         "runner_minutes": round(summary.minutes, 3),
         "runs": len(summary.per_run),
         "per_run": {
-            "mean": None if summary.per_run_mean is None else round(summary.per_run_mean, 3),
+            "mean": round(summary.minutes / len(summary.per_run), 3) if summary.per_run else None,
             "p95": summary.per_run_percentile(0.95),
             "max": max(summary.per_run, default=None),
         },

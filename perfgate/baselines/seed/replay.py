@@ -126,8 +126,7 @@ def _seed_bucket(
         taken, record = _samples_for(result, entry, index, seed_key)
         samples += taken
         records.append(record)
-        if (line := record_of(result)) is not None:
-            spend.append(line)
+        spend += [line for line in [record_of(result)] if line is not None]
     if samples or spend:
         settings.store.append(
             samples,
