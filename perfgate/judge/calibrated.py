@@ -168,6 +168,7 @@ class _Look(NamedTuple):
     significant: bool  # past the block line by t and by rank
     big: bool  # a drop of at least the minimum
     past_warn: bool
+    below_window: bool  # every sample of the run below every sample of the window (U = 0)
     # More samples could still make this a BLOCK: not when even the pessimistic end of the
     # warn-level interval is a drop under the minimum.
     could_be_big: bool
@@ -217,6 +218,7 @@ def _look(
         significant=ev.t <= -t_block and ev.u <= u_block,
         big=-ev.delta >= min_drop,
         past_warn=ev.t <= -t_warn,
+        below_window=n_window > 0 and ev.u == 0.0,
         could_be_big=-(ev.delta - t_warn * ev.se) >= min_drop,
         change=pct_of_g(ev.delta, direction),
         best_drop=best_drop,
@@ -266,17 +268,23 @@ def _ladder(model: WindowModel, look: _Look, policy: CalibratedPolicy) -> _Call:
         detail = (
             f"significant drop {signed_pct(change)} %, under the {policy.min_drop_pct:g} % minimum"
         )
-    elif past_warn and big:
+    elif big and (past_warn or look.below_window):
+        # A blocking drop by its estimate that lies below the whole window is never cleared,
+        # even short of the warn line: a window that cannot tell it from noise (a few runs
+        # that differ widely) cannot clear it either.
         verdict, reason = Verdict.INCONCLUSIVE, Reason.UNRESOLVED
         detail = (
             f"drop {signed_pct(change)} % cannot be told from noise with {m} sample(s){between}"
         )
+        if look.resolution > policy.min_drop_pct:
+            detail += f"; this window cannot resolve drops under {look.resolution:.0f} %"
     elif past_warn and look.could_be_big:
         # the budget is spent and a blocking drop is still inside the interval
         verdict, reason = Verdict.WARN, Reason.POSSIBLE_REGRESSION
         detail = f"possible regression {signed_pct(change)} %, past the warn line{between}"
     else:
-        # past the warn line but provably under the minimum drop is noise, not a warning
+        # a drop under the minimum by its estimate, short of the warn line or provably
+        # under the minimum past it, is noise, not a warning
         verdict, reason = Verdict.PASS, Reason.WITHIN_NOISE
         detail = f"within noise ({signed_pct(change)} %){mode_note}{between}"
         if look.resolution > 2.0 * policy.min_drop_pct:
@@ -380,9 +388,11 @@ def calibrated_decide(
         and m < policy.max_repeats
         and not (look.significant and look.big and look.may_block)
     ):
-        # suspicious: past the warn line with a blocking drop still possible, or samples
-        # that fit no mode of the window (more samples show which mode the run is in)
-        need_more = (look.past_warn and look.could_be_big) or ev.ambiguous * 2 >= m
+        # suspicious: past the warn line, or a blocking drop below the whole window, with a
+        # blocking drop still possible; or samples that fit no mode of the window (more
+        # samples show which mode the run is in)
+        suspect = look.past_warn or (look.big and look.below_window)
+        need_more = (suspect and look.could_be_big) or ev.ambiguous * 2 >= m
     call = _whole_run_states(model, look, _ladder(model, look, policy))
     return _with_statistics(
         Decision.on(basis, verdict=call.verdict, reasons=(call.reason, *info), detail=call.detail),

@@ -27,12 +27,15 @@ CONFIG = """\
 version: 1
 gate:
   target_branches: [main]
-  # The calibrated rule with the demo's own settings (perfgate.yaml): per-sample noise of
-  # at least 1 %, and whole runs moving by about 3 % with a shared machine's other load.
-  # The injected slowdown costs 99 %; a minimum drop of 50 % keeps what a loaded shared
-  # machine does to unchanged commits (runs 10-15 % slow, seen in CI) from being taken
-  # for an undecided regression, which bisect must skip.
-  oracle: {noise_floor_pct: 1.0, run_noise_floor_pct: 3.0, min_drop_pct: 50.0}
+  # The calibrated rule told what a loaded shared machine does to the demo: whole runs of
+  # unchanged commits 10-36 % slow, a good end's three runs 484k-726k env-steps/s (both
+  # seen in CI). Three runs know their shared noise with under one degree of freedom, so a
+  # window that estimates it cannot tell even a 95 % drop from noise (rightly: INCONCLUSIVE,
+  # a step bisect skips). A run-noise floor of 30 % states that spread instead: the
+  # injected slowdown (99 %) still blocks, and an unchanged commit's slow run (36 % under
+  # the 50 % minimum) still passes. On simulated windows harsher than CI's, a bad step is
+  # BLOCKed 95 % of the time with this floor and 72 % with the demo's own 3 %.
+  oracle: {noise_floor_pct: 1.0, run_noise_floor_pct: 30.0, min_drop_pct: 50.0}
 defaults:
   driver: demo
   num_envs: 64
@@ -117,9 +120,11 @@ def test_bisect_names_the_commit_that_slowed_the_demo(slowed: tuple[Path, list[s
     labels = {s["commit"]: s["label"] for s in result["steps"]}
     assert labels[shas[0]] == "GOOD" and labels[shas[-1]] == "BAD" and labels[shas[4]] == "BAD"
     assert len(result["steps"]) <= 5
-    # The good end fills the rule's window (3 runs); every other step is one run of 3.
+    # The good end fills the rule's window (3 runs); every other step is one run of at
+    # least 3 (a drop the window's stated run noise leaves unconfirmed takes more samples).
     runs = {s["commit"]: [len(run) for run in s["runs"]] for s in result["steps"]}
-    assert runs.pop(shas[0]) == [3, 3, 3] and all(r == [3] for r in runs.values())
+    assert runs.pop(shas[0]) == [3, 3, 3], runs
+    assert all(len(r) == 1 and r[0] >= 3 for r in runs.values()), runs
     # 64 envs per 2 ms of extra work caps the slow side far below the numpy demo's speed.
     assert result["first_bad_step"]["figure"] < 64 / 0.002 < result["last_good_step"]["figure"]
     assert result["change_pct"] < -50

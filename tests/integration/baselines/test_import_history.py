@@ -8,6 +8,7 @@ partition of their own and the bench has none."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -306,7 +307,11 @@ def test_an_asv_results_directory_from_the_real_asv_is_imported_under_its_machin
     capsys.readouterr()
     assert main(bench(tmp_path)) == 0
     (row,) = json.loads(capsys.readouterr().out)["verdict"]["rows"]
-    assert row["verdict"] in {"PASS", "IMPROVED"}
+    # What it reads is asv's last run, which the window holds too: judged against itself and
+    # four more it never blocks. (A loaded machine can split the sleep's timings into two
+    # modes, and a figure between them is rightly INCONCLUSIVE, so no PASS is asked for.)
+    assert any(math.isclose(row["value"], s["value"]) for s in samples), (row, samples)
+    assert row["verdict"] not in {"BLOCK", "HARD_FAILURE"}, row
     assert (row["baseline"]["samples"], row["baseline"]["runs"]) == (5, 5)
 
 

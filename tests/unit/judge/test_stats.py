@@ -9,6 +9,7 @@ import random
 import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -292,6 +293,34 @@ def test_noisy_window_gives_inconclusive_not_block() -> None:
     assert len(samples) == NEW.max_repeats  # the whole budget was spent confirming
     assert (d.verdict, d.reasons[0]) == (Verdict.INCONCLUSIVE, Reason.UNRESOLVED)
     assert d.interval_pct is not None and d.interval_pct[1] > -3.0  # cannot exclude a small drop
+
+
+def test_a_window_that_cannot_resolve_a_huge_drop_never_clears_it() -> None:
+    # Three runs of the CPU demo on a loaded machine, 484k-726k env-steps/s: the runs
+    # differ so widely that their shared noise is known with under one degree of freedom,
+    # and the warn line lies beyond even a 95 % drop. Such a window cannot clear the run.
+    window = [
+        [641582.5, 726434.0, 695867.7],
+        [513274.8, 508165.5, 683548.3],
+        [484509.0, 485079.4, 612329.1],
+    ]
+    policy = replace(NEW, min_drop_pct=50.0, initial_repeats=3, max_repeats=3)
+    run = [33073.4, 32376.6, 28197.8]
+    d = decide(window, run, policy=policy, final=True)
+    assert (d.verdict, d.reasons[0]) == (Verdict.INCONCLUSIVE, Reason.UNRESOLVED)
+    assert "cannot resolve drops under 100 %" in d.detail
+    # With budget left, a blocking drop by its estimate asks for another sample first.
+    more = replace(policy, max_repeats=6)
+    assert decide(window, run, policy=more).need_more
+
+
+def test_a_noisy_run_inside_its_window_is_cleared_short_of_the_warn_line() -> None:
+    # 5 % noise a sample: a run of unchanged code often reads a few % low. Its samples sit
+    # among the window's, so the window clears it; only one below the whole window is held.
+    window = [[100.0 + 5.0 * ((i * 7 + j * 3) % 11 - 5) / 5 for j in range(2)] for i in range(20)]
+    d = decide(window, [96.8, 95.5], policy=NEW, final=True)
+    assert d.verdict is Verdict.PASS and d.effect_pct is not None and d.effect_pct < -3.0
+    assert not decide(window, [96.8, 95.5], policy=NEW).need_more
 
 
 def test_lower_is_better_mirrors() -> None:
