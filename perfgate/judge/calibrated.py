@@ -283,8 +283,8 @@ def _ladder(model: WindowModel, look: _Look, policy: CalibratedPolicy) -> _Call:
         verdict, reason = Verdict.WARN, Reason.POSSIBLE_REGRESSION
         detail = f"possible regression {signed_pct(change)} %, past the warn line{between}"
     else:
-        # a drop under the minimum by its estimate, short of the warn line or provably
-        # under the minimum past it, is noise, not a warning
+        # short of the warn line with samples among the window's, or past it but provably
+        # under the minimum drop, is noise, not a warning
         verdict, reason = Verdict.PASS, Reason.WITHIN_NOISE
         detail = f"within noise ({signed_pct(change)} %){mode_note}{between}"
         if look.resolution > 2.0 * policy.min_drop_pct:
