@@ -4,7 +4,8 @@ A trusted replay like seed: each commit is checked out in a throwaway worktree a
 bucket runs *that commit's own* benchmark through the normal bench path: one run of
 ``--repeats`` samples at each step, more while the rule finds it suspicious, as the bench
 confirms (the good end takes enough runs to fill a window).
-Each step's run is judged by the oracle with the gate's rule (``policy_for``), every
+Each step's run is judged by the oracle with the gate's rule (``policy_for``, told the
+noise ``gate.calibration`` measured for the run's experiment, as the gate is), every
 sample of it, against a window whose runs are those of the commits already labelled GOOD:
 GOOD (a clean pass), BAD (a regression, or a crash in init or runtime) or SKIP (anything
 else: a warning, an inconclusive run, an excused or other crash). Every step is kept in a
@@ -26,9 +27,10 @@ from perfgate.baselines.seed.plan import config_at
 from perfgate.config import Bucket, Config, ConfirmMode, GatePolicy
 from perfgate.errors import ConfigError, GitError, UsageError
 from perfgate.judge.bucket_policy import policy_for
+from perfgate.judge.calibration import NoiseCalibration
 from perfgate.judge.judgement import Bisect, MetricCheck, MetricWindow
 from perfgate.judge.oracle import judge
-from perfgate.judge.policies import CalibratedPolicy, Policy
+from perfgate.judge.policies import CalibratedPolicy, Calibration, Policy
 from perfgate.result import Result
 from perfgate.run.sampling import SamplingPlan
 from perfgate.util import jsonfile
@@ -315,17 +317,37 @@ def step_policy(bucket: Bucket, gate: GatePolicy, hardware: str, sampling: Sampl
     return policy
 
 
+def step_noise(
+    policy: Policy,
+    calibration: NoiseCalibration | None,
+    result: Result,
+    window: Sequence[Sequence[float]],
+) -> tuple[Policy, Calibration | None]:
+    """``policy`` told the noise ``calibration`` measured for ``result``'s experiment, as the
+    gate judges with it (none when it measured another experiment or the window shows it
+    wrong)."""
+    applied = None if calibration is None else calibration.use_for(result, window, policy).applied
+    return (policy, None) if applied is None else applied.applied_to(policy)
+
+
 def figures(result: Result) -> tuple[float, ...]:
     """The figures a run read, in the order its samples ran (a failed run stops early)."""
     return tuple(sample.value for sample in result.metric.samples)
 
 
 def label(
-    result: Result, window: Sequence[Sequence[float]], bucket: Bucket, policy: Policy
+    result: Result,
+    window: Sequence[Sequence[float]],
+    bucket: Bucket,
+    policy: Policy,
+    calibration: NoiseCalibration | None = None,
 ) -> Step:
-    """The oracle's label for one commit's run: all its samples, judged as one run."""
+    """The oracle's label for one commit's run: all its samples, judged as one run (with
+    the noise ``calibration`` measured for its experiment, as the gate judges)."""
+    rule, measured = step_noise(policy, calibration, result, window)
     check = MetricCheck(metric=bucket.metric, window=MetricWindow(runs=window),
-                        floors=bucket.floors_for(result.hardware.slug), policy=policy)  # fmt: skip
+                        floors=bucket.floors_for(result.hardware.slug), policy=rule,
+                        calibration=measured)  # fmt: skip
     judgement = judge(result, [check])
     return Step(
         commit=result.source.commit or "",

@@ -18,12 +18,14 @@ from perfgate.baselines.bisect import (
     label,
     search,
     step_config,
+    step_noise,
     step_policy,
     step_sampling,
     window_for,
 )
 from perfgate.config import Bucket, Config, ImageSpec
 from perfgate.context import RunContext
+from perfgate.judge.calibration import NoiseCalibration, configured_calibration
 from perfgate.judge.judgement import Bisect
 from perfgate.judge.rule import needs_more
 from perfgate.result import Hardware, Result, write_result
@@ -108,8 +110,10 @@ def measure_step(
     options: BisectOptions,
     current: Config,
     log: Callable[[str], None],
+    calibration: NoiseCalibration | None,
 ) -> Step:
-    """Measure ``commit`` and label it against the runs of the GOOD commits so far."""
+    """Measure ``commit`` and label it against the runs of the GOOD commits so far, with
+    the noise ``calibration`` (the gate's) measured for its experiment."""
     config = step_config(settings.repo, commit, options, current)
     bucket = config.find(options.bucket) if config else None
     if bucket is None or config is None:
@@ -124,13 +128,15 @@ def measure_step(
     policy = step_policy(bucket, config.gate, settings.hardware.slug, sampling)
 
     def suspicious(_: Bucket, result: Result) -> bool:
+        rule, measured = step_noise(policy, calibration, result, window)
         samples = result.metric.sample_values()
-        return needs_more(window, samples, direction=result.metric.direction, policy=policy)
+        return needs_more(window, samples, direction=result.metric.direction, policy=rule,
+                          calibration=measured)  # fmt: skip
 
     (result,) = measure(
         commit, bucket, 1, sampling, settings, options.work_dir, log, confirm=suspicious
     )
-    return label(result, window, bucket, policy)
+    return label(result, window, bucket, policy, calibration)
 
 
 def run_bisect(
@@ -142,9 +148,10 @@ def run_bisect(
     log: Callable[[str], None],
 ) -> Outcome:
     """Measure commits until the search concludes; the state is saved after every step."""
+    calibration = configured_calibration(current)  # a bad file fails before any launch
     while (outcome := search(plan, state.steps)).next_commit is not None:
         commit = outcome.next_commit
-        step = measure_step(plan, commit, state.steps, settings, options, current, log)
+        step = measure_step(plan, commit, state.steps, settings, options, current, log, calibration)
         state.steps[commit] = step
         state.save(options.state)
         log(f"{commit[:12]}: {step.label.value} ({step.verdict}: {step.detail})")

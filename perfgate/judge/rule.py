@@ -67,8 +67,11 @@ def needs_more(
     *,
     direction: Direction = Direction.HIGHER,
     policy: Policy | None = None,
+    calibration: Calibration | None = None,
 ) -> bool:
     """Should the bench measure this bucket once more before the verdict is final?"""
     if isinstance(policy, ReferencePolicy):
         return False
-    return decide(window, samples, direction=direction, policy=policy).need_more
+    return decide(
+        window, samples, direction=direction, policy=policy, calibration=calibration
+    ).need_more

@@ -66,3 +66,22 @@ def test_a_suspicious_step_takes_more_samples_before_it_is_bad(
     assert samples.pop(0) == 6
     assert all(n == (3 if shas[i] in (shas[3], shas[-1]) else 2) for i, n in samples.items())
     assert {s["label"] for s in result["steps"] if shas.index(s["commit"]) >= 3} == {"BAD"}
+
+
+def test_a_calibration_the_gate_could_not_read_stops_bisect_before_any_launch(
+    repo: tuple[Path, list[str]],
+) -> None:
+    """Bisect judges with the gate's calibration; one it cannot read is the config error
+    the gate would raise (exit 4), before a single replay is measured."""
+    root, shas = repo
+    config = root / "perfgate.yaml"
+    config.write_text(
+        config.read_text(encoding="utf-8").replace("version: 1\n", "version: 1\n"
+                                                   "gate: {calibration: noise.json}\n"),
+        encoding="utf-8",
+    )  # fmt: skip
+    code = main(["bisect", "--bucket", "sim/cpu", "--good", shas[0], "--bad", shas[-1],
+                 "--config", str(config), "--execute"])  # fmt: skip
+    assert code == 4
+    assert not (root / ".perfgate" / "bisect" / "state.json").exists()
+    assert not list((root / ".perfgate").glob("**/run-*"))

@@ -17,12 +17,14 @@ from perfgate.baselines.bisect import (
 )
 from perfgate.config import BaselinePolicy, ConfirmMode, GatePolicy, PolicyName
 from perfgate.judge.bucket_policy import policy_for
+from perfgate.judge.calibration import NoiseCalibration
 from perfgate.judge.judgement import Bisect
 from perfgate.judge.oracle import judge
 from perfgate.judge.verdicts import Verdict
 from perfgate.result import FailurePhase
 from tests.factories import make_result, primary_check
 from tests.unit.baselines.test_seed_plan import bucket
+from tests.unit.judge.test_calibration import RUNNER_OFFSETS, entry
 
 GOOD, BAD = "g" * 40, "b" * 40
 MIDDLE = tuple(f"{i}" * 40 for i in range(1, 7))  # six commits between good and bad
@@ -144,3 +146,20 @@ def test_a_step_of_two_repeats_can_be_bad() -> None:
     policy = policy_for(bucket(), GatePolicy(), "cpu-test")
     gate = judge(result, [primary_check(WINDOW, policy=policy)])
     assert gate.verdict is Verdict.INCONCLUSIVE
+
+
+def test_a_step_is_judged_with_the_noise_the_gates_calibration_measured() -> None:
+    """The gate judges a bucket with gate.calibration's noise for its experiment; a step is
+    the same run, so it gets the same noise. On runners about 2 % apart, ten runs leave
+    the window's runner noise uncertain and a 7 % drop inconclusive; the pool measured
+    that noise, and with it the drop is bad, for the gate and for bisect alike."""
+    result = make_result("cartpole/numpy", samples=(93.0, 93.2, 92.8), commit=MIDDLE[0])
+    pool = NoiseCalibration(buckets=(entry(noise_pct=0.3, df=20.0, run_noise_pct=1.8),))
+    sampling = step_sampling(bucket(), GatePolicy(confirm=ConfirmMode.OFF), 3)
+    policy = step_policy(bucket(), GatePolicy(), "cpu-test", sampling)
+    plain = label(result, RUNNER_OFFSETS, bucket(), policy)
+    measured = label(result, RUNNER_OFFSETS, bucket(), policy, pool)
+    assert (plain.label, measured.label) == (Bisect.SKIP, Bisect.BAD), measured.detail
+    # Measured for another experiment (its benchmark changed), the entry does not apply.
+    other = NoiseCalibration(buckets=(entry(benchmark_hash="e" * 16, run_noise_pct=1.8),))
+    assert label(result, RUNNER_OFFSETS, bucket(), policy, other).label is Bisect.SKIP
