@@ -11,9 +11,9 @@ is judged against the level before it:
   cent, steadily for weeks: estimated from the runs each one took, shrunk towards zero
   when it took few), plus noise: within a run (its samples) and between runs (what is left).
   Everything is in log space (``judge.goodness.to_g``), so changes are relative.
-* **A regression** is alerted when the runs since a candidate change, at least
-  ``confirm_runs`` of them and each on a new commit after the last run before it, all say
-  so: their weighted mean is a drop of at least ``min_drop_pct``, past a t line set from
+* **A regression** is alerted when the latest ``confirm_runs`` runs (the candidate change
+  is that many runs back, its first run on a new commit after the last run before it)
+  all say so: their weighted mean is a drop of at least ``min_drop_pct``, past a t line set from
   ``false_alert_rate`` per bucket-push and a rank line (Mann-Whitney against the level's
   own runs at ``rank_rate``, which caps false alerts for any distribution of whole-run
   noise: slow machine states, noisy neighbours), the same runs with the one farthest

@@ -195,7 +195,7 @@ class Life:
         self.hit = [
             drop > 0 and (b.physics == chosen.physics if wide else b is chosen) for b in buckets
         ]
-        self.noise = np.random.default_rng((seed, 7))
+        self.seed = seed
         self.strategies = [economics.Strategy.of(b.id, config.gate, b) for b in buckets]
         self.launch = [b.launch_minutes or 10.0 for b in buckets]
         self.lanes = _lanes(config, case)
@@ -257,6 +257,11 @@ class Life:
             self.tally.delays[self.drop] += [99] * missed
         return self.tally
 
+    def noise(self, index: int, b: int) -> np.random.Generator:
+        """Bucket ``b``'s sample noise in the run at ``index``: a stream of its own, so what
+        one run takes never moves another's draws and two rules compare life by life."""
+        return np.random.default_rng((self.seed, 7, index, b))
+
     def machine(self, b: int, index: int, job: str) -> tuple[str, float]:
         """Who measures bucket ``b``'s run at ``index`` in a ``job`` and the factor it
         carries; under ephemeral names a name no other job has."""
@@ -273,7 +278,7 @@ class Life:
             self.measured_since += 1
         for b in range(len(self.config.buckets)):
             runner, factor = self.machine(b, index, "push")
-            machine = economics.Machine(self.noise, factor, self.pool)
+            machine = economics.Machine(self.noise(index, b), factor, self.pool)
             kept = economics.take(machine, self.level(b, merge), case.push_samples)
             minutes += launch[b] * machine.taken
             walls[lane_of[b]] += launch[b] * machine.taken
@@ -313,7 +318,7 @@ class Life:
                 runner, factor = self.machine(b, index, "pr")
                 head = self.level(b, merge)
                 base = self.level(b, merge - 1)
-                machine = economics.Machine(self.noise, factor, self.pool)
+                machine = economics.Machine(self.noise(index, b), factor, self.pool)
                 seen = economics.look(strategies[b], self.history[b], runner)
                 kept, decision = economics.first_look(strategies[b], machine, seen, head,
                                                       launch[b])  # fmt: skip

@@ -106,3 +106,17 @@ def test_a_spend_file_that_is_not_a_spend_document_is_named_with_the_fix(tmp_pat
         bill.Recorded.read(str(path))
     with pytest.raises(SystemExit, match=r"missing\.json"):
         bill.Recorded.read(str(tmp_path / "missing.json"))
+
+
+def test_what_a_pull_request_takes_never_moves_a_push_runs_draws() -> None:
+    """Each bucket's run draws its noise from a stream of its own, so two rules compare
+    life by life: confirming or not at PR time leaves every push's samples as they were."""
+    shipped = next(c for c in bill.cases(CONFIG) if c.name == "as it ships")
+    lives = [
+        bill.Life(CONFIG, case, economics.Pool(kind="states", cv=0.02), 11, 0.0, SETUP)
+        for case in (shipped, replace(shipped, confirm=False))
+    ]
+    tallies = [life.run() for life in lives]
+    assert tallies[0].pr_minutes > tallies[1].pr_minutes  # the PR runs did differ
+    confirming, not_confirming = ([run.values for run in life.history[0]] for life in lives)
+    assert confirming == not_confirming and len(confirming) >= 20
