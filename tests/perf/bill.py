@@ -7,14 +7,15 @@ here is the example's nine buckets on one runner pool (``economics.make_series``
 offsets, throttled samples, run-level states), ``BURN_IN`` pushes of history, then
 ``MERGES`` merged pull requests, each a pull request's run and then its push's:
 
-* **the pull request's run**: each bucket's repeats on a runner, the window's verdict,
-  then confirmation (more launches, then pairs with the merge base) in its lane's order
-  of suspicion within the lane's share of ``gate.budget_minutes`` (``ci.lanes``), as the
-  bench does; a paired bucket also pays the merge base's warm-up launch (its cache is
-  keyed by the base) and its checkout;
-* **the push's run**: each bucket's ``alerts.push_repeats`` samples on another runner,
-  stored (the window of the next pull request) and watched by the post-merge alert rule
-  (``perfgate.judge.alerts``);
+* **the pull request's run**: each bucket's repeats on its job's runner (a job measures
+  its buckets in turn on one machine, each bucket's offset on it its own), the window's
+  verdict, then confirmation (more launches, then pairs with the merge base) in its
+  lane's order of suspicion within the lane's share of ``gate.budget_minutes``
+  (``ci.lanes``), as the bench does; a paired bucket also pays the merge base's warm-up
+  launch (its cache is keyed by the base) and its checkout;
+* **the push's run**: each bucket's ``alerts.push_repeats`` samples on another job's
+  runner, stored (the window of the next pull request) and watched by the post-merge
+  alert rule (``perfgate.judge.alerts``);
 * **every job's setup** S, once a job: one per bucket (upstream, and perfgate before),
   or one per lane.
 
@@ -264,9 +265,13 @@ class Life:
 
     def machine(self, b: int, index: int, job: str) -> tuple[str, float]:
         """Who measures bucket ``b``'s run at ``index`` in a ``job`` and the factor it
-        carries; under ephemeral names a name no other job has."""
-        runner, factor = self.serieses[b].machine_factor(index)
-        return (f"{job}-{index}-{b}" if self.case.ephemeral else runner), factor
+        carries; under ephemeral names a name no other job has. A job measures its
+        buckets in turn on one machine: the one its first bucket's schedule draws (each
+        bucket's offset on it, and its states, stay the bucket's own)."""
+        lane = next(lane for lane in self.lanes if b in lane)
+        slot = int(self.serieses[lane[0]].schedule[index])
+        runner, factor = self.serieses[b].machine_factor(index, slot)
+        return (f"{job}-{index}-{lane[0]}" if self.case.ephemeral else runner), factor
 
     def push(self, index: int, merge: int) -> tuple[float, float]:
         """Every bucket's push run at ``index``: its runner minutes and its wall time."""

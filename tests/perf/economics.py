@@ -434,9 +434,10 @@ class Series:
     states: np.ndarray  # per run: state factor (1.0: none)
     change: int  # judged-point index where the drop lands
 
-    def machine_factor(self, run: int) -> tuple[str, float]:
-        """(runner name, the factor its samples carry) of run ``run``."""
-        slot = int(self.schedule[run])
+    def machine_factor(self, run: int, slot: int | None = None) -> tuple[str, float]:
+        """(runner name, the factor its samples carry) of run ``run``, on the runner its
+        schedule draws unless ``slot`` names another."""
+        slot = int(self.schedule[run]) if slot is None else slot
         return self.names[run][slot], float(self.offsets[run, slot] * self.states[run])
 
 

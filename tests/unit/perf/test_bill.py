@@ -120,3 +120,17 @@ def test_what_a_pull_request_takes_never_moves_a_push_runs_draws() -> None:
     assert tallies[0].pr_minutes > tallies[1].pr_minutes  # the PR runs did differ
     confirming, not_confirming = ([run.values for run in life.history[0]] for life in lives)
     assert confirming == not_confirming and len(confirming) >= 20
+
+
+def test_a_jobs_buckets_are_measured_on_one_machine_and_a_job_a_bucket_on_its_own() -> None:
+    as_it_ships = next(c for c in bill.cases(CONFIG) if c.name == "as it ships")
+    one_job = bill.Life(CONFIG, as_it_ships, OFFSETS, 11, 0.0, SETUP)
+    a_job_a_bucket = bill.Life(CONFIG, upstream(), OFFSETS, 11, 0.0, SETUP)
+    nine = range(len(CONFIG.buckets))
+    for index in range(bill.BURN_IN, bill.BURN_IN + 20):
+        shared = {one_job.machine(b, index, "pr")[0] for b in nine}
+        assert len(shared) == 1
+        # Each bucket's offset on the job's machine is its own: one machine, nine factors.
+        assert len({one_job.machine(b, index, "pr")[1] for b in nine}) == 9
+    runners = {a_job_a_bucket.machine(b, index, "pr")[0] for b in nine for index in range(20)}
+    assert len(runners) > 1
