@@ -200,6 +200,7 @@ class Life:
         self.strategies = [economics.Strategy.of(b.id, config.gate, b) for b in buckets]
         self.launch = [b.launch_minutes or 10.0 for b in buckets]
         self.lanes = _lanes(config, case)
+        self.lane_of = {b: k for k, lane in enumerate(self.lanes) for b in lane}
         self.shares = _shares(config, case, self.lanes)
         self.history: list[list[StoredRun]] = [[] for _ in buckets]
         # The alert rule the example configures, as `perfgate alert` builds it.
@@ -268,17 +269,16 @@ class Life:
         carries; under ephemeral names a name no other job has. A job measures its
         buckets in turn on one machine: the one its first bucket's schedule draws (each
         bucket's offset on it, and its states, stay the bucket's own)."""
-        lane = next(lane for lane in self.lanes if b in lane)
-        slot = int(self.serieses[lane[0]].schedule[index])
+        first = self.lanes[self.lane_of[b]][0]
+        slot = int(self.serieses[first].schedule[index])
         runner, factor = self.serieses[b].machine_factor(index, slot)
-        return (f"{job}-{index}-{lane[0]}" if self.case.ephemeral else runner), factor
+        return (f"{job}-{index}-{first}" if self.case.ephemeral else runner), factor
 
     def push(self, index: int, merge: int) -> tuple[float, float]:
         """Every bucket's push run at ``index``: its runner minutes and its wall time."""
         case, tally, launch = self.case, self.tally, self.launch
         minutes = self.setup * len(self.lanes)
         walls = [self.setup] * len(self.lanes)
-        lane_of = {b: k for k, lane in enumerate(self.lanes) for b in lane}
         if merge >= self.change:
             self.measured_since += 1
         for b in range(len(self.config.buckets)):
@@ -286,7 +286,7 @@ class Life:
             machine = economics.Machine(self.noise(index, b), factor, self.pool)
             kept = economics.take(machine, self.level(b, merge), case.push_samples)
             minutes += launch[b] * machine.taken
-            walls[lane_of[b]] += launch[b] * machine.taken
+            walls[self.lane_of[b]] += launch[b] * machine.taken
             values = tuple(kept) or (self.level(b, merge) * factor,)
             self.history[b].insert(0, StoredRun(runner=runner, values=values))
             del self.history[b][max(self.strategies[b].history_runs, 20) :]
