@@ -134,3 +134,48 @@ def test_a_jobs_buckets_are_measured_on_one_machine_and_a_job_a_bucket_on_its_ow
         assert len({one_job.machine(b, index, "pr")[1] for b in nine}) == 9
     runners = {a_job_a_bucket.machine(b, index, "pr")[0] for b in nine for index in range(20)}
     assert len(runners) > 1
+
+
+def _lives(levels: list[float]) -> bill.Tally:
+    """A tally of one life a level, each of its merges costing that level and a tenth more
+    every fifth merge (a push run charged to it)."""
+    merged = [level * (1.1 if m % 5 == 0 else 1.0) for level in levels for m in range(bill.MERGES)]
+    return bill.Tally(merged=merged)
+
+
+def test_the_95th_percentiles_interval_resamples_whole_lives() -> None:
+    same = _lives([300.0] * 20)
+    assert same.p95_interval() == pytest.approx((same.p95(), same.p95()))
+    assert _lives([300.0]).p95_interval() is None  # one life cannot tell how lives vary
+    spread = _lives([250.0 + 10.0 * k for k in range(20)])
+    interval = spread.p95_interval()
+    assert interval is not None
+    low, high = interval
+    assert low < spread.p95() < high
+    assert high - low > 10.0
+    # Fewer lives pin the percentile down less.
+    few = _lives([250.0 + 40.0 * k for k in range(5)]).p95_interval()
+    assert few is not None and few[1] - few[0] > high - low
+
+
+def test_a_95th_percentile_whose_interval_holds_the_bound_is_not_decided() -> None:
+    at_bound = _lives([340.0 + 4.0 * k for k in range(20)])  # p95 about 1.5 x 290
+    target = bill._p95_target("states 2%", at_bound, at_bound.p95())
+    interval = at_bound.p95_interval()
+    assert interval is not None
+    assert interval[0] / bill.UPSTREAM_MERGED <= 1.5 <= interval[1] / bill.UPSTREAM_MERGED
+    assert not target.decided and "95 % interval over lives" in target.detail
+    under = _lives([250.0] * 20)
+    target = bill._p95_target("states 2%", under, under.p95() + 10.0)  # add-ons carried
+    assert target.met and target.decided
+    assert f"x{(under.p95() + 10.0) / bill.UPSTREAM_MERGED:.2f}" in target.detail
+    one = _lives([250.0])
+    assert not bill._p95_target("states 2%", one, one.p95()).decided
+
+
+def test_the_alert_target_names_each_late_bucket_and_how_little_every_one_rests_on() -> None:
+    tally = bill.Tally(delays={0.05: [3, 8, bill.NEVER, 2]})
+    assert bill._every(tally, 6).startswith("2 of 4 (at push 8, never); share alerted >= ")
+    all_in = bill.Tally(delays={0.05: [3] * 17})
+    # 17 of 17 cannot rule out that one bucket in seven is late.
+    assert bill._every(all_in, 6) == "17 of 17; share alerted >= 86 % at 95 %"
