@@ -149,10 +149,13 @@ class Tally:
         for drop, delays in other.delays.items():
             self.delays.setdefault(drop, []).extend(delays)
 
+    def alerted(self, drop: float, pushes: int) -> int:
+        """Buckets of ``drop`` regressions alerted within ``pushes`` pushes of their merge."""
+        return sum(d <= pushes for d in self.delays.get(drop, []))
+
     def within(self, drop: float, pushes: int) -> float:
         """Share of ``drop`` regressions alerted within ``pushes`` pushes of their merge."""
-        delays = self.delays.get(drop, [])
-        return sum(d <= pushes for d in delays) / max(len(delays), 1)
+        return self.alerted(drop, pushes) / max(len(self.delays.get(drop, [])), 1)
 
     def p95(self) -> float:
         """The 95th percentile of a merged pull request's minutes."""
@@ -609,8 +612,8 @@ def _targets(
                           t.blocked.get(0.10, 0), t.drops.get(0.10, 0), 99.0,
                           f"{t.blocked.get(0.10, 0)} of {t.drops.get(0.10, 0)}"),
             rate_at_least(f"bill {pool}: every 5 % drop alerted within {bound} pushes",
-                          sum(d <= bound for d in t.delays.get(0.05, [])),
-                          len(t.delays.get(0.05, [])), 100.0, _every(t, bound)),
+                          t.alerted(0.05, bound), len(t.delays.get(0.05, [])), 100.0,
+                          _every(t, bound)),
             at_most(f"bill {pool}: false alerts per 1,000 bucket-pushes",
                     1000 * t.false_alerts / max(t.pushes, 1), 1.0, ""),
         ]  # fmt: skip
@@ -639,7 +642,7 @@ def _every(tally: Tally, pushes: int) -> str:
     """How many 5 % regressions' buckets were alerted within ``pushes``, the late ones, and
     the least share alerted that so few trials support (one-sided 95 %)."""
     delays = tally.delays.get(0.05, [])
-    alerted = sum(d <= pushes for d in delays)
+    alerted = tally.alerted(0.05, pushes)
     least = 1.0 - upper95(len(delays) - alerted, len(delays)) if delays else float("nan")
     late = ", ".join("never" if d == NEVER else f"at push {d}"
                      for d in sorted(d for d in delays if d > pushes))  # fmt: skip
