@@ -21,7 +21,9 @@ offsets, throttled samples, run-level states), ``BURN_IN`` pushes of history, th
 
 In half the lives one merge brings a drop of 5 or 10 % to every bucket of one physics
 backend; it counts as caught at PR time when the pull request that brings it is BLOCKed,
-and after the merge when the alert rule alerts it within a number of pushes.
+and after the merge when the alert rule alerts it within a number of pushes (timed too:
+the hours from its merge to the end of the push run whose alert names it, merges arriving
+``MERGE_GAP`` apart on average and a coalesced push waiting for the run before it).
 
 What is assumed, not measured (said again in the printed header): S and each bucket's
 launch time as the example declares them (its ``setup_minutes``, solved from the upstream
@@ -133,6 +135,9 @@ class Tally:
     drops: dict[float, int] = field(default_factory=dict)  # regressions merged
     blocked: dict[float, int] = field(default_factory=dict)  # ... whose PR was BLOCKed
     delays: dict[float, list[int]] = field(default_factory=dict)  # pushes to alert (NEVER)
+    # Hours from a regression's merge to the end of the push run whose alert named each
+    # bucket (alerted buckets only): what the bound in pushes means on the clock.
+    hours: dict[float, list[float]] = field(default_factory=dict)
     pushes: int = 0  # unchanged bucket-pushes watched
     false_alerts: int = 0
     bisect_minutes: float = 0.0
@@ -148,6 +153,8 @@ class Tally:
                 mine[drop] = mine.get(drop, 0) + count
         for drop, delays in other.delays.items():
             self.delays.setdefault(drop, []).extend(delays)
+        for drop, hours in other.hours.items():
+            self.hours.setdefault(drop, []).extend(hours)
 
     def alerted(self, drop: float, pushes: int) -> int:
         """Buckets of ``drop`` regressions alerted within ``pushes`` pushes of their merge."""
@@ -235,11 +242,8 @@ class Life:
         self.measured_since = 0  # measured pushes since the change, its own included
         self.tally = Tally()
         if drop:
-            self.tally.drops, self.tally.blocked, self.tally.delays = (
-                {drop: 0},
-                {drop: 0},
-                {drop: []},
-            )
+            self.tally.drops, self.tally.blocked = {drop: 0}, {drop: 0}
+            self.tally.delays, self.tally.hours = {drop: []}, {drop: []}
 
     def level(self, b: int, merge: int) -> float:
         """Bucket ``b``'s level once ``merge`` is in."""
@@ -253,13 +257,16 @@ class Life:
         # Relevant merges arrive at random through working hours, MERGE_GAP minutes apart on
         # average.
         arrivals = np.cumsum(self.rng.exponential(MERGE_GAP, MERGES))
+        change_at = float(arrivals[self.change])
         free_at, pending = 0.0, None
         costs = [0.0] * MERGES
 
         def run_push(merge: int, start: float) -> float:
-            minutes, wall = self.push(BURN_IN + 2 * merge + 1, merge)
+            minutes, wall, alerted = self.push(BURN_IN + 2 * merge + 1, merge)
             costs[merge] += minutes
             self.tally.push_minutes += minutes
+            if alerted:  # the alert goes out when the run is done
+                self.tally.hours[self.drop] += [(start + wall - change_at) / 60.0] * alerted
             return start + wall
 
         for merge in range(MERGES):
@@ -299,9 +306,11 @@ class Life:
         runner, factor = self.serieses[b].machine_factor(index, slot)
         return (f"{job}-{index}-{first}" if self.case.ephemeral else runner), factor
 
-    def push(self, index: int, merge: int) -> tuple[float, float]:
-        """Every bucket's push run at ``index``: its runner minutes and its wall time."""
+    def push(self, index: int, merge: int) -> tuple[float, float, int]:
+        """Every bucket's push run at ``index``: its runner minutes, its wall time and how
+        many regressed buckets its alerts name for the first time."""
         case, tally, launch = self.case, self.tally, self.launch
+        alerted = 0
         minutes = self.setup * len(self.lanes)
         walls = [self.setup] * len(self.lanes)
         if merge >= self.change:
@@ -329,13 +338,14 @@ class Life:
             elif fresh and not self.alerted[b]:
                 self.alerted[b] = True
                 tally.delays[self.drop].append(self.measured_since)
+                alerted += 1
             if fresh and merge >= 0:  # a merge's share of the bill: bisects after merges
                 alert = episodes[-1].alert
                 width = max(1, alert.first_bad - alert.last_good)
                 if width > 1:
                     steps = math.ceil(math.log2(width)) + 1
                     tally.bisect_minutes += self.setup + BISECT_REPEATS * steps * launch[b]
-        return minutes, max(walls)
+        return minutes, max(walls), alerted
 
     def pull_request(self, index: int, merge: int) -> float:
         """The pull request's run of every bucket (its lanes, their shares); its minutes."""
@@ -582,6 +592,7 @@ def _figures(
                 "blocked_10pct": t.blocked.get(0.10, 0) / max(t.drops.get(0.10, 0), 1),
                 "blocked_5pct": t.blocked.get(0.05, 0) / max(t.drops.get(0.05, 0), 1),
                 **{f"alerted_5pct_within_{n}": t.within(0.05, n) for n in WITHIN},
+                "alert_hours_5pct": _hours(t),
                 "false_alerts_per_1000": 1000 * t.false_alerts / max(t.pushes, 1),
             }  # fmt: skip
     return figures
@@ -647,4 +658,15 @@ def _every(tally: Tally, pushes: int) -> str:
     late = ", ".join("never" if d == NEVER else f"at push {d}"
                      for d in sorted(d for d in delays if d > pushes))  # fmt: skip
     late_text = f" ({late})" if late else ""
-    return f"{alerted} of {len(delays)}{late_text}; share alerted >= {100 * least:.0f} % at 95 %"
+    hours = _hours(tally)
+    clock = (f"; {hours['median']:.0f} h after the merge (median), at most {hours['longest']:.0f} h"
+             if hours else "")  # fmt: skip
+    return (f"{alerted} of {len(delays)}{late_text}; share alerted >= {100 * least:.0f} % at 95 %"
+            f"{clock}")  # fmt: skip
+
+
+def _hours(tally: Tally) -> dict[str, float] | None:
+    """The clock time from a 5 % regression's merge to each of its buckets' alerts: the
+    median and the longest (None when none was alerted)."""
+    hours = tally.hours.get(0.05, [])
+    return {"median": float(np.median(hours)), "longest": max(hours)} if hours else None

@@ -179,3 +179,21 @@ def test_the_alert_target_names_each_late_bucket_and_how_little_every_one_rests_
     all_in = bill.Tally(delays={0.05: [3] * 17})
     # 17 of 17 cannot rule out that one bucket in seven is late.
     assert bill._every(all_in, 6) == "17 of 17; share alerted >= 86 % at 95 %"
+
+
+def test_each_alert_is_timed_from_its_regressions_merge_to_the_end_of_the_run_naming_it() -> None:
+    life = bill.Life(CONFIG, bill._case(CONFIG, "as it ships"), OFFSETS, 12, 0.10, SETUP)
+    tally = life.run()
+    delays = [d for d in tally.delays[0.10] if d != bill.NEVER]
+    hours = tally.hours[0.10]
+    assert delays and len(hours) == len(delays)
+    # At the earliest, the end of the regression's own push run, which starts at its merge.
+    assert min(hours) >= (SETUP + 2 * LAUNCHES) / 60
+    # A bucket alerted at a later measured push is alerted later on the clock.
+    assert [h for _, h in sorted(zip(delays, hours, strict=True))] == sorted(hours)
+
+
+def test_the_alert_target_says_what_its_bound_in_pushes_means_on_the_clock() -> None:
+    tally = bill.Tally(delays={0.05: [1, 2, 4]}, hours={0.05: [3.2, 6.6, 14.0]})
+    assert bill._every(tally, 6).endswith("; 7 h after the merge (median), at most 14 h")
+    assert bill._hours(tally) == {"median": 6.6, "longest": 14.0}
