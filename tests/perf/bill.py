@@ -659,8 +659,8 @@ def _every(tally: Tally, pushes: int) -> str:
                      for d in sorted(d for d in delays if d > pushes))  # fmt: skip
     late_text = f" ({late})" if late else ""
     hours = _hours(tally)
-    clock = (f"; {hours['median']:.0f} h after the merge (median), at most {hours['longest']:.0f} h"
-             if hours else "")  # fmt: skip
+    clock = (f"; alerted {hours['median']:.0f} h after the merge (median), at most "
+             f"{hours['longest']:.0f} h" if hours else "")  # fmt: skip
     return (f"{alerted} of {len(delays)}{late_text}; share alerted >= {100 * least:.0f} % at 95 %"
             f"{clock}")  # fmt: skip
 

@@ -195,5 +195,5 @@ def test_each_alert_is_timed_from_its_regressions_merge_to_the_end_of_the_run_na
 
 def test_the_alert_target_says_what_its_bound_in_pushes_means_on_the_clock() -> None:
     tally = bill.Tally(delays={0.05: [1, 2, 4]}, hours={0.05: [3.2, 6.6, 14.0]})
-    assert bill._every(tally, 6).endswith("; 7 h after the merge (median), at most 14 h")
+    assert bill._every(tally, 6).endswith("; alerted 7 h after the merge (median), at most 14 h")
     assert bill._hours(tally) == {"median": 6.6, "longest": 14.0}
