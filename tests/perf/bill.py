@@ -151,10 +151,9 @@ class Tally:
         for mine, theirs in ((self.drops, other.drops), (self.blocked, other.blocked)):
             for drop, count in theirs.items():
                 mine[drop] = mine.get(drop, 0) + count
-        for drop, delays in other.delays.items():
-            self.delays.setdefault(drop, []).extend(delays)
-        for drop, hours in other.hours.items():
-            self.hours.setdefault(drop, []).extend(hours)
+        for lists, theirs in ((self.delays, other.delays), (self.hours, other.hours)):
+            for drop, items in theirs.items():
+                lists.setdefault(drop, []).extend(items)
 
     def alerted(self, drop: float, pushes: int) -> int:
         """Buckets of ``drop`` regressions alerted within ``pushes`` pushes of their merge."""
