@@ -127,3 +127,20 @@ def stored_ids(origin: Path, reader: Path, buckets: int) -> list[str]:
     paths = [f"samples/cpu-test/t{bucket}/numpy.ndjson" for bucket in range(buckets)]
     found = store.read(paths, tip)
     return [sample.sample_id for samples in found.values() for sample in samples]
+
+
+def store_push_run(repo: Path, commit: str) -> None:
+    """A push run of every bucket of ``repo``'s perfgate.yaml at ``commit``, two samples
+    each, appended to its local baseline branch as publish appends them."""
+    from perfgate.config import load_config
+    from perfgate.run.launch import bucket_hashes
+
+    config = load_config(repo / "perfgate.yaml")
+    store = BaselineStore(repo, branch=config.gate.baseline.branch, remote=None)
+    samples = []
+    for bucket in config.buckets:
+        launch, benchmark = bucket_hashes(bucket)
+        result = make_result(bucket.id, samples=(100.0, 101.0), commit=commit)
+        identity = replace(result.identity, launch_hash=launch, benchmark_hash=benchmark)
+        samples += samples_from_result(replace(result, identity=identity), trusted_source="perf")
+    store.append(samples, f"publish {commit[:7]}")

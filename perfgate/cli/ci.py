@@ -21,10 +21,13 @@ is stale (the drift check CI runs).
 AFFECTED_HELP = """List the buckets whose `paths:` globs match a change, and the runner
 jobs (lanes) that measure them.
 
-Reads one repository-relative path per line; a bucket without `paths:` is always
-affected. The matrix is split into at most `workflows.bench_jobs` lanes per runner pool
-(fixed by the whole matrix, so a lane keeps its warm caches); only the lanes holding an
-affected bucket run, and the run's budget (`gate.budget_minutes`) is shared out over them.
+Reads one repository-relative path per line (`--changed-files`), or compares each
+bucket's paths between the commit the baseline branch last measured it at on a branch and
+HEAD (`--since-measured`: a coalesced push, whose superseded pushes were never measured);
+a bucket without `paths:` is always affected. The matrix is split into at most
+`workflows.bench_jobs` lanes per runner pool (fixed by the whole matrix, so a lane keeps
+its warm caches); only the lanes holding an affected bucket run, and the run's budget
+(`gate.budget_minutes`) is shared out over them.
 On GitHub it also writes the `run`, `buckets` and `lanes` (the bench matrix) step outputs.
 """
 
@@ -67,6 +70,7 @@ def register(verbs: Verbs) -> None:
         examples=(
             "git diff --name-only origin/main... > changed.txt && "
             "perfgate affected --changed-files changed.txt",
+            "perfgate affected --since-measured main",
         ),
     )
     add_config(affected)
@@ -75,6 +79,13 @@ def register(verbs: Verbs) -> None:
         "--changed-files", type=Path, metavar="FILE", help="file with one changed path per line"
     )
     source.add_argument("--all", action="store_true", help="select every bucket (forced run)")
+    source.add_argument(
+        "--since-measured",
+        metavar="BRANCH",
+        help="select the buckets whose paths changed since the baseline branch last measured "
+        "them on BRANCH (a coalesced push: the pushes it follows may be unmeasured); every "
+        "bucket never measured there, and every bucket when the baseline branch cannot be read",
+    )
 
 
 def _relative(path: Path) -> Path:
@@ -138,6 +149,8 @@ def run_affected(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     if args.all:
         selected = config.buckets
+    elif args.since_measured is not None:
+        selected = _since_measured(config, args.since_measured)
     else:
         try:
             changed = args.changed_files.read_text(encoding="utf-8").splitlines()
@@ -163,6 +176,41 @@ def run_affected(args: argparse.Namespace) -> int:
         }
     )
     return ExitCode.OK
+
+
+def _since_measured(config: Config, target_branch: str) -> tuple[Bucket, ...]:
+    """The buckets a file their paths select changed for since the baseline branch last
+    measured them on ``target_branch``; every bucket when it cannot say."""
+    from perfgate.baselines.measured import changed_since, last_measured
+    from perfgate.baselines.store import open_store
+    from perfgate.ci.selection import affected
+    from perfgate.errors import GitError
+    from perfgate.util.console import say
+
+    if not target_branch:
+        raise UsageError("--since-measured: name the branch whose pushes are measured")
+    store = open_store(config, local=False)
+    if store is None:
+        raise UsageError(
+            "--since-measured: not inside a git repository; run it in the checkout whose "
+            "pushes are measured"
+        )
+    try:
+        measured_at = last_measured(store, config.buckets, target_branch=target_branch,
+                                    min_samples=config.gate.baseline.min_samples)  # fmt: skip
+        changes = changed_since(store.repo, measured_at, "HEAD")
+    except (GitError, UsageError) as exc:
+        say(f"what was last measured on {target_branch} cannot be read ({exc}): every bucket runs")
+        return config.buckets
+    for bucket in config.buckets:
+        commit = measured_at[bucket.id]
+        if commit is None:
+            say(f"{bucket.id}: never measured on {target_branch}")
+        elif changes[bucket.id] is None:
+            say(f"{bucket.id}: last measured at {commit[:12]}, outside this history")
+    return tuple(
+        b for b in config.buckets if (files := changes[b.id]) is None or affected([b], files)
+    )
 
 
 def lane_rows(config: Config, measured: Sequence[Bucket]) -> list[dict[str, Any]]:

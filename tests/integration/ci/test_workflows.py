@@ -22,6 +22,7 @@ import yaml
 
 from perfgate.config import load_config
 from tests.paths import ROOT
+from tests.publishers import store_push_run
 
 COPIED = [
     "perfgate",
@@ -142,6 +143,7 @@ def _select_env(tmp_path: Path, event: str, **more: str) -> dict[str, str]:
     return {
         "EVENT_NAME": event,
         "HAS_RUN_LABEL": "false",
+        "TARGET_BRANCH": "main",  # the config job's target step
         "PERFGATE_CONFIG": "perfgate.yaml",
         "RUNNER_TEMP": str(tmp_path),
         "GITHUB_OUTPUT": str(tmp_path / "out"),
@@ -206,11 +208,20 @@ def _select_step(tmp_path: Path, *, coalesce_pushes: bool) -> dict[str, Any]:
     return _step(site / ".github/workflows/perfgate.yml", "config", "select")
 
 
-def test_coalesced_pushes_share_a_group_per_branch_and_measure_every_bucket(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("changed", "measured", "run"),
+    [
+        ("README.md", True, "false"),  # nothing a bucket selects changed since it was measured
+        ("source/isaaclab/envs/x.py", True, "true"),
+        ("README.md", False, "true"),  # never measured on the branch: every bucket
+    ],
+)
+def test_coalesced_pushes_share_a_group_per_branch_and_measure_what_changed_since_measured(
+    tmp_path: Path, changed: str, measured: bool, run: str
 ) -> None:
-    """workflows.coalesce_pushes: the push a run follows may have been superseded
-    unmeasured, so a push measures every bucket, whatever it touched."""
+    """workflows.coalesce_pushes: the pushes a run follows may have been superseded
+    unmeasured, so a push measures the buckets whose paths changed since the baseline
+    branch last measured them (on origin, read with the step's credentials)."""
     workflow = yaml.safe_load(
         (ROOT / "examples/isaaclab/.github/workflows/perfgate.yml").read_text()
     )
@@ -218,15 +229,23 @@ def test_coalesced_pushes_share_a_group_per_branch_and_measure_every_bucket(
     step = _select_step(tmp_path, coalesce_pushes=True)
     assert step == _step(ROOT / "examples/isaaclab/.github/workflows/perfgate.yml",
                          "config", "select")  # fmt: skip
-    clone, _ = _pushed_repo(tmp_path, "README.md")
+    clone, _ = _pushed_repo(tmp_path, changed, measured=measured, full=True)
     output = tmp_path / "out"
-    result = _bash(step["run"], clone, _select_env(tmp_path, "push"))
+    env = _select_env(tmp_path, "push", GITHUB_TOKEN="tok",
+                      GITHUB_SERVER_URL="https://github.example")  # fmt: skip
+    result = _bash(step["run"], clone, env)
     assert result.returncode == 0, result.stderr
-    assert len(json.loads(_outputs(output)["buckets"])) == 9
+    assert _outputs(output)["run"] == run
+    assert len(json.loads(_outputs(output)["buckets"])) == (9 if run == "true" else 0)
 
 
-def _pushed_repo(tmp_path: Path, changed: str) -> tuple[Path, str]:
-    """A clone of a bare origin whose last push changed ``changed``; the commit it follows."""
+def _pushed_repo(
+    tmp_path: Path, changed: str, *, measured: bool = False, full: bool = False
+) -> tuple[Path, str]:
+    """A clone of a bare origin whose last push changed ``changed``; the commit it follows.
+
+    ``measured``: origin's baseline branch holds a push run of every bucket at that commit;
+    ``full``: the clone has the whole history (else the pushed commit alone)."""
     origin, work = tmp_path / "origin.git", tmp_path / "work"
     _git(tmp_path, "init", "-q", "--bare", str(origin))
     # GitHub serves any reachable commit by its SHA (a fetch of github.event.before).
@@ -242,9 +261,14 @@ def _pushed_repo(tmp_path: Path, changed: str) -> tuple[Path, str]:
     _git(work, "add", "-A")
     _git(work, "commit", "-qm", "the push")
     _git(work, "push", "-q", str(origin), "HEAD:refs/heads/main")
+    if measured:
+        store_push_run(work, before)
+        baseline = load_config(work / "perfgate.yaml").gate.baseline.branch
+        _git(work, "push", "-q", str(origin), f"refs/heads/{baseline}")
     clone = tmp_path / "clone"
-    # What the config job checks out: the pushed commit and its parent only.
-    _git(tmp_path, "clone", "-q", "--depth=1", "--branch=main", f"file://{origin}", str(clone))
+    # What the config job checks out: the pushed commit alone, or (fetch-depth: 0) all.
+    depth = () if full else ("--depth=1",)
+    _git(tmp_path, "clone", "-q", *depth, "--branch=main", f"file://{origin}", str(clone))
     return clone, before
 
 
