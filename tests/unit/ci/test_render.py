@@ -457,6 +457,27 @@ def test_pull_request_gate_is_read_only_and_only_trusted_events_post(rendered: A
     assert upload["if"] == "always()" and upload["with"]["name"] == REPORT_ARTIFACT
 
 
+def test_the_config_job_of_coalesced_pushes_fetches_the_history_a_push_compares(
+    rendered: Any,
+) -> None:
+    """A coalesced push compares each bucket's last measured commit, anywhere in the
+    branch's history (affected --since-measured); a pull request needs its merge commit
+    and the base tip, and so does every run of a site whose pushes are not coalesced."""
+    site, docs = rendered
+    config_job = _workflows(docs)["perfgate.yml"]["jobs"]["config"]
+    checkout = next(s for s in config_job["steps"] if "actions/checkout@" in s.get("uses", ""))
+    select = next(s for s in config_job["steps"] if s.get("id") == "select")
+    if site.config.coalesce_pushes:
+        assert checkout["with"]["fetch-depth"] == (
+            "${{ github.event_name == 'push' && '0' || '2' }}"
+        )
+        assert '--since-measured "$TARGET_BRANCH"' in select["run"]
+        assert select["env"]["TARGET_BRANCH"] == "${{ steps.target.outputs.target-branch }}"
+    else:
+        assert checkout["with"]["fetch-depth"] == 2
+        assert "--since-measured" not in select["run"]
+
+
 def test_jobs_reading_the_baseline_branch_fetch_full_history(rendered: Any) -> None:
     """Ancestry and merge-base need every commit and origin/<target>: fetch-depth 0 (with
     actions/checkout that fetches +refs/heads/*:refs/remotes/origin/*)."""
