@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from perfgate.baselines.publish import PUSHED_SOURCE
 from perfgate.baselines.samples import Sample, samples_from_result
 from perfgate.baselines.store import BaselineStore
 from perfgate.util.git import git
@@ -129,9 +130,10 @@ def stored_ids(origin: Path, reader: Path, buckets: int) -> list[str]:
     return [sample.sample_id for samples in found.values() for sample in samples]
 
 
-def store_push_run(repo: Path, commit: str) -> None:
-    """A push run of every bucket of ``repo``'s perfgate.yaml at ``commit``, two samples
-    each, appended to its local baseline branch as publish appends them."""
+def store_push_run(repo: Path, commit: str, *, source: str = PUSHED_SOURCE) -> None:
+    """A run of every bucket of ``repo``'s perfgate.yaml at ``commit``, two samples each,
+    appended to its local baseline branch as ``source`` (a push run's publish by default)
+    appends them."""
     from perfgate.config import load_config
     from perfgate.run.launch import bucket_hashes
 
@@ -142,5 +144,5 @@ def store_push_run(repo: Path, commit: str) -> None:
         launch, benchmark = bucket_hashes(bucket)
         result = make_result(bucket.id, samples=(100.0, 101.0), commit=commit)
         identity = replace(result.identity, launch_hash=launch, benchmark_hash=benchmark)
-        samples += samples_from_result(replace(result, identity=identity), trusted_source="perf")
+        samples += samples_from_result(replace(result, identity=identity), trusted_source=source)
     store.append(samples, f"publish {commit[:7]}")

@@ -37,6 +37,8 @@ from perfgate.util.console import say
 SampleCheck = Callable[[Sample], str | None]
 
 PENDING_FILE = "pending-samples.ndjson"
+#: The trusted source of the samples a protected branch's push run publishes.
+PUSHED_SOURCE = "protected_branch"
 
 
 class PublishIncomplete(GateMalfunction):

@@ -184,7 +184,7 @@ def _since_measured(config: Config, target_branch: str) -> tuple[Bucket, ...]:
     from perfgate.baselines.measured import changed_since, last_measured
     from perfgate.baselines.store import open_store
     from perfgate.ci.selection import affected
-    from perfgate.errors import GitError
+    from perfgate.errors import PerfgateError
     from perfgate.util.console import say
 
     if not target_branch:
@@ -197,17 +197,14 @@ def _since_measured(config: Config, target_branch: str) -> tuple[Bucket, ...]:
         )
     try:
         measured_at = last_measured(store, config.buckets, target_branch=target_branch,
-                                    min_samples=config.gate.baseline.min_samples)  # fmt: skip
+                                    head="HEAD")  # fmt: skip
         changes = changed_since(store.repo, measured_at, "HEAD")
-    except (GitError, UsageError) as exc:
+    except PerfgateError as exc:  # measuring too much is safe; measuring nothing is not
         say(f"what was last measured on {target_branch} cannot be read ({exc}): every bucket runs")
         return config.buckets
     for bucket in config.buckets:
-        commit = measured_at[bucket.id]
-        if commit is None:
-            say(f"{bucket.id}: never measured on {target_branch}")
-        elif changes[bucket.id] is None:
-            say(f"{bucket.id}: last measured at {commit[:12]}, outside this history")
+        if measured_at[bucket.id] is None:
+            say(f"{bucket.id}: its experiment was never measured at a commit of this history")
     return tuple(
         b for b in config.buckets if (files := changes[b.id]) is None or affected([b], files)
     )

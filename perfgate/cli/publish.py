@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.artifacts import load_results
     from perfgate.baselines.publish import (
         PENDING_FILE,
+        PUSHED_SOURCE,
         pending_files,
         read_pending,
         record_samples,
@@ -125,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     refused = record_samples(
         store,
         results,
-        "protected_branch",
+        PUSHED_SOURCE,
         message,
         carried=carried,
         pending=args.report_dir / PENDING_FILE,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from perfgate.baselines.imports.history import TRUSTED_SOURCE as IMPORTED
 from perfgate.errors import ExitCode
 from perfgate.util.git import git
 from tests.git_support import commit_all
@@ -33,29 +34,42 @@ buckets:
     paths: ["pendulum/**"]
     backends: [{physics: numpy}]
 """
+BOTH = ["cartpole/numpy", "pendulum/numpy"]
 
 
-def _repo(tmp_path: Path) -> tuple[Path, str]:
-    """A repository on main whose first commit the baseline branch holds both buckets' run of."""
+def _repo(tmp_path: Path, *, measured: bool = True) -> Path:
+    """A repository on main whose first commit the baseline branch holds a push run of."""
     repo = tmp_path / "repo"
     git("init", "-q", "-b", "main", str(repo))
     (repo / "perfgate.yaml").write_text(CONFIG, encoding="utf-8")
-    measured = commit_all(repo, "measured")
-    store_push_run(repo, measured)
-    return repo, measured
+    first = commit_all(repo, "measured")
+    if measured:
+        store_push_run(repo, first)
+    return repo
 
 
-def _affected(repo: Path, branch: str = "main") -> tuple[list[str], str]:
-    """The buckets `perfgate affected --since-measured BRANCH` selects, and what it said."""
-    out = repo.parent / "outputs"
-    env = {**os.environ, "GITHUB_OUTPUT": str(out), "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
+def _change(repo: Path, *paths: str, message: str = "a push") -> str:
+    for path in paths:
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(f"{message}\n")
+    return commit_all(repo, message)
+
+
+def _run(repo: Path, branch: str = "main") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GITHUB_OUTPUT": str(repo.parent / "outputs"), "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
         [sys.executable, "-m", "perfgate", "affected", "--config", "perfgate.yaml",
          "--since-measured", branch],
         cwd=repo, env=env, capture_output=True, text=True, check=False,
     )  # fmt: skip
+
+
+def _affected(repo: Path, branch: str = "main") -> tuple[list[str], str]:
+    """The buckets `perfgate affected --since-measured BRANCH` selects, and what it said."""
+    done = _run(repo, branch)
     assert done.returncode == 0, done.stderr
-    outputs = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
+    out = (repo.parent / "outputs").read_text()
+    outputs = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
     return json.loads(outputs["buckets"]), done.stderr
 
 
@@ -65,76 +79,79 @@ def _affected(repo: Path, branch: str = "main") -> tuple[list[str], str]:
         ((), []),  # nothing since: no GPU job at all
         (("README.md",), []),  # superseded pushes that touched no bucket
         (("source/envs/x.py",), ["cartpole/numpy"]),
-        (("source/envs/x.py", "pendulum/p.py"), ["cartpole/numpy", "pendulum/numpy"]),
+        (("source/envs/x.py", "pendulum/p.py"), BOTH),
+        (("pendulum/caf\u00e9.py",), ["pendulum/numpy"]),  # a path git would quote
     ],
 )
 def test_a_bucket_runs_when_its_paths_changed_since_its_last_measured_commit(
     tmp_path: Path, changes: tuple[str, ...], selected: list[str]
 ) -> None:
-    repo, _ = _repo(tmp_path)
-    # Two pushes since the measured commit (the first superseded unmeasured): the files of
-    # both count, not only the last push's.
+    repo = _repo(tmp_path)
+    # A push per change since the measured commit (all but the last superseded
+    # unmeasured): the files of every one count, not only the last push's.
     for index, path in enumerate(changes):
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text("change\n")
-        commit_all(repo, f"push {index}")
+        _change(repo, path, message=f"push {index}")
     commit_all(repo, "the push this run measures")
     assert _affected(repo)[0] == selected
 
 
-def test_the_newest_measured_commit_is_the_one_compared(tmp_path: Path) -> None:
-    repo, _ = _repo(tmp_path)
-    (repo / "source").mkdir()
-    (repo / "source/x.py").write_text("change\n")
-    store_push_run(repo, commit_all(repo, "measured again"))
-    (repo / "README.md").write_text("docs\n")
-    commit_all(repo, "docs")
+def test_a_file_moved_out_of_a_buckets_paths_changes_that_bucket(tmp_path: Path) -> None:
+    repo = _repo(tmp_path, measured=False)
+    _change(repo, "pendulum/big.py", message="the bucket's file")
+    store_push_run(repo, git("rev-parse", "HEAD", cwd=repo).strip())
+    git("mv", "pendulum/big.py", "big.py", cwd=repo)
+    commit_all(repo, "moved out")
+    assert _affected(repo)[0] == ["pendulum/numpy"]
+
+
+def test_the_nearest_measured_ancestor_is_the_one_compared(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    store_push_run(repo, _change(repo, "source/x.py", message="measured again"))
+    _change(repo, "README.md", message="docs")
+    assert _affected(repo)[0] == []
+    # A run of an older commit than the newest measured one compares with what was
+    # measured in its own history.
+    older = _change(repo, "docs/a.md", message="older")
+    store_push_run(repo, _change(repo, "source/y.py", message="measured after it"))
+    git("checkout", "-q", "--detach", older, cwd=repo)
     assert _affected(repo)[0] == []
 
 
-def test_a_bucket_never_measured_or_measured_off_this_history_runs_and_is_named(
-    tmp_path: Path,
-) -> None:
-    repo = tmp_path / "repo"
-    git("init", "-q", "-b", "main", str(repo))
-    (repo / "perfgate.yaml").write_text(CONFIG, encoding="utf-8")
-    commit_all(repo, "first")
+def test_runs_that_did_not_measure_this_experiment_here_do_not_count(tmp_path: Path) -> None:
+    repo = _repo(tmp_path, measured=False)
+    # Another tool's import at this very commit; then a push run's samples read as another
+    # target branch's.
+    store_push_run(repo, _change(repo, "README.md", message="docs"), source=IMPORTED)
     buckets, said = _affected(repo)
-    assert buckets == ["cartpole/numpy", "pendulum/numpy"]
-    assert "cartpole/numpy: never measured on main" in said
-    # A history rewritten after the measured run: its commit is not on main any more.
-    git("checkout", "-q", "-b", "side", cwd=repo)
-    store_push_run(repo, commit_all(repo, "measured on a branch since rewritten"))
-    git("checkout", "-q", "main", cwd=repo)
-    git("branch", "-q", "-D", "side", cwd=repo)
-    buckets, said = _affected(repo)
-    assert buckets == ["cartpole/numpy", "pendulum/numpy"]
-    # A run measuring an older commit than the branch's newest measured one.
-    before = commit_all(repo, "before")
-    store_push_run(repo, commit_all(repo, "measured after it"))
-    git("checkout", "-q", "--detach", before, cwd=repo)
-    buckets, said = _affected(repo)
-    assert buckets == ["cartpole/numpy", "pendulum/numpy"]
-    assert "outside this history" in said
+    assert buckets == BOTH
+    assert "cartpole/numpy: its experiment was never measured at a commit of this history" in said
+    store_push_run(repo, _change(repo, "README.md", message="measured"))
+    assert _affected(repo, "release")[0] == BOTH
+    assert _affected(repo)[0] == []
+    # pendulum's experiment changes in perfgate.yaml, which its paths do not select.
+    text = (
+        (repo / "perfgate.yaml")
+        .read_text()
+        .replace("  - task: pendulum\n", "  - task: pendulum\n    num_envs: 32\n")
+    )
+    (repo / "perfgate.yaml").write_text(text)
+    commit_all(repo, "pendulum at 32 envs")
+    assert _affected(repo)[0] == BOTH
 
 
-def test_an_unreadable_baseline_branch_measures_every_bucket_and_says_so(
+def test_a_history_that_cannot_be_read_measures_every_bucket_and_says_so(
     tmp_path: Path,
 ) -> None:
-    repo, _ = _repo(tmp_path)
-    commit_all(repo, "the push")
-    buckets, said = _affected(repo, "no-such-branch")
-    assert buckets == ["cartpole/numpy", "pendulum/numpy"]
+    repo = _repo(tmp_path)
+    _change(repo, "README.md", message="docs")
+    shallow = tmp_path / "shallow"
+    git("clone", "-q", "--depth=1", f"file://{repo}", str(shallow))
+    buckets, said = _affected(shallow)
+    assert buckets == BOTH
     assert "cannot be read" in said and "every bucket runs" in said
 
 
 def test_since_measured_without_a_branch_name_is_a_usage_error(tmp_path: Path) -> None:
-    repo, _ = _repo(tmp_path)
-    done = subprocess.run(
-        [sys.executable, "-m", "perfgate", "affected", "--config", "perfgate.yaml",
-         "--since-measured", ""],
-        cwd=repo, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
-        text=True, check=False,
-    )  # fmt: skip
+    done = _run(_repo(tmp_path), "")
     assert done.returncode == ExitCode.USAGE
     assert "--since-measured: name the branch" in done.stderr

@@ -172,6 +172,7 @@ def _pr_repo(tmp_path: Path, changed: str) -> Path:
     [
         ("pull_request", "false", "README.md", "false"),
         ("pull_request", "false", "source/isaaclab/envs/x.py", "true"),
+        ("pull_request", "false", "source/isaaclab/envs/caf\u00e9.py", "true"),  # never quoted
         ("pull_request", "true", "README.md", "true"),
         ("push", "false", "README.md", "true"),
         ("merge_group", "false", "README.md", "true"),
@@ -277,6 +278,7 @@ def _pushed_repo(
     [
         ("README.md", "parent", "false"),  # a push that touches no bucket runs no GPU job
         ("source/isaaclab/envs/x.py", "parent", "true"),
+        ("source/isaaclab/envs/caf\u00e9.py", "parent", "true"),
         ("README.md", "0" * 40, "true"),  # a new branch: every bucket
         ("README.md", "f" * 40, "true"),  # a rewritten history: every bucket, said
     ],
