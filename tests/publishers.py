@@ -17,7 +17,7 @@ from perfgate.baselines.publish import PUSHED_SOURCE
 from perfgate.baselines.samples import Sample, samples_from_result
 from perfgate.baselines.store import BaselineStore
 from perfgate.util.git import git
-from tests.factories import make_result
+from tests.factories import make_result, of_experiment, with_metric
 from tests.git_support import commit_all, empty_origin
 from tests.paths import ROOT
 
@@ -131,18 +131,19 @@ def stored_ids(origin: Path, reader: Path, buckets: int) -> list[str]:
 
 
 def store_push_run(repo: Path, commit: str, *, source: str = PUSHED_SOURCE) -> None:
-    """A run of every bucket of ``repo``'s perfgate.yaml at ``commit``, two samples each,
-    appended to its local baseline branch as ``source`` (a push run's publish by default)
-    appends them."""
+    """A run of every bucket of ``repo``'s perfgate.yaml at ``commit``, two samples of each
+    metric it declares, appended to its local baseline branch as ``source`` (a push run's
+    publish by default) appends them."""
     from perfgate.config import load_config
-    from perfgate.run.launch import bucket_hashes
 
     config = load_config(repo / "perfgate.yaml")
     store = BaselineStore(repo, branch=config.gate.baseline.branch, remote=None)
     samples = []
     for bucket in config.buckets:
-        launch, benchmark = bucket_hashes(bucket)
-        result = make_result(bucket.id, samples=(100.0, 101.0), commit=commit)
-        identity = replace(result.identity, launch_hash=launch, benchmark_hash=benchmark)
-        samples += samples_from_result(replace(result, identity=identity), trusted_source=source)
+        result = of_experiment(make_result(bucket.id, samples=(100.0, 101.0), commit=commit),
+                               config)  # fmt: skip
+        for metric in bucket.metrics:
+            result = with_metric(result, metric.name, (1.0, 1.1), direction=metric.direction,
+                                 path=metric.path, unit=metric.unit)  # fmt: skip
+        samples += samples_from_result(result, trusted_source=source)
     store.append(samples, f"publish {commit[:7]}")

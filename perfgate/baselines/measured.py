@@ -3,26 +3,31 @@
 A coalesced push run (``workflows.coalesce_pushes``) may follow pushes that were
 superseded unmeasured, so the commit it follows (``github.event.before``) does not say
 what its samples must cover. The baseline branch does: the nearest ancestor of HEAD at
-which a push run or a seed stored the bucket's experiment (its launch hash and baseline
-epoch as perfgate.yaml now declares them) is the code it last measured, and the bucket
+which a push run or a seed stored the bucket's experiment (its launch hash, each declared
+metric's benchmark hash and its baseline epoch as perfgate.yaml now declares them) is the
+code it last measured, and the bucket
 needs measuring again only when a file its ``paths:`` select changed since. A bucket
 with no such commit is measured.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from perfgate.baselines.publish import PUSHED_SOURCE
 from perfgate.baselines.reading import ancestry
-from perfgate.baselines.samples import Sample, sample_path
+from perfgate.baselines.samples import sample_path
 from perfgate.baselines.seed.replay import TRUSTED_SOURCE as SEEDED
 from perfgate.baselines.store import BaselineStore
 from perfgate.baselines.verify import hardware_partitions
 from perfgate.config import Bucket
-from perfgate.run.launch import bucket_hashes
-from perfgate.util.git import git
+from perfgate.errors import GitError
+from perfgate.identity import stable_hash
+from perfgate.run.launch import benchmark_identity, launch_identity
+from perfgate.util.git import git_env
 
 
 def last_measured(
@@ -39,22 +44,41 @@ def last_measured(
     stored = store.read([p for each in paths.values() for p in each], tip)
     found: dict[str, str | None] = {}
     for bucket in buckets:
-        launch, _ = bucket_hashes(bucket)
-
-        def same_experiment(sample: Sample, bucket: Bucket = bucket, launch: str = launch) -> bool:
-            return (
-                sample.target_branch == target_branch
-                # What measured the branch's own commits on its runners: never an import
-                # from another tool (pull requests' samples are never stored).
-                and sample.trusted_source in (PUSHED_SOURCE, SEEDED)
-                and sample.launch_hash == launch
-                and sample.baseline_epoch == bucket.baseline_epoch
-                and sample.commit in distance
-            )
-
-        commits = {s.commit for p in paths[bucket.id] for s in stored[p] if same_experiment(s)}
-        found[bucket.id] = min(commits, key=distance.__getitem__, default=None)
+        contract = _contract(bucket)
+        current: set[str] = set()  # commits with a primary sample of this experiment
+        stale: set[str] = set()  # ... and with a declared metric of another contract
+        for path in paths[bucket.id]:
+            for sample in stored[path]:
+                if not (
+                    sample.target_branch == target_branch
+                    # What measured the branch's own commits on its runners: never an
+                    # import from another tool (pull requests' samples are never stored).
+                    and sample.trusted_source in (PUSHED_SOURCE, SEEDED)
+                    and sample.commit in distance
+                    and sample.metric in contract
+                ):
+                    continue
+                same = (sample.launch_hash, sample.benchmark_hash, sample.baseline_epoch)
+                if same != contract[sample.metric]:
+                    stale.add(sample.commit)
+                elif sample.metric == bucket.metric.name:
+                    current.add(sample.commit)
+        found[bucket.id] = min(current - stale, key=distance.__getitem__, default=None)
     return found
+
+
+def _contract(bucket: Bucket) -> dict[str, tuple[str, str, int]]:
+    """Each metric the bucket declares, by name: the launch and benchmark hashes and the
+    baseline epoch of its current experiment. A metric added since is not asked for (a
+    run may lack an optional figure); a selection's benchmarks vary from run to run, and
+    the primary's contract carries the driver's and the contract's versions they share."""
+    launch = stable_hash(launch_identity(bucket))
+    return {
+        metric.name: (launch, stable_hash(benchmark_identity(bucket, metric)),
+                      bucket.baseline_epoch)
+        for metric in bucket.all_metrics
+        if not metric.select
+    }  # fmt: skip
 
 
 def changed_since(
@@ -64,8 +88,13 @@ def changed_since(
     rename as its old and new paths); None when it has none (it must be measured)."""
     diffs: dict[str, tuple[str, ...]] = {}  # one diff per stored commit
     for commit in {c for c in measured_at.values() if c is not None}:
-        listing = git("diff", "--name-only", "--no-renames", "-z", commit, head, cwd=repo)
-        diffs[commit] = tuple(name for name in listing.split("\0") if name)
+        args = ["diff", "--name-only", "--no-renames", "-z", commit, head]
+        listing = subprocess.run(["git", *args], cwd=repo, env=git_env(), capture_output=True,
+                                 check=False)  # fmt: skip
+        if listing.returncode != 0:
+            raise GitError(args, listing.returncode, listing.stderr.decode(errors="replace"))
+        # Names as the file system holds them, undecodable bytes kept (os.fsdecode).
+        diffs[commit] = tuple(os.fsdecode(n) for n in listing.stdout.split(b"\0") if n)
     return {
         bucket_id: None if commit is None else diffs[commit]
         for bucket_id, commit in measured_at.items()

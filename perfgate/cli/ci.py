@@ -153,7 +153,10 @@ def run_affected(args: argparse.Namespace) -> int:
         selected = _since_measured(config, args.since_measured)
     else:
         try:
-            changed = args.changed_files.read_text(encoding="utf-8").splitlines()
+            # A name that is no UTF-8 (git's unquoted output) still matches its globs.
+            changed = args.changed_files.read_text(
+                encoding="utf-8", errors="surrogateescape"
+            ).splitlines()
         except OSError as exc:
             raise UsageError(
                 f"{args.changed_files}: cannot read the changed-files list ({exc.strerror}); "
@@ -199,7 +202,7 @@ def _since_measured(config: Config, target_branch: str) -> tuple[Bucket, ...]:
         measured_at = last_measured(store, config.buckets, target_branch=target_branch,
                                     head="HEAD")  # fmt: skip
         changes = changed_since(store.repo, measured_at, "HEAD")
-    except PerfgateError as exc:  # measuring too much is safe; measuring nothing is not
+    except (PerfgateError, OSError) as exc:  # measuring too much is safe; nothing is not
         say(f"what was last measured on {target_branch} cannot be read ({exc}): every bucket runs")
         return config.buckets
     for bucket in config.buckets:

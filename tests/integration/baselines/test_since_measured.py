@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from perfgate.baselines.imports.history import TRUSTED_SOURCE as IMPORTED
+from perfgate.baselines.seed.replay import TRUSTED_SOURCE as SEEDED
 from perfgate.errors import ExitCode
 from perfgate.util.git import git
 from tests.git_support import commit_all
@@ -33,6 +34,8 @@ buckets:
   - task: pendulum
     paths: ["pendulum/**"]
     backends: [{physics: numpy}]
+    metrics:
+      - {name: startup_s, path: runtime.startup_s, direction: lower, unit: s}
 """
 BOTH = ["cartpole/numpy", "pendulum/numpy"]
 
@@ -81,6 +84,7 @@ def _affected(repo: Path, branch: str = "main") -> tuple[list[str], str]:
         (("source/envs/x.py",), ["cartpole/numpy"]),
         (("source/envs/x.py", "pendulum/p.py"), BOTH),
         (("pendulum/caf\u00e9.py",), ["pendulum/numpy"]),  # a path git would quote
+        (("pendulum/caf\udce9.py",), ["pendulum/numpy"]),  # a name that is no UTF-8
     ],
 )
 def test_a_bucket_runs_when_its_paths_changed_since_its_last_measured_commit(
@@ -117,7 +121,7 @@ def test_the_nearest_measured_ancestor_is_the_one_compared(tmp_path: Path) -> No
     assert _affected(repo)[0] == []
 
 
-def test_runs_that_did_not_measure_this_experiment_here_do_not_count(tmp_path: Path) -> None:
+def test_only_runs_of_this_experiment_measured_here_count(tmp_path: Path) -> None:
     repo = _repo(tmp_path, measured=False)
     # Another tool's import at this very commit; then a push run's samples read as another
     # target branch's.
@@ -136,6 +140,24 @@ def test_runs_that_did_not_measure_this_experiment_here_do_not_count(tmp_path: P
     )
     (repo / "perfgate.yaml").write_text(text)
     commit_all(repo, "pendulum at 32 envs")
+    assert _affected(repo)[0] == BOTH
+    # A seed of the new experiment counts; then pendulum's metric changes, outside its paths.
+    store_push_run(repo, git("rev-parse", "HEAD", cwd=repo).strip(), source=SEEDED)
+    assert _affected(repo)[0] == []
+    text = (
+        (repo / "perfgate.yaml")
+        .read_text()
+        .replace("    num_envs: 32\n", "    num_envs: 32\n    metric: {path: results.fps}\n")
+    )
+    (repo / "perfgate.yaml").write_text(text)
+    commit_all(repo, "pendulum reads another figure")
+    assert _affected(repo)[0] == BOTH
+    # A measured run of that, then its second metric reads another figure.
+    store_push_run(repo, git("rev-parse", "HEAD", cwd=repo).strip())
+    assert _affected(repo)[0] == []
+    text = (repo / "perfgate.yaml").read_text().replace("runtime.startup_s", "runtime.boot_s")
+    (repo / "perfgate.yaml").write_text(text)
+    commit_all(repo, "pendulum's startup reads another figure")
     assert _affected(repo)[0] == BOTH
 
 

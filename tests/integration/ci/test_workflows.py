@@ -173,6 +173,7 @@ def _pr_repo(tmp_path: Path, changed: str) -> Path:
         ("pull_request", "false", "README.md", "false"),
         ("pull_request", "false", "source/isaaclab/envs/x.py", "true"),
         ("pull_request", "false", "source/isaaclab/envs/caf\u00e9.py", "true"),  # never quoted
+        ("pull_request", "false", "source/isaaclab/envs/caf\udce9.py", "true"),  # no UTF-8
         ("pull_request", "true", "README.md", "true"),
         ("push", "false", "README.md", "true"),
         ("merge_group", "false", "README.md", "true"),
