@@ -3,11 +3,10 @@
 A coalesced push run (``workflows.coalesce_pushes``) may follow pushes that were
 superseded unmeasured, so the commit it follows (``github.event.before``) does not say
 what its samples must cover. The baseline branch does: the nearest ancestor of HEAD at
-which a push run or a seed stored the bucket's experiment (its launch hash, each declared
-metric's benchmark hash and its baseline epoch as perfgate.yaml now declares them) is the
-code it last measured, and the bucket
-needs measuring again only when a file its ``paths:`` select changed since. A bucket
-with no such commit is measured.
+which a push run or a seed stored the bucket's experiment as perfgate.yaml now declares
+it (its launch hash, each declared metric's benchmark hash, its baseline epoch) is the
+code it last measured, and the bucket needs measuring again only when a file its
+``paths:`` select changed since. A bucket with no such commit is measured.
 """
 
 from __future__ import annotations
