@@ -197,3 +197,14 @@ def test_the_alert_target_says_what_its_bound_in_pushes_means_on_the_clock() -> 
     tally = bill.Tally(delays={0.05: [1, 2, 4]}, hours={0.05: [3.2, 6.6, 14.0]})
     assert bill._every(tally, 6).endswith("; alerted 7 h after the merge (median), at most 14 h")
     assert bill._hours(tally) == {"median": 6.6, "longest": 14.0}
+
+
+def test_merges_in_working_hours_find_the_push_slot_idle_each_morning() -> None:
+    # The same lives with the nights between working days: the first merge of each day
+    # starts a push run of its own, so more push runs are paid than back to back.
+    case = bill._case(CONFIG, "as it ships")
+    assert replace(case, name="as it ships, working days", working_days=True) in bill.cases(CONFIG)
+    for seed in (11, 12):
+        back_to_back = bill.live(CONFIG, case, OFFSETS, seed, 0.0, SETUP)
+        days = bill.live(CONFIG, replace(case, working_days=True), OFFSETS, seed, 0.0, SETUP)
+        assert days.push_minutes > 1.05 * back_to_back.push_minutes
