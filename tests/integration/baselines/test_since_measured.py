@@ -58,6 +58,15 @@ def _change(repo: Path, *paths: str, message: str = "a push") -> str:
     return commit_all(repo, message)
 
 
+def _edit_config(repo: Path, old: str, new: str) -> None:
+    """Commit perfgate.yaml with ``old`` replaced by ``new``."""
+    config = repo / "perfgate.yaml"
+    text = config.read_text()
+    assert old in text
+    config.write_text(text.replace(old, new))
+    commit_all(repo, f"perfgate.yaml: {new.strip()}")
+
+
 def _run(repo: Path, branch: str = "main") -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "GITHUB_OUTPUT": str(repo.parent / "outputs"), "PYTHONPATH": str(ROOT)}
     return subprocess.run(
@@ -133,31 +142,17 @@ def test_only_runs_of_this_experiment_measured_here_count(tmp_path: Path) -> Non
     assert _affected(repo, "release")[0] == BOTH
     assert _affected(repo)[0] == []
     # pendulum's experiment changes in perfgate.yaml, which its paths do not select.
-    text = (
-        (repo / "perfgate.yaml")
-        .read_text()
-        .replace("  - task: pendulum\n", "  - task: pendulum\n    num_envs: 32\n")
-    )
-    (repo / "perfgate.yaml").write_text(text)
-    commit_all(repo, "pendulum at 32 envs")
+    _edit_config(repo, "  - task: pendulum\n", "  - task: pendulum\n    num_envs: 32\n")
     assert _affected(repo)[0] == BOTH
     # A seed of the new experiment counts; then pendulum's metric changes, outside its paths.
     store_push_run(repo, git("rev-parse", "HEAD", cwd=repo).strip(), source=SEEDED)
     assert _affected(repo)[0] == []
-    text = (
-        (repo / "perfgate.yaml")
-        .read_text()
-        .replace("    num_envs: 32\n", "    num_envs: 32\n    metric: {path: results.fps}\n")
-    )
-    (repo / "perfgate.yaml").write_text(text)
-    commit_all(repo, "pendulum reads another figure")
+    _edit_config(repo, "    num_envs: 32\n", "    num_envs: 32\n    metric: {path: results.fps}\n")
     assert _affected(repo)[0] == BOTH
     # A measured run of that, then its second metric reads another figure.
     store_push_run(repo, git("rev-parse", "HEAD", cwd=repo).strip())
     assert _affected(repo)[0] == []
-    text = (repo / "perfgate.yaml").read_text().replace("runtime.startup_s", "runtime.boot_s")
-    (repo / "perfgate.yaml").write_text(text)
-    commit_all(repo, "pendulum's startup reads another figure")
+    _edit_config(repo, "runtime.startup_s", "runtime.boot_s")
     assert _affected(repo)[0] == BOTH
 
 
