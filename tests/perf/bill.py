@@ -25,7 +25,9 @@ and after the merge when the alert rule alerts it within a number of pushes (tim
 the hours from its merge to the end of the push run whose alert names it, merges arriving
 ``MERGE_GAP`` apart on average and a coalesced push waiting for the run before it). The
 shipped case runs twice: merges back to back, and (working days) the same merges landing
-only in ten working hours a day, the nights between.
+only in ten working hours a day, the nights between. Two pools are held out from every
+choice made here (``HELD_OUT``: unseen throttled samples, frequent run-level states), run
+with upstream, before and the shipped case only, and judged by the same targets.
 
 What is assumed, not measured (said again in the printed header): S and each bucket's
 launch time as the example declares them (its ``setup_minutes``, solved from the upstream
@@ -90,6 +92,11 @@ WITHIN = (3, 6, 10)  # pushes within which post-merge alerts are counted
 # pushes of its merge (chosen from this suite's figures; docs/baselines.md says why).
 ALERT_WITHIN = 6
 POOLS = (("offsets", 0.01), ("states", 0.02))
+# Held out from every choice this suite made (jobs, push, budget): the economics suite's
+# generators the rule was not tuned to, judged by the same targets, on the cases that say
+# what the shipped example gives up against upstream and before.
+HELD_OUT = (("throttled", 0.02), ("runstates", 0.02))
+HELD_OUT_CASES = ("upstream", "before: a job a bucket, push 6", "as it ships")
 NEVER = 99  # the delay of a regression's bucket never alerted in its life
 
 
@@ -483,9 +490,11 @@ def _work(args: tuple[str, float, int, int, Recorded]) -> dict[str, Tally]:
     setup = recorded.setup(config)
     pool = economics.Pool(kind=kind, cv=cv)
     drop = 0.0 if seed % 2 == 0 else DROPS[(seed // 2) % len(DROPS)]
+    held_out = (kind, cv) in HELD_OUT
     return {
         case.name: live(config, case, pool, 7_700_001 + shift + seed, drop, setup)
         for case in cases(config)
+        if not held_out or case.name in HELD_OUT_CASES
     }
 
 
@@ -496,7 +505,7 @@ def quality(options: Options) -> SuiteReport:
     config = recorded.example()
     setup = recorded.setup(config)
     lives = 8 if options.quick else 40
-    tasks = [(kind, cv, s, options.seed_offset, recorded) for kind, cv in POOLS
+    tasks = [(kind, cv, s, options.seed_offset, recorded) for kind, cv in POOLS + HELD_OUT
              for s in range(lives)]  # fmt: skip
     results: dict[str, dict[str, Tally]] = {}
     with ProcessPoolExecutor(max_workers=options.jobs) as pool:
@@ -543,7 +552,7 @@ def _table(
         f"bisects. Assumed, not measured: {DAY_MERGES} merges a day of which {DAY_RELEVANT} "
         f"relevant; {elapsed:.0f} s"
     ]
-    head = (f"{'pool':<12}{'case':<30}{'PR':>5}{'push':>6}{'merged':>7}{'x290':>6}{'p95':>6}"
+    head = (f"{'pool':<14}{'case':<30}{'PR':>5}{'push':>6}{'merged':>7}{'x290':>6}{'p95':>6}"
             f"{'/day':>6}{'FA%':>6}{'INC%':>6}{'10%PR':>6}{'5%PR':>6}"
             + "".join(f"{'5%<=' + str(n):>7}" for n in WITHIN) + f"{'FA/1k':>6}")  # fmt: skip
     lines += [head, "-" * len(head)]
@@ -563,7 +572,7 @@ def _table(
                       "".join(f"{100 * t.within(0.05, n):7.0f}" for n in WITHIN)
                       + f"{1000 * t.false_alerts / max(t.pushes, 1):6.2f}")  # fmt: skip
             lines.append(
-                f"{pool:<12}{name:<30}{t.pr_minutes / merges:5.0f}{t.push_minutes / merges:6.0f}"
+                f"{pool:<14}{name:<30}{t.pr_minutes / merges:5.0f}{t.push_minutes / merges:6.0f}"
                 f"{mean:7.0f}{mean / UPSTREAM_MERGED:6.2f}{p95 / UPSTREAM_MERGED:6.2f}"
                 f"{per_day(config, case, mean):6.0f}{verdicts}{detect}{alerts}"
             )
@@ -619,10 +628,6 @@ def _targets(
         mean, p95 = per_merged(config, ships, setup, t)
         up_mean, _ = per_merged(config, upstream, setup, by_case[upstream.name])
         bound = ALERT_WITHIN
-        # The same lives with merges in working hours only: each morning's first merge
-        # finds the push slot idle, so more push runs are paid and alerts wait for nights.
-        nights = by_case[working.name]
-        w_mean, w_p95 = per_merged(config, working, setup, nights)
         targets += [
             _mean_target(pool, mean, up_mean),
             _p95_target(pool, t, p95),
@@ -639,6 +644,14 @@ def _targets(
                           _every(t, bound)),
             at_most(f"bill {pool}: false alerts per 1,000 bucket-pushes",
                     1000 * t.false_alerts / max(t.pushes, 1), 1.0, ""),
+        ]  # fmt: skip
+        # The same lives with merges in working hours only: each morning's first merge
+        # finds the push slot idle, so more push runs are paid and alerts wait for nights.
+        nights = by_case.get(working.name)
+        if nights is None:  # a held-out pool runs the shipped case back to back only
+            continue
+        w_mean, w_p95 = per_merged(config, working, setup, nights)
+        targets += [
             _mean_target(f"{pool}, working days", w_mean, up_mean),
             _p95_target(f"{pool}, working days", nights, w_p95),
             rate_at_least(f"bill {pool}, working days: every 5 % drop alerted within {bound} "
