@@ -498,6 +498,14 @@ def _work(args: tuple[str, float, int, int, Recorded]) -> dict[str, Tally]:
     }
 
 
+def _tasks(
+    lives: int, shift: int, recorded: Recorded
+) -> list[tuple[str, float, int, int, Recorded]]:
+    """Every pool's lives, the held-out pools' included: ``_work``'s arguments."""
+    return [(kind, cv, s, shift, recorded) for kind, cv in POOLS + HELD_OUT
+            for s in range(lives)]  # fmt: skip
+
+
 def quality(options: Options) -> SuiteReport:
     """Every case on every pool, side by side; the issue's targets for the shipped case."""
     started = time.perf_counter()
@@ -505,8 +513,7 @@ def quality(options: Options) -> SuiteReport:
     config = recorded.example()
     setup = recorded.setup(config)
     lives = 8 if options.quick else 40
-    tasks = [(kind, cv, s, options.seed_offset, recorded) for kind, cv in POOLS + HELD_OUT
-             for s in range(lives)]  # fmt: skip
+    tasks = _tasks(lives, options.seed_offset, recorded)
     results: dict[str, dict[str, Tally]] = {}
     with ProcessPoolExecutor(max_workers=options.jobs) as pool:
         for (kind, cv, *_), part in zip(tasks, pool.map(_work, tasks), strict=True):

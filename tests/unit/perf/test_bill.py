@@ -215,8 +215,12 @@ def test_held_out_pools_run_the_shipped_case_beside_upstream_and_before_and_are_
     # there is judged by the same targets, not left to the closing note.
     assert {kind for kind, _ in bill.HELD_OUT} == {"throttled", "runstates"}
     assert not set(bill.HELD_OUT) & set(bill.POOLS)
-    shipped = {c.name for c in bill.cases(CONFIG)}
-    assert set(bill.HELD_OUT_CASES) <= shipped
+    run = {(kind, cv) for kind, cv, *_ in bill._tasks(2, 0, bill.Recorded())}
+    assert run == set(bill.POOLS) | set(bill.HELD_OUT)
+    assert {upstream().name, "before: a job a bucket, push 6", "as it ships"} == set(
+        bill.HELD_OUT_CASES
+    )
+    assert set(bill.HELD_OUT_CASES) <= {c.name for c in bill.cases(CONFIG)}
     kind, cv = bill.HELD_OUT[0]
     lives = bill._work((kind, cv, 1, 0, bill.Recorded()))
     assert set(lives) == set(bill.HELD_OUT_CASES)
