@@ -11,8 +11,6 @@ code it last measured, and the bucket needs measuring again only when a file its
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -23,10 +21,9 @@ from perfgate.baselines.seed.replay import TRUSTED_SOURCE as SEEDED
 from perfgate.baselines.store import BaselineStore
 from perfgate.baselines.verify import hardware_partitions
 from perfgate.config import Bucket
-from perfgate.errors import GitError
 from perfgate.identity import stable_hash
 from perfgate.run.launch import benchmark_identity, launch_identity
-from perfgate.util.git import git_env
+from perfgate.util.git import git_paths
 
 
 def last_measured(
@@ -85,15 +82,10 @@ def changed_since(
 ) -> dict[str, tuple[str, ...] | None]:
     """Per bucket, the files changed between its last measured commit and ``head`` (a
     rename as its old and new paths); None when it has none (it must be measured)."""
-    diffs: dict[str, tuple[str, ...]] = {}  # one diff per stored commit
-    for commit in {c for c in measured_at.values() if c is not None}:
-        args = ["diff", "--name-only", "--no-renames", "-z", commit, head]
-        listing = subprocess.run(["git", *args], cwd=repo, env=git_env(), capture_output=True,
-                                 check=False)  # fmt: skip
-        if listing.returncode != 0:
-            raise GitError(args, listing.returncode, listing.stderr.decode(errors="replace"))
-        # Names as the file system holds them, undecodable bytes kept (os.fsdecode).
-        diffs[commit] = tuple(os.fsdecode(n) for n in listing.stdout.split(b"\0") if n)
+    diffs = {  # one diff per stored commit
+        commit: git_paths("diff", "--name-only", "--no-renames", "-z", commit, head, cwd=repo)
+        for commit in {c for c in measured_at.values() if c is not None}
+    }
     return {
         bucket_id: None if commit is None else diffs[commit]
         for bucket_id, commit in measured_at.items()

@@ -71,6 +71,17 @@ def git(
     return completed.stdout
 
 
+def git_paths(*args: str, cwd: Path | None = None) -> tuple[str, ...]:
+    """Run ``git args`` (which ask for ``-z`` output) and return the paths it prints, as
+    the file system holds them: bytes that are not UTF-8 kept (``os.fsdecode``), so they
+    still match their globs. A non-zero exit raises GitError with stderr."""
+    completed = subprocess.run(["git", *args], cwd=cwd, env=git_env(), capture_output=True,
+                               check=False)  # fmt: skip
+    if completed.returncode != 0:
+        raise GitError(list(args), completed.returncode, completed.stderr.decode(errors="replace"))
+    return tuple(os.fsdecode(name) for name in completed.stdout.split(b"\0") if name)
+
+
 def try_git(*args: str, cwd: Path | None = None, timeout: float | None = None) -> str | None:
     """Like :func:`git`, but ``None`` (stripped output otherwise) when git fails or is absent."""
     try:
